@@ -1,0 +1,35 @@
+# The two commands a fresh machine needs: `make test` and `make demo`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo goldens lint typecheck check venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+goldens: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider integration --update-goldens
+
+lint: $(STAMP)
+	$(BIN)/ruff check cre cre_manager tests integration bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict cre cre_manager
+
+check: test lint typecheck
+
+demo: $(STAMP)
+	$(BIN)/python -m cre_manager.demo $(if $(SCENARIO),--scenario $(SCENARIO),)
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""cre.controller."""

@@ -1,0 +1,115 @@
+"""Slim, frozen projections of the cluster objects the pure core reads.
+
+The informer layer (``cre.kube``) turns every watched Pod and Node into one of these at the
+edge, dropping managedFields, specs and annotations the core never reads. The pure core only
+ever sees these values, so its inputs are small, hashable and cheap to build in tests.
+
+Timestamps are timezone-aware ``datetime`` values (UTC) or ``None``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class OwnerRef:
+    """An ownerReference: enough to walk Pod -> batch Job -> JobSet -> TrainJob."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@attrs.frozen(slots=True)
+class PodCondition:
+    """One entry of ``status.conditions``; ``status`` is the API's string "True"/"False"/"Unknown"."""
+
+    type: str
+    status: str
+    reason: str | None = None
+
+
+@attrs.frozen(slots=True)
+class ContainerState:
+    """The one populated branch of a container's ``state``: waiting, running or terminated."""
+
+    kind: str  # "waiting" | "running" | "terminated"
+    reason: str | None = None
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    message: str | None = None
+
+
+@attrs.frozen(slots=True)
+class ContainerStatusView:
+    """A container or init-container status; ``last_state`` is the previous run, if any."""
+
+    name: str
+    state: ContainerState | None
+    restart_count: int = 0
+    init: bool = False
+    last_state: ContainerState | None = None
+
+
+@attrs.frozen(slots=True)
+class PodView:
+    """Everything the core reads about a Pod.
+
+    ``labels`` keeps only the label keys CRE reads (see ``cre.api.labels``).
+    """
+
+    name: str
+    namespace: str
+    uid: str
+    labels: tuple[tuple[str, str], ...] = ()
+    owner_refs: tuple[OwnerRef, ...] = ()
+    node_name: str | None = None
+    phase: str | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    conditions: tuple[PodCondition, ...] = ()
+    init_container_statuses: tuple[ContainerStatusView, ...] = ()
+    container_statuses: tuple[ContainerStatusView, ...] = ()
+    resource_version: str = ""
+
+    def label(self, key: str) -> str | None:
+        """The value of one kept label, or ``None``."""
+        for k, v in self.labels:
+            if k == key:
+                return v
+        return None
+
+    def condition(self, type_: str) -> PodCondition | None:
+        """The condition of this type, or ``None``."""
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
+
+
+@attrs.frozen(slots=True)
+class NodeView:
+    """Everything the core reads about a GPU Node."""
+
+    name: str
+    uid: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    provider_id: str | None = None
+    unschedulable: bool = False
+    ready: str = "Unknown"  # the Ready condition's status: "True" / "False" / "Unknown"
+    ready_reason: str | None = None
+    allocatable_gpus: int = 0
+    resource_version: str = ""
+
+    def label(self, key: str) -> str | None:
+        """The value of one label, or ``None``."""
+        for k, v in self.labels:
+            if k == key:
+                return v
+        return None

@@ -1,0 +1,19 @@
+"""pytest plugin shipped with CRE (registered through the ``pytest11`` entry point).
+
+Adds ``--update-goldens`` for the golden-file harness. Fixtures for the API emulator and the
+cluster simulator are re-exported here as those modules provide them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cre")
+    group.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite goldens/ from the current output instead of comparing",
+    )
