@@ -113,3 +113,60 @@ class NodeView:
             if k == key:
                 return v
         return None
+
+
+@attrs.frozen(slots=True)
+class ObjectCondition:
+    """A status condition of a non-Pod object (TrainJob, JobSet, batch Job)."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: datetime | None = None
+
+
+@attrs.frozen(slots=True)
+class TrainJobView:
+    """Everything the core reads about a Kubeflow TrainJob (``trainer.kubeflow.org/v1alpha1``)."""
+
+    name: str
+    namespace: str
+    uid: str
+    labels: tuple[tuple[str, str], ...] = ()
+    owner_refs: tuple[OwnerRef, ...] = ()
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    suspended: bool = False
+    conditions: tuple[ObjectCondition, ...] = ()
+    resource_version: str = ""
+
+    def label(self, key: str) -> str | None:
+        """The value of one label, or ``None``."""
+        for k, v in self.labels:
+            if k == key:
+                return v
+        return None
+
+    def condition(self, type_: str) -> ObjectCondition | None:
+        """The condition of this type, or ``None``."""
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
+
+
+@attrs.frozen(slots=True)
+class LogTail:
+    """A container log tail the shell read because an earlier Plan asked for it.
+
+    ``error`` is set (and ``text`` empty) when the read failed: pod gone, container unknown,
+    timeout. The core decides what to record in either case.
+    """
+
+    namespace: str
+    pod: str
+    container: str
+    text: str = ""
+    error: str | None = None
+    pod_uid: str = ""
