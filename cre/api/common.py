@@ -1,0 +1,115 @@
+"""Spec fragments shared by several kinds: node targets, gang scheduling, workload labels.
+
+They mirror the reference's TargetSpec, GangSchedulerSpec and WorkloadMetadata; the field
+constraints declared here become both ``cre.api.validate`` checks and CRD schema keywords.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+
+from cre.api.fields import c
+
+# Go-style durations: "90s", "1h30m", "250ms".
+DURATION: Final = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+QUANTITY_SIZE: Final = r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$"
+QUALIFIED_NAME: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+LABEL_VALUE: Final = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+# Threshold metric keys the Job tier can measure (reference section 5.5).
+THRESHOLD_KEYS: Final = frozenset(
+    {"busBandwidthGBps", "algBandwidthGBps", "goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec"}
+)
+# Label keys a user may not set through workloadMetadata.
+RESERVED_LABEL_KEYS: Final = frozenset({"app.kubernetes.io/managed-by"})
+RESERVED_LABEL_PREFIX: Final = "cre.dev/"
+
+
+class NodeSelectorOperator(enum.StrEnum):
+    """Operators of a node selector requirement CRE evaluates itself."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+
+
+class TaintEffect(enum.StrEnum):
+    """Kubernetes taint effects."""
+
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+@attrs.frozen(kw_only=True)
+class NodeSelectorRequirement:
+    """``key operator values``; In/NotIn need values, Exists/DoesNotExist take none."""
+
+    key: str = attrs.field(metadata=c(min_length=1))
+    operator: NodeSelectorOperator
+    values: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class TaintSelector:
+    """A taint a target node must carry; matching tolerations go onto workload pods."""
+
+    key: str = attrs.field(metadata=c(min_length=1))
+    value: str | None = None
+    effect: TaintEffect | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TargetSpec:
+    """Which nodes are candidates; every set filter applies (AND)."""
+
+    node_selector: Mapping[str, str] = attrs.field(factory=dict)
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    node_names: tuple[str, ...] = ()
+    taint_selectors: tuple[TaintSelector, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class GangSchedulerSpec:
+    """Gang-schedule the workload's pods with KAI or Run:ai."""
+
+    scheduler_name: str = attrs.field(metadata=c(min_length=1))
+    queue: str = attrs.field(
+        default="default-queue",
+        metadata=c(max_length=63, pattern=r"^$|^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$"),
+    )
+    queue_label_key: str = attrs.field(
+        default="kai.scheduler/queue", metadata=c(max_length=317, pattern=QUALIFIED_NAME)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class WorkloadMetadata:
+    """Labels put on the workload object (TrainJob), never on pods."""
+
+    labels: Mapping[str, str] = attrs.field(factory=dict, metadata=c(max_properties=32))
+
+
+class Placement(enum.StrEnum):
+    """Whether groups are pinned to named nodes (ADR-089)."""
+
+    PINNED = "Pinned"
+    UNPINNED = "Unpinned"
+
+
+class TestScale(enum.StrEnum):
+    """How a communication entry is spread over the target nodes."""
+
+    __test__ = False  # not a pytest test class
+
+    INTRA_NODE = "intra-node"
+    INTRA_RACK = "intra-rack"
+    DIAGNOSE = "diagnose"
+    FULL_SCALE = "full-scale"

@@ -1,0 +1,187 @@
+"""Condition types, reasons and phases of the CRE kinds, as enums.
+
+Every lifecycle tier (Certification, Workflow, Job, WorkloadRun) carries the exclusive trio
+InProgress / Succeeded / Failed: exactly one is True, the other two are False with reason
+``NotApplicable`` (``Superseded`` on WorkloadRun). ``ValidationFailed`` and ``HardwareFailed`` are
+additive and independent of the trio. ``status.phase`` mirrors the True trio member as a
+single word for ``kubectl get``. Reasons are ``StrEnum`` members so they compare equal to the
+plain strings read back from the server.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+
+class ConditionType(enum.StrEnum):
+    """Condition types used by the CRE kinds."""
+
+    IN_PROGRESS = "InProgress"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    VALIDATION_FAILED = "ValidationFailed"
+    HARDWARE_FAILED = "HardwareFailed"
+    MEASURING = "Measuring"
+    COMPLETE = "Complete"
+
+
+# Exactly one of these is True at any time on a lifecycle tier.
+EXCLUSIVE_TRIO: Final = (ConditionType.IN_PROGRESS, ConditionType.SUCCEEDED, ConditionType.FAILED)
+# Independent of the trio.
+ADDITIVE: Final = (ConditionType.VALIDATION_FAILED, ConditionType.HARDWARE_FAILED)
+
+
+class Phase(enum.StrEnum):
+    """``status.phase`` of the lifecycle tiers: the True member of the trio in one word."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether no further transition is expected."""
+        return self in (Phase.SUCCEEDED, Phase.FAILED)
+
+
+class MeasurementPhase(enum.StrEnum):
+    """``status.phase`` of a measurement: waiting, sampling, or frozen final result."""
+
+    PENDING = "Pending"
+    MEASURING = "Measuring"
+    COMPLETE = "Complete"
+
+
+class CommonReason(enum.StrEnum):
+    """Reasons any tier writes on the non-True members of the trio."""
+
+    NOT_APPLICABLE = "NotApplicable"
+    SUPERSEDED = "Superseded"
+
+
+class JobReason(enum.StrEnum):
+    """Reasons of the Job tier (conditions, failed nodes and events)."""
+
+    WORKLOAD_CREATED = "WorkloadCreated"
+    WORKLOAD_ADOPTED = "WorkloadAdopted"
+    WORKLOAD_PENDING = "WorkloadPending"
+    WORKLOAD_RUNNING = "WorkloadRunning"
+    WORKLOAD_COMPLETED = "WorkloadCompleted"
+    WORKLOAD_FAILED = "WorkloadFailed"
+    WORKLOAD_CREATION_ERROR = "WorkloadCreationError"
+    WORKLOAD_STALLED = "WorkloadStalled"
+    WORKLOAD_SCHEDULING_BLOCKED = "WorkloadSchedulingBlocked"
+    HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
+    MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
+    MEASUREMENT_TIMEOUT = "MeasurementTimeout"
+    THRESHOLDS_MET = "ThresholdsMet"
+    THRESHOLD_VIOLATION = "ThresholdViolation"
+    UNKNOWN_THRESHOLD_KEY = "UnknownThresholdKey"
+    INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
+    JOB_TIMED_OUT = "JobTimedOut"
+
+
+class FailedNodeReason(enum.StrEnum):
+    """Why a node is listed in ``status.failedNodes``."""
+
+    HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
+    THRESHOLD_VIOLATION = "ThresholdViolation"
+    WORKLOAD_FAILED = "WorkloadFailed"
+
+
+class FailureScope(enum.StrEnum):
+    """Whom a Job failure is attributed to (``status.failureClass.scope``)."""
+
+    WORKLOAD = "Workload"
+    NODE = "Node"
+    PLATFORM = "Platform"
+    CONTROL_PLANE = "ControlPlane"
+
+
+class WorkflowReason(enum.StrEnum):
+    """Reasons of the Workflow tier."""
+
+    JOB_CREATED = "JobCreated"
+    JOB_RUNNING = "JobRunning"
+    JOB_COMPLETED = "JobCompleted"
+    JOB_FAILED = "JobFailed"
+    JOB_HARDWARE_FAILED = "JobHardwareFailed"
+    JOB_CREATION_ERROR = "JobCreationError"
+    JOB_VALIDATION_FAILED = "JobValidationFailed"
+    JOB_TIMED_OUT = "JobTimedOut"
+    GROUPS_PARTITIONED = "GroupsPartitioned"
+    ITERATION_COMPLETED = "IterationCompleted"
+    ITERATIONS_FAILED = "IterationsFailed"
+    DEPENDENCY_CREATION_ERROR = "DependencyCreationError"
+    NODE_DISCOVERY_ERROR = "NodeDiscoveryError"
+    PARTITION_ERROR = "PartitionError"
+    JOB_NAME_COLLISION = "JobNameCollision"
+    DEPENDENCY_NAME_COLLISION = "DependencyNameCollision"
+    GANG_SCHEDULING_CONFLICT = "GangSchedulingConflict"
+    HETEROGENEOUS_PLATFORM = "HeterogeneousPlatform"
+    OVERRIDE_ERROR = "OverrideError"
+
+
+class CertificationReason(enum.StrEnum):
+    """Reasons of the Certification tier."""
+
+    WAITING_FOR_NODES = "WaitingForNodes"
+    WORKFLOW_CREATED = "WorkflowCreated"
+    WORKFLOW_RUNNING = "WorkflowRunning"
+    ALL_WORKFLOWS_SUCCEEDED = "AllWorkflowsSucceeded"
+    WORKFLOW_SUCCEEDED = "WorkflowSucceeded"
+    WORKFLOW_FAILED = "WorkflowFailed"
+    WORKFLOW_VALIDATION_FAILED = "WorkflowValidationFailed"
+    CATEGORY_NOT_FOUND = "CategoryNotFound"
+    BUILD_FAILED = "BuildFailed"
+    WORKFLOW_DELETED = "WorkflowDeleted"
+    THRESHOLD_VIOLATION = "ThresholdViolation"
+    WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
+
+
+class WorkloadRunReason(enum.StrEnum):
+    """Reasons of the WorkloadRun tier (mostly mirrored from its Workflow)."""
+
+    WORKFLOW_CREATED = "WorkflowCreated"
+    WORKFLOW_RUNNING = "WorkflowRunning"
+    WORKFLOW_SUCCEEDED = "WorkflowSucceeded"
+    WORKFLOW_FAILED = "WorkflowFailed"
+    WORKFLOW_VALIDATION_FAILED = "WorkflowValidationFailed"
+    THRESHOLD_VIOLATION = "ThresholdViolation"
+    BUILD_FAILED = "BuildFailed"
+
+
+class MeasurementReason(enum.StrEnum):
+    """Reasons of the measurement kinds."""
+
+    JOB_RUNNING = "JobRunning"
+    JOB_SUCCEEDED = "JobSucceeded"
+    JOB_FAILED = "JobFailed"
+    LOG_PROFILE_NOT_FOUND = "LogProfileNotFound"
+    NO_DATA_COLLECTED = "NoDataCollected"
+
+
+class CategoryState(enum.StrEnum):
+    """``status.categoryStatuses[].status`` of a Certification."""
+
+    PENDING = "Pending"
+    IN_PROGRESS = "InProgress"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+TRIO_PHASE: Final = {
+    ConditionType.SUCCEEDED: Phase.SUCCEEDED,
+    ConditionType.FAILED: Phase.FAILED,
+}
+
+
+def phase_of(true_member: ConditionType, *, running: bool) -> Phase:
+    """The phase mirroring the True trio member (InProgress is Running or Pending)."""
+    if true_member in TRIO_PHASE:
+        return TRIO_PHASE[true_member]
+    if true_member is not ConditionType.IN_PROGRESS:
+        raise ValueError(f"{true_member} is not a member of the exclusive trio")
+    return Phase.RUNNING if running else Phase.PENDING

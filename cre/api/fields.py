@@ -1,0 +1,71 @@
+"""Schema facts attached to attrs fields: one source for validation and CRD generation.
+
+A model field states its JSON name (when plain camelCase is wrong, e.g. ``enableMNNVL``), its
+OpenAPI constraints and its immutability once, in ``metadata=c(...)``. The converter reads the
+JSON name, ``cre.api.validate`` checks the constraints and ``cre.api.crdgen`` turns the very same
+facts into the CRD schema, so the admission rules of a real server and the library cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+KEY: Final = "cre.api"
+
+
+@attrs.frozen(kw_only=True)
+class Constraints:
+    """OpenAPI facts for one field; ``None`` means "no constraint"."""
+
+    json_name: str | None = None
+    description: str | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    min_properties: int | None = None
+    max_properties: int | None = None
+    int_format: str | None = None
+    # Transition rule ``self == oldSelf`` with this message ("<field> is immutable").
+    immutable: bool = False
+    # The parent gets ``has(self.f) == has(oldSelf.f)`` ("cannot be added or removed").
+    presence_immutable: bool = False
+    # Opaque JSON (embedded foreign types such as a Kubeflow TrainJobSpec).
+    preserve_unknown: bool = False
+    # A list of objects merged by these keys (``x-kubernetes-list-type: map``).
+    list_map_keys: tuple[str, ...] = ()
+
+
+def c(**kwargs: Any) -> dict[str, Constraints]:
+    """Field metadata carrying ``Constraints``: ``attrs.field(metadata=c(minimum=1))``."""
+    return {KEY: Constraints(**kwargs)}
+
+
+NO_CONSTRAINTS: Final = Constraints()
+
+
+def constraints(field: attrs.Attribute[Any]) -> Constraints:
+    """The constraints declared on ``field`` (empty when none were declared)."""
+    found = field.metadata.get(KEY)
+    return found if isinstance(found, Constraints) else NO_CONSTRAINTS
+
+
+def camel(name: str) -> str:
+    """``snake_case`` -> ``camelCase`` (``node_health_monitor`` -> ``nodeHealthMonitor``)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def json_name(field: attrs.Attribute[Any]) -> str:
+    """The JSON key of ``field``: an explicit ``json_name`` or the camelCase of its name."""
+    return constraints(field).json_name or camel(field.name)
+
+
+def json_names(cls: type) -> dict[str, str]:
+    """Attribute name -> JSON key for every field of the attrs class ``cls``."""
+    return {f.name: json_name(f) for f in attrs.fields(cls)}
