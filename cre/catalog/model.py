@@ -1,0 +1,251 @@
+"""The catalog's values: entries, platforms, GPU defaults, and resolving one for a cluster.
+
+An entry is data, not a template program: a base ``spec`` plus ``when:`` blocks selected by
+platform and GPU architecture. Resolving an entry for (platform, arch, node count) lays the
+platform's fabric blocks, then the entry's own blocks, over the base spec in file order (later
+blocks win), substitutes ``${...}`` references and type-checks the result. Everything here is
+pure; reading files is ``cre.catalog.loader``'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+import attrs
+
+from cre.catalog.errors import CatalogError
+from cre.catalog.merge import deep_merge
+from cre.catalog.shape import SPEC, check, resolve
+from cre.catalog.template import Scalar, TemplateError
+
+# Values every template may use besides an entry's own parameters.
+BUILTINS = (
+    "numNodes",
+    "gpusPerNode",
+    "mlnxPerNode",
+    "totalGpus",
+    "mnnvl",
+    "entry",
+    "platform",
+    "arch",
+)
+MNNVL_ARCHS = frozenset({"gb200", "gb300"})
+
+
+class RuntimeShape(Enum):
+    """How an entry runs: an MPI launcher with sshd workers, or one pod per node."""
+
+    MPI = "mpi"
+    SINGLE_POD = "single-pod"
+
+
+@attrs.frozen
+class Selector:
+    """Matches a platform or architecture name: one of ``values`` (or none of them)."""
+
+    values: frozenset[str]
+    negate: bool = False
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` is selected."""
+        return (name in self.values) != self.negate
+
+
+@attrs.frozen
+class OverrideBlock:
+    """One ``when:`` block: where it applies, and what it lays over the spec."""
+
+    label: str
+    platform: Selector | None
+    arch: Selector | None
+    spec: Mapping[str, Any]
+    parameters: Mapping[str, Scalar]
+
+    def applies(self, platform: str, arch: str) -> bool:
+        """Whether this block is selected for (platform, arch)."""
+        return (self.platform is None or self.platform.matches(platform)) and (
+            self.arch is None or self.arch.matches(arch)
+        )
+
+
+@attrs.frozen
+class Parameter:
+    """A value a user may override; its type is the type of its default."""
+
+    name: str
+    default: Scalar
+    description: str
+
+
+@attrs.frozen
+class Measurement:
+    """The bandwidth measurement a Job of this entry asks for."""
+
+    log_profile: str
+    test_type: str
+    sample_interval: str
+
+
+@attrs.frozen
+class ArchDefaults:
+    """Hardware defaults for one GPU architecture."""
+
+    gpus_per_node: int
+    mlnx_per_node: int
+
+
+@attrs.frozen
+class CatalogEntry:
+    """One workload: ``<domain>/<variant>``."""
+
+    name: str
+    file: str
+    description: str
+    runtime: RuntimeShape
+    fabric: bool
+    parameters: Mapping[str, Parameter]
+    measurement: Measurement | None
+    platforms: frozenset[str] | None
+    spec: Mapping[str, Any]
+    overrides: tuple[OverrideBlock, ...]
+
+    @property
+    def variant(self) -> str:
+        """The entry's name without its domain."""
+        return self.name.rsplit("/", 1)[1]
+
+
+@attrs.frozen
+class PlatformData:
+    """A platform's supported architectures (with their defaults) and its fabric blocks."""
+
+    name: str
+    file: str
+    description: str
+    architectures: Mapping[str, ArchDefaults]
+    fabric: tuple[OverrideBlock, ...]
+
+
+@attrs.frozen
+class ResolvedWorkload:
+    """An entry resolved for one platform, architecture and node count."""
+
+    entry: CatalogEntry
+    platform: str
+    arch: str
+    num_nodes: int
+    gpus_per_node: int
+    mlnx_per_node: int
+    parameters: Mapping[str, Scalar]
+    spec: Mapping[str, Any]
+    applied: tuple[str, ...]
+
+
+@attrs.frozen
+class Catalog:
+    """Every entry and platform, checked against each other at load."""
+
+    entries: Mapping[str, CatalogEntry]
+    platforms: Mapping[str, PlatformData]
+    gpu_defaults: Mapping[str, ArchDefaults]
+
+    def entry(self, name: str) -> CatalogEntry:
+        """The entry called ``name``; CatalogError naming the known ones otherwise."""
+        if name not in self.entries:
+            raise CatalogError(
+                name, "", f"unknown entry (known: {', '.join(sorted(self.entries))})"
+            )
+        return self.entries[name]
+
+    def platform(self, name: str) -> PlatformData:
+        """The platform called ``name``; CatalogError naming the known ones otherwise."""
+        if name not in self.platforms:
+            known = ", ".join(sorted(self.platforms))
+            raise CatalogError(name, "", f"unknown platform (known: {known})")
+        return self.platforms[name]
+
+    def combinations(self) -> list[tuple[str, str, str]]:
+        """Every renderable (entry, platform, arch), sorted."""
+        out: list[tuple[str, str, str]] = []
+        for entry in self.entries.values():
+            for pname, pdata in self.platforms.items():
+                if entry.platforms is not None and pname not in entry.platforms:
+                    continue
+                out.extend((entry.name, pname, arch) for arch in pdata.architectures)
+        return sorted(out)
+
+    def resolve(
+        self,
+        entry_name: str,
+        *,
+        platform: str,
+        arch: str,
+        num_nodes: int,
+        parameters: Mapping[str, Scalar] | None = None,
+    ) -> ResolvedWorkload:
+        """Lay the selected blocks over the entry's spec and substitute every reference."""
+        entry = self.entry(entry_name)
+        pdata = self.platform(platform)
+        if entry.platforms is not None and platform not in entry.platforms:
+            raise CatalogError(
+                entry.file, "platforms", f"entry does not support platform {platform}"
+            )
+        if arch not in pdata.architectures:
+            known = ", ".join(sorted(pdata.architectures))
+            raise CatalogError(
+                pdata.file, "architectures", f"no architecture {arch} (known: {known})"
+            )
+        if num_nodes < 1:
+            raise CatalogError(entry.file, "", f"num_nodes must be >= 1, got {num_nodes}")
+        defaults = pdata.architectures[arch]
+        blocks = [b for b in pdata.fabric if entry.fabric and b.applies(platform, arch)]
+        blocks += [b for b in entry.overrides if b.applies(platform, arch)]
+        spec: dict[str, Any] = dict(entry.spec)
+        params: dict[str, Scalar] = {n: p.default for n, p in entry.parameters.items()}
+        for block in blocks:
+            spec = deep_merge(spec, block.spec)
+            params.update(block.parameters)
+        for key, value in (parameters or {}).items():
+            params[key] = _coerce_parameter(entry, key, value, path=f"parameters.{key}")
+        values: dict[str, Scalar] = {
+            **params,
+            "numNodes": num_nodes,
+            "gpusPerNode": defaults.gpus_per_node,
+            "mlnxPerNode": defaults.mlnx_per_node,
+            "totalGpus": num_nodes * defaults.gpus_per_node,
+            "mnnvl": 1 if arch in MNNVL_ARCHS else 0,
+            "entry": entry.variant,
+            "platform": platform,
+            "arch": arch,
+        }
+        try:
+            resolved = resolve(spec, SPEC, values)
+        except TemplateError as exc:
+            raise CatalogError(entry.file, "spec", str(exc)) from exc
+        check(resolved, SPEC, file=entry.file, path="spec", allow_templates=False)
+        return ResolvedWorkload(
+            entry=entry,
+            platform=platform,
+            arch=arch,
+            num_nodes=num_nodes,
+            gpus_per_node=defaults.gpus_per_node,
+            mlnx_per_node=defaults.mlnx_per_node,
+            parameters=params,
+            spec=resolved,
+            applied=tuple(b.label for b in blocks),
+        )
+
+
+def _coerce_parameter(entry: CatalogEntry, key: str, value: object, *, path: str) -> Scalar:
+    if key not in entry.parameters:
+        known = ", ".join(sorted(entry.parameters)) or "none"
+        raise CatalogError(entry.file, path, f"unknown parameter (known: {known})")
+    want = type(entry.parameters[key].default)
+    if type(value) is not want:
+        raise CatalogError(
+            entry.file, path, f"expected {want.__name__} like the default, got {value!r}"
+        )
+    assert isinstance(value, str | int | bool)
+    return value
