@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Final
+from typing import ClassVar, Final
 
 import attrs
 
-from cre.api.fields import c
+from cre.api.fields import CelRule, c
 
 # Go-style durations: "90s", "1h30m", "250ms".
 DURATION: Final = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
@@ -52,6 +52,13 @@ class TaintEffect(enum.StrEnum):
 class NodeSelectorRequirement:
     """``key operator values``; In/NotIn need values, Exists/DoesNotExist take none."""
 
+    CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            "(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",
+            "In and NotIn need values; Exists and DoesNotExist take none",
+        ),
+    )
+
     key: str = attrs.field(metadata=c(min_length=1))
     operator: NodeSelectorOperator
     values: tuple[str, ...] = ()
@@ -80,6 +87,14 @@ class TargetSpec:
 class GangSchedulerSpec:
     """Gang-schedule the workload's pods with KAI or Run:ai."""
 
+    CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            "!has(self.queueLabelKey) || (self.queueLabelKey != 'app.kubernetes.io/managed-by'"
+            " && !self.queueLabelKey.startsWith('cre.dev/'))",
+            "queueLabelKey is reserved for CRE",
+        ),
+    )
+
     scheduler_name: str = attrs.field(metadata=c(min_length=1))
     queue: str = attrs.field(
         default="default-queue",
@@ -93,6 +108,14 @@ class GangSchedulerSpec:
 @attrs.frozen(kw_only=True)
 class WorkloadMetadata:
     """Labels put on the workload object (TrainJob), never on pods."""
+
+    CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
+        CelRule(
+            "!has(self.labels) || self.labels.all(k, k != 'app.kubernetes.io/managed-by'"
+            " && !k.startsWith('cre.dev/'))",
+            "labels may not use keys reserved for CRE (app.kubernetes.io/managed-by, cre.dev/*)",
+        ),
+    )
 
     labels: Mapping[str, str] = attrs.field(factory=dict, metadata=c(max_properties=32))
 

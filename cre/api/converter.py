@@ -95,6 +95,12 @@ def _empty_default(field: attrs.Attribute[Any]) -> bool:
     return isinstance(default, tuple) and default == ()
 
 
+def emitted(field: attrs.Attribute[Any], value: Any) -> bool:
+    """Whether ``unstructure`` writes ``field`` (``None`` and empty default collections are
+    left out)."""
+    return value is not None and (bool(value) or not _empty_default(field))
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
     # Exact-type predicates: a singledispatch hook on ``str`` would also catch StrEnums.
@@ -143,15 +149,14 @@ def _make_converter() -> cattrs.Converter:
 
     def unstructure_factory(cls: type) -> Callable[[Any], dict[str, Any]]:
         attrs.resolve_types(cls)
-        plan = [(f.name, json_name(f), f.type, _empty_default(f)) for f in attrs.fields(cls)]
+        plan = [(f, json_name(f)) for f in attrs.fields(cls)]
 
         def unstructure(value: Any) -> dict[str, Any]:
             out: dict[str, Any] = {}
-            for name, key, tp, omit_empty in plan:
-                item = getattr(value, name)
-                if item is None or (omit_empty and not item):
-                    continue
-                out[key] = conv.unstructure(item, unstructure_as=tp)
+            for field, key in plan:
+                item = getattr(value, field.name)
+                if emitted(field, item):
+                    out[key] = conv.unstructure(item, unstructure_as=field.type)
             return out
 
         return unstructure
@@ -167,8 +172,10 @@ CONVERTER: cattrs.Converter = _make_converter()
 def structure_errors(exc: BaseException, cls: type, path: str = "") -> list[FieldError]:
     """Flatten a cattrs (detailed-validation) exception into field errors with JSON paths."""
     if isinstance(exc, ForbiddenExtraKeysError):
-        return [FieldError(path=join(path, k), message="unknown field") for k in sorted(
-            exc.extra_fields)]
+        return [
+            FieldError(path=join(path, k), message="unknown field")
+            for k in sorted(exc.extra_fields)
+        ]
     if isinstance(exc, ClassValidationError):
         names = json_names(exc.cl) if attrs.has(exc.cl) else {}
         found: list[FieldError] = []
@@ -222,8 +229,9 @@ def structure(obj: Any, cls: type[T]) -> T:
     try:
         return CONVERTER.structure(obj, cls)
     except Exception as exc:  # cattrs raises groups and plain errors alike
-        raise ValidationError(describe(obj, getattr(cls, "KIND", cls.__name__)),
-                              structure_errors(exc, cls)) from exc
+        raise ValidationError(
+            describe(obj, getattr(cls, "KIND", cls.__name__)), structure_errors(exc, cls)
+        ) from exc
 
 
 def unstructure(model: Any) -> Any:
@@ -244,8 +252,14 @@ def from_dict(obj: Mapping[str, Any]) -> Any:
     model = _kinds().get(kind) if isinstance(kind, str) else None
     if model is None:
         known = ", ".join(sorted(_kinds()))
-        raise ValidationError(describe(obj), [FieldError(
-            path="kind", message=f"unknown CRE kind (expected one of {known})", value=kind)])
+        raise ValidationError(
+            describe(obj),
+            [
+                FieldError(
+                    path="kind", message=f"unknown CRE kind (expected one of {known})", value=kind
+                )
+            ],
+        )
     return structure(obj, model)
 
 

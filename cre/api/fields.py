@@ -49,6 +49,15 @@ def c(**kwargs: Any) -> dict[str, Constraints]:
 NO_CONSTRAINTS: Final = Constraints()
 
 
+@attrs.frozen
+class CelRule:
+    """An ``x-kubernetes-validations`` rule a model class declares in ``CEL_RULES``; the
+    validator carries an equivalent Python check so both sides agree."""
+
+    rule: str
+    message: str
+
+
 def constraints(field: attrs.Attribute[Any]) -> Constraints:
     """The constraints declared on ``field`` (empty when none were declared)."""
     found = field.metadata.get(KEY)

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import attrs
 
+from cre.api.certification import Certification
 from cre.api.job import Job
+from cre.api.measurement import BandwidthMeasurement, LogProfile
+from cre.api.workflow import Workflow
+from cre.api.workloadrun import WorkloadRun
 
 
 @attrs.frozen(kw_only=True)
@@ -51,16 +55,98 @@ class KindInfo:
 
 KINDS: tuple[KindInfo, ...] = (
     KindInfo(
+        kind="Certification",
+        model=Certification,
+        plural="certifications",
+        # Not "cert": cert-manager's Certificate already answers to it.
+        short_names=("crecert",),
+        columns=(
+            PHASE,
+            REASON,
+            PrinterColumn(
+                name="Categories",
+                json_path=".spec.categories[*].variant",
+                description="Catalog variants to run",
+                priority=1,
+            ),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="Workflow",
+        model=Workflow,
+        plural="workflows",
+        short_names=("crewf",),
+        columns=(
+            PHASE,
+            REASON,
+            PrinterColumn(
+                name="Groups", json_path=".status.orchestration.totalGroups", type="integer"
+            ),
+            PrinterColumn(
+                name="Iteration",
+                json_path=".status.orchestration.currentIteration",
+                type="integer",
+                priority=1,
+            ),
+            PrinterColumn(
+                name="Platform", json_path=".status.orchestration.detectedPlatform", priority=1
+            ),
+            AGE,
+        ),
+    ),
+    KindInfo(
         kind="Job",
         model=Job,
         plural="jobs",
-        short_names=("crejob", "crejobs"),
+        short_names=("crejob",),
         columns=(
             PHASE,
             REASON,
             PrinterColumn(name="Restarts", json_path=".status.restartCount", type="integer"),
             PrinterColumn(name="Workload", json_path=".status.workloadRef.name", priority=1),
+            PrinterColumn(name="Failure", json_path=".status.failureClass.scope", priority=1),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="WorkloadRun",
+        model=WorkloadRun,
+        plural="workloadruns",
+        short_names=("wlrun",),
+        columns=(
+            PHASE,
+            REASON,
+            PrinterColumn(name="Nodes", json_path=".spec.numNodes", type="integer"),
+            PrinterColumn(name="Platform", json_path=".status.detectedPlatform", priority=1),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="BandwidthMeasurement",
+        model=BandwidthMeasurement,
+        plural="bandwidthmeasurements",
+        short_names=("bwm",),
+        columns=(
+            PrinterColumn(name="Phase", json_path=".status.phase"),
+            PrinterColumn(name="Job", json_path=".spec.jobRef.name"),
+            PrinterColumn(name="Test", json_path=".spec.testType", priority=1),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="LogProfile",
+        model=LogProfile,
+        plural="logprofiles",
+        short_names=("logprof",),
+        namespaced=False,
+        status=False,
+        columns=(
+            PrinterColumn(name="Strategy", json_path=".spec.workerStrategy.type"),
+            PrinterColumn(name="ReplicatedJob", json_path=".spec.workerStrategy.replicatedJobName"),
             AGE,
         ),
     ),
 )
+
+BY_KIND: dict[str, KindInfo] = {info.kind: info for info in KINDS}

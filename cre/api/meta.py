@@ -84,9 +84,13 @@ class Condition:
 
     type: str = attrs.field(
         converter=str,
-        metadata=c(min_length=1, max_length=316, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?"
-                   r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?"
-                   r"[A-Za-z0-9])$"),
+        metadata=c(
+            min_length=1,
+            max_length=316,
+            pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?"
+            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+            r"[A-Za-z0-9])$",
+        ),
     )
     status: ConditionStatus
     reason: str = attrs.field(
@@ -97,8 +101,9 @@ class Condition:
     )
     message: str = attrs.field(default="", metadata=c(max_length=32768))
     last_transition_time: datetime
-    observed_generation: int | None = attrs.field(default=None, metadata=c(minimum=0,
-                                                                           int_format="int64"))
+    observed_generation: int | None = attrs.field(
+        default=None, metadata=c(minimum=0, int_format="int64")
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,162 @@
+"""The ``Certification`` kind: a list of catalog categories run against a node target.
+
+Category options can be given once for all categories (inline in the spec) and per category;
+a per-category value replaces the global one. Every option is optional here: defaults are
+resolved by the catalog builder, which knows the entry. The whole spec is fixed at creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+import attrs
+
+from cre.api.common import (
+    DURATION,
+    QUALIFIED_NAME,
+    QUANTITY_SIZE,
+    GangSchedulerSpec,
+    Placement,
+    TargetSpec,
+    TestScale,
+    WorkloadMetadata,
+)
+from cre.api.conditions import CategoryState, Phase
+from cre.api.fields import Constraints, c
+from cre.api.labels import API_VERSION
+from cre.api.meta import (
+    Condition,
+    LocalObjectReference,
+    NamespacedName,
+    ObjectMeta,
+    TypedLocalObjectReference,
+)
+
+RESOURCE_QUANTITY = r"^([+]?[0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+SOURCE_REPO = r"^(https|ssh)://[A-Za-z0-9._~:/@%+-]+$"
+
+
+@attrs.frozen(kw_only=True)
+class ResourceValues:
+    """CPU and memory quantities."""
+
+    cpu: str | None = attrs.field(
+        default=None, metadata=c(max_length=32, pattern=RESOURCE_QUANTITY)
+    )
+    memory: str | None = attrs.field(
+        default=None, metadata=c(max_length=32, pattern=RESOURCE_QUANTITY)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CategoryResources:
+    """CPU/memory of training containers; requests may not exceed limits."""
+
+    limits: ResourceValues | None = None
+    requests: ResourceValues | None = None
+
+
+def _int(minimum: int) -> dict[str, Constraints]:
+    return c(minimum=minimum, int_format="int32")
+
+
+@attrs.frozen(kw_only=True)
+class CategoryOptions:
+    """Options of one category (or global defaults); ``None`` means "global or automatic"."""
+
+    nodes_per_job: int | None = attrs.field(default=None, metadata=_int(1))
+    enable_checkpoint: bool | None = None
+    max_steps: int | None = attrs.field(default=None, metadata=_int(-1))
+    exit_duration_mins: int | None = attrs.field(default=None, metadata=_int(1))
+    startup_stall_timeout_seconds: int | None = attrs.field(default=None, metadata=_int(1))
+    gpus_per_node: int | None = attrs.field(default=None, metadata=_int(1))
+    mlnx_per_node: int | None = attrs.field(default=None, metadata=_int(0))
+    nic_resource_name: str | None = attrs.field(
+        default=None, metadata=c(max_length=253, pattern=QUALIFIED_NAME)
+    )
+    resources: CategoryResources | None = None
+    enable_mnnvl: bool | None = attrs.field(default=None, metadata=c(json_name="enableMNNVL"))
+    image: str | None = attrs.field(default=None, metadata=c(min_length=1, max_length=512))
+    image_pull_secrets: tuple[LocalObjectReference, ...] = ()
+    storage_class_name: str | None = None
+    save_interval: int | None = attrs.field(default=None, metadata=_int(1))
+    save_retain_interval: int | None = attrs.field(default=None, metadata=_int(1))
+    save_top_k: int | None = attrs.field(
+        default=None, metadata=c(json_name="saveTopK", minimum=1, int_format="int32")
+    )
+    storage_size: str | None = attrs.field(default=None, metadata=c(pattern=QUANTITY_SIZE))
+    max_restarts: int | None = attrs.field(default=None, metadata=_int(0))
+    repeat_count: int | None = attrs.field(default=None, metadata=_int(1))
+    test_scale: TestScale | None = None
+    max_bytes: str | None = attrs.field(default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$"))
+    num_iterations: int | None = attrs.field(default=None, metadata=_int(1))
+    num_cycles: int | None = attrs.field(default=None, metadata=_int(1))
+    thresholds: Mapping[str, str] | None = None
+    max_concurrent: int | None = attrs.field(default=None, metadata=_int(0))
+    min_group_size: int | None = attrs.field(default=None, metadata=_int(1))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    measurement_timeout: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    source_repo: str | None = attrs.field(
+        default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO)
+    )
+    workload_metadata: WorkloadMetadata | None = None
+    rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1))
+    placement: Placement | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CertificationCategory:
+    """One catalog entry to run, with its own options."""
+
+    domain: str = attrs.field(metadata=c(min_length=1))
+    variant: str = attrs.field(metadata=c(min_length=1))
+    options: CategoryOptions | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CertificationSpec(CategoryOptions):
+    """What to certify. The inherited options are the global defaults of every category."""
+
+    target: TargetSpec = attrs.field(factory=TargetSpec)
+    categories: tuple[CertificationCategory, ...] = attrs.field(
+        metadata=c(min_items=1, max_items=64)
+    )
+    gang_scheduler: GangSchedulerSpec | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CategoryStatus:
+    """Progress of one category's Workflow."""
+
+    domain: str
+    variant: str
+    workflow_ref: NamespacedName | None = None
+    status: CategoryState = CategoryState.PENDING
+    succeeded_nodes_ref: TypedLocalObjectReference | None = None
+    failed_nodes_ref: TypedLocalObjectReference | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CertificationStatus:
+    """Observed state of a Certification."""
+
+    conditions: tuple[Condition, ...] = attrs.field(default=(), metadata=c(list_map_keys=("type",)))
+    phase: Phase | None = None
+    observed_generation: int | None = attrs.field(
+        default=None, metadata=c(minimum=0, int_format="int64")
+    )
+    category_statuses: tuple[CategoryStatus, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Certification:
+    """A CRE Certification (``cre.dev/v1alpha1``, namespaced). The spec is immutable."""
+
+    KIND: ClassVar[str] = "Certification"
+
+    api_version: str = API_VERSION
+    kind: str = "Certification"
+    metadata: ObjectMeta = attrs.field(factory=ObjectMeta)
+    spec: CertificationSpec = attrs.field(metadata=c(immutable=True))
+    status: CertificationStatus = attrs.field(factory=CertificationStatus)
