@@ -1,1 +1,45 @@
-"""cre.kube."""
+"""cre.kube: the I/O edge — HTTP client, informers with slim stores, scoped pod reads, workqueue.
+
+The informer layer is a library in its own right: :class:`Informer` (list + watch with 410
+relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the projections in
+:mod:`cre.kube.projections`, the two scoped pod caches in :mod:`cre.kube.pods` and the
+:class:`WorkQueue`. Metrics live in :mod:`cre.kube.metrics`.
+"""
+
+from cre.kube.guard import UnscopedPodRead
+from cre.kube.informer import (
+    Backoff,
+    EventType,
+    Handler,
+    Informer,
+    ReflectorConfig,
+    ReflectorState,
+)
+from cre.kube.ratelimit import (
+    ItemExponentialRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
+    TokenBucketRateLimiter,
+    default_controller_rate_limiter,
+)
+from cre.kube.store import Store, UnknownIndex
+from cre.kube.workqueue import QueueShutDown, WorkQueue
+
+__all__ = [
+    "Backoff",
+    "EventType",
+    "Handler",
+    "Informer",
+    "ItemExponentialRateLimiter",
+    "MaxOfRateLimiter",
+    "QueueShutDown",
+    "RateLimiter",
+    "ReflectorConfig",
+    "ReflectorState",
+    "Store",
+    "TokenBucketRateLimiter",
+    "UnknownIndex",
+    "UnscopedPodRead",
+    "WorkQueue",
+    "default_controller_rate_limiter",
+]

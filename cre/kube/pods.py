@@ -1,0 +1,135 @@
+"""The only way CRE reads Pods: two label-scoped caches, live reads and log reads.
+
+Caching every pod of a large GPU cluster is what made the reference controller's memory
+unbounded. CRE needs two kinds of pod only: worker pods, labelled ``cre.dev/job``, and MPI
+launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are needed). This module
+builds exactly those two informers, in all namespaces or a configured list, and the uncached
+reads the Job controller confirms irreversible decisions with. Every Pod list and watch goes
+through :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails
+if any other module lists or watches Pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import anyio
+
+from cre.api import labels as L
+from cre.core.observed import LogTail, PodView
+from cre.kube.client import PODS, ApiError, KubeClient
+from cre.kube.guard import require_pod_scope
+from cre.kube.informer import Informer, ReflectorConfig
+from cre.kube.projections import pod_view
+from cre.kube.store import (
+    Indexer,
+    namespaced_label_indexer,
+    node_name_indexer,
+    owner_uid_indexer,
+)
+
+#: Index of the worker cache: ``namespace/<cre.dev/job value>`` (the Job's reconcile key).
+INDEX_JOB: Final = "job"
+#: Index of the launcher cache: ``namespace/<cre.dev/launcher value>``.
+INDEX_LAUNCHER: Final = "launcher"
+#: ``spec.nodeName``.
+INDEX_NODE: Final = "node"
+#: uid of each owner reference (the batch Job owning the pod).
+INDEX_OWNER: Final = "owner"
+
+WORKER_SELECTOR: Final = L.JOB
+LAUNCHER_SELECTOR: Final = L.LAUNCHER
+
+
+def _indexers(label: str, index_name: str) -> dict[str, Indexer[PodView]]:
+    return {index_name: namespaced_label_indexer(label), INDEX_NODE: node_name_indexer,
+            INDEX_OWNER: owner_uid_indexer}
+
+
+def worker_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
+                        config: ReflectorConfig | None = None,
+                        name: str = "worker-pods") -> Informer[PodView]:
+    """The worker-pod cache: pods with a ``cre.dev/job`` label (indexes job, node, owner)."""
+    return Informer(client, PODS, transform=pod_view, namespace=namespaces,
+                    label_selector=WORKER_SELECTOR, indexers=_indexers(L.JOB, INDEX_JOB),
+                    name=name, config=config, caller=f"{__name__}.worker_pod_informer")
+
+
+def launcher_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
+                          config: ReflectorConfig | None = None,
+                          name: str = "launcher-pods") -> Informer[PodView]:
+    """The launcher-pod cache: pods with a ``cre.dev/launcher`` label (indexes launcher, node,
+    owner)."""
+    return Informer(client, PODS, transform=pod_view, namespace=namespaces,
+                    label_selector=LAUNCHER_SELECTOR,
+                    indexers=_indexers(L.LAUNCHER, INDEX_LAUNCHER), name=name, config=config,
+                    caller=f"{__name__}.launcher_pod_informer")
+
+
+def scoped_pod_informer(client: KubeClient, *, label_selector: str,
+                        namespaces: Sequence[str] | None = None, name: str,
+                        indexers: dict[str, Indexer[PodView]] | None = None,
+                        config: ReflectorConfig | None = None,
+                        caller: str | None = None) -> Informer[PodView]:
+    """Another label-scoped pod cache (benchmarks, tools); an empty selector is refused."""
+    return Informer(client, PODS, transform=pod_view, namespace=namespaces,
+                    label_selector=label_selector, indexers=indexers, name=name, config=config,
+                    caller=caller)
+
+
+async def live_get_pod(client: KubeClient, *, namespace: str, name: str) -> PodView | None:
+    """One pod read from the API server now (not the cache); ``None`` if it does not exist."""
+    try:
+        return pod_view(await client.get(PODS, name, namespace=namespace))
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+async def live_list_pods(client: KubeClient, *, label_selector: str,
+                         namespace: str | None = None, page_size: int = 500,
+                         caller: str | None = None) -> tuple[PodView, ...]:
+    """Pods matching ``label_selector`` read from the API server now (all pages)."""
+    require_pod_scope(PODS, label_selector, caller=caller, what="list")
+    out: list[PodView] = []
+    cont = ""
+    while True:
+        query: dict[str, str | int] = {"labelSelector": label_selector, "limit": page_size}
+        if cont:
+            query["continue"] = cont
+        page = await client.list(PODS, namespace=namespace, query=query)
+        out.extend(pod_view(item) for item in page.get("items") or [])
+        cont = str((page.get("metadata") or {}).get("continue") or "")
+        if not cont:
+            return tuple(out)
+
+
+async def read_pod_log(client: KubeClient, *, namespace: str, pod: str, container: str,
+                       tail_lines: int = 800, limit_bytes: int = 32768, timeout: float = 10.0,
+                       previous: bool = False, pod_uid: str = "") -> LogTail:
+    """The tail of one container's log; failures come back as ``LogTail.error``, not raised.
+
+    At most ``tail_lines`` lines and ``limit_bytes`` bytes are read, within ``timeout`` seconds.
+    """
+    query: dict[str, str | int | bool] = {"container": container, "tailLines": tail_lines,
+                                          "limitBytes": limit_bytes}
+    if previous:
+        query["previous"] = True
+    path = PODS.path(namespace=namespace, name=pod, subresource="log")
+    error: str | None = None
+    text = ""
+    with anyio.move_on_after(timeout) as scope:
+        try:
+            text = await client.read_text(path, query=query, timeout=timeout,
+                                          limit_bytes=limit_bytes)
+        except ApiError as exc:
+            error = (f"pod {namespace}/{pod} not found" if exc.not_found
+                     else f"reading log of {namespace}/{pod} container {container}: {exc}")
+    if scope.cancelled_caught:
+        error = f"reading log of {namespace}/{pod} container {container}: timed out after " \
+                f"{timeout:g}s"
+    return LogTail(namespace=namespace, pod=pod, container=container, text=text, error=error,
+                   pod_uid=pod_uid)
+

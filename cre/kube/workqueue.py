@@ -1,0 +1,224 @@
+"""A deduplicating, rate-limited work queue of object keys for reconcilers.
+
+Watch events arrive far faster than reconciles finish and often for the same object. The queue
+turns them into *work*: a key queued many times before a worker takes it is handed out once
+("stingy"); a key is never handed to two workers at once; a key re-added while a worker holds it
+is handed out again after ``done`` (so the last change is never lost). ``add_after`` schedules a
+requeue, ``add_rate_limited`` asks the rate limiter (per-key exponential backoff max'ed with a
+global token bucket) how long to wait, and ``forget`` resets the backoff after a success.
+
+The semantics are client-go's ``workqueue`` (dirty / processing sets, delaying and rate-limited
+layers) in one anyio-friendly class; metrics use controller-runtime's names. Everything runs on
+one event loop, so there are no locks. The clock is injected for tests; a caller driving a fake
+clock calls :meth:`WorkQueue.tick` after moving it so waiting getters look again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+import anyio
+
+from cre.kube import metrics
+from cre.kube.ratelimit import Clock, RateLimiter, default_controller_rate_limiter
+
+K = TypeVar("K", bound=Hashable)
+
+# With a real clock a getter re-checks delayed items at least this often; it only matters if
+# the clock is not time.monotonic (a fake clock moved without tick()).
+_MAX_IDLE_WAIT = 60.0
+
+
+class QueueShutDown(Exception):
+    """``get`` was called on a queue that is shut down and has nothing left to hand out."""
+
+
+class WorkQueue(Generic[K]):
+    """Keys waiting for a reconcile; see the module docstring for the guarantees."""
+
+    def __init__(self, name: str, *, rate_limiter: RateLimiter | None = None,
+                 clock: Clock = time.monotonic, enable_metrics: bool = True) -> None:
+        self.name = name
+        self._clock = clock
+        self._limiter = rate_limiter or default_controller_rate_limiter(clock=clock)
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: dict[K, float] = {}  # key -> start time
+        self._queued_at: dict[K, float] = {}
+        self._delayed: list[tuple[float, int, K]] = []
+        self._delayed_due: dict[K, float] = {}
+        self._seq = itertools.count()
+        self._shutting_down = False
+        self._changed = anyio.Event()
+        self._metrics = enable_metrics
+        if enable_metrics:
+            metrics.WORKQUEUE_DEPTH.labels(name=name).set(0)
+            metrics.WORKQUEUE_LONGEST_RUNNING.labels(name=name).set_function(
+                self.longest_running_seconds)
+            metrics.WORKQUEUE_UNFINISHED_WORK.labels(name=name).set_function(
+                self.unfinished_work_seconds)
+
+    # -- producers --------------------------------------------------------------------------
+
+    def add(self, key: K) -> None:
+        """Queue ``key`` now (a no-op if it is already waiting; deferred if it is in progress)."""
+        if self._shutting_down or key in self._dirty:
+            return
+        if self._metrics:
+            metrics.WORKQUEUE_ADDS.labels(name=self.name).inc()
+        self._dirty.add(key)
+        if key in self._processing:
+            return
+        self._push(key)
+
+    def add_after(self, key: K, delay: float) -> None:
+        """Queue ``key`` once ``delay`` seconds have passed (the earliest request wins)."""
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        due = self._clock() + delay
+        current = self._delayed_due.get(key)
+        if current is not None and current <= due:
+            return
+        self._delayed_due[key] = due
+        heapq.heappush(self._delayed, (due, next(self._seq), key))
+        self._notify()
+
+    def add_rate_limited(self, key: K) -> None:
+        """Queue ``key`` after the wait the rate limiter gives it (a failed reconcile)."""
+        if self._shutting_down:
+            return
+        if self._metrics:
+            metrics.WORKQUEUE_RETRIES.labels(name=self.name).inc()
+        self.add_after(key, self._limiter.when(key))
+
+    def forget(self, key: K) -> None:
+        """End ``key``'s failure streak: its next rate-limited add starts from the base delay."""
+        self._limiter.forget(key)
+
+    def num_requeues(self, key: K) -> int:
+        """How many rate-limited adds ``key`` has had since it was last forgotten."""
+        return self._limiter.num_requeues(key)
+
+    # -- consumers --------------------------------------------------------------------------
+
+    async def get(self) -> K:
+        """The next key to process; the caller must call :meth:`done` with it afterwards.
+
+        Raises :class:`QueueShutDown` once the queue is shut down and drained.
+        """
+        while True:
+            self._promote_due()
+            if self._queue:
+                key = self._queue.popleft()
+                now = self._clock()
+                self._processing[key] = now
+                self._dirty.discard(key)
+                if self._metrics:
+                    metrics.WORKQUEUE_DEPTH.labels(name=self.name).set(len(self._queue))
+                    queued = self._queued_at.pop(key, now)
+                    metrics.WORKQUEUE_QUEUE_DURATION.labels(name=self.name).observe(now - queued)
+                else:
+                    self._queued_at.pop(key, None)
+                return key
+            if self._shutting_down:
+                raise QueueShutDown(f"workqueue {self.name!r} is shut down")
+            changed = self._changed
+            wait = _MAX_IDLE_WAIT
+            if self._delayed:
+                wait = min(wait, max(0.0, self._delayed[0][0] - self._clock()))
+            with anyio.move_on_after(wait):
+                await changed.wait()
+
+    def done(self, key: K) -> None:
+        """``key``'s processing finished; if it was re-added meanwhile, it is queued again."""
+        started = self._processing.pop(key, None)
+        if started is None:
+            return
+        if self._metrics:
+            metrics.WORKQUEUE_WORK_DURATION.labels(name=self.name).observe(
+                self._clock() - started)
+        if key in self._dirty:
+            self._push(key)
+        else:
+            self._notify()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Stop accepting keys; getters drain what is queued, then get :class:`QueueShutDown`.
+
+        Delayed (not yet due) keys are dropped.
+        """
+        self._shutting_down = True
+        self._delayed.clear()
+        self._delayed_due.clear()
+        self._notify()
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    async def wait_drained(self) -> None:
+        """Wait until nothing is queued and nothing is being processed."""
+        while self._queue or self._processing:
+            changed = self._changed
+            await changed.wait()
+
+    def tick(self) -> None:
+        """Make waiting getters re-check delayed keys (after moving an injected fake clock)."""
+        self._notify()
+
+    # -- introspection ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Keys waiting to be handed out now (the ``workqueue_depth`` figure)."""
+        return len(self._queue)
+
+    def pending_delayed(self) -> int:
+        """Keys scheduled by ``add_after`` / ``add_rate_limited`` that are not yet due."""
+        return len(self._delayed_due)
+
+    def processing(self) -> frozenset[K]:
+        """The keys workers hold right now."""
+        return frozenset(self._processing)
+
+    def longest_running_seconds(self) -> float:
+        """How long the oldest in-progress key has been held."""
+        if not self._processing:
+            return 0.0
+        return max(0.0, self._clock() - min(self._processing.values()))
+
+    def unfinished_work_seconds(self) -> float:
+        """The summed time of all in-progress keys so far."""
+        now = self._clock()
+        return sum(max(0.0, now - t) for t in self._processing.values())
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _push(self, key: K) -> None:
+        self._queue.append(key)
+        self._queued_at[key] = self._clock()
+        if self._metrics:
+            metrics.WORKQUEUE_DEPTH.labels(name=self.name).set(len(self._queue))
+        self._notify()
+
+    def _promote_due(self) -> None:
+        now = self._clock()
+        while self._delayed and self._delayed[0][0] <= now:
+            due, _, key = heapq.heappop(self._delayed)
+            if self._delayed_due.get(key) != due:
+                continue  # superseded by an earlier request for the same key
+            del self._delayed_due[key]
+            self.add(key)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()

@@ -1,0 +1,100 @@
+"""Store indexes and snapshots; the slim pod / node / TrainJob projections."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import attrs
+import pytest
+from kube_pods import pod
+
+from cre.api import labels as L
+from cre.core.observed import PodView
+from cre.kube.projections import ProjectionError, node_view, object_key, pod_view, trainjob_view
+from cre.kube.store import (
+    Store,
+    UnknownIndex,
+    label_indexer,
+    namespaced_label_indexer,
+    node_name_indexer,
+    owner_uid_indexer,
+)
+
+
+def _store() -> Store[PodView]:
+    return Store(indexers={"job": namespaced_label_indexer(L.JOB), "node": node_name_indexer,
+                           "owner": owner_uid_indexer, "launcher": label_indexer(L.LAUNCHER)})
+
+
+def test_pod_view_keeps_only_what_the_core_reads() -> None:
+    """The projection keeps CRE labels, owners, node, phase, times, conditions and states."""
+    v = pod_view(pod(name="w-0-abcde", exit_code=3))
+    assert (v.name, v.namespace, v.node_name, v.phase) == ("w-0-abcde", "cre", "gpu-node-001",
+                                                            "Running")
+    assert v.label(L.JOB) == "nccl-allreduce"
+    assert v.label("controller-uid") is None, "labels CRE never reads are dropped"
+    assert v.owner_refs[0].kind == "Job" and v.owner_refs[0].controller
+    assert v.creation_timestamp == datetime(2026, 3, 1, 10, tzinfo=UTC)
+    assert v.condition("Ready") is not None
+    cs = v.container_statuses[0]
+    assert cs.state is not None and cs.state.kind == "terminated" and cs.state.exit_code == 3
+    assert v.resource_version == "1"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        v.phase = "Failed"  # type: ignore[misc]
+
+
+def test_projection_errors_name_the_object_and_field() -> None:
+    """A malformed field raises ProjectionError with the object and the field path."""
+    bad = pod(name="w-1-abcde")
+    bad["status"]["containerStatuses"][0]["restartCount"] = "two"
+    with pytest.raises(ProjectionError, match=r"Pod cre/w-1-abcde: "
+                       r"status.containerStatuses\[0\].restartCount"):
+        pod_view(bad)
+    with pytest.raises(ProjectionError, match=r"metadata\.name is required"):
+        pod_view({"kind": "Pod", "metadata": {"namespace": "x"}})
+
+
+def test_node_and_trainjob_views() -> None:
+    """Node readiness and GPU count, TrainJob suspension and conditions are projected."""
+    n = node_view({"kind": "Node", "metadata": {"name": "n1", "labels": {L.GPU_PRESENT: "true"}},
+                   "spec": {"providerID": "aws:///i-1"},
+                   "status": {"allocatable": {"nvidia.com/gpu": "8"},
+                              "conditions": [{"type": "Ready", "status": "False",
+                                              "reason": "KubeletNotReady"}]}})
+    assert (n.ready, n.ready_reason, n.allocatable_gpus) == ("False", "KubeletNotReady", 8)
+    assert n.label(L.GPU_PRESENT) == "true"
+    t = trainjob_view({"kind": "TrainJob", "metadata": {"name": "t", "namespace": "cre"},
+                       "spec": {"suspend": True},
+                       "status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+    assert t.suspended and t.condition("Complete") is not None
+    assert object_key({"metadata": {"name": "n1"}}) == "n1"
+
+
+def test_store_indexes_follow_updates_and_deletes() -> None:
+    """Indexes by job label, node and owner uid track puts, moves and removals."""
+    s = _store()
+    a = pod_view(pod(name="a", node="n1"))
+    b = pod_view(pod(name="b", node="n2"))
+    s._put("cre/a", a, "1")
+    s._put("cre/b", b, "1")
+    assert s.by_index("job", "cre/nccl-allreduce") == (a, b)
+    assert s.by_index("node", "n1") == (a,)
+    assert len(s.by_index("owner", "6d7f0b8e-1111-4a1b-9c55-0f6a3a1d2e11")) == 2
+    a2 = pod_view(pod(name="a", node="n3", rv="2"))
+    assert s._put("cre/a", a2, "2") is a
+    assert s.by_index("node", "n1") == ()
+    assert s.index_values("node") == frozenset({"n2", "n3"})
+    s._remove("cre/b")
+    assert s.by_index("job", "cre/nccl-allreduce") == (a2,)
+    assert s.resource_version("cre/a") == "2" and s.get("cre/b") is None
+    with pytest.raises(UnknownIndex, match="no index 'nope'"):
+        s.by_index("nope", "x")
+
+
+def test_list_is_an_immutable_snapshot() -> None:
+    """A listing taken before a write does not change when the store changes."""
+    s = _store()
+    s._put("cre/a", pod_view(pod(name="a")), "1")
+    snap = s.list()
+    s._put("cre/b", pod_view(pod(name="b")), "1")
+    assert isinstance(snap, tuple) and len(snap) == 1 and len(s.list()) == 2

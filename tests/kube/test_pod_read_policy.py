@@ -1,0 +1,154 @@
+"""The pod-read policy: only cre/kube/pods.py lists or watches Pods, and never without a selector.
+
+The static half walks the AST of every module of the CRE library and the manager (the test
+tools under cre/testing stand in for the cluster itself and are exempt) and flags:
+a call to ``list`` / ``stream_lines`` / ``Informer`` / ``Reflector`` / ``scoped_pod_informer``
+that mentions ``PODS``; ``PODS.path(...)`` without ``name=`` (a collection path); a string or
+f-string that ends in a ``/pods`` collection; kubernetes-asyncio's ``list_*pod*`` calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from cre.kube.client import NODES, PODS
+from cre.kube.guard import UnscopedPodRead, require_pod_scope
+from cre.kube.informer import Informer
+from cre.kube.pods import live_list_pods
+from cre.kube.projections import pod_view
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED = {"cre/kube/pods.py"}
+EXEMPT_DIRS = ("cre/testing/",)
+SCANNED = ("cre", "cre_manager")
+_LIST_CALLS = {"list", "stream_lines", "Informer", "Reflector", "_Reflector", "request",
+               "scoped_pod_informer", "watch"}
+_COLLECTION = re.compile(r"/pods/?(\?.*)?$")
+
+
+def _mentions_pods(node: ast.AST) -> bool:
+    return any((isinstance(n, ast.Name) and n.id == "PODS")
+               or (isinstance(n, ast.Attribute) and n.attr == "PODS") for n in ast.walk(node))
+
+
+def _call_name(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    return ""
+
+
+def _string_value(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                       else "{}" for v in node.values)
+    return None
+
+
+def offences(source: str, filename: str = "<src>") -> list[str]:
+    """Where ``source`` lists or watches Pods (one line per offence)."""
+    out: list[str] = []
+    tree = ast.parse(source, filename=filename)
+    # The literal pieces of an f-string are judged as part of the whole f-string only.
+    pieces = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        where = f"{filename}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Call):
+            name = _call_name(node)
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if name in _LIST_CALLS and any(_mentions_pods(a) for a in args):
+                out.append(f"{where}: {name}() on PODS")
+            if (name == "path" and isinstance(node.func, ast.Attribute)
+                    and _mentions_pods(node.func.value)
+                    and not any(k.arg == "name" for k in node.keywords)):
+                out.append(f"{where}: PODS.path() without name= (a collection path)")
+            if re.fullmatch(r"list_(namespaced_pod|pod_for_all_namespaces)\w*", name):
+                out.append(f"{where}: kubernetes client {name}()")
+        text = None if id(node) in pieces else _string_value(node)
+        if text is not None and _COLLECTION.search(text):
+            out.append(f"{where}: pod collection path {text!r}")
+    return out
+
+
+def _modules() -> list[Path]:
+    files: list[Path] = []
+    for top in SCANNED:
+        base = ROOT / top
+        if base.is_dir():
+            files.extend(sorted(base.rglob("*.py")))
+    return files
+
+
+def test_no_module_but_the_pod_read_module_lists_or_watches_pods() -> None:
+    """Every library and manager module except cre/kube/pods.py is free of pod lists/watches."""
+    found: list[str] = []
+    for path in _modules():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in ALLOWED or rel.startswith(EXEMPT_DIRS):
+            continue
+        found.extend(offences(path.read_text(), rel))
+    assert not found, "Pods may only be listed/watched in cre/kube/pods.py:\n" + "\n".join(found)
+
+
+def test_the_pod_read_module_itself_is_seen_by_the_scanner() -> None:
+    """The scanner does flag cre/kube/pods.py, so the allow-list is what lets it through."""
+    assert offences((ROOT / "cre/kube/pods.py").read_text(), "cre/kube/pods.py")
+
+
+@pytest.mark.parametrize("snippet", [
+    "await client.list(PODS, namespace=ns)",
+    "await client.list(resource=client_mod.PODS)",
+    "inf = Informer(client, PODS, transform=f, label_selector='a')",
+    "async with client.stream_lines(PODS.path(namespace=ns), query=q) as s: pass",
+    "await client.request('GET', '/api/v1/pods')",
+    "await client.request('GET', f'/api/v1/namespaces/{ns}/pods?watch=true')",
+    "await core_v1.list_pod_for_all_namespaces(watch=True)",
+    "await core_v1.list_namespaced_pod(ns)",
+], ids=lambda s: s[:40])
+def test_scanner_catches_a_new_offender(snippet: str) -> None:
+    """A synthetic module that lists or watches pods in any of the known ways is flagged."""
+    src = f"async def f(client, client_mod, core_v1, ns, q, f):\n    {snippet}\n"
+    assert offences(src), snippet
+
+
+@pytest.mark.parametrize("snippet", [
+    "await client.get(PODS, name, namespace=ns)",
+    "await client.delete(PODS, name, namespace=ns, uid=u)",
+    "p = PODS.path(namespace=ns, name=n, subresource='log')",
+    "await client.list(NODES, query={'labelSelector': 'x'})",
+    "s = f'/api/v1/namespaces/{ns}/pods/{name}'",
+], ids=lambda s: s[:40])
+def test_scanner_allows_single_object_reads(snippet: str) -> None:
+    """Reading, deleting or logging one named pod and listing other kinds are not offences."""
+    src = f"async def f(client, ns, name, n, u):\n    {snippet}\n"
+    assert offences(src) == []
+
+
+def test_unscoped_pod_informer_is_refused_naming_the_caller() -> None:
+    """An Informer on Pods without a label selector raises and names this test as the caller."""
+    with pytest.raises(UnscopedPodRead, match=r"test_pod_read_policy:test_unscoped_pod_informer"):
+        Informer(object(), PODS, transform=pod_view)  # type: ignore[arg-type]
+    with pytest.raises(UnscopedPodRead, match="my-controller"):
+        Informer(object(), PODS, transform=pod_view, label_selector=" ",  # type: ignore[arg-type]
+                 caller="my-controller")
+
+
+def test_scoped_and_non_pod_informers_are_allowed() -> None:
+    """A labelled Pod informer and an unlabelled Node informer are accepted."""
+    Informer(object(), PODS, transform=pod_view, label_selector="cre.dev/job")  # type: ignore[arg-type]
+    require_pod_scope(NODES, None)
+
+
+@pytest.mark.anyio
+async def test_unscoped_live_pod_list_is_refused() -> None:
+    """live_list_pods with an empty selector raises before any request is made."""
+    with pytest.raises(UnscopedPodRead, match="refusing an unscoped Pod list"):
+        await live_list_pods(object(), label_selector="")  # type: ignore[arg-type]
