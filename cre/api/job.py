@@ -100,6 +100,9 @@ class JobSpec:
     )
     thresholds: Mapping[str, str] = attrs.field(factory=dict)
     measurement_timeout: str = attrs.field(default="5m", metadata=c(pattern=DURATION))
+    # Fail with JobTimedOut this long after the workload was first seen running (copied from
+    # the Workflow's orchestration.timeoutPerJob); unset means no limit.
+    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
 
 
 @attrs.frozen(kw_only=True)
