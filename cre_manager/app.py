@@ -1,23 +1,81 @@
-"""Command-line front of the manager (the process wiring lands with the manager issue)."""
+"""``cre-manager``: parse the configuration, run the start-up checks, then run the Manager.
+
+Kept apart from :mod:`cre_manager.manager` so the process front (exit codes, logging setup,
+client construction) is separate from supervision, and tests can run a :class:`Manager` with
+their own runnables in-process.
+"""
 
 from __future__ import annotations
 
-import argparse
+import logging
+import sys
 from collections.abc import Sequence
 
+import anyio
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+import cre.kube.metrics  # noqa: F401  (registers the informer/workqueue/reconcile collectors)
 from cre import __version__
+from cre.kube.client import KubeClient
+from cre.kube.leader import LeaderElector
+from cre_manager.checks import check_api, check_catalog, check_resources
+from cre_manager.config import ManagerConfig, parse_config
+from cre_manager.controllers import CONTROLLERS, required_resources
+from cre_manager.errors import ConfigError, ExitCode, StartupError
+from cre_manager.logs import setup_logging
+from cre_manager.manager import Manager
+from cre_manager.runnable import Supervised
+
+log = logging.getLogger("cre_manager")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cre-manager", description="CRE manager")
-    p.add_argument("--version", action="version", version=f"cre-manager {__version__}")
-    p.add_argument("--kubeconfig", help="path to a kubeconfig (default: in-cluster config)")
-    p.add_argument("--metrics-bind-address", default=":8080")
-    p.add_argument("--health-probe-bind-address", default=":8081")
-    return p
+async def connect(config: ManagerConfig) -> KubeClient:
+    """A client from the resolved kubeconfig/context, else from the in-cluster config."""
+    try:
+        if config.kubeconfig is None:
+            return KubeClient.in_cluster()
+        return await KubeClient.from_kubeconfig(config.kubeconfig, context=config.context)
+    except (ConfigException, OSError, ValueError) as exc:
+        flag = "--kubeconfig" if config.kubeconfig else "in-cluster config"
+        raise ConfigError(flag, str(exc)) from None
+
+
+async def run_manager(config: ManagerConfig) -> ExitCode:
+    """Everything after flag parsing; returns the exit code (never raises a StartupError)."""
+    log.info("starting cre-manager", extra={
+        "version": __version__, "controllers": list(config.controllers),
+        "namespaces": list(config.namespaces) or "all",
+        "leaderElection": config.leader_election is not None})
+    client: KubeClient | None = None
+    try:
+        check_catalog(config.catalog_dir)
+        client = await connect(config)
+        await check_api(client)
+        await check_resources(client, required_resources(config.controllers),
+                              namespaces=config.namespaces)
+        runnables = [Supervised(name, CONTROLLERS[name].build(client, config))
+                     for name in config.controllers]
+        elector = (LeaderElector(client, config.leader_election)
+                   if config.leader_election is not None else None)
+        code = await Manager(config=config, runnables=runnables, elector=elector).run()
+    except StartupError as exc:
+        log.error(exc.message, extra={"exitCode": int(exc.code)})
+        code = exc.code
+    finally:
+        if client is not None:
+            with anyio.CancelScope(shield=True):
+                await client.close()
+    log.info("cre-manager exiting", extra={"exitCode": int(code)})
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    print(f"cre-manager {__version__}: {vars(args)}")
-    return 0
+    try:
+        config = parse_config(argv)
+    except ConfigError as exc:
+        print(f"cre-manager: {exc.message}", file=sys.stderr)
+        return int(exc.code)
+    setup_logging(fmt=config.log_format, level=config.log_level)
+    code: ExitCode = anyio.run(run_manager, config, backend="asyncio")
+    logging.shutdown()
+    return int(code)
