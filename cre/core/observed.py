@@ -77,6 +77,9 @@ class PodView:
     init_container_statuses: tuple[ContainerStatusView, ...] = ()
     container_statuses: tuple[ContainerStatusView, ...] = ()
     resource_version: str = ""
+    # ``status.reason`` / ``status.message`` of the Pod ("Evicted", "UnexpectedAdmissionError"...).
+    reason: str | None = None
+    message: str | None = None
 
     def label(self, key: str) -> str | None:
         """The value of one kept label, or ``None``."""

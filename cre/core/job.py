@@ -1,0 +1,441 @@
+"""The Job lifecycle as a pure function: ``reconcile_job(job, observation, now) -> Plan``.
+
+One Job runs one workload (a Kubeflow TrainJob named ``<job>-workload``) on one node group. This
+module decides, from the Job and an Observation of its world, what the Job's status must say and
+what the shell must do: add the finalizer, create or adopt the workload, map its state onto the
+exclusive InProgress/Succeeded/Failed trio, time it out, restart it from a checkpoint, record the
+log of the failure that decided the run, classify the failure, and drain before the finalizer
+goes. It performs no I/O, reads no clock and is deterministic, so the same inputs always give
+the same Plan, and the controller, the tests and the benchmarks all run the very same decisions.
+
+Failure-log rules (see ``cre.core.failurelog`` for selection):
+
+* Early launcher capture: while the workload runs, the first launcher seen with a non-zero exit
+  is recorded in the same status write as the InProgress condition (JobSet deletes the failed
+  launcher about half a second later). A recorded launcher that later turns out to be a
+  disruption target is dropped, so a replacement's failure can take its place.
+* The record always describes the failure that decided the run: dropped when the run succeeds
+  and on checkpoint restart, replaced when the run ends for another reason (timeout, workload
+  deleted). The timeout path reads a launcher's log before any worker's.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import attrs
+
+from cre.api.conditions import ConditionType, JobReason, Phase
+from cre.api.job import FailureLog, Job, JobStatus
+from cre.api.labels import JOB_FINALIZER
+from cre.api.meta import ConditionStatus
+from cre.core import failurelog as fl
+from cre.core.classify import Cause, classify, merge_failed_nodes
+from cre.core.observed import PodView, TrainJobView
+from cre.core.plan import (
+    DEFAULT_SETTINGS,
+    Create,
+    Delete,
+    EventSpec,
+    JobSettings,
+    LogRequest,
+    Observation,
+    Patch,
+    Plan,
+)
+from cre.core.trio import set_exclusive, true_member
+from cre.core.workload import (
+    TRAINJOB_API_VERSION,
+    TRAINJOB_KIND,
+    WorkloadState,
+    manifest,
+    owned_by,
+    reference,
+    state_of,
+    workload_name,
+)
+
+
+class LifecycleReason(enum.StrEnum):
+    """Job reasons the lifecycle writes that ``cre.api.conditions.JobReason`` does not list."""
+
+    WORKLOAD_RESTARTING = "WorkloadRestarting"
+    WORKLOAD_NAME_COLLISION = "WorkloadNameCollision"
+
+
+_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+                        "h": 3600.0}
+_TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
+
+
+def parse_duration(text: str) -> timedelta:
+    """A Go-style duration (``"1h30m"``, ``"90s"``) as a timedelta."""
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise ValueError(f"invalid duration {text!r}: expected e.g. '90s', '1h30m'")
+    return timedelta(seconds=total)
+
+
+def timeout_of(job: Job) -> timedelta | None:
+    """``spec.timeoutPerJob`` as a timedelta (``None``: no limit)."""
+    raw = job.spec.timeout_per_job
+    return parse_duration(raw) if raw else None
+
+
+@attrs.frozen(kw_only=True)
+class _Ctx:
+    job: Job
+    obs: Observation
+    now: datetime
+    settings: JobSettings
+
+    @property
+    def name(self) -> str:
+        return self.job.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.job.metadata.namespace or ""
+
+    @property
+    def rv(self) -> str:
+        return self.job.metadata.resource_version or ""
+
+    def plan(self, **kwargs: Any) -> Plan:
+        return Plan(resource_version=self.rv, **kwargs)
+
+
+def reconcile_job(
+    job: Job, observation: Observation, now: datetime, *, settings: JobSettings = DEFAULT_SETTINGS
+) -> Plan:
+    """The Plan that moves ``job`` one step towards the state ``observation`` calls for."""
+    ctx = _Ctx(job=job, obs=observation, now=now, settings=settings)
+    if job.metadata.deletion_timestamp is not None:
+        return _deletion(ctx)
+    if JOB_FINALIZER not in job.metadata.finalizers:
+        # Added alone: its watch event drives the next pass (a status write would conflict).
+        body = {"metadata": {"finalizers": [*job.metadata.finalizers, JOB_FINALIZER]}}
+        return ctx.plan(patches=(Patch(namespace=ctx.namespace, name=ctx.name, body=body,
+                                       resource_version=ctx.rv),))
+    current = true_member(job.status.conditions)
+    if current is not None and current.type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
+        return ctx.plan()
+    return _lifecycle(ctx)
+
+
+# --- status helpers ---------------------------------------------------------------------------
+
+
+def _with_condition(
+    ctx: _Ctx, status: JobStatus, *, member: ConditionType, reason: str, message: str
+) -> tuple[JobStatus, EventSpec | None]:
+    conditions, event = set_exclusive(
+        status.conditions, member=member, reason=reason, message=message, now=ctx.now,
+        generation=ctx.job.metadata.generation,
+    )
+    if member == ConditionType.SUCCEEDED:
+        phase = Phase.SUCCEEDED
+    elif member == ConditionType.FAILED:
+        phase = Phase.FAILED
+    else:
+        phase = Phase.RUNNING if reason == JobReason.WORKLOAD_RUNNING else Phase.PENDING
+    return attrs.evolve(status, conditions=conditions, phase=phase,
+                        observed_generation=ctx.job.metadata.generation), event
+
+
+def _finish(
+    ctx: _Ctx,
+    status: JobStatus,
+    event: EventSpec | None,
+    *,
+    creates: tuple[Create, ...] = (),
+    deletes: tuple[Delete, ...] = (),
+    requeue_after: float | None = None,
+) -> Plan:
+    changed = status != ctx.job.status
+    return ctx.plan(
+        creates=creates,
+        deletes=deletes,
+        status=status if changed else None,
+        events=(event,) if event is not None and changed else (),
+        requeue_after=requeue_after,
+    )
+
+
+def _in_progress(ctx: _Ctx, status: JobStatus, reason: str, message: str,
+                 **kwargs: Any) -> Plan:
+    new, event = _with_condition(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
+                                 message=message)
+    return _finish(ctx, new, event, **kwargs)
+
+
+def _delete_workload(view: TrainJobView | None) -> tuple[Delete, ...]:
+    if view is None or view.deletion_timestamp is not None:
+        return ()
+    return (Delete(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND,
+                   namespace=view.namespace, name=view.name, uid=view.uid),)
+
+
+def _log_request(ctx: _Ctx, pod: PodView, container: str) -> LogRequest:
+    return LogRequest(namespace=pod.namespace or ctx.namespace, pod=pod.name,
+                      container=container, pod_uid=pod.uid)
+
+
+# --- lifecycle --------------------------------------------------------------------------------
+
+
+def _lifecycle(ctx: _Ctx) -> Plan:
+    job, obs = ctx.job, ctx.obs
+    if obs.create_conflict is not None:
+        return _name_taken(ctx, obs.create_conflict)
+    ref = job.status.workload_ref
+    view = obs.trainjob
+    if ref is not None and _restarting(job):
+        # ``ref`` names the previous workload, deleted by the restart: wait until it is gone.
+        if view is not None and view.uid == ref.uid:
+            return ctx.plan(requeue_after=ctx.settings.collision_retry)
+        if view is None and not obs.workload_absence_confirmed:
+            return ctx.plan(confirm_workload_absence=True)
+        ref = None
+    if ref is None:
+        if view is not None:
+            return _name_taken(ctx, view)
+        return _create(ctx)
+    ours = view is not None and owned_by(view, job) and (not ref.uid or view.uid == ref.uid)
+    if not ours:
+        if view is None and not obs.workload_absence_confirmed:
+            return ctx.plan(confirm_workload_absence=True)
+        return _workload_gone(ctx, foreign=view)
+    assert view is not None
+    return _track(ctx, view)
+
+
+def _restarting(job: Job) -> bool:
+    current = true_member(job.status.conditions)
+    return current is not None and current.reason == LifecycleReason.WORKLOAD_RESTARTING
+
+
+def _create(ctx: _Ctx) -> Plan:
+    body = manifest(ctx.job)
+    create = Create(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND,
+                    namespace=ctx.namespace, name=body["metadata"]["name"], body=body)
+    ref = reference(TrainJobView(name=create.name, namespace=ctx.namespace, uid=""))
+    status = attrs.evolve(ctx.job.status, workload_ref=attrs.evolve(ref, uid=None))
+    return _in_progress(ctx, status, JobReason.WORKLOAD_CREATED,
+                        f"Workload {create.name} created", creates=(create,),
+                        requeue_after=ctx.settings.poll_interval)
+
+
+def _name_taken(ctx: _Ctx, holder: TrainJobView) -> Plan:
+    """The workload name is held (seen in the cache, or reported by a create's AlreadyExists)."""
+    if owned_by(holder, ctx.job):
+        if holder.deletion_timestamp is not None:
+            # Our previous workload (before a checkpoint restart) is still going away.
+            return ctx.plan(requeue_after=ctx.settings.collision_retry)
+        status = attrs.evolve(ctx.job.status, workload_ref=reference(holder))
+        return _in_progress(ctx, status, JobReason.WORKLOAD_ADOPTED,
+                            f"Adopted existing workload {holder.name}",
+                            requeue_after=ctx.settings.poll_interval)
+    if holder.deletion_timestamp is not None:
+        return ctx.plan(requeue_after=ctx.settings.collision_retry)
+    message = (f"TrainJob {holder.namespace}/{holder.name} already exists and is not controlled "
+               f"by Job {ctx.name}")
+    return _fail(ctx, cause=Cause.NAME_COLLISION, reason=LifecycleReason.WORKLOAD_NAME_COLLISION,
+                 message=message, view=None)
+
+
+def _restart_allowed(job: Job) -> bool:
+    checkpoint = job.spec.checkpoint
+    return checkpoint is not None and job.status.restart_count < checkpoint.max_restarts
+
+
+def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
+    checkpoint = ctx.job.spec.checkpoint
+    assert checkpoint is not None
+    count = ctx.job.status.restart_count + 1
+    # workloadRef keeps naming the old workload until it is gone (never adopt it again).
+    status = attrs.evolve(ctx.job.status, workload_start_time=None, restart_count=count,
+                          failure_log=None, failure_class=None)
+    message = (f"Restarting workload from checkpoint (restart {count}/{checkpoint.max_restarts})"
+               f": {why}")
+    return _in_progress(ctx, status, LifecycleReason.WORKLOAD_RESTARTING, message,
+                        deletes=_delete_workload(view), requeue_after=ctx.settings.restart_delay)
+
+
+def _workload_gone(ctx: _Ctx, *, foreign: TrainJobView | None) -> Plan:
+    ref = ctx.job.status.workload_ref
+    name = ref.name if ref is not None else workload_name(ctx.name)
+    message = f"Workload {name} was deleted"
+    if _restart_allowed(ctx.job):
+        return _restart(ctx, None, message)
+    return _fail(ctx, cause=Cause.WORKLOAD_DELETED, reason=JobReason.WORKLOAD_FAILED,
+                 message=message, view=None)
+
+
+def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
+    state, detail = state_of(view)
+    status = ctx.job.status
+    if status.workload_ref is None or status.workload_ref.uid != view.uid:
+        status = attrs.evolve(status, workload_ref=reference(view))
+    if state == WorkloadState.SUCCEEDED:
+        status = attrs.evolve(status, failure_log=None, failure_class=None)
+        new, event = _with_condition(ctx, status, member=ConditionType.SUCCEEDED,
+                                     reason=JobReason.WORKLOAD_COMPLETED,
+                                     message=f"Workload {view.name} completed")
+        return _finish(ctx, new, event)
+    if state == WorkloadState.FAILED:
+        message = f"Workload {view.name} failed" + (f": {detail}" if detail else "")
+        if _restart_allowed(ctx.job):
+            return _restart(ctx, view, message)
+        return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
+                     message=message, view=view, status=status)
+    if state == WorkloadState.PENDING:
+        return _in_progress(ctx, status, JobReason.WORKLOAD_PENDING,
+                            f"Workload {view.name} is pending: {detail}",
+                            requeue_after=ctx.settings.poll_interval)
+    return _running(ctx, view, status)
+
+
+def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
+    start = status.workload_start_time or ctx.now
+    requeue = ctx.settings.poll_interval
+    timeout = timeout_of(ctx.job)
+    if timeout is not None:
+        left = (start + timeout - ctx.now).total_seconds()
+        if left <= 0:
+            message = f"Workload {view.name} did not finish within timeoutPerJob {timeout}"
+            return _fail(ctx, cause=Cause.TIMEOUT, reason=JobReason.JOB_TIMED_OUT,
+                         message=message, view=view, status=status)
+        requeue = min(requeue, left)
+    status = attrs.evolve(status, workload_start_time=start)
+    captured = _early_capture(ctx, view, status.failure_log)
+    if isinstance(captured, LogRequest):
+        return ctx.plan(log_reads=(captured,))
+    status = attrs.evolve(status, failure_log=captured)
+    return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING, f"Workload {view.name} is running",
+                        requeue_after=requeue)
+
+
+def _early_capture(
+    ctx: _Ctx, view: TrainJobView, recorded: FailureLog | None
+) -> FailureLog | LogRequest | None:
+    """The failure log to carry while the workload runs: the record kept, a new launcher
+    failure (or the read it needs first), or nothing."""
+    launchers = ctx.obs.launcher_pods
+    if recorded is not None:
+        pod = next((p for p in launchers if p.name == recorded.pod_name), None)
+        if pod is None or not fl.is_disruption_target(pod):
+            return recorded  # the first attempt is kept over a replacement's failure
+    failure = fl.failed_container_of(fl.eligible(launchers, view.creation_timestamp))
+    if failure is None:
+        return None
+    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container)
+    if tail is None:
+        return _log_request(ctx, failure.pod, failure.container)
+    return fl.record(failure, tail)
+
+
+def _all_pods(ctx: _Ctx) -> tuple[PodView, ...]:
+    # Launchers first: a same-second tie must pick the launcher.
+    return ctx.obs.launcher_pods + ctx.obs.worker_pods
+
+
+def _failure_record(
+    ctx: _Ctx, *, cause: Cause, view: TrainJobView | None, recorded: FailureLog | None
+) -> FailureLog | LogRequest:
+    pods = _all_pods(ctx)
+    created = view.creation_timestamp if view is not None else None
+    if cause == Cause.NAME_COLLISION:
+        return FailureLog(reason=LifecycleReason.WORKLOAD_NAME_COLLISION,
+                          tail="the workload was never created: its name is held by another object")
+    if cause == Cause.TIMEOUT:
+        choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
+                                fl.eligible(ctx.obs.worker_pods, created))
+        if choice is None:
+            return fl.fallback(bool(pods))
+        pod, container = choice
+        tail = ctx.obs.tail_for(pod=pod.name, container=container)
+        if tail is None:
+            return _log_request(ctx, pod, container)
+        return fl.timeout_record(pod, container, tail)
+    if cause == Cause.WORKLOAD_FAILED and recorded is not None and recorded.pod_name:
+        held = next((p for p in pods if p.name == recorded.pod_name), None)
+        if held is None or not fl.is_disruption_target(held):
+            return recorded  # captured early, before JobSet deleted the pod
+    failure = fl.failed_container_of(fl.eligible(pods, created))
+    if failure is None:
+        return fl.fallback(bool(pods))
+    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container)
+    if tail is None:
+        return _log_request(ctx, failure.pod, failure.container)
+    return fl.record(failure, tail)
+
+
+def _fail(
+    ctx: _Ctx,
+    *,
+    cause: Cause,
+    reason: str,
+    message: str,
+    view: TrainJobView | None,
+    status: JobStatus | None = None,
+) -> Plan:
+    status = status or ctx.job.status
+    log = _failure_record(ctx, cause=cause, view=view, recorded=status.failure_log)
+    if isinstance(log, LogRequest):
+        return ctx.plan(log_reads=(log,))
+    verdict = classify(job=ctx.job, cause=cause, message=message, failure_log=log,
+                       pods=_all_pods(ctx), nodes=ctx.obs.nodes)
+    status = attrs.evolve(
+        status,
+        failure_log=log,
+        failure_class=verdict.failure_class,
+        failed_nodes=merge_failed_nodes(status.failed_nodes, verdict.blamed, message=message),
+    )
+    new, event = _with_condition(ctx, status, member=ConditionType.FAILED, reason=reason,
+                                 message=message)
+    # A timed-out workload still holds its GPUs: delete it (UID precondition).
+    deletes = _delete_workload(view) if cause == Cause.TIMEOUT else ()
+    return _finish(ctx, new, event, deletes=deletes)
+
+
+# --- deletion ---------------------------------------------------------------------------------
+
+
+def _deletion(ctx: _Ctx) -> Plan:
+    job = ctx.job
+    if JOB_FINALIZER not in job.metadata.finalizers:
+        return ctx.plan()
+    view = ctx.obs.trainjob
+    deletes = _delete_workload(view) if view is not None and owned_by(view, job) else ()
+    active = [p for p in _all_pods(ctx) if p.phase not in _TERMINAL_POD_PHASES]
+    if active:
+        start = job.status.drain_start_time
+        if start is None:
+            status = attrs.evolve(job.status, drain_start_time=ctx.now)
+            return ctx.plan(deletes=deletes, status=status,
+                            requeue_after=ctx.settings.drain_poll_interval)
+        left = (start + timedelta(seconds=ctx.settings.drain_timeout) - ctx.now).total_seconds()
+        if left > 0:
+            return ctx.plan(deletes=deletes,
+                            requeue_after=min(ctx.settings.drain_poll_interval, left))
+    finalizers = [f for f in job.metadata.finalizers if f != JOB_FINALIZER]
+    patch = Patch(namespace=ctx.namespace, name=ctx.name,
+                  body={"metadata": {"finalizers": finalizers}}, resource_version=ctx.rv)
+    return ctx.plan(deletes=deletes, patches=(patch,))
+
+
+def is_terminal(job: Job) -> bool:
+    """Whether the Job's true trio member is Succeeded or Failed."""
+    current = true_member(job.status.conditions)
+    return current is not None and current.status == ConditionStatus.TRUE and current.type in (
+        ConditionType.SUCCEEDED, ConditionType.FAILED)

@@ -1,0 +1,163 @@
+"""What the pure Job core reads (``Observation``) and what it asks the shell to do (``Plan``).
+
+The core never performs I/O. Everything it needs from the cluster arrives in an Observation that
+the controller builds from its caches (plus, when the core asked for them, live reads and log
+tails); everything it wants done leaves as a Plan the executor applies. Two round trips are
+part of the contract, and the shell runs both inside one reconcile pass:
+
+* ``Plan.log_reads``: the core wants a container log tail before it can write status. The shell
+  reads it and re-runs the core on the *same* observation with the tails added, so the failure
+  record lands in one status write even if the pod is deleted in between.
+* ``Plan.confirm_workload_absence``: the cache does not hold the workload; the core will not act
+  irreversibly on that until a live read confirms it (``Observation.workload_absence_confirmed``).
+
+A Plan that carries either request carries no writes: the shell must come back first.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from cre.api.job import JobStatus
+from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
+
+# Tail limits of every failure-log read (reference section 5.2: 800 lines, last 32 KiB).
+TAIL_LINES: Final = 800
+LIMIT_BYTES: Final = 32768
+
+
+class EventType(enum.StrEnum):
+    """core/v1 Event types."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+@attrs.frozen(kw_only=True)
+class Observation:
+    """Everything the Job core may read about one Job's world at one instant.
+
+    ``trainjob`` is the cached workload named ``<job>-workload`` (``None`` when the cache has no
+    such object); ``workload_absence_confirmed`` says a live read confirmed that absence.
+    ``create_conflict`` is set by the shell when creating the workload returned AlreadyExists:
+    the live object holding the name (``None`` inside it is impossible; the field is ``None``
+    when no create conflicted). ``nodes`` are the group's GPU nodes the cache holds.
+    """
+
+    trainjob: TrainJobView | None = None
+    workload_absence_confirmed: bool = False
+    create_conflict: TrainJobView | None = None
+    worker_pods: tuple[PodView, ...] = ()
+    launcher_pods: tuple[PodView, ...] = ()
+    nodes: tuple[NodeView, ...] = ()
+    log_tails: tuple[LogTail, ...] = ()
+
+    def tail_for(self, *, pod: str, container: str) -> LogTail | None:
+        """The log tail the shell read for this container, if any."""
+        for tail in self.log_tails:
+            if tail.pod == pod and tail.container == container:
+                return tail
+        return None
+
+
+@attrs.frozen(kw_only=True)
+class JobSettings:
+    """Tunables of the Job core (defaults follow the reference's timing constants)."""
+
+    poll_interval: float = 15.0
+    drain_timeout: float = 300.0
+    drain_poll_interval: float = 15.0
+    restart_delay: float = 30.0
+    # Re-check interval while a foreign object that holds our name is terminating.
+    collision_retry: float = 5.0
+
+
+DEFAULT_SETTINGS: Final = JobSettings()
+
+
+@attrs.frozen(kw_only=True)
+class Create:
+    """Create ``body`` (a full manifest); AlreadyExists is reported back as a create conflict."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    body: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class Patch:
+    """A JSON merge patch of the Job itself, refused unless ``resource_version`` still holds."""
+
+    namespace: str
+    name: str
+    body: Mapping[str, Any]
+    resource_version: str
+
+
+@attrs.frozen(kw_only=True)
+class Delete:
+    """Delete one object instance; the UID precondition spares a same-named replacement."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+@attrs.frozen(kw_only=True)
+class EventSpec:
+    """A core/v1 Event about the Job, emitted only after the status write succeeded."""
+
+    type: EventType
+    reason: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class LogRequest:
+    """A container log tail the core wants before it decides (read with these limits)."""
+
+    namespace: str
+    pod: str
+    container: str
+    pod_uid: str = ""
+    tail_lines: int = TAIL_LINES
+    limit_bytes: int = LIMIT_BYTES
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """The complete outcome of one pure reconcile.
+
+    ``status`` is the complete new status when it differs from the current one (``None``: no
+    status write). It is written through the status subresource with ``resource_version`` as
+    precondition; on conflict the shell re-reads and recomputes instead of retrying this plan.
+    """
+
+    resource_version: str = ""
+    creates: tuple[Create, ...] = ()
+    patches: tuple[Patch, ...] = ()
+    deletes: tuple[Delete, ...] = ()
+    status: JobStatus | None = None
+    events: tuple[EventSpec, ...] = ()
+    log_reads: tuple[LogRequest, ...] = ()
+    confirm_workload_absence: bool = False
+    requeue_after: float | None = None
+
+    @property
+    def writes(self) -> bool:
+        """Whether the plan changes anything in the cluster."""
+        return bool(self.creates or self.patches or self.deletes or self.status is not None
+                    or self.events)
+
+    @property
+    def quiet(self) -> bool:
+        """No write, no event and no request for more input: nothing left to do right now."""
+        return not self.writes and not self.log_reads and not self.confirm_workload_absence
