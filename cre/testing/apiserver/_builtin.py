@@ -1,0 +1,256 @@
+"""Validation of built-in kinds against Kubernetes' published schemas, per release.
+
+The real server validates built-ins with hand-written Go code; the closest public, per-release
+artefact is the JSON schema set generated from each release's OpenAPI document, shipped by the
+`kubernetes-validate` package (one directory per minor release). Checking an object against the
+schema of the emulated release catches the structural differences between releases (for
+example `podFailurePolicy.rules[].onPodConditions[].status`, required up to 1.34 and optional
+from 1.35). Validators are compiled once per (release, apiVersion, kind).
+
+On top of the schemas, the semantic rules a controller runs into are checked as the Go
+validation does them: object names (DNS-1123 subdomain / label, DNS-1035 for Services), label
+keys and values, a Pod's containers (non-empty, unique DNS-1123 label names, image required) and
+restart policy, a Job's template restart policy, and what an update may not change (pod spec
+beyond images, activeDeadlineSeconds, tolerations additions, terminationGracePeriodSeconds and
+schedulingGates removal; a Job's selector, template and completion mode). Everything else the Go
+validators check is left out.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from kubernetes_validate import utils as kv
+
+from cre.testing.apiserver import _causes as C
+from cre.testing.apiserver._causes import Cause
+from cre.testing.apiserver._crd_schema import SchemaNode, check, compile_json_schema
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+             "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+             "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                 "characters, '-' or '.', and must start and end with an alphanumeric character "
+                 "(e.g. 'example.com', regex used for validation is "
+                 r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+               "start with an alphabetic character, and end with an alphanumeric character "
+               "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+               "'[a-z]([-a-z0-9]*[a-z0-9])?')")
+QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+                 "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
+                 "or '123-abc', regex used for validation is "
+                 "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
+                   "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+                   "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                   "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+# Kinds whose names are DNS-1123 labels / DNS-1035 labels rather than subdomains.
+_LABEL_NAMED = frozenset({"Namespace"})
+_DNS1035_NAMED = frozenset({"Service"})
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+    "(allow it to be set to 1 if it was previously negative)")
+
+
+@functools.lru_cache(maxsize=32)
+def schema_release(kubernetes_version: str) -> str:
+    """The schema set used for a release: the newest the package has that is not newer."""
+    wanted = C.parse_version(kubernetes_version)
+    available = [C.parse_version(v) for v in kv.all_versions()]
+    candidates = [v for v in available if v <= wanted] or [min(available)]
+    major, minor = max(candidates)
+    return f"{major}.{minor}"
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions(release: str) -> dict[str, Any]:
+    raw = kv.schema_contents(
+        f"kubernetes-json-schema/v{release}.0-local/_definitions.json", release)
+    return dict(raw["$defs"])
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(release: str, api_version: str, kind: str) -> SchemaNode | None:
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = kv.schema_contents(
+            f"kubernetes-json-schema/v{release}.0-local/{kind.lower()}-{group_version}.json",
+            release)
+    except FileNotFoundError:
+        return None
+    return compile_json_schema(schema, _definitions(release))
+
+
+def _schema_causes(obj: dict[str, Any], release: str) -> list[Cause]:
+    node = _compiled(release, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if node is None:
+        return []
+    return check(node, obj, version=C.parse_version(release))
+
+
+def _name_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    meta = obj.get("metadata") or {}
+    kind = str(obj.get("kind", ""))
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        if kind in _LABEL_NAMED:
+            pattern, message, limit = _DNS1123_LABEL, LABEL_MSG, 63
+        elif kind in _DNS1035_NAMED:
+            pattern, message, limit = _DNS1035_LABEL, DNS1035_MSG, 63
+        else:
+            pattern, message, limit = _DNS1123_SUBDOMAIN, SUBDOMAIN_MSG, 253
+        if len(name) > limit:
+            yield C.invalid("metadata.name", name, f"must be no more than {limit} characters")
+        if not pattern.match(name):
+            yield C.invalid("metadata.name", name, message)
+    yield from _label_causes(meta.get("labels"), "metadata.labels")
+
+
+def _label_causes(labels: Any, path: str) -> Iterator[Cause]:
+    if not isinstance(labels, dict):
+        return
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+            yield C.invalid(path, key, f"prefix part {SUBDOMAIN_MSG}")
+        if not name:
+            yield C.invalid(path, key, "name part must be non-empty")
+        elif len(name) > 63:
+            yield C.invalid(path, key, "name part must be no more than 63 characters")
+        elif not _QUALIFIED_NAME.match(name):
+            yield C.invalid(path, key, QUALIFIED_MSG)
+        if isinstance(value, str):
+            if len(value) > 63:
+                yield C.invalid(f"{path}", value, "must be no more than 63 characters")
+            elif not _LABEL_VALUE.match(value):
+                yield C.invalid(f"{path}", value, LABEL_VALUE_MSG)
+
+
+def _pod_spec_causes(spec: Any, path: str, *, require_image: bool) -> Iterator[Cause]:
+    if not isinstance(spec, dict):
+        return
+    containers = spec.get("containers")
+    if not containers:
+        yield C.required(f"{path}.containers")
+    names: set[str] = set()
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(field) or ()):
+            if not isinstance(container, dict):
+                continue
+            where = f"{path}.{field}[{index}]"
+            name = container.get("name")
+            if not name:
+                yield C.required(f"{where}.name")
+            elif not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
+                yield C.invalid(f"{where}.name", name, LABEL_MSG)
+            elif name in names:
+                yield C.duplicate(f"{where}.name", name)
+            if isinstance(name, str):
+                names.add(name)
+            if require_image and not container.get("image"):
+                yield C.required(f"{where}.image")
+    policy = spec.get("restartPolicy")
+    if policy is not None and policy not in _RESTART_POLICIES:
+        yield C.not_supported(f"{path}.restartPolicy", policy, _RESTART_POLICIES)
+    yield from _label_causes(spec.get("nodeSelector"), f"{path}.nodeSelector")
+
+
+def _job_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        yield C.required("spec")
+        return
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        yield C.required("spec.template")
+        return
+    yield from _label_causes((template.get("metadata") or {}).get("labels"),
+                             "spec.template.metadata.labels")
+    pod_spec = template.get("spec")
+    yield from _pod_spec_causes(pod_spec, "spec.template.spec", require_image=True)
+    if isinstance(pod_spec, dict):
+        policy = pod_spec.get("restartPolicy") or "Always"
+        if policy not in ("OnFailure", "Never"):
+            yield C.not_supported("spec.template.spec.restartPolicy", policy,
+                                  ("OnFailure", "Never"))
+
+
+def _pod_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cause]:
+    new_spec = new.get("spec") or {}
+    old_spec = old.get("spec") or {}
+    if _mutable_view(new_spec, old_spec) != _mutable_view(old_spec, old_spec):
+        yield C.forbidden("spec", _POD_UPDATE_FORBIDDEN)
+
+
+def _mutable_view(spec: dict[str, Any], old: dict[str, Any]) -> str:
+    """The pod spec with the fields an update may change replaced by the old values."""
+    view = dict(spec)
+    for field in ("containers", "initContainers"):
+        olds = {c.get("name"): c for c in old.get(field) or () if isinstance(c, dict)}
+        items = []
+        for container in spec.get(field) or ():
+            item = dict(container) if isinstance(container, dict) else container
+            if isinstance(item, dict) and item.get("name") in olds:
+                item["image"] = olds[item.get("name")].get("image")
+            items.append(item)
+        if field in spec:
+            view[field] = items
+    for field in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+        view.pop(field, None)
+    old_tolerations = old.get("tolerations") or []
+    new_tolerations = spec.get("tolerations") or []
+    if all(t in new_tolerations for t in old_tolerations):
+        view.pop("tolerations", None)
+    old_gates = old.get("schedulingGates") or []
+    if all(g in old_gates for g in spec.get("schedulingGates") or ()):
+        view.pop("schedulingGates", None)
+    if not old.get("nodeName"):
+        view.pop("nodeName", None)
+    return json.dumps(view, sort_keys=True)
+
+
+def _job_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cause]:
+    new_spec = new.get("spec") or {}
+    old_spec = old.get("spec") or {}
+    for field in ("selector", "template", "completionMode", "podFailurePolicy",
+                  "backoffLimitPerIndex"):
+        if new_spec.get(field) != old_spec.get(field) and field in old_spec:
+            yield C.invalid(f"spec.{field}", new_spec.get(field), "field is immutable")
+
+
+def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
+                     old: dict[str, Any] | None = None) -> list[Cause]:
+    """Causes why a built-in object is invalid at `kubernetes_version` (empty: valid)."""
+    release = schema_release(kubernetes_version)
+    causes = list(_schema_causes(obj, release))
+    causes.extend(_name_causes(obj))
+    kind = obj.get("kind")
+    if kind == "Pod":
+        causes.extend(_pod_spec_causes(obj.get("spec"), "spec", require_image=True))
+        if old is not None:
+            causes.extend(_pod_update_causes(obj, old))
+    elif kind == "Job":
+        causes.extend(_job_causes(obj))
+        if old is not None:
+            causes.extend(_job_update_causes(obj, old))
+    unique: list[Cause] = []
+    for cause in causes:
+        if cause not in unique:
+            unique.append(cause)
+    return unique
