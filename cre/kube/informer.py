@@ -29,7 +29,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -117,6 +117,12 @@ class _Gone(Exception):
         self.useful_events = useful_events
 
 
+def _describe(exc: ApiError) -> str:
+    if exc.status:
+        return f"HTTP {exc.status} {exc.reason}".strip()
+    return exc.message.split(":")[0][:80] or "connection failed"
+
+
 class _Reflector(Generic[T]):
     """One list+watch loop (one namespace, or all) feeding its informer's store."""
 
@@ -127,6 +133,7 @@ class _Reflector(Generic[T]):
         self.synced = False
         self.state = ReflectorState.STARTING
         self._state_detail = ""
+        self._failing: str | None = None  # the failure being retried, if any
         cfg = owner.config
         self._backoff = Backoff(initial=cfg.backoff_initial, maximum=cfg.backoff_max,
                                 reset_after=cfg.backoff_reset_after, jitter=cfg.backoff_jitter,
@@ -138,14 +145,29 @@ class _Reflector(Generic[T]):
                                              if self.namespace else "")
 
     def _set_state(self, state: ReflectorState, detail: str = "") -> None:
+        """Log a state change once; the flapping of a failure streak is logged at debug."""
         if state == self.state and detail == self._state_detail:
             return
         self.state, self._state_detail = state, detail
-        level = logging.WARNING if state == ReflectorState.BACKING_OFF else logging.INFO
+        if state == ReflectorState.BACKING_OFF:
+            repeat = self._failing == detail
+            self._failing = detail
+            level = logging.DEBUG if repeat else logging.WARNING
+        elif self._failing is not None and state != ReflectorState.STOPPED:
+            level = logging.DEBUG
+        else:
+            level = logging.INFO
         log.log(level, "%s: %s%s", self._where, state.value, f": {detail}" if detail else "")
 
+    def _healthy(self) -> None:
+        """Data is flowing again: end the failure streak (logged once)."""
+        if self._failing is not None:
+            self._failing = None
+            log.info("%s: recovered, %s", self._where, self.state.value)
+
     async def run(self) -> None:
-        need_list = True
+        # A restarted informer resumes its watch where it stopped (410 if that is too old).
+        need_list = not (self.synced and self.resource_version)
         gone_streak = 0
         try:
             while True:
@@ -173,8 +195,7 @@ class _Reflector(Generic[T]):
                     if exc.status == 429 and exc.retry_after:
                         delay = max(delay, exc.retry_after)
                     metrics.INFORMER_RECONNECTS.labels(informer=self._o.name).inc()
-                    self._set_state(ReflectorState.BACKING_OFF,
-                                    f"{exc.status} {exc.reason or type(exc).__name__}".strip())
+                    self._set_state(ReflectorState.BACKING_OFF, _describe(exc))
                     await self._o._sleep(delay)
         finally:
             self._set_state(ReflectorState.STOPPED)
@@ -226,6 +247,7 @@ class _Reflector(Generic[T]):
             old = store._put(key, obj, rv)
             o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
         self.resource_version = list_rv
+        self._healthy()
         metrics.INFORMER_OBJECTS.labels(informer=o.name).set(len(store))
         if not self.synced:
             self.synced = True
@@ -241,30 +263,42 @@ class _Reflector(Generic[T]):
         q.update({"watch": True, "allowWatchBookmarks": True,
                   "resourceVersion": self.resource_version, "timeoutSeconds": max(1, timeout)})
         seen = 0
-        async with o.client.stream_lines(o.resource.path(namespace=self.namespace), query=q,
-                                         timeout=timeout + cfg.request_timeout) as lines:
-            async for line in lines:
-                try:
-                    event = json.loads(line)
-                    etype = event["type"]
-                    obj = event["object"]
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ApiError(status=0, message=f"malformed watch event: {line[:200]!r}"
-                                   ) from exc
-                seen += 1
-                if etype == "ERROR":
-                    code = int(obj.get("code") or 0)
-                    if code == 410:
-                        raise _Gone(seen - 1)
-                    raise ApiError(status=code, body=obj)
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                if etype == "BOOKMARK":
-                    if rv:
-                        self.resource_version = rv
-                    continue
-                self._apply(etype, obj)
+        try:
+            async with o.client.stream_lines(o.resource.path(namespace=self.namespace), query=q,
+                                             timeout=timeout + cfg.request_timeout) as lines:
+                seen = await self._consume(lines)
+        except ApiError as exc:
+            if exc.gone:
+                raise _Gone(0) from exc
+            raise
+        return seen
+
+    async def _consume(self, lines: AsyncIterator[bytes]) -> int:
+        seen = 0
+        async for line in lines:
+            try:
+                event = json.loads(line)
+                etype = event["type"]
+                obj = event["object"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ApiError(status=0, message=f"malformed watch event: {line[:200]!r}"
+                               ) from exc
+            seen += 1
+            if seen == 1 and etype != "ERROR":
+                self._healthy()
+            if etype == "ERROR":
+                code = int(obj.get("code") or 0)
+                if code == 410:
+                    raise _Gone(seen - 1)
+                raise ApiError(status=code, body=obj)
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if etype == "BOOKMARK":
                 if rv:
                     self.resource_version = rv
+                continue
+            self._apply(etype, obj)
+            if rv:
+                self.resource_version = rv
         return seen
 
     def _apply(self, etype: str, raw: JSON) -> None:

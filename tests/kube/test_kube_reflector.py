@@ -1,0 +1,218 @@
+"""The reflector's protocol handling against a scripted client: paging, resume, 410, backoff."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from kube_fakes import FakeClock
+from kube_pods import pod
+
+from cre.core.observed import PodView
+from cre.kube.client import NODES, PODS, ApiError
+from cre.kube.informer import EventType, Informer, ReflectorConfig
+from cre.kube.projections import node_view, pod_view
+
+pytestmark = pytest.mark.anyio
+
+
+def _ev(etype: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": etype, "object": obj}).encode() + b"\n"
+
+
+def _page(items: list[dict[str, Any]], rv: str, cont: str = "") -> dict[str, Any]:
+    return {"kind": "PodList", "metadata": {"resourceVersion": rv, "continue": cont},
+            "items": items}
+
+
+class ScriptedClient:
+    """Answers lists and watches from scripts; once the watch script is used up, it idles."""
+
+    def __init__(self, lists: list[dict[str, Any] | ApiError],
+                 watches: list[list[bytes] | ApiError]) -> None:
+        self.lists = deque(lists)
+        self.watches = deque(watches)
+        self.list_queries: list[dict[str, Any]] = []
+        self.watch_queries: list[dict[str, Any]] = []
+        self.idle = anyio.Event()
+
+    async def request(self, method: str, path: str, *, query: Any = None,
+                      timeout: float | None = None) -> dict[str, Any]:
+        self.list_queries.append(dict(query or {}))
+        answer = self.lists.popleft()
+        if isinstance(answer, ApiError):
+            raise answer
+        return answer
+
+    @asynccontextmanager
+    async def stream_lines(self, path: str, *, query: Any = None,
+                           timeout: float | None = None) -> AsyncIterator[AsyncIterator[bytes]]:
+        self.watch_queries.append(dict(query or {}))
+        if not self.watches:
+            self.idle.set()
+            await anyio.sleep_forever()
+        script = self.watches.popleft()
+        if isinstance(script, ApiError):
+            raise script
+
+        async def lines() -> AsyncIterator[bytes]:
+            for line in script:
+                yield line
+
+        yield lines()
+
+
+class Sleeps:
+    """A sleep that records the wait and moves the fake clock instead of waiting."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.clock.advance(seconds)
+
+
+async def _run_until_idle(inf: Informer[Any], client: ScriptedClient) -> None:
+    with anyio.fail_after(10):  # hang guard only; the scripted run takes milliseconds
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(inf.run)
+            await client.idle.wait()
+            tg.cancel_scope.cancel()
+
+
+def _informer(client: ScriptedClient, clock: FakeClock, sleeps: Sleeps,
+              rand: float = 0.0) -> Informer[PodView]:
+    return Informer(client, PODS, transform=pod_view, label_selector="cre.dev/job",  # type: ignore[arg-type]
+                    name="t", clock=clock, rand=lambda: rand, sleep=sleeps,
+                    config=ReflectorConfig(page_size=2))
+
+
+async def test_paged_list_then_watch_from_the_list_version(clock: FakeClock) -> None:
+    """Pages are followed with continue; the watch starts at the list RV with bookmarks on."""
+    client = ScriptedClient(
+        lists=[_page([pod(name="a", rv="5"), pod(name="b", rv="6")], "10", cont="tok"),
+               _page([pod(name="c", rv="7")], "10")],
+        watches=[[_ev("MODIFIED", pod(name="a", rv="11")), _ev("DELETED", pod(name="b", rv="12")),
+                  _ev("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "15"}}),
+                  _ev("ADDED", pod(name="d", rv="16"))]])
+    sleeps = Sleeps(clock)
+    inf = _informer(client, clock, sleeps, rand=0.5)
+    seen: list[tuple[EventType, str | None, str | None]] = []
+    inf.add_handler(lambda t, old, new: seen.append(
+        (t, old.resource_version if old else None, new.resource_version if new else None)))
+    await _run_until_idle(inf, client)
+    assert client.list_queries == [{"labelSelector": "cre.dev/job", "limit": 2},
+                                   {"labelSelector": "cre.dev/job", "limit": 2,
+                                    "continue": "tok"}]
+    first = client.watch_queries[0]
+    assert (first["resourceVersion"], first["allowWatchBookmarks"], first["watch"]) == \
+        ("10", True, True)
+    assert first["timeoutSeconds"] == 450  # 300 + 300 * rand(0.5)
+    assert client.watch_queries[1]["resourceVersion"] == "16", "resume from the last event"
+    assert seen == [(EventType.ADDED, None, "5"), (EventType.ADDED, None, "6"),
+                    (EventType.ADDED, None, "7"), (EventType.MODIFIED, "5", "11"),
+                    (EventType.DELETED, "12", None), (EventType.ADDED, None, "16")]
+    assert sorted(inf.store.keys()) == ["cre/a", "cre/c", "cre/d"]
+    assert inf.has_synced()
+    assert sleeps.waits == [], "a watch that delivered events ends without backoff"
+
+
+async def test_backoff_doubles_to_the_cap_and_resets_after_quiet(clock: FakeClock) -> None:
+    """Consecutive watch failures wait 0.8, 1.6, ... capped at 30 s; 2 quiet minutes reset it."""
+    err = ApiError(status=503, body={"reason": "ServiceUnavailable"})
+    client = ScriptedClient(lists=[_page([], "1")], watches=[err] * 8)
+    sleeps = Sleeps(clock)
+    inf = _informer(client, clock, sleeps)
+    await _run_until_idle(inf, client)
+    assert sleeps.waits == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0])
+    # Two minutes without a failure: the next failure starts from 0.8 s again.
+    client.watches.extend([err])
+    client.idle = anyio.Event()
+    clock.advance(121)
+    sleeps.waits.clear()
+    await _run_until_idle(inf, client)
+    assert sleeps.waits == pytest.approx([0.8])
+
+
+async def test_jitter_stays_within_the_cap(clock: FakeClock) -> None:
+    """With full jitter each wait lies between the base delay and the 30 s cap."""
+    err = ApiError(status=500)
+    client = ScriptedClient(lists=[_page([], "1")], watches=[err] * 8)
+    sleeps = Sleeps(clock)
+    await _run_until_idle(_informer(client, clock, sleeps, rand=0.99), client)
+    assert all(0.8 <= w <= 30.0 for w in sleeps.waits)
+    assert sleeps.waits[0] == pytest.approx(0.8 * 1.99)
+
+
+async def test_retry_after_on_429_is_honoured(clock: FakeClock) -> None:
+    """A 429 with Retry-After: 7 waits at least 7 s even though the backoff says 0.8 s."""
+    client = ScriptedClient(lists=[_page([], "1")],
+                            watches=[ApiError(status=429, retry_after=7.0)])
+    sleeps = Sleeps(clock)
+    await _run_until_idle(_informer(client, clock, sleeps), client)
+    assert sleeps.waits == [7.0]
+
+
+async def test_http_410_relists_and_reconciles_the_store(clock: FakeClock) -> None:
+    """A 410 status on the watch relists at once, emitting DELETED/MODIFIED/ADDED for the gap."""
+    client = ScriptedClient(
+        lists=[_page([pod(name="a", rv="1"), pod(name="b", rv="2"), pod(name="c", rv="3")], "3"),
+               _page([pod(name="a", rv="1"), pod(name="c", rv="9"), pod(name="d", rv="10")],
+                     "10")],
+        watches=[ApiError(status=410, body={"reason": "Expired"})])
+    sleeps = Sleeps(clock)
+    inf = _informer(client, clock, sleeps)
+    inf._reflectors[0]
+    seen: list[tuple[EventType, str]] = []
+    inf.add_handler(lambda t, old, new: seen.append((t, (new or old).name)))  # type: ignore[union-attr]
+    await _run_until_idle(inf, client)
+    assert seen[3:] == [(EventType.DELETED, "b"), (EventType.MODIFIED, "c"),
+                        (EventType.ADDED, "d")]
+    assert sleeps.waits == []
+    assert client.watch_queries[-1]["resourceVersion"] == "10"
+
+
+async def test_error_event_410_right_after_every_list_backs_off(clock: FakeClock) -> None:
+    """A server that answers every fresh watch with a 410 ERROR event is not hammered."""
+    gone = _ev("ERROR", {"kind": "Status", "code": 410, "reason": "Expired"})
+    client = ScriptedClient(lists=[_page([], str(i)) for i in range(1, 6)],
+                            watches=[[gone]] * 4)
+    sleeps = Sleeps(clock)
+    await _run_until_idle(_informer(client, clock, sleeps), client)
+    assert len(client.list_queries) == 5
+    assert sleeps.waits == pytest.approx([0.8, 1.6, 3.2]), "the first 410 relists at once"
+
+
+async def test_empty_watches_count_as_failures_and_are_logged_once(
+        clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    """Watches that end without any event back off, and the state change is logged once."""
+    client = ScriptedClient(lists=[_page([], "1")], watches=[[]] * 4)
+    sleeps = Sleeps(clock)
+    with caplog.at_level(logging.INFO, logger="cre.kube.informer"):
+        await _run_until_idle(_informer(client, clock, sleeps), client)
+    assert len(sleeps.waits) == 4
+    backing_off = [r for r in caplog.records if "BackingOff" in r.getMessage()]
+    assert len(backing_off) == 1
+
+
+async def test_unprojectable_objects_are_skipped_not_fatal(clock: FakeClock) -> None:
+    """An object the transform rejects is logged and dropped; the informer keeps going."""
+    client = ScriptedClient(
+        lists=[_page([], "1")],
+        watches=[[_ev("ADDED", {"kind": "Node", "metadata": {"name": "n1"},
+                                "status": {"allocatable": {"nvidia.com/gpu": "lots"}}}),
+                  _ev("ADDED", {"kind": "Node", "metadata": {"name": "n2",
+                                                             "resourceVersion": "3"}})]])
+    sleeps = Sleeps(clock)
+    inf = Informer(client, NODES, transform=node_view, name="nodes", clock=clock,  # type: ignore[arg-type]
+                   rand=lambda: 0.0, sleep=sleeps)
+    await _run_until_idle(inf, client)
+    assert sorted(inf.store.keys()) == ["n2"]
