@@ -1,0 +1,80 @@
+"""Table tests for failure classification: scope, reason and which nodes are blamed."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from cre.api.conditions import FailureScope
+from cre.api.job import FailureLog
+from cre.core.classify import Cause, classify
+from cre.core.observed import ContainerState, NodeView, PodCondition, PodView
+from cre.core.strategies import NODES, at, make_job, node, pod, terminated
+
+ERROR_LOG = FailureLog(pod_name="l", exit_code=1, reason="Error", tail="boom")
+OOM_LOG = FailureLog(pod_name="w", exit_code=137, reason="OOMKilled", tail="")
+READY = tuple(node(n) for n in NODES)
+
+CASES: list[tuple[str, Cause, FailureLog | None, tuple[PodView, ...], tuple[NodeView, ...],
+                  FailureScope, str, tuple[str, ...]]] = [
+    ("container-exit", Cause.WORKLOAD_FAILED, ERROR_LOG,
+     (pod("l", launcher=True, state=terminated(finished=at(1))),), READY,
+     FailureScope.WORKLOAD, "ContainerFailed", NODES),
+    ("oom-killed", Cause.WORKLOAD_FAILED, OOM_LOG, (), READY,
+     FailureScope.WORKLOAD, "OOMKilled", NODES),
+    ("timeout-no-evidence", Cause.TIMEOUT, None, (pod("w"),), READY,
+     FailureScope.WORKLOAD, "TimedOut", NODES),
+    ("node-not-ready", Cause.WORKLOAD_FAILED, ERROR_LOG, (pod("w", node="gpu-1"),),
+     (node("gpu-0"), node("gpu-1", ready="False"), node("gpu-2")),
+     FailureScope.NODE, "NodeNotReady", ("gpu-1",)),
+    ("disruption-target", Cause.WORKLOAD_FAILED, None,
+     (pod("w", node="gpu-2", disruption="True", state=terminated(finished=at(1))),), READY,
+     FailureScope.NODE, "PodDisrupted", ("gpu-2",)),
+    ("evicted", Cause.WORKLOAD_FAILED, None, (pod("w", node="gpu-0", reason="Evicted"),), READY,
+     FailureScope.NODE, "PodEvicted", ("gpu-0",)),
+    ("image-pull", Cause.TIMEOUT, None,
+     (pod("w", state=ContainerState(kind="waiting", reason="ImagePullBackOff")),), READY,
+     FailureScope.PLATFORM, "ImagePullFailed", ()),
+    ("unschedulable", Cause.TIMEOUT, None,
+     (pod("w", node=None, state=ContainerState(kind="waiting", reason="ContainerCreating"),
+          conditions=(PodCondition(type="PodScheduled", status="False",
+                                   reason="Unschedulable"),)),), READY,
+     FailureScope.PLATFORM, "Unschedulable", ()),
+    ("admission-rejected", Cause.WORKLOAD_FAILED, None,
+     (pod("w", reason="UnexpectedAdmissionError", phase="Failed"),), READY,
+     FailureScope.PLATFORM, "AdmissionRejected", ()),
+    ("workload-deleted", Cause.WORKLOAD_DELETED, ERROR_LOG,
+     (pod("w", node="gpu-1"),), (node("gpu-1", ready="False"),),
+     FailureScope.CONTROL_PLANE, "WorkloadDeleted", ()),
+    ("name-collision", Cause.NAME_COLLISION, None, (), READY,
+     FailureScope.CONTROL_PLANE, "WorkloadNameCollision", ()),
+]
+
+
+@pytest.mark.parametrize(("cause", "log", "pods", "nodes", "scope", "reason", "blamed"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_classification(cause: Cause, log: FailureLog | None, pods: tuple[PodView, ...],
+                        nodes: tuple[NodeView, ...], scope: FailureScope, reason: str,
+                        blamed: tuple[str, ...]) -> None:
+    """Each kind of evidence yields its scope and blames exactly the nodes its rule allows."""
+    verdict = classify(job=make_job(), cause=cause, message="m", failure_log=log, pods=pods,
+                       nodes=nodes)
+    assert (verdict.failure_class.scope, verdict.failure_class.reason) == (scope, reason)
+    assert verdict.blamed == blamed
+
+
+def test_claim_message_is_resource_claim_not_ready() -> None:
+    """A pod waiting on a DRA claim or ComputeDomain is a Platform ResourceClaimNotReady."""
+    waiting = pod("w", node=None, conditions=(PodCondition(
+        type="PodScheduled", status="False", reason="Unschedulable"),))
+    waiting = attrs.evolve(waiting, message="waiting for resourceclaim channel to be allocated")
+    verdict = classify(job=make_job(), cause=Cause.TIMEOUT, message="m", failure_log=None,
+                       pods=(waiting,), nodes=READY)
+    assert verdict.failure_class.reason == "ResourceClaimNotReady"
+
+
+def test_standalone_job_blames_no_node() -> None:
+    """A Job without the group-nodes annotation attributes no node even for a Workload failure."""
+    verdict = classify(job=make_job(group_nodes=()), cause=Cause.WORKLOAD_FAILED, message="m",
+                       failure_log=ERROR_LOG, pods=(), nodes=READY)
+    assert verdict.failure_class.scope == FailureScope.WORKLOAD and verdict.blamed == ()
