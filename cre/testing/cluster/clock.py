@@ -1,0 +1,58 @@
+"""Simulated time: one clock the whole simulated cluster reads, running ``scale`` times wall time.
+
+Real clusters spend most of a failure scenario waiting (10 s pod-failure backoff, crash-loop
+back-off, stub workloads that run for a minute). The simulator keeps those durations in
+*simulated* seconds, exactly as the upstream controllers state them, and divides them by the
+scale factor only when it actually sleeps. Every timestamp it writes into an object comes from
+this clock, so objects look as if the minutes really passed, while a test finishes in well
+under a second. Nothing here sleeps to wait for *state*: callers wait on watch events and use
+the clock only to schedule the next simulated deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+# 2026-01-01T00:00:00Z: a fixed, round origin keeps timestamps in goldens readable.
+DEFAULT_EPOCH = 1767225600.0
+
+
+class SimClock:
+    """Simulated seconds since the Unix epoch, advancing ``scale`` times faster than wall time.
+
+    ``start`` is the simulated time at construction; ``wall`` is injectable for tests.
+    """
+
+    def __init__(self, *, scale: float = 1.0, start: float = DEFAULT_EPOCH,
+                 wall: Callable[[], float] = time.monotonic) -> None:
+        if scale <= 0:
+            raise ValueError(f"SimClock: scale must be > 0, got {scale!r}")
+        self.scale = scale
+        self._wall = wall
+        self._wall0 = wall()
+        self._sim0 = start
+
+    def now(self) -> float:
+        """The current simulated time in seconds since the epoch."""
+        return self._sim0 + (self._wall() - self._wall0) * self.scale
+
+    def wall_delay(self, sim_seconds: float) -> float:
+        """How long to sleep in wall seconds for ``sim_seconds`` of simulated time."""
+        return max(0.0, sim_seconds) / self.scale
+
+
+def fmt_time(t: float) -> str:
+    """RFC 3339 at second precision, as the API server serialises ``metav1.Time``."""
+    return datetime.fromtimestamp(int(t), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str | None) -> float | None:
+    """Seconds since the epoch from an RFC 3339 timestamp, or None when absent or malformed."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

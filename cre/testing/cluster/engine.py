@@ -1,0 +1,104 @@
+"""One simulated-cluster tick: run every controller step in order, applying as it goes.
+
+The controllers run in the order objects flow (Trainer -> JobSet -> Job -> scheduler -> node
+lifecycle -> kubelet), each on a fresh snapshot that already holds the previous controller's
+writes, so one tick carries a new TrainJob as far as it can go at this instant. The tick is
+repeated while it still changes something (bounded), then the caller sleeps until the earliest
+``wake_at`` or the next watch event. Backends decide what applying means: the in-memory backend
+for unit tests (:mod:`cre.testing.cluster.memory`) or HTTP against the API emulator
+(:mod:`cre.testing.cluster.runtime`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
+
+from cre.testing.cluster import batchjob, jobset, kubelet, nodelifecycle, scheduler, trainer
+from cre.testing.cluster.config import SimConfig
+from cre.testing.cluster.model import Action, Mark, Step, World
+
+Controller = Callable[[World, float, SimConfig], Step]
+
+CONTROLLERS: tuple[tuple[str, Controller], ...] = (
+    ("trainer", trainer.step),
+    ("jobset", jobset.step),
+    ("job", batchjob.step),
+    ("scheduler", scheduler.step),
+    ("nodelifecycle", nodelifecycle.step),
+    ("kubelet", kubelet.step),
+)
+MAX_ROUNDS = 20
+
+
+class SyncBackend(Protocol):
+    """Somewhere a tick's actions land synchronously (the in-memory cluster)."""
+
+    def snapshot(self) -> World: ...
+
+    def apply(self, action: Action, now: float) -> None: ...
+
+
+class AsyncBackend(Protocol):
+    """Somewhere a tick's actions land over I/O (the emulator over HTTP)."""
+
+    def snapshot(self) -> World: ...
+
+    async def apply(self, action: Action, now: float) -> None: ...
+
+
+def _merge_wake(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def _changes(actions: Iterable[Action], world: World) -> bool:
+    """Whether any action changes something (a Mark to the value it already has does not)."""
+    for act in actions:
+        if not isinstance(act, Mark) or world.marks.get(act.key) != act.value:
+            return True
+    return False
+
+
+def tick(backend: SyncBackend, now: float, cfg: SimConfig) -> float | None:
+    """Run the controllers until quiet at simulated time ``now``; the next wake-up time."""
+    wake: float | None = None
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        wake = None
+        for _name, ctrl in CONTROLLERS:
+            world = backend.snapshot()
+            result = ctrl(world, now, cfg)
+            wake = _merge_wake(wake, result.wake_at)
+            if _changes(result.actions, world):
+                changed = True
+            for act in result.actions:
+                backend.apply(act, now)
+        if not changed:
+            break
+    return wake
+
+
+async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
+                on_error: Callable[[str, Action, Exception], Awaitable[None]]) -> float | None:
+    """:func:`tick` for an async backend; ``now`` is re-read per controller (time moves)."""
+    wake: float | None = None
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        wake = None
+        for name, ctrl in CONTROLLERS:
+            world = backend.snapshot()
+            t = now()
+            result = ctrl(world, t, cfg)
+            wake = _merge_wake(wake, result.wake_at)
+            if _changes(result.actions, world):
+                changed = True
+            for act in result.actions:
+                try:
+                    await backend.apply(act, t)
+                except Exception as exc:  # one failed write must not stop the cluster
+                    await on_error(name, act, exc)
+        if not changed:
+            break
+    return wake

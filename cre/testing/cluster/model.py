@@ -1,0 +1,242 @@
+"""The shape every simulated controller shares: a world snapshot in, actions out.
+
+Each simulated controller (Trainer, JobSet, batch Job, scheduler, kubelet, node lifecycle) is a
+pure function ``step(world, now, config) -> Step``. ``World`` is a read-only snapshot of the
+objects the cluster holds (plain dicts, exactly as the API server returns them) plus
+``marks``: small facts the simulator remembers that the API objects cannot carry at the
+precision it needs (``metav1.Time`` has whole seconds; a 0.5 s deletion delay does not), and
+the stub program chosen for each container instance. Actions are data: the async driver
+(:mod:`cre.testing.cluster.runtime`) applies them over HTTP; unit tests just read them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from cre.kube.client import (
+    BATCH_JOBS,
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIGMAPS,
+    JOBSETS,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    Resource,
+)
+
+Obj = dict[str, Any]
+
+WATCHED: tuple[Resource, ...] = (
+    TRAINJOBS, TRAINING_RUNTIMES, CLUSTER_TRAINING_RUNTIMES, JOBSETS, BATCH_JOBS, PODS, NODES,
+)
+OTHER: tuple[Resource, ...] = (CONFIGMAPS, SECRETS, SERVICES)
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    """The store key ``namespace/name`` (``name`` for cluster-scoped objects)."""
+    meta = obj.get("metadata", {})
+    ns = meta.get("namespace")
+    return f"{ns}/{meta['name']}" if ns else str(meta["name"])
+
+
+@attrs.frozen(slots=True)
+class World:
+    """A snapshot of the simulated cluster: objects by resource plural then key, and marks."""
+
+    objects: Mapping[str, Mapping[str, Obj]] = attrs.field(factory=dict)
+    marks: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def all(self, res: Resource) -> list[Obj]:
+        """Every object of ``res``, sorted by key so steps are deterministic."""
+        store = self.objects.get(res.plural, {})
+        return [store[k] for k in sorted(store)]
+
+    def get(self, res: Resource, key: str) -> Obj | None:
+        return self.objects.get(res.plural, {}).get(key)
+
+    def owned_by(self, res: Resource, owner_uid: str) -> list[Obj]:
+        """Objects of ``res`` whose controller owner reference has ``owner_uid``."""
+        return [o for o in self.all(res) if controller_uid(o) == owner_uid]
+
+    @classmethod
+    def of(cls, objects: Iterable[Obj], marks: Mapping[str, Any] | None = None) -> World:
+        """A snapshot from a flat list of objects (tests), filed by their ``kind``."""
+        by_kind = {r.kind: r.plural for r in (*WATCHED, *OTHER)}
+        out: dict[str, dict[str, Obj]] = {}
+        for obj in objects:
+            plural = by_kind[obj["kind"]]
+            out.setdefault(plural, {})[key_of(obj)] = obj
+        return cls(objects=out, marks=dict(marks or {}))
+
+
+@attrs.frozen(slots=True)
+class Create:
+    """Create ``body`` (``metadata.generateName`` allowed)."""
+
+    resource: Resource
+    body: Obj
+
+
+@attrs.frozen(slots=True)
+class Patch:
+    """JSON merge patch of one object, or of its ``status`` subresource."""
+
+    resource: Resource
+    namespace: str | None
+    name: str
+    patch: Obj
+    subresource: str | None = None
+
+
+@attrs.frozen(slots=True)
+class Delete:
+    """Delete one object, with an optional UID precondition, propagation and grace period."""
+
+    resource: Resource
+    namespace: str | None
+    name: str
+    uid: str | None = None
+    propagation: str | None = None
+    grace_seconds: int | None = None
+
+
+@attrs.frozen(slots=True)
+class Bind:
+    """Bind a pod to a node (the ``pods/binding`` subresource sets ``spec.nodeName``)."""
+
+    namespace: str
+    pod: str
+    node: str
+
+
+@attrs.frozen(slots=True)
+class AppendLog:
+    """Text a container wrote to stdout/stderr, appended to the pod's log."""
+
+    namespace: str
+    pod: str
+    container: str
+    text: str
+
+
+@attrs.frozen(slots=True)
+class Mark:
+    """Remember ``value`` under ``key`` in ``World.marks`` (None forgets the key)."""
+
+    key: str
+    value: Any
+
+
+Action = Create | Patch | Delete | Bind | AppendLog | Mark
+
+
+@attrs.frozen(slots=True)
+class Step:
+    """What one controller wants done now, and when it next wants to run (simulated time)."""
+
+    actions: tuple[Action, ...] = ()
+    wake_at: float | None = None
+
+
+class StepBuilder:
+    """Collects actions and the earliest wake-up while a step walks the world."""
+
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+        self.wake_at: float | None = None
+
+    def add(self, *actions: Action) -> None:
+        self.actions.extend(actions)
+
+    def wake(self, at: float) -> None:
+        self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
+
+    def build(self) -> Step:
+        return Step(actions=tuple(self.actions), wake_at=self.wake_at)
+
+
+# -- small object helpers shared by the steps --------------------------------------------------
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("name", ""))
+
+
+def ns_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("namespace", ""))
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("uid", ""))
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    lab = meta(obj).get("labels")
+    return lab if isinstance(lab, Mapping) else {}
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    for ref in meta(obj).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+def owner_ref(owner: Mapping[str, Any], *, block: bool = True) -> Obj:
+    """A controller owner reference to ``owner``."""
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": name_of(owner),
+            "uid": uid_of(owner), "controller": True, "blockOwnerDeletion": block}
+
+
+def deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def conditions(obj: Mapping[str, Any]) -> list[Obj]:
+    conds = (obj.get("status") or {}).get("conditions")
+    return list(conds) if isinstance(conds, list) else []
+
+
+def condition(obj: Mapping[str, Any], ctype: str) -> Obj | None:
+    for c in conditions(obj):
+        if c.get("type") == ctype:
+            return dict(c)
+    return None
+
+
+def is_true(obj: Mapping[str, Any], ctype: str) -> bool:
+    c = condition(obj, ctype)
+    return c is not None and c.get("status") == "True"
+
+
+def set_condition(conds: list[Obj], new: Obj) -> list[Obj]:
+    """Upsert ``new`` by type; keep ``lastTransitionTime`` when the status did not change."""
+    out: list[Obj] = []
+    replaced = False
+    for c in conds:
+        if c.get("type") == new["type"]:
+            merged = dict(new)
+            if c.get("status") == new.get("status") and c.get("lastTransitionTime"):
+                merged["lastTransitionTime"] = c["lastTransitionTime"]
+            out.append(merged)
+            replaced = True
+        else:
+            out.append(c)
+    if not replaced:
+        out.append(dict(new))
+    return out
+
+
+def deep(obj: Any) -> Any:
+    return copy.deepcopy(obj)

@@ -1,0 +1,117 @@
+"""Platform profiles: the GPU nodes a simulated cluster is made of.
+
+A profile is what CRE's platform detection and the NCCL stub need to know about a node type:
+the cloud ``providerID`` scheme, the GPU Feature Discovery labels (``nvidia.com/gpu.product``,
+``nvidia.com/gpu.present``, ``nvidia.com/gpu.count``, the GB200/GB300 NVLink clique label),
+topology labels (zone, rack), allocatable GPUs and RDMA NICs, and the bus bandwidth the
+NCCL stubs report on a healthy node. The figures are of the right order for each platform; they
+are simulator inputs, not measurements.
+
+Left out: CPU/memory topology, MIG, DRA ComputeDomains and IMEX channels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from cre.api import labels
+
+
+@attrs.frozen(slots=True)
+class Profile:
+    """One node type of one platform."""
+
+    name: str
+    provider: str  # aws | gcp | oci | onprem
+    gpu_product: str
+    gpus: int
+    nics: int
+    nic_resource: str  # extended resource name of the RDMA NICs ("" = none advertised)
+    instance_type: str
+    busbw_gbps: float  # all_reduce bus bandwidth between healthy nodes of this profile
+    loopback_gbps: float  # single-node (NVLink) bandwidth
+    clique_size: int = 0  # NVLink domain size for GB200/GB300 (0 = no clique label)
+    region: str = "us-east-1"
+
+    def provider_id(self, index: int) -> str:
+        """The ``spec.providerID`` of node ``index``, in the platform's own scheme."""
+        if self.provider == "aws":
+            return f"aws:///{self.region}a/i-0{index:016x}"
+        if self.provider == "gcp":
+            return f"gce://cre-sim/{self.region}-a/{self.name}-{index}"
+        if self.provider == "oci":
+            return f"oci://ocid1.instance.oc1.iad.sim{index:08d}"
+        return f"onprem://{self.name}-{index}"
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(name="aws-h100", provider="aws", gpu_product="NVIDIA-H100-80GB-HBM3", gpus=8,
+                nics=32, nic_resource="vpc.amazonaws.com/efa", instance_type="p5.48xlarge",
+                busbw_gbps=480.0, loopback_gbps=480.0),
+        Profile(name="aws-gb200", provider="aws", gpu_product="NVIDIA-GB200", gpus=4, nics=4,
+                nic_resource="vpc.amazonaws.com/efa", instance_type="p6e-gb200.36xlarge",
+                busbw_gbps=720.0, loopback_gbps=760.0, clique_size=18),
+        Profile(name="gcp-h100", provider="gcp", gpu_product="NVIDIA-H100-80GB-HBM3", gpus=8,
+                nics=8, nic_resource="networking.gke.io/rdma", instance_type="a3-megagpu-8g",
+                busbw_gbps=190.0, loopback_gbps=480.0, region="us-central1"),
+        Profile(name="onprem-gb200", provider="onprem", gpu_product="NVIDIA-GB200", gpus=4,
+                nics=4, nic_resource="rdma/rdma_shared_device_a", instance_type="gb200-nvl72",
+                busbw_gbps=760.0, loopback_gbps=760.0, clique_size=18),
+        Profile(name="oci-gb300", provider="oci", gpu_product="NVIDIA-GB300", gpus=4, nics=4,
+                nic_resource="rdma/rdma_shared_device_a", instance_type="BM.GPU.GB300.4",
+                busbw_gbps=820.0, loopback_gbps=860.0, clique_size=18),
+    )
+}
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called ``name``; a clear error listing the known ones otherwise."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown cluster profile {name!r}; known: {sorted(PROFILES)}") from None
+
+
+def node_name(profile: Profile, index: int) -> str:
+    return f"{profile.name}-node-{index}"
+
+
+def node_manifest(profile: Profile, index: int) -> dict[str, Any]:
+    """The Node object for node ``index`` of ``profile`` (status Ready)."""
+    name = node_name(profile, index)
+    node_labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64" if "GB" in profile.gpu_product else "amd64",
+        "node.kubernetes.io/instance-type": profile.instance_type,
+        "topology.kubernetes.io/region": profile.region,
+        "topology.kubernetes.io/zone": f"{profile.region}a",
+        labels.GPU_PRESENT: "true",
+        labels.GPU_PRODUCT: profile.gpu_product,
+        "nvidia.com/gpu.count": str(profile.gpus),
+        "cre.dev/sim-rack": f"rack-{index // 4}",
+    }
+    if profile.clique_size:
+        clique = index // profile.clique_size
+        node_labels["nvidia.com/gpu.clique"] = f"cluster-{profile.name}.{clique}"
+    allocatable = {"cpu": "192", "memory": "2000Gi", "pods": "110",
+                   "nvidia.com/gpu": str(profile.gpus)}
+    if profile.nic_resource:
+        allocatable[profile.nic_resource] = str(profile.nics)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": node_labels},
+        "spec": {"providerID": profile.provider_id(index)},
+        "status": {
+            "capacity": dict(allocatable),
+            "allocatable": allocatable,
+            "conditions": [],
+            "nodeInfo": {"kubeletVersion": "v1.33.0", "architecture":
+                         node_labels["kubernetes.io/arch"], "operatingSystem": "linux"},
+        },
+    }
