@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from cre.testing.apiserver.pytest_fixtures import kube_emulator
+
+__all__ = ["kube_emulator", "pytest_addoption"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("cre")

@@ -1,0 +1,1 @@
+"""Benchmarks: each module ``bench.<name>`` has ``main() -> None`` printing one JSON document."""

@@ -1,0 +1,63 @@
+"""``python -m cre.testing.apiserver``: run the API emulator until SIGTERM.
+
+Serves on 127.0.0.1, installs CRDs from ``--crds`` folders or files, and writes the kubeconfig
+(``--write-kubeconfig``) only once the server accepts connections, so a supervisor can wait for
+the file to appear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .emulator import serve
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m cre.testing.apiserver",
+                                description="Kubernetes API server emulator")
+    p.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    p.add_argument("--write-kubeconfig", type=Path, required=True, metavar="FILE",
+                   help="where to write the kubeconfig once serving")
+    p.add_argument("--crds", type=Path, action="append", default=[], metavar="DIR",
+                   help="a CRD file or a folder of CRD YAML files (repeatable)")
+    p.add_argument("--kubernetes-version", default="1.33",
+                   help="emulated Kubernetes minor release, e.g. 1.33")
+    p.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed CA")
+    p.add_argument("--seed", type=int, default=0, help="seed for names, uids and faults")
+    return p.parse_args(argv)
+
+
+async def run(args: argparse.Namespace) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with serve(crds=args.crds, kubernetes_version=args.kubernetes_version,
+                     port=args.port, tls=args.tls, seed=args.seed,
+                     kubeconfig_path=args.write_kubeconfig.resolve()) as emu:
+        print(f"cre api emulator serving {emu.url} (Kubernetes {emu.kubernetes_version}); "
+              f"kubeconfig {emu.kubeconfig_path}", file=sys.stderr, flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    for path in args.crds:
+        if not path.exists():
+            print(f"error: --crds {path}: no such file or directory", file=sys.stderr)
+            return 2
+    try:
+        asyncio.run(run(args))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,752 @@
+"""Write semantics of the generic registry: create, update, patch, status, delete.
+
+This is the part of ``k8s.io/apiserver/pkg/registry/generic/registry/store.go`` and the
+per-kind strategies that a controller can observe: server-set metadata, optimistic concurrency,
+the status subresource split, ``generation`` moving only on spec changes, no-op writes that do
+not bump the revision, finalizers holding a deleted object, graceful pod deletion, and
+``dryRun=All``. HTTP parsing lives in :mod:`.server`; garbage collection in :mod:`.gc`.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+
+from . import errors, patching
+from .admission import Admission
+from .convert import core_event_defaults, from_storage, to_storage
+from .errors import ApiError, StatusCause
+from .meta import (
+    dedup_owner_refs,
+    generate_name,
+    micro_time,
+    quote,
+    rfc3339,
+    spec_changed,
+    validate_metadata,
+)
+from .resources import Registry, ResourceType
+from .store import Key, Obj, Store
+
+SYSTEM_FINALIZERS = ("orphan", "foregroundDeletion")
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+@attrs.frozen
+class WriteOptions:
+    """Query options common to writes."""
+
+    manager: str = "unknown"
+    dry_run: bool = False
+    force: bool = False
+
+
+@attrs.frozen
+class DeleteOptions:
+    grace_period: int | None = None
+    propagation: str | None = None
+    orphan_dependents: bool | None = None
+    precondition_uid: str | None = None
+    precondition_rv: str | None = None
+    dry_run: bool = False
+
+
+class Objects:
+    """Stored-object operations with the real server's rules; shared by HTTP and the control API."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        registry: Registry,
+        admission: Admission,
+        clock: Callable[[], datetime],
+        rng: random.Random,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.admission = admission
+        self.clock = clock
+        self.rng = rng
+        self.crd_listeners: list[Callable[[Obj, bool], None]] = []
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def now(self) -> str:
+        return rfc3339(self.clock())
+
+    def key_of(self, rt: ResourceType, namespace: str, name: str) -> Key:
+        return (namespace if rt.namespaced else "", name)
+
+    def storage_api_version(self, rt: ResourceType) -> str:
+        if rt.is_custom and rt.storage_version:
+            return f"{rt.group}/{rt.storage_version}"
+        if rt.storage_group != rt.group and rt.storage_group == "":
+            return "v1"
+        return rt.api_version
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.store.get(rt.bucket, self.key_of(rt, namespace, name))
+        if obj is None:
+            raise errors.not_found(rt.qualified, name)
+        return obj
+
+    def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
+        if not rt.namespaced:
+            return
+        ns = self.store.get(("", "namespaces"), ("", namespace))
+        if ns is None:
+            raise errors.not_found(errors.Qualified("", "namespaces", "Namespace"), namespace)
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            name = ""
+            raise errors.forbidden(
+                rt.qualified,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+            )
+
+    def _check_body_identity(self, rt: ResourceType, namespace: str, body: Obj) -> Obj:
+        if not isinstance(body, dict):
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind})"
+            )
+        api_version = body.get("apiVersion")
+        if api_version and api_version != rt.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({rt.api_version})"
+            )
+        kind = body.get("kind")
+        if kind and kind != rt.kind:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f'kind "{kind}" does not match'
+            )
+        body["apiVersion"] = rt.api_version
+        body["kind"] = rt.kind
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            meta = body["metadata"] = {}
+        if rt.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            if namespace:
+                meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        return meta
+
+    # -- create --------------------------------------------------------------------------------
+
+    def create(self, rt: ResourceType, namespace: str, body: Obj, opts: WriteOptions) -> Obj:
+        meta = self._check_body_identity(rt, namespace, body)
+        if meta.get("resourceVersion"):
+            raise errors.unknown_500("resourceVersion should not be set on objects to be created")
+        if rt.namespaced:
+            self._check_namespace(rt, str(meta.get("namespace", "")))
+        if rt.crd_name and self._crd_terminating(rt.crd_name):
+            raise errors.forbidden(
+                rt.qualified,
+                str(meta.get("name", "")),
+                "create not allowed while custom resource definition is terminating",
+            )
+        for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"):
+            meta.pop(f, None)
+        meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self.now()
+        if rt.uses_generation:
+            meta["generation"] = 1
+        dedup_owner_refs(meta)
+        self._reset_status_on_create(rt, body)
+        generated = False
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = generate_name(str(meta["generateName"]), self.rng)
+            generated = True
+        causes = validate_metadata(body, namespaced=rt.namespaced)
+        if causes:
+            raise errors.invalid_object(rt.qualified, str(meta.get("name", "")), causes)
+        body = self._admit(rt, body, None)
+        body = patching.record_update(
+            None, body, manager=opts.manager, operation="Update", subresource=None,
+            now=self.now(), schema=self.admission.schema_of(rt),
+        )
+        meta = body["metadata"]
+        key = self.key_of(rt, namespace, str(meta["name"]))
+        attempts = 0
+        while self.store.get(rt.bucket, key) is not None:
+            if not generated or attempts >= 7:
+                raise errors.already_exists(rt.qualified, key[1], generated=generated)
+            attempts += 1
+            meta["name"] = generate_name(str(meta["generateName"]), self.rng)
+            key = self.key_of(rt, namespace, str(meta["name"]))
+        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+            self._crd_created(body)
+        if opts.dry_run:
+            return body
+        stored = self.store.put(rt.bucket, key, to_storage(rt, body, self.storage_api_version(rt)))
+        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+            for fn in self.crd_listeners:
+                fn(stored, True)
+        return from_storage(rt, stored)
+
+    def _reset_status_on_create(self, rt: ResourceType, body: Obj) -> None:
+        if rt.is_custom:
+            if "status" in rt.subresources:
+                body.pop("status", None)
+            return
+        if rt.group == "" and rt.kind == "Pod":
+            body["status"] = {"phase": "Pending", "qosClass": _qos_class(body)}
+            spec = body.setdefault("spec", {})
+            spec.setdefault("terminationGracePeriodSeconds", 30)
+            spec.setdefault("restartPolicy", "Always")
+        elif rt.kind == "Job" and rt.group == "batch":
+            body["status"] = {}
+        elif rt.kind == "Service" and rt.group == "":
+            body["status"] = {"loadBalancer": {}}
+        elif rt.kind == "Namespace" and rt.group == "":
+            body["status"] = {"phase": "Active"}
+            body.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+            labels = body["metadata"].setdefault("labels", {})
+            labels["kubernetes.io/metadata.name"] = body["metadata"].get("name", "")
+        elif rt.kind == "Event" and rt.group == "":
+            core_event_defaults(body)
+
+    def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:
+        if rt.group == "events.k8s.io":
+            return obj
+        return self.admission.admit(rt, obj, None if old is None else from_storage(rt, old))
+
+    # -- update --------------------------------------------------------------------------------
+
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Obj,
+        opts: WriteOptions,
+        *,
+        subresource: str | None = None,
+    ) -> tuple[Obj, bool]:
+        """PUT: returns (object, created)."""
+        meta = self._check_body_identity(rt, namespace, body)
+        body_name = meta.get("name")
+        if body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        key = self.key_of(rt, namespace, name)
+        old = self.store.get(rt.bucket, key)
+        if old is None:
+            if rt.allow_create_on_update and subresource is None:
+                meta.pop("resourceVersion", None)
+                return self.create(rt, namespace, body, opts), True
+            raise errors.not_found(rt.qualified, name)
+        body_rv = str(meta.get("resourceVersion") or "")
+        if body_rv in ("", "0"):
+            if not rt.allow_unconditional_update:
+                raise errors.invalid(
+                    kind_name=rt.qualified.resource_name,
+                    name=name,
+                    group=rt.group,
+                    details_kind=rt.plural,
+                    causes=[
+                        StatusCause(
+                            "FieldValueInvalid",
+                            "Invalid value: 0: must be specified for an update",
+                            "metadata.resourceVersion",
+                        )
+                    ],
+                )
+        elif body_rv != old["metadata"].get("resourceVersion"):
+            raise errors.conflict(rt.qualified, name)
+        new = self._merge_for_write(rt, old, body, subresource)
+        new = patching.record_update(
+            from_storage(rt, old),
+            new,
+            manager=opts.manager,
+            operation="Update",
+            subresource=subresource,
+            now=self.now(),
+            schema=self.admission.schema_of(rt),
+        )
+        return self._commit(rt, key, old, new, opts), False
+
+    def _merge_for_write(
+        self, rt: ResourceType, old: Obj, body: Obj, subresource: str | None
+    ) -> Obj:
+        """Restore server-owned metadata and split status from the rest (§4.2, §4.5)."""
+        old_meta = old["metadata"]
+        if subresource == "status":
+            new: Obj = {**from_storage(rt, old)}
+            new["status"] = body.get("status")
+            if new["status"] is None:
+                new.pop("status")
+            meta = dict(old_meta)
+            if rt.kind == "Pod" and rt.group == "":
+                body_meta = body.get("metadata") or {}
+                for f in ("labels", "annotations"):
+                    if f in body_meta:
+                        meta[f] = body_meta[f]
+                    else:
+                        meta.pop(f, None)
+            if "managedFields" in (body.get("metadata") or {}):
+                meta["managedFields"] = body["metadata"]["managedFields"]
+            new["metadata"] = meta
+            return new
+        new = body
+        meta = new["metadata"]
+        body_uid = meta.get("uid")
+        if body_uid and body_uid != old_meta.get("uid"):
+            raise errors.invalid_object(
+                rt.qualified,
+                str(meta.get("name", "")),
+                [
+                    StatusCause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {quote(body_uid)}: field is immutable",
+                        "metadata.uid",
+                    )
+                ],
+            )
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            if f in old_meta:
+                meta[f] = old_meta[f]
+            else:
+                meta.pop(f, None)
+        if "deletionGracePeriodSeconds" in old_meta:
+            meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+        meta["resourceVersion"] = old_meta.get("resourceVersion")
+        if "managedFields" not in meta and "managedFields" in old_meta:
+            meta["managedFields"] = old_meta["managedFields"]
+        dedup_owner_refs(meta)
+        if "status" in rt.subresources:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        if rt.kind == "Namespace" and rt.group == "" and "spec" in old:
+            new["spec"] = old["spec"]
+        return new
+
+    def _commit(self, rt: ResourceType, key: Key, old: Obj, new: Obj, opts: WriteOptions) -> Obj:
+        """Validate and store an update of ``old`` to ``new``; no-ops store nothing."""
+        meta = new["metadata"]
+        old_meta = old["metadata"]
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in meta.get("finalizers") or [] if f not in
+                     (old_meta.get("finalizers") or [])]
+            if added:
+                raise errors.invalid_object(
+                    rt.qualified,
+                    key[1],
+                    [
+                        StatusCause(
+                            "FieldValueForbidden",
+                            "Forbidden: no new finalizers can be added if the object is being "
+                            f"deleted, found new finalizers {_go_strings(added)}",
+                            "metadata.finalizers",
+                        )
+                    ],
+                )
+        causes = validate_metadata(new, namespaced=rt.namespaced)
+        if causes:
+            raise errors.invalid_object(rt.qualified, key[1], causes)
+        new = self._admit(rt, new, old)
+        meta = new["metadata"]
+        old_view = from_storage(rt, old)
+        if rt.uses_generation and old_meta.get("generation") is not None and spec_changed(
+            old_view, new, ignore_status="status" in rt.subresources
+        ):
+            meta["generation"] = int(old_meta["generation"]) + 1
+        if _same_ignoring_managed(old_view, new):
+            return old_view
+        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+            self._crd_updated(old_view, new)
+        if opts.dry_run:
+            meta["resourceVersion"] = old_meta.get("resourceVersion")
+            return new
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
+            final = self.store.remove(rt.bucket, key)
+            assert final is not None
+            self._after_remove(rt, final)
+            return from_storage(rt, {**new, "metadata": final["metadata"]})
+        stored = self.store.put(rt.bucket, key, to_storage(rt, new, self.storage_api_version(rt)))
+        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+            for fn in self.crd_listeners:
+                fn(stored, True)
+        return from_storage(rt, stored)
+
+    # -- patch ---------------------------------------------------------------------------------
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        opts: WriteOptions,
+        *,
+        subresource: str | None = None,
+    ) -> tuple[Obj, bool]:
+        """PATCH by content type: ``json``, ``merge``, ``strategic`` or ``apply``."""
+        key = self.key_of(rt, namespace, name)
+        old = self.store.get(rt.bucket, key)
+        if patch_type == "apply":
+            return self._apply(rt, namespace, name, key, old, patch, opts, subresource)
+        if old is None:
+            raise errors.not_found(rt.qualified, name)
+        current = from_storage(rt, old)
+        try:
+            if patch_type == "json":
+                patched = patching.apply_json_patch(current, patch)
+            elif patch_type == "merge":
+                patched = patching.apply_merge_patch(current, patch)
+            else:
+                patched = patching.apply_strategic_merge_patch(current, patch, kind=rt.kind)
+        except patching.PatchError as exc:
+            raise _patch_error(exc, patch_type) from exc
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict):
+            meta = patched["metadata"] = {}
+        rv = meta.get("resourceVersion")
+        if rv and rv != old["metadata"].get("resourceVersion"):
+            raise errors.conflict(rt.qualified, name)
+        if meta.get("name") != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
+            )
+        self._check_body_identity(rt, namespace, patched)
+        new = self._merge_for_write(rt, old, patched, subresource)
+        new = patching.record_update(
+            current, new, manager=opts.manager, operation="Update", subresource=subresource,
+            now=self.now(), schema=self.admission.schema_of(rt),
+        )
+        return self._commit(rt, key, old, new, opts), False
+
+    def _apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        key: Key,
+        old: Obj | None,
+        applied: Any,
+        opts: WriteOptions,
+        subresource: str | None,
+    ) -> tuple[Obj, bool]:
+        if not isinstance(applied, dict):
+            raise errors.bad_request("error decoding patch: apply patch must be an object")
+        self._check_body_identity(rt, namespace, applied)
+        meta = applied["metadata"]
+        if meta.get("name") not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
+            )
+        meta["name"] = name
+        live = None if old is None else from_storage(rt, old)
+        try:
+            if subresource == "status":
+                reset = tuple(k for k in applied if k not in ("status", "metadata", "apiVersion",
+                                                              "kind"))
+            else:
+                reset = ("status",) if "status" in rt.subresources else ()
+            result = patching.server_side_apply(
+                live, applied, manager=opts.manager, force=opts.force, subresource=subresource,
+                now=self.now(), schema=self.admission.schema_of(rt), reset_fields=reset,
+            )
+        except patching.ApplyConflict as exc:
+            raise _apply_conflict(exc) from exc
+        except patching.PatchError as exc:
+            raise _patch_error(exc, "apply") from exc
+        if old is None:
+            if subresource is not None:
+                raise errors.not_found(rt.qualified, name)
+            result["metadata"].pop("resourceVersion", None)
+            managed = result["metadata"].get("managedFields")
+            created = self.create(rt, namespace, result, opts)
+            if managed is not None and created["metadata"].get("managedFields") != managed:
+                # keep the apply ownership, not the Update entry that create records
+                created = self._restore_managed(rt, key, created, managed, opts)
+            return created, True
+        rv = meta.get("resourceVersion")
+        if rv and rv != old["metadata"].get("resourceVersion"):
+            raise errors.conflict(rt.qualified, name)
+        new = self._merge_for_write(rt, old, result, subresource)
+        return self._commit(rt, key, old, new, opts), False
+
+    def _restore_managed(
+        self, rt: ResourceType, key: Key, created: Obj, managed: Any, opts: WriteOptions
+    ) -> Obj:
+        fixed = {**created, "metadata": {**created["metadata"], "managedFields": managed}}
+        if opts.dry_run:
+            return fixed
+        stored = self.store.get(rt.bucket, key)
+        assert stored is not None
+        # Same revision: the create and its ownership record are one write.
+        stored["metadata"]["managedFields"] = managed
+        return fixed
+
+    # -- delete --------------------------------------------------------------------------------
+
+    def delete(
+        self, rt: ResourceType, namespace: str, name: str, opts: DeleteOptions
+    ) -> tuple[Obj, bool]:
+        """DELETE: returns (object, removed-now)."""
+        key = self.key_of(rt, namespace, name)
+        old = self.store.get(rt.bucket, key)
+        if old is None:
+            raise errors.not_found(rt.qualified, name)
+        old_meta = old["metadata"]
+        if opts.precondition_uid and opts.precondition_uid != old_meta.get("uid"):
+            raise errors.precondition_conflict(
+                rt.qualified,
+                name,
+                f"the UID in the precondition ({opts.precondition_uid}) does not match the UID in "
+                f"record ({old_meta.get('uid')}). The object might have been deleted and then "
+                "recreated",
+            )
+        if opts.precondition_rv and opts.precondition_rv != old_meta.get("resourceVersion"):
+            raise errors.precondition_conflict(
+                rt.qualified,
+                name,
+                f"the ResourceVersion in the precondition ({opts.precondition_rv}) does not match "
+                f"the ResourceVersion in record ({old_meta.get('resourceVersion')}). The object "
+                "might have been modified",
+            )
+        finalizers = list(old_meta.get("finalizers") or [])
+        policy = opts.propagation
+        if policy is None and opts.orphan_dependents is not None:
+            policy = "Orphan" if opts.orphan_dependents else "Foreground"
+        if policy is not None:
+            finalizers = [f for f in finalizers if f not in SYSTEM_FINALIZERS]
+            if policy == "Orphan":
+                finalizers.append("orphan")
+            elif policy == "Foreground":
+                finalizers.append("foregroundDeletion")
+        if (
+            rt.kind == "CustomResourceDefinition"
+            and rt.group == "apiextensions.k8s.io"
+            and CRD_CLEANUP_FINALIZER not in finalizers
+        ):
+            finalizers.append(CRD_CLEANUP_FINALIZER)
+        if rt.kind == "Namespace" and rt.group == "":
+            if not old_meta.get("deletionTimestamp"):
+                return self._start_deleting(rt, key, old, finalizers, 0, opts), False
+            return from_storage(rt, old), False
+        grace = self._grace(rt, old, opts.grace_period)
+        if old_meta.get("deletionTimestamp"):
+            current = old_meta.get("deletionGracePeriodSeconds") or 0
+            if grace is not None and grace < current:
+                if grace == 0 and not finalizers:
+                    return self._remove(rt, key, old, opts), True
+                return self._start_deleting(rt, key, old, finalizers, max(grace, 1), opts), False
+            if not finalizers and not current:
+                return self._remove(rt, key, old, opts), True
+            return from_storage(rt, old), False
+        if finalizers or (grace or 0) > 0:
+            return self._start_deleting(rt, key, old, finalizers, grace or 0, opts), False
+        return self._remove(rt, key, old, opts), True
+
+    def _grace(self, rt: ResourceType, obj: Obj, requested: int | None) -> int | None:
+        if not rt.graceful_delete:
+            return None
+        spec = obj.get("spec") or {}
+        grace = requested
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        if grace is None:
+            grace = 0
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            grace = 0
+        if grace < 0:
+            grace = 1
+        return int(grace)
+
+    def _start_deleting(
+        self,
+        rt: ResourceType,
+        key: Key,
+        old: Obj,
+        finalizers: list[str],
+        grace: int,
+        opts: DeleteOptions,
+    ) -> Obj:
+        now = self.clock()
+        meta = dict(old["metadata"])
+        if not meta.get("deletionTimestamp") or grace:
+            meta["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
+        meta["deletionGracePeriodSeconds"] = grace
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+        if not old["metadata"].get("deletionTimestamp") and meta.get("generation"):
+            meta["generation"] = int(meta["generation"]) + 1
+        new = {**old, "metadata": meta}
+        if rt.kind == "Namespace" and rt.group == "":
+            new["status"] = {**(old.get("status") or {}), "phase": "Terminating"}
+        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+            new["status"] = _with_condition(
+                old.get("status") or {},
+                {
+                    "type": "Terminating",
+                    "status": "True",
+                    "reason": "InstanceDeletionInProgress",
+                    "message": "CustomResource deletion is in progress",
+                    "lastTransitionTime": self.now(),
+                },
+            )
+        if opts.dry_run:
+            return from_storage(rt, new)
+        return from_storage(rt, self.store.put(rt.bucket, key, new))
+
+    def _remove(self, rt: ResourceType, key: Key, old: Obj, opts: DeleteOptions) -> Obj:
+        if opts.dry_run:
+            return from_storage(rt, old)
+        final = self.store.remove(rt.bucket, key)
+        assert final is not None
+        self._after_remove(rt, final)
+        return from_storage(rt, final)
+
+    def _after_remove(self, rt: ResourceType, final: Obj) -> None:
+        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
+            for fn in self.crd_listeners:
+                fn(final, False)
+
+    # -- CRDs ----------------------------------------------------------------------------------
+
+    def _crd_terminating(self, crd_name: str) -> bool:
+        crd = self.store.get(("apiextensions.k8s.io", "customresourcedefinitions"), ("", crd_name))
+        return bool(crd and crd["metadata"].get("deletionTimestamp"))
+
+    def _crd_created(self, crd: Obj) -> None:
+        causes = self.admission.check_crd(crd)
+        if causes:
+            raise errors.invalid_object(
+                errors.Qualified("apiextensions.k8s.io", "customresourcedefinitions",
+                                 "CustomResourceDefinition"),
+                str(crd["metadata"].get("name", "")),
+                causes,
+            )
+        spec = crd.get("spec") or {}
+        names = dict(spec.get("names") or {})
+        names.setdefault("singular", str(names.get("kind", "")).lower())
+        names.setdefault("listKind", f"{names.get('kind', '')}List")
+        storage = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+        now = self.now()
+        crd["status"] = {
+            "acceptedNames": names,
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                 "message": "no conflicts found", "lastTransitionTime": now},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                 "message": "the initial names have been accepted", "lastTransitionTime": now},
+            ],
+            "storedVersions": storage,
+        }
+
+    def _crd_updated(self, old: Obj, new: Obj) -> None:
+        if old.get("spec") != new.get("spec"):
+            causes = self.admission.check_crd(new)
+            if causes:
+                raise errors.invalid_object(
+                    errors.Qualified("apiextensions.k8s.io", "customresourcedefinitions",
+                                     "CustomResourceDefinition"),
+                    str(new["metadata"].get("name", "")),
+                    causes,
+                )
+            status = dict(new.get("status") or old.get("status") or {})
+            stored = list(status.get("storedVersions") or [])
+            for v in (new.get("spec") or {}).get("versions") or []:
+                if v.get("storage") and v.get("name") not in stored:
+                    stored.append(v["name"])
+            status["storedVersions"] = stored
+            new["status"] = status
+
+
+def _qos_class(pod: Obj) -> str:
+    containers = list((pod.get("spec") or {}).get("containers") or [])
+    containers += list((pod.get("spec") or {}).get("initContainers") or [])
+    any_set = False
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        if req or lim:
+            any_set = True
+        for r in ("cpu", "memory"):
+            if r not in lim or (r in req and req[r] != lim[r]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _same_ignoring_managed(old: Obj, new: Obj) -> bool:
+    if old.keys() != new.keys():
+        return False
+    for k in old:
+        if k == "metadata":
+            a = {x: y for x, y in old[k].items() if x not in ("managedFields", "resourceVersion")}
+            b = {x: y for x, y in new[k].items() if x not in ("managedFields", "resourceVersion")}
+            if a != b:
+                return False
+        elif old[k] != new[k]:
+            return False
+    return True
+
+
+def _go_strings(values: list[str]) -> str:
+    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
+
+
+def _with_condition(status: dict[str, Any], cond: dict[str, Any]) -> dict[str, Any]:
+    conds = [c for c in status.get("conditions") or [] if c.get("type") != cond["type"]]
+    conds.append(cond)
+    return {**status, "conditions": conds}
+
+
+def _patch_error(exc: patching.PatchError, patch_type: str) -> ApiError:
+    if exc.code == 413:
+        return errors.ApiError(
+            code=413,
+            reason=errors.Reason.REQUEST_ENTITY_TOO_LARGE,
+            message=f"Request entity too large: {exc.message}",
+        )
+    if exc.code == 400:
+        return errors.bad_request(f"error decoding patch: {exc.message}")
+    if patch_type == "json":
+        return errors.generic_invalid()
+    return errors.ApiError(code=exc.code, reason=errors.Reason.INVALID, message=exc.message,
+                           details={})
+
+
+def _apply_conflict(exc: patching.ApplyConflict) -> ApiError:
+    return ApiError(
+        code=409,
+        reason=errors.Reason.CONFLICT,
+        message=exc.message,
+        details={"causes": exc.causes()},
+    )
+
+
+__all__ = ["DeleteOptions", "Objects", "WriteOptions", "micro_time"]

@@ -1,0 +1,208 @@
+"""In-memory object storage with etcd-like revisions, bounded history and watch fan-out.
+
+The real server stores every object under one global, strictly increasing revision that becomes
+``metadata.resourceVersion``; watches replay a bounded per-resource history and answer 410 when
+asked for something older; lists can be served at an exact past revision while it is still in
+history. This module does exactly that, in one process:
+
+* one revision counter shared by every bucket (a bucket is one stored resource, e.g. pods);
+* stored objects are treated as immutable: a write stores a new dict, so readers and watch
+  events can share them without copies;
+* each bucket keeps a ring of recent :class:`Event` s (with the previous state), which serves
+  watch resume and lets :meth:`Bucket.snapshot` rebuild the state at a past revision (exact
+  ``resourceVersion`` lists and continue tokens);
+* :class:`Event` caches its JSON encoding per apiVersion so N watchers cost one encode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+
+Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+Obj = dict[str, Any]
+
+DEFAULT_HISTORY = 4096
+
+
+class EventType(enum.StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+    BOOKMARK = "BOOKMARK"
+    ERROR = "ERROR"
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@attrs.define(slots=True, eq=False)
+class Event:
+    """One change of one object, as stored in a bucket's history."""
+
+    rv: int
+    type: EventType
+    key: Key
+    obj: Obj  # the new state (for DELETED: the last state, carrying the deletion RV)
+    prev: Obj | None  # the state before the change (None for ADDED)
+    _encoded: dict[str, bytes] = attrs.field(factory=dict)
+
+    def encode(self, api_version: str, event_type: EventType | None = None) -> bytes:
+        """``{"type":..,"object":..}\\n`` with the object's apiVersion set, cached."""
+        etype = event_type or self.type
+        cache_key = f"{etype}|{api_version}"
+        data = self._encoded.get(cache_key)
+        if data is None:
+            obj = self.obj
+            if obj.get("apiVersion") != api_version:
+                obj = {**obj, "apiVersion": api_version}
+            data = b'{"type":"' + etype.encode() + b'","object":' + dumps(obj) + b"}\n"
+            self._encoded[cache_key] = data
+        return data
+
+
+class Watcher:
+    """A queue fed by a bucket; the watch handler drains it."""
+
+    __slots__ = ("_event", "closed", "queue")
+
+    def __init__(self) -> None:
+        self.queue: deque[Event] = deque()
+        self._event = asyncio.Event()
+        self.closed = False
+
+    def offer(self, ev: Event) -> None:
+        self.queue.append(ev)
+        self._event.set()
+
+    async def wait(self) -> None:
+        if not self.queue and not self.closed:
+            self._event.clear()
+            await self._event.wait()
+
+    def close(self) -> None:
+        self.closed = True
+        self._event.set()
+
+
+class Bucket:
+    """The objects of one stored resource, their history, and their watchers."""
+
+    def __init__(self, name: tuple[str, str], history: int) -> None:
+        self.name = name
+        self.objects: dict[Key, Obj] = {}
+        self.history: deque[Event] = deque()
+        self.history_limit = history
+        # Every event with rv <= evicted_rv has left the history: watches from below it get 410.
+        self.evicted_rv = 0
+        self.watchers: set[Watcher] = set()
+        self._sorted: list[Key] | None = None
+
+    def keys_sorted(self) -> list[Key]:
+        if self._sorted is None:
+            self._sorted = sorted(self.objects)
+        return self._sorted
+
+    def record(self, ev: Event) -> None:
+        if ev.type is EventType.ADDED or ev.type is EventType.DELETED:
+            self._sorted = None
+        self.history.append(ev)
+        while len(self.history) > self.history_limit:
+            self.evicted_rv = self.history.popleft().rv
+        for w in self.watchers:
+            w.offer(ev)
+
+    def events_after(self, rv: int) -> Iterator[Event]:
+        """History events with revision > rv (the caller checked ``rv >= evicted_rv``)."""
+        if not self.history or self.history[-1].rv <= rv:
+            return iter(())
+        if self.history[0].rv > rv:
+            return iter(list(self.history))
+        # binary search the deque (random access is O(n) at the ends only; fine for our sizes)
+        lo, hi = 0, len(self.history)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.history[mid].rv <= rv:
+                lo = mid + 1
+            else:
+                hi = mid
+        return iter([self.history[i] for i in range(lo, len(self.history))])
+
+    def snapshot(self, rv: int) -> dict[Key, Obj] | None:
+        """The bucket's objects at revision ``rv``, or None when history no longer reaches it."""
+        if rv < self.evicted_rv:
+            return None
+        later = list(self.events_after(rv))
+        if not later:
+            return self.objects
+        state = dict(self.objects)
+        for ev in reversed(later):
+            if ev.prev is None:
+                state.pop(ev.key, None)
+            else:
+                state[ev.key] = ev.prev
+        return state
+
+
+class Store:
+    """All buckets plus the global revision counter."""
+
+    def __init__(self, *, history: int = DEFAULT_HISTORY) -> None:
+        self.rv = 0
+        self.history = history
+        self.buckets: dict[tuple[str, str], Bucket] = {}
+        self.listeners: list[Callable[[tuple[str, str], Event], None]] = []
+
+    def bucket(self, name: tuple[str, str]) -> Bucket:
+        b = self.buckets.get(name)
+        if b is None:
+            b = self.buckets[name] = Bucket(name, self.history)
+        return b
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def get(self, bucket: tuple[str, str], key: Key) -> Obj | None:
+        b = self.buckets.get(bucket)
+        return None if b is None else b.objects.get(key)
+
+    def put(self, bucket: tuple[str, str], key: Key, obj: Obj) -> Obj:
+        """Store ``obj`` (mutated: gets the new resourceVersion) and publish ADDED/MODIFIED."""
+        b = self.bucket(bucket)
+        rv = self.next_rv()
+        obj["metadata"]["resourceVersion"] = str(rv)
+        prev = b.objects.get(key)
+        b.objects[key] = obj
+        ev = Event(rv, EventType.ADDED if prev is None else EventType.MODIFIED, key, obj, prev)
+        b.record(ev)
+        for fn in self.listeners:
+            fn(bucket, ev)
+        return obj
+
+    def remove(self, bucket: tuple[str, str], key: Key) -> Obj | None:
+        """Delete the object; the DELETED event and the result carry the deletion revision."""
+        b = self.buckets.get(bucket)
+        if b is None or key not in b.objects:
+            return None
+        prev = b.objects.pop(key)
+        rv = self.next_rv()
+        final = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(rv)}}
+        ev = Event(rv, EventType.DELETED, key, final, prev)
+        b.record(ev)
+        for fn in self.listeners:
+            fn(bucket, ev)
+        return final
+
+    def drop_bucket(self, bucket: tuple[str, str]) -> None:
+        b = self.buckets.pop(bucket, None)
+        if b is not None:
+            for w in b.watchers:
+                w.close()

@@ -1,0 +1,319 @@
+"""Table output (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) for ``kubectl get``.
+
+kubectl prints whatever columns the server sends. Custom resources get ``Name`` plus the
+version's ``additionalPrinterColumns`` (or ``Age`` when there are none), evaluated with
+JSONPath; pods and nodes get the printer columns of ``pkg/printers/internalversion``; other
+built-ins a short, faithful subset of theirs.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from .jsonpath import JsonPathError, evaluate
+from .meta import parse_time
+from .resources import ResourceType
+
+if TYPE_CHECKING:
+    from .server import ApiServer
+
+Obj = dict[str, Any]
+NAME_DESC = (
+    "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+)
+AGE_DESC = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created."
+)
+
+
+def requested(request: web.Request) -> str:
+    """``v1`` / ``v1beta1`` when the client asked for a Table, else ``""``."""
+    accept = request.headers.get("Accept", "")
+    if "as=Table" not in accept:
+        return ""
+    for part in accept.split(","):
+        if "as=Table" in part and "g=meta.k8s.io" in part:
+            return "v1beta1" if "v=v1beta1" in part else "v1"
+    return ""
+
+
+def human_duration(seconds: float) -> str:
+    """``k8s.io/apimachinery/pkg/util/duration.HumanDuration``."""
+    s = int(seconds)
+    if s < 0:
+        return "<invalid>"
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        rem = s % 60
+        return f"{m}m{rem}s" if rem else f"{m}m"
+    if m < 180:
+        return f"{m}m"
+    h = s // 3600
+    if h < 8:
+        rem_m = m % 60
+        return f"{h}h{rem_m}m" if rem_m else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    if h < 192:
+        rem_h = h % 24
+        return f"{h // 24}d{rem_h}h" if rem_h else f"{h // 24}d"
+    if h < 24 * 365 * 2:
+        return f"{h // 24}d"
+    y = h // (24 * 365)
+    if y < 8:
+        d = (h // 24) % 365
+        return f"{y}y{d}d" if d else f"{y}y"
+    return f"{y}y"
+
+
+def _age(server: ApiServer, ts: Any) -> str:
+    if not ts:
+        return "<unknown>"
+    try:
+        then = parse_time(str(ts))
+    except ValueError:
+        return "<invalid>"
+    now = server.clock()
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    delta = (now - then).total_seconds()
+    if delta < -1:
+        return "<invalid>"
+    return human_duration(max(delta, 0))
+
+
+def _col(name: str, *, type_: str = "string", fmt: str = "", desc: str = "", priority: int = 0
+         ) -> dict[str, Any]:
+    return {"name": name, "type": type_, "format": fmt, "description": desc, "priority": priority}
+
+
+Column = tuple[dict[str, Any], Any]  # definition, cell function (server, obj) -> value
+
+
+def _builtin_columns(rt: ResourceType) -> list[Column]:
+    name = (_col("Name", fmt="name", desc=NAME_DESC), lambda s, o: o["metadata"].get("name", ""))
+    age = (_col("Age", desc=AGE_DESC),
+           lambda s, o: _age(s, o["metadata"].get("creationTimestamp")))
+    if rt.kind == "Pod" and rt.group == "":
+        return [
+            name,
+            (_col("Ready", desc="The aggregate readiness state of this pod for accepting "
+                  "traffic."), lambda s, o: _pod_ready(o)),
+            (_col("Status", desc="The aggregate status of the containers in this pod."),
+             lambda s, o: _pod_status(o)),
+            (_col("Restarts", desc="The number of times the containers in this pod have been "
+                  "restarted and when the last container in this pod has restarted."),
+             lambda s, o: str(sum(int(c.get("restartCount", 0)) for c in
+                                  (o.get("status") or {}).get("containerStatuses") or []))),
+            age,
+            (_col("IP", desc="IP address allocated to the pod. Routable at least within the "
+                  "cluster. Empty if not yet allocated.", priority=1),
+             lambda s, o: (o.get("status") or {}).get("podIP") or "<none>"),
+            (_col("Node", desc="Name of the node this pod is assigned to.", priority=1),
+             lambda s, o: (o.get("spec") or {}).get("nodeName") or "<none>"),
+        ]
+    if rt.kind == "Node" and rt.group == "":
+        return [
+            name,
+            (_col("Status", desc="The status of the node"), lambda s, o: _node_status(o)),
+            (_col("Roles", desc="The roles of the node"), lambda s, o: _node_roles(o)),
+            age,
+            (_col("Version", desc="Kubelet Version reported by the node."),
+             lambda s, o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion",
+                                                                              "")),
+        ]
+    if rt.kind == "Namespace":
+        return [name, (_col("Status", desc="The status of the namespace"),
+                       lambda s, o: (o.get("status") or {}).get("phase", "")), age]
+    if rt.kind == "Job" and rt.group == "batch":
+        return [name, (_col("Status", desc="Status of the job."), lambda s, o: _job_status(o)),
+                (_col("Completions", desc="The completion status of the job."),
+                 lambda s, o: f"{(o.get('status') or {}).get('succeeded', 0)}/"
+                 f"{(o.get('spec') or {}).get('completions', 1)}"), age]
+    if rt.kind == "Lease":
+        return [name, (_col("Holder", desc="The holder of the lease."),
+                       lambda s, o: (o.get("spec") or {}).get("holderIdentity", "")), age]
+    if rt.kind == "Event" and rt.group == "":
+        return [
+            (_col("Last Seen"), lambda s, o: _age(s, o.get("lastTimestamp")
+                                                 or o.get("eventTime"))),
+            (_col("Type"), lambda s, o: o.get("type", "")),
+            (_col("Reason"), lambda s, o: o.get("reason", "")),
+            (_col("Object"), lambda s, o: f"{(o.get('involvedObject') or {}).get('kind', '')}"
+             f"/{(o.get('involvedObject') or {}).get('name', '')}".lower()),
+            (_col("Message"), lambda s, o: o.get("message", "")),
+        ]
+    if rt.kind == "CustomResourceDefinition":
+        return [name, (_col("Created At", type_="date"),
+                       lambda s, o: o["metadata"].get("creationTimestamp", ""))]
+    return [name, age]
+
+
+def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
+    crd = server.store.get(("apiextensions.k8s.io", "customresourcedefinitions"),
+                           ("", rt.crd_name))
+    cols: list[dict[str, Any]] = []
+    if crd is not None:
+        for v in (crd.get("spec") or {}).get("versions") or []:
+            if v.get("name") == rt.version:
+                cols = list(v.get("additionalPrinterColumns") or [])
+    out: list[Column] = [(_col("Name", fmt="name", desc=NAME_DESC),
+                          lambda s, o: o["metadata"].get("name", ""))]
+    if not cols:
+        out.append((_col("Age", type_="date", desc=AGE_DESC),
+                    lambda s, o: _age(s, o["metadata"].get("creationTimestamp"))))
+        return out
+    for c in cols:
+        path = str(c.get("jsonPath", ""))
+        ctype = str(c.get("type", "string"))
+        desc = c.get("description") or (
+            f"Custom resource definition column (in JSONPath format): {path}"
+        )
+        defn = _col(str(c.get("name", "")), type_=ctype, fmt=str(c.get("format", "")),
+                    desc=str(desc), priority=int(c.get("priority", 0)))
+        out.append((defn, _cell_fn(path, ctype)))
+    return out
+
+
+def _cell_fn(path: str, ctype: str) -> Any:
+    def cell(server: ApiServer, obj: Obj) -> Any:
+        try:
+            values = evaluate(path, obj)
+        except JsonPathError:
+            return None
+        if not values:
+            return None
+        v = values[0]
+        if ctype == "date":
+            return _age(server, v) if isinstance(v, str) else None
+        if ctype == "integer":
+            return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+        if ctype == "number":
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+        if ctype == "boolean":
+            return v if isinstance(v, bool) else None
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, dict | list):
+            import json
+
+            return json.dumps(v, separators=(",", ":"))
+        return str(v)
+
+    return cell
+
+
+def build(
+    server: ApiServer,
+    rt: ResourceType,
+    items: list[Obj],
+    meta: dict[str, Any],
+    version: str,
+    request: web.Request,
+    *,
+    headers: bool = True,
+) -> dict[str, Any]:
+    columns = _crd_columns(server, rt) if rt.is_custom else _builtin_columns(rt)
+    include = request.query.get("includeObject", "Metadata")
+    rows = []
+    for obj in items:
+        row: dict[str, Any] = {"cells": [fn(server, obj) for _, fn in columns]}
+        if include == "Object":
+            row["object"] = obj
+        elif include != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
+            }
+        rows.append(row)
+    out: dict[str, Any] = {"kind": "Table", "apiVersion": f"meta.k8s.io/{version}",
+                           "metadata": meta}
+    out["columnDefinitions"] = [d for d, _ in columns] if headers else None
+    out["rows"] = rows
+    return out
+
+
+def _pod_ready(pod: Obj) -> str:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    total = len(spec.get("containers") or [])
+    ready = sum(1 for c in status.get("containerStatuses") or []
+                if c.get("ready") and "running" in (c.get("state") or {}))
+    return f"{ready}/{total}"
+
+
+def _pod_status(pod: Obj) -> str:
+    status = pod.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or ""
+    init = False
+    for i, c in enumerate(status.get("initContainerStatuses") or []):
+        state = c.get("state") or {}
+        term, wait = state.get("terminated"), state.get("waiting")
+        if term and term.get("exitCode") == 0:
+            continue
+        init = True
+        if term:
+            reason = "Init:" + (term.get("reason") or f"ExitCode:{term.get('exitCode')}")
+        elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
+            reason = "Init:" + wait["reason"]
+        else:
+            total = len((pod.get("spec") or {}).get("initContainers") or [])
+            reason = f"Init:{i}/{total}"
+        break
+    if not init:
+        running = False
+        for c in reversed(status.get("containerStatuses") or []):
+            state = c.get("state") or {}
+            if (state.get("waiting") or {}).get("reason"):
+                reason = state["waiting"]["reason"]
+            elif state.get("terminated"):
+                term = state["terminated"]
+                reason = term.get("reason") or (
+                    f"Signal:{term['signal']}" if term.get("signal")
+                    else f"ExitCode:{term.get('exitCode')}")
+            elif "running" in state and c.get("ready"):
+                running = True
+        if reason == "Completed" and running:
+            reason = "Running"
+    if pod["metadata"].get("deletionTimestamp") and status.get("phase") not in (
+        "Succeeded", "Failed"
+    ):
+        reason = "Terminating"
+    return str(reason)
+
+
+def _node_status(node: Obj) -> str:
+    cond = next((c for c in (node.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "Ready"), None)
+    text = "Unknown" if cond is None else ("Ready" if cond.get("status") == "True" else "NotReady")
+    if (node.get("spec") or {}).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
+def _node_roles(node: Obj) -> str:
+    labels = node["metadata"].get("labels") or {}
+    roles = {k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")}
+    if labels.get("kubernetes.io/role"):
+        roles.add(labels["kubernetes.io/role"])
+    return ",".join(sorted(r for r in roles if r)) or "<none>"
+
+
+def _job_status(job: Obj) -> str:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
+            return str(c["type"])
+    return "Running"
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
