@@ -38,6 +38,7 @@ from cre.testing.cluster.model import (
     Mark,
     Obj,
     Patch,
+    RotateLog,
     Step,
     StepBuilder,
     World,
@@ -175,6 +176,8 @@ def _advance(world: World, pod: Obj, node: Obj, c: Obj, cs: Obj, now: float, cfg
             if now < due:
                 b.wake(due)
                 return
+        if restarts:
+            b.add(RotateLog(ns_of(pod), name_of(pod), c["name"]))
         program = _pick(world, pod, node, c, role, cfg, b, uses)
         b.add(Mark(f"prog/{key}/{restarts}", program), Mark(f"start/{key}/{restarts}", now))
         if program.start_text:

@@ -30,6 +30,7 @@ from cre.testing.cluster.model import (
     Mark,
     Obj,
     Patch,
+    RotateLog,
     World,
     deep,
     key_of,
@@ -58,6 +59,7 @@ class MemoryCluster:
         self.objects: dict[str, dict[str, Obj]] = {r.plural: {} for r in (*WATCHED, *OTHER)}
         self.marks: dict[str, Any] = {}
         self.logs: dict[tuple[str, str, str], str] = {}
+        self.previous_logs: dict[tuple[str, str, str], str] = {}
         self._seq = 0
 
     def snapshot(self) -> World:
@@ -82,6 +84,9 @@ class MemoryCluster:
         elif isinstance(action, AppendLog):
             log_key = (action.namespace, action.pod, action.container)
             self.logs[log_key] = self.logs.get(log_key, "") + action.text
+        elif isinstance(action, RotateLog):
+            log_key = (action.namespace, action.pod, action.container)
+            self.previous_logs[log_key] = self.logs.pop(log_key, "")
         elif isinstance(action, Create):
             self._create(action, now)
         elif isinstance(action, Patch):

@@ -127,6 +127,15 @@ class AppendLog:
 
 
 @attrs.frozen(slots=True)
+class RotateLog:
+    """A container restarted in place: its current log becomes the ``previous=true`` log."""
+
+    namespace: str
+    pod: str
+    container: str
+
+
+@attrs.frozen(slots=True)
 class Mark:
     """Remember ``value`` under ``key`` in ``World.marks`` (None forgets the key)."""
 
@@ -134,7 +143,7 @@ class Mark:
     value: Any
 
 
-Action = Create | Patch | Delete | Bind | AppendLog | Mark
+Action = Create | Patch | Delete | Bind | AppendLog | RotateLog | Mark
 
 
 @attrs.frozen(slots=True)

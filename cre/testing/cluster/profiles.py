@@ -111,7 +111,12 @@ def node_manifest(profile: Profile, index: int) -> dict[str, Any]:
             "capacity": dict(allocatable),
             "allocatable": allocatable,
             "conditions": [],
-            "nodeInfo": {"kubeletVersion": "v1.33.0", "architecture":
-                         node_labels["kubernetes.io/arch"], "operatingSystem": "linux"},
+            "nodeInfo": {"kubeletVersion": "v1.33.0", "kubeProxyVersion": "v1.33.0",
+                         "architecture": node_labels["kubernetes.io/arch"],
+                         "operatingSystem": "linux", "machineID": f"{index:032x}",
+                         "systemUUID": f"00000000-0000-0000-0000-{index:012x}",
+                         "bootID": f"b0000000-0000-0000-0000-{index:012x}",
+                         "kernelVersion": "6.8.0-1021-nvidia", "osImage": "Ubuntu 24.04.2 LTS",
+                         "containerRuntimeVersion": "containerd://2.0.5"},
         },
     }

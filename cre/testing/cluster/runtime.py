@@ -1,0 +1,366 @@
+"""The simulated cluster running against an API server over HTTP, driven by watches.
+
+This is the thin async shell around the pure steps (:mod:`cre.testing.cluster.engine`): it
+registers the profile's nodes, mirrors the objects the simulated controllers read with one
+list+watch per resource, runs a tick whenever a watch event arrives or the earliest simulated
+deadline (``wake_at``) comes due, and applies the actions with
+:class:`cre.kube.client.KubeClient`. Writes are reflected into the mirror at once from the
+server's answer (newer resourceVersion wins), so the next controller in the same tick sees
+them without waiting for the watch. Container output goes to the emulator's log store: in
+process through ``Emulator.append_log``, across processes through ``POST /_emulator/logs/...``.
+
+It keeps its own watches instead of CRE's informers on purpose: the simulator plays the
+cluster (kubelet, scheduler), which must see every pod, while CRE's pod informers refuse an
+unscoped pod watch by design.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import anyio
+import attrs
+from anyio.abc import TaskStatus
+
+from cre.kube.client import NODES, PODS, ApiError, KubeClient, Resource
+from cre.testing.cluster import engine
+from cre.testing.cluster.clock import SimClock, fmt_time
+from cre.testing.cluster.config import SimConfig
+from cre.testing.cluster.model import (
+    WATCHED,
+    Action,
+    AppendLog,
+    Bind,
+    Create,
+    Delete,
+    Mark,
+    Obj,
+    Patch,
+    RotateLog,
+    World,
+    key_of,
+)
+from cre.testing.cluster.profiles import node_manifest
+from cre.testing.cluster.stubs import Behaviour, Override, Role
+
+log = logging.getLogger("cre.testing.cluster")
+
+
+class LogSink(Protocol):
+    """Where container output goes (the emulator's log store)."""
+
+    async def append(self, namespace: str, pod: str, container: str, text: str) -> None: ...
+
+    async def rotate(self, namespace: str, pod: str, container: str) -> None: ...
+
+
+class HttpLogSink:
+    """Logs through the emulator's ``/_emulator/logs`` control API (cross-process)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
+        await self._client.request("POST", f"/_emulator/logs/{namespace}/{pod}/{container}",
+                                   body=text.encode(), content_type="text/plain")
+
+    async def rotate(self, namespace: str, pod: str, container: str) -> None:
+        await self._client.request("POST",
+                                   f"/_emulator/logs/{namespace}/{pod}/{container}/rotate",
+                                   body=b"", content_type="text/plain")
+
+
+class EmulatorLogSink:
+    """Logs straight into an in-process emulator (``emu.append_log`` / ``emu.rotate_log``)."""
+
+    def __init__(self, emu: Any) -> None:
+        self._emu = emu
+
+    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
+        self._emu.append_log(namespace, pod, container, text)
+
+    async def rotate(self, namespace: str, pod: str, container: str) -> None:
+        self._emu.rotate_log(namespace, pod, container)
+
+
+def _rv(obj: Obj) -> int:
+    raw = str(obj.get("metadata", {}).get("resourceVersion", "0"))
+    return int(raw) if raw.isdigit() else 0
+
+
+class SimulatedCluster:
+    """Nodes of one profile plus the simulated controllers, against one API server."""
+
+    def __init__(self, client: KubeClient, *, config: SimConfig, clock: SimClock, nodes: int,
+                 logs: LogSink) -> None:
+        self.client = client
+        self.config = config
+        self.clock = clock
+        self.node_count = nodes
+        self.logs = logs
+        self.marks: dict[str, Any] = {}
+        self.stores: dict[str, dict[str, Obj]] = {r.plural: {} for r in WATCHED}
+        self.errors: list[str] = []
+        self._dirty = anyio.Event()
+        self._changed = anyio.Event()
+        self._synced = 0
+
+    # -- engine.AsyncBackend --------------------------------------------------------------
+
+    def snapshot(self) -> World:
+        return World(objects=self.stores, marks=self.marks)
+
+    async def apply(self, action: Action, now: float) -> None:
+        c = self.client
+        if isinstance(action, Mark):
+            if action.value is None:
+                self.marks.pop(action.key, None)
+            else:
+                self.marks[action.key] = action.value
+        elif isinstance(action, AppendLog):
+            await self.logs.append(action.namespace, action.pod, action.container, action.text)
+        elif isinstance(action, RotateLog):
+            await self.logs.rotate(action.namespace, action.pod, action.container)
+        elif isinstance(action, Create):
+            ns = action.body.get("metadata", {}).get("namespace")
+            try:
+                self._reflect(action.resource, await c.create(action.resource, action.body,
+                                                              namespace=ns))
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+        elif isinstance(action, Patch):
+            try:
+                got = await c.patch(action.resource, action.name, action.patch,
+                                    namespace=action.namespace, subresource=action.subresource)
+            except ApiError as exc:
+                if exc.not_found:
+                    return
+                raise
+            self._reflect(action.resource, got)
+        elif isinstance(action, Bind):
+            got = await c.patch(PODS, action.pod, {"spec": {"nodeName": action.node}},
+                                namespace=action.namespace)
+            self._reflect(PODS, got)
+        elif isinstance(action, Delete):
+            try:
+                got = await c.delete(action.resource, action.name, namespace=action.namespace,
+                                     uid=action.uid, propagation_policy=action.propagation,
+                                     grace_period_seconds=action.grace_seconds)
+            except ApiError as exc:
+                if exc.not_found or exc.conflict:
+                    return
+                raise
+            if got.get("kind") == action.resource.kind and got.get("metadata", {}).get(
+                    "deletionTimestamp"):
+                self._reflect(action.resource, got)
+
+    def _reflect(self, res: Resource, obj: Obj, *, deleted: bool = False) -> None:
+        store = self.stores.get(res.plural)
+        if store is None or not obj.get("metadata", {}).get("name"):
+            return
+        key = key_of(obj)
+        old = store.get(key)
+        if old is not None and old.get("metadata", {}).get("uid") == obj["metadata"].get(
+                "uid") and _rv(old) > _rv(obj):
+            return
+        if deleted:
+            store.pop(key, None)
+        else:
+            store[key] = obj
+
+    # -- watches ------------------------------------------------------------------------------
+
+    async def _mirror(self, res: Resource, synced: anyio.Event) -> None:
+        """List, then watch from that resourceVersion; relist on 410 or a broken stream."""
+        first = True
+        while True:
+            try:
+                listing = await self.client.list(res)
+                fresh = {key_of(o): {**o, "apiVersion": res.api_version, "kind": res.kind}
+                         for o in listing.get("items", [])}
+                self.stores[res.plural].clear()
+                self.stores[res.plural].update(fresh)
+                rv = str(listing.get("metadata", {}).get("resourceVersion", ""))
+                if first:
+                    first = False
+                    synced.set()
+                self._poke()
+                await self._watch(res, rv)
+            except ApiError as exc:
+                if exc.status not in (0, 410, 500, 503, 504):
+                    log.warning("watch %s: %s", res.plural, exc)
+                await anyio.sleep(0.05)
+
+    async def _watch(self, res: Resource, rv: str) -> None:
+        import json
+
+        query = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": "300"}
+        async with self.client.stream_lines(res.path(), query=query) as lines:
+            async for raw in lines:
+                event = json.loads(raw)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    raise ApiError(status=int(obj.get("code") or 500), body=obj)
+                if kind == "BOOKMARK":
+                    continue
+                self._reflect(res, obj, deleted=kind == "DELETED")
+                self._poke()
+
+    def _poke(self) -> None:
+        self._dirty.set()
+        self._changed.set()
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    async def register_nodes(self) -> None:
+        for i in range(self.node_count):
+            body = node_manifest(self.config.profile, i)
+            try:
+                await self.client.create(NODES, body)
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+            status = {k: v for k, v in body["status"].items() if k != "conditions"}
+            await self.client.patch(NODES, body["metadata"]["name"], {"status": status},
+                                    subresource="status")
+
+    async def _on_error(self, controller: str, action: Action, exc: Exception) -> None:
+        text = f"{controller}: {type(action).__name__} failed: {exc}"
+        self.errors.append(text)
+        log.info("%s", text)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Register nodes, sync the mirrors, then simulate until cancelled."""
+        await self.register_nodes()
+        async with anyio.create_task_group() as tg:
+            events = []
+            for res in WATCHED:
+                ev = anyio.Event()
+                events.append(ev)
+                tg.start_soon(self._mirror, res, ev)
+            for ev in events:
+                await ev.wait()
+            task_status.started()
+            while True:
+                self._dirty = anyio.Event()
+                wake = await engine.atick(self, self.clock.now, self.config, self._on_error)
+                self._notify()
+                if self._dirty.is_set():
+                    continue
+                delay = math.inf if wake is None else self.clock.wall_delay(
+                    wake - self.clock.now())
+                with anyio.move_on_after(delay):
+                    await self._dirty.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_for(self, predicate: Callable[[World], bool]) -> World:
+        """Wait (on watch events and ticks, never on a timer) until ``predicate`` holds."""
+        while True:
+            world = self.snapshot()
+            if predicate(world):
+                return world
+            changed = self._changed
+            await changed.wait()
+
+    # -- fault injection ------------------------------------------------------------------------
+
+    def add_override(self, override: Override) -> None:
+        """Make matching containers started from now on behave as ``override`` says."""
+        ov = override if override.id else attrs.evolve(
+            override, id=f"api-{len(self.config.overrides)}")
+        self.config = attrs.evolve(self.config, overrides=(*self.config.overrides, ov))
+
+    def fail_launcher(self, *, after: float = 5.0, times: int | None = 1,
+                      message: str = "") -> None:
+        """The next ``times`` launcher containers exit 1 with an NCCL error after ``after`` s."""
+        self.add_override(Override(behaviour=Behaviour.FAIL, role=Role.LAUNCHER, after=after,
+                                   times=times, message=message))
+
+    def mark_node_bad(self, node: str, *, factor: float = 0.4) -> None:
+        """Scale the bandwidth the NCCL stubs see on ``node`` (0.4 = a degraded link)."""
+        rest = tuple((n, f) for n, f in self.config.node_bandwidth if n != node)
+        self.config = attrs.evolve(self.config, node_bandwidth=(*rest, (node, factor)))
+        self._poke()
+
+    async def evict_pod(self, namespace: str, name: str) -> None:
+        """Evict through the Eviction API (DisruptionTarget ``EvictionByEvictionAPI``)."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name, "namespace": namespace}}
+        await self.client.request("POST", PODS.path(namespace=namespace, name=name,
+                                                    subresource="eviction"), body=body)
+
+    async def preempt_pod(self, namespace: str, name: str) -> None:
+        """Preempt as kube-scheduler does: DisruptionTarget ``PreemptionByScheduler``, delete."""
+        pod = await self.client.get(PODS, name, namespace=namespace)
+        conds = [c for c in pod.get("status", {}).get("conditions") or []
+                 if c.get("type") != "DisruptionTarget"]
+        conds.append({"type": "DisruptionTarget", "status": "True",
+                      "reason": "PreemptionByScheduler",
+                      "message": "default-scheduler: preempting to accommodate a higher "
+                                 "priority pod", "lastTransitionTime": fmt_time(self.clock.now())})
+        await self.client.patch(PODS, name, {"status": {"conditions": conds}},
+                                namespace=namespace, subresource="status")
+        await self.client.delete(PODS, name, namespace=namespace)
+
+    async def set_node_ready(self, node: str, ready: bool, *, reachable: bool = True) -> None:
+        """Flip the node's Ready condition (False: kubelet says NotReady; Unknown: unreachable)."""
+        status = "True" if ready else ("False" if reachable else "Unknown")
+        reason = "KubeletReady" if ready else "KubeletNotReady"
+        now = fmt_time(self.clock.now())
+        await self.client.patch(NODES, node, {"status": {"conditions": [{
+            "type": "Ready", "status": status, "reason": reason,
+            "message": "kubelet is posting ready status" if ready else
+            "container runtime network not ready", "lastHeartbeatTime": now,
+            "lastTransitionTime": now}]}}, subresource="status")
+        if reachable:
+            self.marks.pop(f"kubelet-down/{node}", None)
+        else:
+            self.marks[f"kubelet-down/{node}"] = True
+        self._poke()
+
+
+@asynccontextmanager
+async def simulate(emu: Any = None, *, kubeconfig: str | None = None, profile: str = "aws-h100",
+                   nodes: int = 2, scale: float = 1.0, config: SimConfig | None = None,
+                   clock: SimClock | None = None) -> AsyncIterator[SimulatedCluster]:
+    """Run a simulated cluster against ``emu`` (in-process emulator) or a kubeconfig.
+
+    ``async with simulate(emu, profile="aws-h100", nodes=2, scale=50) as cluster:`` -- the
+    nodes exist and every mirror has synced when the block starts; leaving it stops the
+    simulation (objects stay in the API server).
+    """
+    from cre.testing.cluster.profiles import get_profile
+
+    cfg = config or SimConfig(profile=get_profile(profile))
+    if config is None or config.profile.name != profile:
+        cfg = attrs.evolve(cfg, profile=get_profile(profile))
+    path = str(emu.kubeconfig_path) if emu is not None else kubeconfig
+    client = await KubeClient.from_kubeconfig(path)
+    sink: LogSink = EmulatorLogSink(emu) if emu is not None else HttpLogSink(client)
+    cluster = SimulatedCluster(client, config=cfg, clock=clock or SimClock(scale=scale,
+                                                                           start=_wall_now()),
+                               nodes=nodes, logs=sink)
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(cluster.run)
+            try:
+                yield cluster
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        await client.close()
+
+
+def _wall_now() -> float:
+    import time
+
+    return time.time()
