@@ -178,7 +178,9 @@ def _parse_platform(
         doc.get("fabric", []), file=file, key="fabric", platform_level=True, parameters={}
     )
     for block in blocks:
-        _check_references(block.spec, file=file, path=f"{block.label}.spec", declared=())
+        _check_references(
+            block.spec, file=file, path=f"{block.label.split(':', 1)[1]}.spec", declared=()
+        )
     return PlatformData(
         name=name,
         file=file,
@@ -343,6 +345,10 @@ def _parse_entry(
     spec = _mapping(doc["spec"], file=file, path="spec")
     check(spec, SPEC, file=file, path="spec")
     _check_references(spec, file=file, path="spec", declared=parameters)
+    if runtime is RuntimeShape.SINGLE_POD:
+        for key in ("launcher", "mpirun"):
+            if key in spec:
+                raise CatalogError(file, f"spec.{key}", "a single-pod entry has no launcher")
     if runtime is RuntimeShape.MPI and "mpirun" not in spec:
         raise CatalogError(file, "spec.mpirun", "an mpi entry needs mpirun.path")
     if "image" not in spec or "command" not in spec:
