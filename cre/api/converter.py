@@ -38,7 +38,9 @@ LENIENT: set[type] = {ObjectMeta}
 def _strict(kind: type, *, accept: tuple[type, ...] = ()) -> Callable[[Any, type], Any]:
     names = {str: "string", int: "integer", bool: "boolean", float: "number"}
 
-    def hook(value: Any, _: type) -> Any:
+    def hook(value: Any, tp: type) -> Any:
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return tp(value)
         if isinstance(value, bool) and kind is not bool:
             raise TypeError(f"expected {names[kind]}, got boolean")
         if isinstance(value, (kind, *accept)):
@@ -67,10 +69,6 @@ def _json_type(value: Any) -> str:
 def _is_homogeneous_tuple(tp: Any) -> bool:
     args = get_args(tp)
     return get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis
-
-
-def _is_exactly(kind: type, tp: Any) -> bool:
-    return tp is kind
 
 
 def _structure_opaque(value: Any, _: type) -> Any:
@@ -103,14 +101,12 @@ def emitted(field: attrs.Attribute[Any], value: Any) -> bool:
 
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
-    # Exact-type predicates: a singledispatch hook on ``str`` would also catch StrEnums.
-    for kind, hook in (
-        (str, _strict(str)),
-        (int, _strict(int)),
-        (bool, _strict(bool)),
-        (float, _strict(float, accept=(int,))),
-    ):
-        conv.register_structure_hook_func(functools.partial(_is_exactly, kind), hook)
+    # Registered by class, so subclasses (StrEnum reasons, IntEnum) reach these hooks too;
+    # the hooks hand enums to the enum constructor.
+    conv.register_structure_hook(str, _strict(str))
+    conv.register_structure_hook(int, _strict(int))
+    conv.register_structure_hook(bool, _strict(bool))
+    conv.register_structure_hook(float, _strict(float, accept=(int,)))
     conv.register_structure_hook(datetime, _structure_time)
     conv.register_unstructure_hook(datetime, format_time)
     conv.register_structure_hook_func(_is_opaque, _structure_opaque)
