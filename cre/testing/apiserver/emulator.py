@@ -9,6 +9,7 @@ HTTPS uses a throwaway self-signed CA made with the ``openssl`` CLI.
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -112,7 +113,8 @@ class Objects:
             stored = self._server.objects.create(rt, ns, body, SETUP)
             name = str(stored["metadata"]["name"])
         else:
-            stored, _ = self._server.objects.update(rt, ns, name, body, _unconditional(rt))
+            body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            stored, _ = self._server.objects.update(rt, ns, name, body, SETUP)
         if status is not None and "status" in rt.subresources:
             upd = {**stored, "status": status}
             stored, _ = self._server.objects.update(rt, ns, name, upd, SETUP,
@@ -131,10 +133,6 @@ class Objects:
                 return None
             raise
         return obj
-
-
-def _unconditional(rt: ResourceType) -> WriteOptions:
-    return SETUP
 
 
 def _clone(obj: Obj) -> Obj:
@@ -200,10 +198,18 @@ def load_manifests(sources: Iterable[Path | Obj]) -> list[Obj]:
         files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) \
             if path.is_dir() else [path]
         for f in files:
-            for doc in yaml.safe_load_all(f.read_text()):
-                if isinstance(doc, dict) and doc.get("kind"):
-                    out.append(doc)
+            stat = f.stat()
+            out.extend(_parse_yaml(str(f), stat.st_mtime_ns, stat.st_size))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_yaml(path: str, mtime_ns: int, size: int) -> tuple[Obj, ...]:
+    """Documents of one YAML file (libyaml when available), cached per file version."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with open(path, encoding="utf-8") as fh:
+        docs = list(yaml.load_all(fh, Loader=loader))
+    return tuple(d for d in docs if isinstance(d, dict) and d.get("kind"))
 
 
 def write_kubeconfig(path: Path, *, url: str, ca_path: Path | None) -> None:

@@ -45,6 +45,8 @@ CR_PATCH_TYPES = [
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 ]
+BODY_TYPES = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "",
+              "text/plain", "application/octet-stream"}
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # resources with their own field-selector list (others answer the "not a known field" form)
 _OWN_FIELD_LISTS = {"pods", "events", "nodes", "namespaces", "secrets", "services", "jobs"}
@@ -473,6 +475,8 @@ async def read_body(request: web.Request, *, optional: bool = False) -> Any:
             return None
         raise errors.bad_request("the object provided is unrecognized: empty body")
     ctype = request.headers.get("Content-Type", JSON).split(";")[0].strip().lower()
+    if ctype not in BODY_TYPES:
+        raise errors.unsupported_media_type(["application/json", "application/yaml"])
     try:
         if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
             return yaml.safe_load(raw)
