@@ -1,0 +1,330 @@
+"""The Job controller: caches -> Observation -> pure core -> Plan -> executor.
+
+It watches CRE Jobs, the TrainJobs they own, the two label-scoped pod caches (workers by
+``cre.dev/job``, launchers by ``cre.dev/launcher``) and GPU nodes (``nvidia.com/gpu.present=true``)
+and maps every change to a Job key on one workqueue, so a key is never reconciled twice at once.
+A launcher pod's first non-zero termination enqueues its Job at once (``add``, no rate limit or
+delay): JobSet deletes that pod about half a second later, and the failure log must be read
+before that.
+
+One reconcile is a short loop around :func:`cre.core.job.reconcile_job`: when the Plan asks for
+log tails or for a live confirmation that the workload is gone, they are fetched and the core
+re-runs on the same observation; a create that hits AlreadyExists re-runs it with the live
+holder; a status write that conflicts re-reads the Job live and re-runs it on the fresh copy.
+Only a Plan without requests is applied, so the failure record and the condition it belongs to
+land in one status write.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import anyio
+import attrs
+
+from cre.api.converter import structure
+from cre.api.job import Job
+from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
+from cre.controller import metrics as job_metrics
+from cre.core.classify import group_nodes
+from cre.core.job import reconcile_job
+from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
+from cre.core.plan import DEFAULT_SETTINGS, JobSettings, LogRequest, Observation, Plan
+from cre.core.workload import workload_name
+from cre.kube import metrics as kube_metrics
+from cre.kube.client import NODES, TRAINJOBS, ApiError, KubeClient
+from cre.kube.events import EventRecorder
+from cre.kube.executor import (
+    JOBS,
+    Outcome,
+    OutcomeKind,
+    PlanExecutor,
+    WorkloadCreateError,
+    involved,
+)
+from cre.kube.informer import EventType, Informer
+from cre.kube.pods import (
+    INDEX_JOB,
+    INDEX_LAUNCHER,
+    INDEX_NODE,
+    launcher_pod_informer,
+    read_pod_log,
+    worker_pod_informer,
+)
+from cre.kube.projections import node_view, trainjob_view
+from cre.kube.workqueue import QueueShutDown, WorkQueue
+
+log = logging.getLogger(__name__)
+
+CONTROLLER: Final = "job"
+COMPONENT: Final = "cre.dev/job-controller"
+# Reconcile steps (log reads, live reads, conflicts) before a pass gives up and backs off.
+MAX_STEPS: Final = 12
+# Noisy worker pod updates are coalesced for this long; launcher failures skip the wait.
+WORKER_POD_COALESCE: Final = 0.2
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def job_from_dict(raw: dict[str, Any]) -> Job:
+    """The Job model of a served object (the informer drops objects that do not validate)."""
+    return structure(raw, Job)
+
+
+def _key(namespace: str | None, name: str | None) -> str:
+    return f"{namespace}/{name}"
+
+
+def has_failed_container(pod: PodView | None) -> bool:
+    """Whether any init or regular container of ``pod`` terminated with a non-zero exit."""
+    if pod is None:
+        return False
+    for status in pod.init_container_statuses + pod.container_statuses:
+        state = status.state
+        if state is not None and state.kind == "terminated" and (state.exit_code or 0) != 0:
+            return True
+    return False
+
+
+def _sorted_pods(pods: Sequence[PodView]) -> tuple[PodView, ...]:
+    far = datetime.max.replace(tzinfo=UTC)
+    return tuple(sorted(pods, key=lambda p: (p.creation_timestamp or far, p.name)))
+
+
+class JobController:
+    """Reconciles ``cre.dev/v1alpha1`` Jobs in ``namespaces`` (``None``: all namespaces)."""
+
+    def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
+                 max_concurrent_reconciles: int = 4, settings: JobSettings = DEFAULT_SETTINGS,
+                 log_timeout: float = 10.0, clock: Callable[[], datetime] = _utcnow) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("JobController: max_concurrent_reconciles must be at least 1, got "
+                             f"{max_concurrent_reconciles}")
+        self.client = client
+        self.settings = settings
+        self.log_timeout = log_timeout
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self._clock = clock
+        ns = list(namespaces) if namespaces is not None else None
+        self.jobs: Informer[Job] = Informer(client, JOBS, transform=job_from_dict, namespace=ns,
+                                            name="cre-jobs")
+        self.trainjobs: Informer[TrainJobView] = Informer(
+            client, TRAINJOBS, transform=trainjob_view, namespace=ns, label_selector=JOB,
+            name="cre-trainjobs")
+        self.workers = worker_pod_informer(client, ns)
+        self.launchers = launcher_pod_informer(client, ns)
+        self.nodes: Informer[NodeView] = Informer(
+            client, NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true",
+            name="gpu-nodes")
+        self.queue: WorkQueue[str] = WorkQueue(CONTROLLER)
+        self.recorder = EventRecorder(client, component=COMPONENT)
+        self.executor = PlanExecutor(client, self.recorder, clock=clock)
+        self.jobs.add_handler(self._on_job)
+        self.trainjobs.add_handler(self._on_trainjob)
+        self.workers.add_handler(self._on_worker)
+        self.launchers.add_handler(self._on_launcher)
+        self.nodes.add_handler(self._on_node)
+
+    @property
+    def informers(self) -> tuple[Informer[Any], ...]:
+        return (self.jobs, self.trainjobs, self.workers, self.launchers, self.nodes)
+
+    def has_synced(self) -> bool:
+        """True once every cache holds its first full list."""
+        return all(i.has_synced() for i in self.informers)
+
+    async def wait_synced(self) -> None:
+        """Return once every cache holds its first full list."""
+        for informer in self.informers:
+            await informer.wait_synced()
+
+    async def run(self) -> None:
+        """Watch and reconcile until cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                for informer in self.informers:
+                    tg.start_soon(informer.run, name=f"informer {informer.name}")
+                await self.wait_synced()
+                for i in range(self.max_concurrent_reconciles):
+                    tg.start_soon(self._worker, name=f"job worker {i}")
+        finally:
+            self.queue.shutdown()
+
+    # --- event mapping ------------------------------------------------------------------------
+
+    def _on_job(self, etype: EventType, old: Job | None, new: Job | None) -> None:
+        obj = new or old
+        if obj is None:
+            return
+        if etype == EventType.DELETED:
+            job_metrics.forget_job(obj.metadata.namespace or "", obj.metadata.name or "")
+            self.queue.forget(_key(obj.metadata.namespace, obj.metadata.name))
+            return
+        self.queue.add(_key(obj.metadata.namespace, obj.metadata.name))
+
+    def _on_trainjob(self, etype: EventType, old: TrainJobView | None,
+                     new: TrainJobView | None) -> None:
+        obj = new or old
+        if obj is None:
+            return
+        for ref in obj.owner_refs:
+            if ref.controller and ref.kind == "Job" and ref.api_version.startswith("cre.dev/"):
+                self.queue.add(_key(obj.namespace, ref.name))
+                return
+
+    def _on_worker(self, etype: EventType, old: PodView | None, new: PodView | None) -> None:
+        obj = new or old
+        job = obj.label(JOB) if obj is not None else None
+        if obj is None or not job:
+            return
+        key = _key(obj.namespace, job)
+        if has_failed_container(new) and not has_failed_container(old):
+            self.queue.add(key)
+        else:
+            self.queue.add_after(key, WORKER_POD_COALESCE)
+
+    def _on_launcher(self, etype: EventType, old: PodView | None, new: PodView | None) -> None:
+        obj = new or old
+        job = obj.label(LAUNCHER) if obj is not None else None
+        if obj is None or not job:
+            return
+        # The first non-zero exit goes straight to a worker: the pod is about to be deleted.
+        self.queue.add(_key(obj.namespace, job))
+
+    def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
+        if new is None or etype == EventType.DELETED:
+            return
+        if old is not None and (old.ready, old.unschedulable, old.labels) == (
+            new.ready, new.unschedulable, new.labels
+        ):
+            return
+        keys = {p.label(JOB) and _key(p.namespace, p.label(JOB))
+                for p in self.workers.store.by_index(INDEX_NODE, new.name)}
+        keys |= {p.label(LAUNCHER) and _key(p.namespace, p.label(LAUNCHER))
+                 for p in self.launchers.store.by_index(INDEX_NODE, new.name)}
+        for key in sorted(k for k in keys if k):
+            self.queue.add(key)
+
+    # --- the reconcile loop -------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            started = time.monotonic()
+            try:
+                requeue = await self.reconcile(key)
+            except Exception as exc:
+                log.warning("job %s: reconcile failed, retrying with backoff: %s", key, exc)
+                kube_metrics.RECONCILE_ERRORS.labels(controller=CONTROLLER).inc()
+                kube_metrics.RECONCILE_TOTAL.labels(controller=CONTROLLER, result="error").inc()
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+                if requeue is not None:
+                    self.queue.add_after(key, requeue)
+                result = "requeue_after" if requeue is not None else "success"
+                kube_metrics.RECONCILE_TOTAL.labels(controller=CONTROLLER, result=result).inc()
+            finally:
+                kube_metrics.RECONCILE_TIME.labels(controller=CONTROLLER).observe(
+                    time.monotonic() - started)
+                self.queue.done(key)
+
+    def observe(self, job: Job) -> Observation:
+        """The Observation of ``job`` from the caches (no live reads, no log tails)."""
+        ns, name = job.metadata.namespace or "", job.metadata.name or ""
+        key = _key(ns, name)
+        workers = _sorted_pods(self.workers.store.by_index(INDEX_JOB, key))
+        launchers = _sorted_pods(self.launchers.store.by_index(INDEX_LAUNCHER, key))
+        names = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
+        nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(names)) if n is not None)
+        return Observation(trainjob=self.trainjobs.store.get(_key(ns, workload_name(name))),
+                           worker_pods=workers, launcher_pods=launchers, nodes=nodes)
+
+    async def _read_logs(self, requests: Sequence[LogRequest]) -> tuple[LogTail, ...]:
+        tails: list[LogTail] = []
+        for req in requests:
+            tails.append(await read_pod_log(
+                self.client, namespace=req.namespace, pod=req.pod, container=req.container,
+                tail_lines=req.tail_lines, limit_bytes=req.limit_bytes, timeout=self.log_timeout,
+                pod_uid=req.pod_uid))
+        return tuple(tails)
+
+    async def _live_trainjob(self, job: Job) -> TrainJobView | None:
+        try:
+            raw = await self.client.get(TRAINJOBS, workload_name(job.metadata.name or ""),
+                                        namespace=job.metadata.namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return trainjob_view(raw)
+
+    async def _live_job(self, namespace: str, name: str) -> Job | None:
+        try:
+            return job_from_dict(await self.client.get(JOBS, name, namespace=namespace))
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    async def reconcile(self, key: str) -> float | None:
+        """One pass over the Job ``namespace/name``; returns the requeue delay, if any."""
+        namespace, _, name = key.partition("/")
+        job = self.jobs.store.get(key)
+        if job is None:
+            return None
+        obs = self.observe(job)
+        for _ in range(MAX_STEPS):
+            plan = reconcile_job(job, obs, self._clock(), settings=self.settings)
+            if plan.log_reads:
+                obs = attrs.evolve(obs, log_tails=obs.log_tails + await self._read_logs(
+                    plan.log_reads))
+                continue
+            if plan.confirm_workload_absence:
+                view = await self._live_trainjob(job)
+                obs = attrs.evolve(obs, trainjob=view, workload_absence_confirmed=view is None)
+                continue
+            try:
+                outcome = await self.executor.apply(job, plan)
+            except WorkloadCreateError as exc:
+                await self.recorder.emit(involved=involved(job), type_="Warning",
+                                         reason="WorkloadCreationError", message=str(exc))
+                raise
+            if outcome.kind == OutcomeKind.CREATE_CONFLICT:
+                holder = trainjob_view(outcome.holder) if outcome.holder else None
+                obs = attrs.evolve(obs, create_conflict=holder)
+                continue
+            if outcome.kind == OutcomeKind.CONFLICT:
+                fresh = await self._live_job(namespace, name)
+                if fresh is None:
+                    return None
+                job = fresh
+                continue
+            if outcome.kind == OutcomeKind.JOB_GONE:
+                return None
+            self._record(job, plan, outcome)
+            return plan.requeue_after
+        raise RuntimeError(f"job {key}: no applicable plan after {MAX_STEPS} steps")
+
+    def _record(self, job: Job, plan: Plan, outcome: Outcome) -> None:
+        ns, name = job.metadata.namespace or "", job.metadata.name or ""
+        if plan.creates:
+            job_metrics.WORKLOAD_CREATED.inc(len(plan.creates))
+        status = plan.status
+        if status is None:
+            return
+        job_metrics.set_job_phase(ns, name, status.phase)
+        log_ = status.failure_log
+        if (log_ is not None and log_ != job.status.failure_log and log_.finished_at is not None
+                and outcome.status_written_at is not None):
+            delay = (outcome.status_written_at - log_.finished_at).total_seconds()
+            job_metrics.FAILURE_LOG_DELAY.observe(max(delay, 0.0))

@@ -1,0 +1,122 @@
+"""The Job controller against the API emulator, with scripted pod and TrainJob transitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from cre.controller.scenario import JobHarness, condition, is_true
+from cre.core.workload import workload_name
+from cre.kube.client import ApiError
+from cre.kube.executor import JOBS
+
+pytestmark = pytest.mark.anyio
+
+L1 = "j1-workload-launcher-0-0-aaaaa"
+L2 = "j1-workload-launcher-0-0-bbbbb"
+W0 = "j1-workload-node-0-0-ccccc"
+
+
+def _failure_log(job: dict[str, Any]) -> dict[str, Any]:
+    return dict((job.get("status") or {}).get("failureLog") or {})
+
+
+def _reason(job: dict[str, Any], type_: str) -> str:
+    return str((condition(job, type_) or {}).get("reason") or "")
+
+
+def _message(job: dict[str, Any], type_: str) -> str:
+    return str((condition(job, type_) or {}).get("message") or "")
+
+
+async def test_creates_owned_workload_and_reports_in_progress(job_harness: JobHarness) -> None:
+    """A new Job gets the finalizer, an owned labelled TrainJob and InProgress, with one event."""
+    h = job_harness
+    await h.create_job("j1")
+    tj = await h.wait_trainjob("j1")
+    assert tj["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert tj["metadata"]["labels"]["cre.dev/job"] == "j1"
+    job = await h.wait_job("j1", is_true("InProgress"))
+    assert "cre.dev/finalizer" in job["metadata"]["finalizers"]
+    assert job["status"]["workloadRef"]["name"] == workload_name("j1")
+    events = await h.events("j1")
+    assert [(e["type"], e["reason"]) for e in events] == [("Normal", "WorkloadCreated")]
+
+
+async def test_launcher_deleted_half_a_second_after_failing_is_captured(
+        job_harness: JobHarness) -> None:
+    """A launcher that fails and is deleted 0.5 s later still has its log in failureLog, and
+    the later Failed verdict keeps it, blaming every group node."""
+    h = job_harness
+    await h.create_job("j1", group_nodes=("gpu-0", "gpu-1"))
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+    await h.script.create_pod(W0, job="j1", launcher=False, node="gpu-1")
+    await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+    await h.script.terminate(L1, exit_code=1, log="[stub] simulated failure\n")
+    await anyio.sleep(0.5)  # JobSet's deletion of the failed launcher, as scripted time
+    await h.script.delete_pod(L1)
+    await h.script.terminate(W0, exit_code=137, reason="Error", log="sshd exiting\n")
+    job = await h.wait_job("j1", lambda j: _failure_log(j).get("podName") == L1)
+    assert "[stub] simulated failure" in _failure_log(job)["tail"]
+    assert is_true("InProgress")(job)
+    await h.script.finish_workload("j1", failed=True, message="launcher failed")
+    job = await h.wait_job("j1", is_true("Failed"))
+    assert _failure_log(job)["podName"] == L1
+    assert job["status"]["failureClass"]["scope"] == "Workload"
+    assert {n["name"] for n in job["status"]["failedNodes"]} == {"gpu-0", "gpu-1"}
+    events = await h.events("j1")
+    assert [(e["type"], e["reason"]) for e in events] == [
+        ("Normal", "WorkloadCreated"), ("Warning", "WorkloadFailed")]
+
+
+async def test_success_after_launcher_retry_drops_the_record(job_harness: JobHarness) -> None:
+    """The first attempt's log is recorded early and dropped when the retry succeeds."""
+    h = job_harness
+    await h.create_job("j1")
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+    await h.script.terminate(L1, exit_code=1, log="first attempt failed\n")
+    await h.wait_job("j1", lambda j: _failure_log(j).get("podName") == L1)
+    await h.script.create_pod(L2, job="j1", launcher=True, node="gpu-0")
+    await h.script.terminate(L2, exit_code=0, reason="Completed", log="ok\n")
+    await h.script.finish_workload("j1", failed=False)
+    job = await h.wait_job("j1", is_true("Succeeded"))
+    assert "failureLog" not in job["status"] and "failureClass" not in job["status"]
+
+
+async def test_workload_deleted_by_someone_else_is_control_plane(job_harness: JobHarness) -> None:
+    """A TrainJob deleted from outside fails the Job as ControlPlane and blames no node."""
+    h = job_harness
+    await h.create_job("j1", group_nodes=("gpu-0",))
+    await h.wait_trainjob("j1")
+    await h.wait_job("j1", lambda j: bool(((j.get("status") or {}).get("workloadRef") or {})
+                                          .get("uid")))
+    await h.script.delete_workload("j1")
+    job = await h.wait_job("j1", is_true("Failed"))
+    assert job["status"]["failureClass"]["scope"] == "ControlPlane"
+    assert "failedNodes" not in job["status"]
+    assert "was deleted" in _message(job, "Failed")
+
+
+async def test_deleted_job_drops_finalizer_after_pods_drain(job_harness: JobHarness) -> None:
+    """Deleting a Job deletes its workload and removes the finalizer once its pods are done."""
+    h = job_harness
+    await h.create_job("j1")
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(W0, job="j1", launcher=False, node="gpu-1")
+    await h.wait_job("j1", is_true("InProgress"))
+    await h.client.delete(JOBS, "j1", namespace=h.namespace)
+    job = await h.wait_job("j1", lambda j: bool((j.get("status") or {}).get("drainStartTime")))
+    assert "cre.dev/finalizer" in job["metadata"]["finalizers"]
+    await h.script.terminate(W0, exit_code=0, reason="Completed", log="")
+    with anyio.fail_after(20):
+        while True:
+            try:
+                await h.job("j1")
+            except ApiError as exc:
+                assert exc.not_found
+                break
+            await anyio.sleep(0.02)
