@@ -207,6 +207,7 @@ class CRDSchema:
         self.raw = schema
         self.kubernetes_version = C.parse_version(kubernetes_version)
         self.root = _Node(schema)
+        self.has_rules = _has_rules(self.root, set())
 
     @classmethod
     def from_crd(cls, crd: Mapping[str, Any], version: str, *,
@@ -309,6 +310,8 @@ class CRDSchema:
         run = _Run(self.kubernetes_version, ratchet=old is not None)
         run.walk(obj, self.root, "", old if old is not None else _MISSING, root=True)
         causes = run.causes
+        if not self.has_rules:
+            return causes
         if any(c.type in C.STOPPING for c in causes):
             detail = ("some validation rules were not checked because the object was invalid; "
                       "correct the existing errors to complete validation")
@@ -524,6 +527,15 @@ class _Run:
         if isinstance(value, dict | list):
             return _MISSING
         return value
+
+
+def _has_rules(node: _Node, seen: set[int]) -> bool:
+    if id(node) in seen:
+        return False
+    seen.add(id(node))
+    children = [*node.properties.values(), node.additional, node.items]
+    return bool(node.rules) or any(
+        _has_rules(child, seen) for child in children if child is not None)
 
 
 def _passes(value: Any, node: _Node) -> bool:
