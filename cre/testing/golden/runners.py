@@ -16,6 +16,8 @@ Runner = Callable[[Path, dict[str, Any]], Any]
 
 RUNNERS: dict[str, str] = {
     "render": "cre.testing.golden.render_runner:run",
+    "scenario": "cre.testing.cluster.scenario:run_case",
+    "job": "cre.controller.golden:run",
 }
 
 

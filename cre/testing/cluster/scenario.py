@@ -1,0 +1,353 @@
+"""Scenario DSL: a YAML story run against the emulator, the simulated cluster and CRE.
+
+A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``) says::
+
+    cluster: {profile: aws-h100, nodes: 2, scale: 50,
+              config: {waitForWorkersTimeout: 60, failedJobPodDeletionDelay: 0.5},
+              overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
+              badNodes: {aws-h100-node-1: 0.4}}
+    controllers: [job]          # CRE controllers to run in-process (optional)
+    apply:                      # objects to create, in order
+      - render: {entry: communication/nccl-all-reduce, job: ar, as: job|trainjob, kai: false}
+      - object: {...any manifest...}
+    timeline:                   # injected events and waits, in order
+      - wait: {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar,
+               condition: {type: Failed, status: "True"}, timeout: 600}
+      - evict: {labels: {cre.dev/launcher: ar}}      # also: preempt
+      - failLauncher: {after: 3, times: 1}
+      - markNodeBad: {node: aws-h100-node-1, factor: 0.4}
+      - nodeNotReady: {node: aws-h100-node-1}       # also: nodeReady
+      - delete: {kind: TrainJob, name: ar-workload}
+      - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
+      - advance: 10             # let 10 simulated seconds pass
+    collect:                    # what the golden records (normalised)
+      - {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar, fields: [status]}
+      - {kind: Pod, labels: {cre.dev/launcher: ar}, fields: [metadata.name, status.phase]}
+
+Waits watch the object (list + watch, never a sleep loop) and time out after ``timeout``
+*simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
+(one entry per ``collect`` item), ``waits`` (each wait that was satisfied; a wait with
+``within: S`` also fails when it took more than S simulated seconds, which bounds "reported
+quickly" without putting scheduling jitter into the golden) and ``simulatorErrors``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+
+from cre.kube.client import (
+    BATCH_JOBS,
+    JOBSETS,
+    NODES,
+    PODS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    ApiError,
+    KubeClient,
+    Resource,
+)
+from cre.testing.apiserver.emulator import Clock
+from cre.testing.cluster.clock import SimClock
+from cre.testing.cluster.config import SimConfig
+from cre.testing.cluster.profiles import get_profile
+from cre.testing.cluster.runtime import SimulatedCluster, simulate
+from cre.testing.cluster.stubs import parse_overrides
+from cre.testing.cluster.workloads import render_documents, trainjob_objects
+
+CRE_JOBS = Resource("cre.dev", "v1alpha1", "jobs", kind="Job")
+KINDS: dict[tuple[str, str], Resource] = {
+    ("TrainJob", ""): TRAINJOBS, ("JobSet", ""): JOBSETS, ("Pod", ""): PODS, ("Node", ""): NODES,
+    ("Job", ""): BATCH_JOBS, ("Job", "batch/v1"): BATCH_JOBS, ("Job", "cre.dev/v1alpha1"): CRE_JOBS,
+    ("TrainingRuntime", ""): TRAINING_RUNTIMES,
+}
+CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
+                 "podFailureBackoff": "pod_failure_backoff",
+                 "containerStartDelay": "container_start_delay",
+                 "crashloopBackoff": "crashloop_backoff",
+                 "defaultTolerationSeconds": "default_toleration_seconds",
+                 "waitForWorkersTimeout": "wait_for_workers_timeout"}
+
+
+class ScenarioError(ValueError):
+    """The scenario is malformed, or a wait timed out."""
+
+
+def resource_for(item: Mapping[str, Any], *, where: str) -> Resource:
+    kind = item.get("kind")
+    key = (str(kind), str(item.get("apiVersion", "")))
+    res = KINDS.get(key) or KINDS.get((str(kind), ""))
+    if res is None:
+        raise ScenarioError(f"{where}.kind: unknown kind {kind!r} (known: "
+                            f"{sorted({k for k, _ in KINDS})})")
+    return res
+
+
+def build_config(spec: Mapping[str, Any]) -> SimConfig:
+    """The SimConfig of a scenario's ``cluster`` section."""
+    cfg = SimConfig(profile=get_profile(str(spec.get("profile", "aws-h100"))))
+    extra = dict(spec.get("config") or {})
+    unknown = set(extra) - set(CONFIG_FIELDS)
+    if unknown:
+        raise ScenarioError(f"cluster.config: unknown fields {sorted(unknown)} "
+                            f"(known: {sorted(CONFIG_FIELDS)})")
+    cfg = attrs.evolve(cfg, **{CONFIG_FIELDS[k]: v for k, v in extra.items()})
+    overrides = parse_overrides(spec.get("overrides") or [], where="cluster.overrides")
+    bad = tuple((str(n), float(f)) for n, f in (spec.get("badNodes") or {}).items())
+    return attrs.evolve(cfg, overrides=overrides, node_bandwidth=bad)
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _matches(obj: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
+    meta = obj.get("metadata") or {}
+    if item.get("name") and meta.get("name") != item["name"]:
+        return False
+    labels = meta.get("labels") or {}
+    return all(labels.get(k) == v for k, v in (item.get("labels") or {}).items())
+
+
+def _satisfied(objs: list[dict[str, Any]], item: Mapping[str, Any]) -> bool:
+    if item.get("absent"):
+        return not objs
+    if "count" in item:
+        pool = [o for o in objs if "phase" not in item
+                or (o.get("status") or {}).get("phase") == item["phase"]]
+        return len(pool) == int(item["count"])
+    if not objs:
+        return False
+    obj = objs[0]
+    cond = item.get("condition")
+    if cond:
+        want = {"status": "True", **cond}
+        found = [c for c in (obj.get("status") or {}).get("conditions") or []
+                 if all(c.get(k) == v for k, v in want.items())]
+        if not found:
+            return False
+    if "phase" in item and (obj.get("status") or {}).get("phase") != item["phase"]:
+        return False
+    return not ("field" in item and _get_path(obj, str(item["field"])) != item.get("equals"))
+
+
+@attrs.define
+class ScenarioRun:
+    """One scenario's live state: the client, the cluster and the namespace."""
+
+    client: KubeClient
+    cluster: SimulatedCluster
+    emu: Any
+    namespace: str
+    waits: list[dict[str, Any]] = attrs.field(factory=list)
+
+    async def _list(self, res: Resource, item: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
+                                                                          str]:
+        query: dict[str, str] = {}
+        if item.get("labels"):
+            query["labelSelector"] = ",".join(f"{k}={v}" for k, v in item["labels"].items())
+        if item.get("name"):
+            query["fieldSelector"] = f"metadata.name={item['name']}"
+        ns = None if not res.namespaced else self.namespace
+        got = await self.client.list(res, namespace=ns, query=query)
+        items = sorted(got.get("items", []), key=lambda o: (
+            str(o["metadata"].get("creationTimestamp", "")), o["metadata"]["name"]))
+        return [o for o in items if _matches(o, item)], str(
+            got.get("metadata", {}).get("resourceVersion", ""))
+
+    async def wait(self, item: Mapping[str, Any], *, where: str) -> None:
+        res = resource_for(item, where=where)
+        timeout = float(item.get("timeout", 900))
+        clock = self.cluster.clock
+        start = clock.now()
+        with anyio.move_on_after(clock.wall_delay(timeout)) as scope:
+            while True:
+                objs, rv = await self._list(res, item)
+                if _satisfied(objs, item):
+                    break
+                await self._next_event(res, item, rv)
+        if scope.cancelled_caught:
+            objs, _ = await self._list(res, item)
+            state = [{"name": o["metadata"]["name"], "status": o.get("status")} for o in objs]
+            raise ScenarioError(f"{where}: timed out after {timeout:g} simulated seconds "
+                                f"waiting for {dict(item)}; now: {json.dumps(state)[:2000]}")
+        took = clock.now() - start
+        if "within" in item and took > float(item["within"]):
+            raise ScenarioError(f"{where}: satisfied after {took:.1f} simulated seconds, "
+                                f"more than within={item['within']}")
+        self.waits.append({"wait": where, "satisfied": True})
+
+    async def _next_event(self, res: Resource, item: Mapping[str, Any], rv: str) -> None:
+        """Return after the first watch event past ``rv`` for the awaited objects."""
+        query: dict[str, str] = {"watch": "true", "resourceVersion": rv}
+        if item.get("labels"):
+            query["labelSelector"] = ",".join(f"{k}={v}" for k, v in item["labels"].items())
+        if item.get("name"):
+            query["fieldSelector"] = f"metadata.name={item['name']}"
+        ns = None if not res.namespaced else self.namespace
+        try:
+            async with self.client.stream_lines(res.path(namespace=ns), query=query) as lines:
+                async for _ in lines:
+                    return
+        except ApiError as exc:
+            if not exc.gone:
+                raise
+
+    async def pods(self, item: Mapping[str, Any]) -> list[dict[str, Any]]:
+        objs, _ = await self._list(PODS, item)
+        if not objs:
+            raise ScenarioError(f"no pod matches {dict(item)}")
+        return objs
+
+    async def step(self, event: Mapping[str, Any], *, where: str) -> None:
+        if len(event) != 1:
+            raise ScenarioError(f"{where}: one action per timeline entry, got {sorted(event)}")
+        (action, arg), = event.items()
+        cl = self.cluster
+        if action == "wait":
+            await self.wait(arg, where=where)
+        elif action in ("evict", "preempt"):
+            pod = (await self.pods(arg))[int(arg.get("index", 0))]
+            fn = cl.evict_pod if action == "evict" else cl.preempt_pod
+            await fn(self.namespace, pod["metadata"]["name"])
+        elif action == "failLauncher":
+            cl.fail_launcher(after=float(arg.get("after", 5)), times=arg.get("times", 1),
+                             message=str(arg.get("message", "")))
+        elif action == "override":
+            for ov in parse_overrides([arg], where=where):
+                cl.add_override(ov)
+        elif action == "markNodeBad":
+            cl.mark_node_bad(str(arg["node"]), factor=float(arg.get("factor", 0.4)))
+        elif action in ("nodeNotReady", "nodeReady"):
+            await cl.set_node_ready(str(arg["node"]), action == "nodeReady",
+                                    reachable=not arg.get("unreachable", False))
+        elif action == "delete":
+            res = resource_for(arg, where=where)
+            await self.client.delete(res, str(arg["name"]), namespace=self.namespace)
+        elif action == "apiFault":
+            if self.emu is None:
+                raise ScenarioError(f"{where}: apiFault needs an in-process emulator")
+            self.emu.faults.configure(dict(arg))
+        elif action == "advance":
+            target = cl.clock.now() + float(arg)
+            await cl.wait_for(lambda _w: cl.clock.now() >= target)
+        else:
+            raise ScenarioError(f"{where}: unknown action {action!r}")
+
+    async def collect(self, item: Mapping[str, Any], *, where: str) -> Any:
+        if "logs" in item:
+            spec = item["logs"]
+            pod = (await self.pods(spec))[int(spec.get("index", 0))]
+            text = await self.client.read_text(
+                PODS.path(namespace=self.namespace, name=pod["metadata"]["name"],
+                          subresource="log"),
+                query={"container": str(spec.get("container", "node")),
+                       "tailLines": str(spec.get("tail", 5))})
+            return {"logs": text.splitlines()}
+        res = resource_for(item, where=where)
+        objs, _ = await self._list(res, item)
+        fields = list(item.get("fields") or [])
+        out = []
+        for o in objs:
+            out.append({f: _get_path(o, f) for f in fields} if fields else o)
+        return {"kind": item.get("kind"), "items": out}
+
+
+async def apply_objects(client: KubeClient, items: list[Mapping[str, Any]], *, namespace: str,
+                        profile_name: str, nodes: list[str]) -> None:
+    from cre.testing.cluster.model import OTHER, WATCHED
+
+    by_kind = {r.kind: r for r in (*WATCHED, *OTHER)}
+    for i, item in enumerate(items):
+        where = f"apply[{i}]"
+        if "render" in item:
+            r = item["render"]
+            fn = trainjob_objects if r.get("as", "job") == "trainjob" else render_documents
+            docs = fn(entry=str(r["entry"]), job_name=str(r.get("job", "job")),
+                      namespace=namespace, profile=get_profile(profile_name),
+                      nodes=list(r.get("nodes") or nodes), kai=bool(r.get("kai", False)),
+                      worker_backoff_limit=r.get("workerBackoffLimit"))
+        elif "object" in item:
+            docs = [dict(item["object"])]
+        else:
+            raise ScenarioError(f"{where}: expected 'render' or 'object', got {sorted(item)}")
+        for doc in docs:
+            res = KINDS.get((doc["kind"], doc.get("apiVersion", ""))) or by_kind.get(doc["kind"])
+            if res is None:
+                raise ScenarioError(f"{where}: cannot apply kind {doc['kind']!r}")
+            await client.create(res, doc, namespace=namespace)
+
+
+async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
+                       clock: SimClock | None = None) -> dict[str, Any]:
+    """Run one scenario against an in-process emulator; the (unnormalised) output."""
+    cluster_spec = spec.get("cluster") or {}
+    cfg = build_config(cluster_spec)
+    namespace = str(spec.get("namespace", "default"))
+    nodes = int(cluster_spec.get("nodes", 2))
+    clock = clock or SimClock(scale=float(cluster_spec.get("scale", 50)),
+                              start=emu.clock().timestamp())
+    async with simulate(emu, profile=cfg.profile.name, nodes=nodes, config=cfg,
+                        clock=clock) as cluster, anyio.create_task_group() as tg:
+        run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
+        for name in spec.get("controllers") or []:
+            await _start_controller(tg, str(name), cluster, namespace)
+        node_names = [f"{cfg.profile.name}-node-{i}" for i in range(nodes)]
+        await apply_objects(cluster.client, list(spec.get("apply") or []), namespace=namespace,
+                            profile_name=cfg.profile.name, nodes=node_names)
+        for i, event in enumerate(spec.get("timeline") or []):
+            await run.step(event, where=f"timeline[{i}]")
+        collected = [await run.collect(item, where=f"collect[{i}]")
+                     for i, item in enumerate(spec.get("collect") or [])]
+        tg.cancel_scope.cancel()
+    return {"collected": collected, "waits": run.waits, "simulatorErrors": cluster.errors}
+
+
+async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster,
+                            namespace: str) -> None:
+    if name != "job":
+        raise ScenarioError(f"controllers: unknown controller {name!r} (known: ['job'])")
+    from cre.controller.job import JobController
+
+    clock = cluster.clock
+    ctrl = JobController(cluster.client, namespaces=[namespace],
+                         clock=lambda: datetime.fromtimestamp(clock.now(), tz=UTC))
+    tg.start_soon(ctrl.run)
+
+
+def run_case(case_dir: Path, data: dict[str, Any]) -> Any:
+    """Golden runner for ``type: scenario`` (registered in cre.testing.golden.runners)."""
+    del case_dir
+    from cre.testing.apiserver import serve
+    from cre.testing.apiserver.pytest_fixtures import default_crd_sources
+
+    scale = float((data.get("cluster") or {}).get("scale", 50))
+    clock = SimClock(scale=scale, start=time.time())
+
+    async def main() -> dict[str, Any]:
+        async with serve(crds=default_crd_sources(), clock=SimEmulatorClock(clock)) as emu:
+            return await run_scenario(data, emu=emu, clock=clock)
+
+    return anyio.run(main)
+
+
+class SimEmulatorClock(Clock):
+    """The emulator's clock reading a SimClock, so server timestamps are simulated time too."""
+
+    def __init__(self, sim: SimClock) -> None:
+        super().__init__()
+        self.sim = sim
+
+    def __call__(self) -> datetime:
+        return datetime.fromtimestamp(self.sim.now(), tz=UTC)
