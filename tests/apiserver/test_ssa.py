@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cre.testing.apiserver.patching import ApplyConflict, record_update, server_side_apply
 
@@ -236,3 +238,33 @@ def test_crd_list_types_come_from_the_schema() -> None:
                                schema=schema)
     assert [j["name"] for j in second["spec"]["jobs"]] == ["a", "b"]
     assert _entry(second, "one")["fieldsV1"]["f:spec"]["f:args"] == {}
+
+
+_names = st.sampled_from(["a", "b", "c"])
+_containers = st.lists(
+    st.fixed_dictionaries({"name": _names}, optional={
+        "image": st.sampled_from(["x", "y"]),
+        "env": st.lists(st.fixed_dictionaries({"name": _names, "value": st.just("v")}),
+                        max_size=2, unique_by=lambda e: e["name"]),
+        "args": st.lists(st.text("ab", max_size=1), max_size=2),
+        "resources": st.fixed_dictionaries({}, optional={
+            "limits": st.dictionaries(_names, st.integers(0, 2), max_size=2)})}),
+    max_size=3, unique_by=lambda c: c["name"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(_containers, st.dictionaries(_names, st.just("v"), max_size=2),
+       st.lists(_names, max_size=2, unique=True))
+def test_create_fast_path_matches_the_diff_path(containers: list[dict[str, Any]],
+                                                labels: dict[str, str],
+                                                finalizers: list[str]) -> None:
+    """The field set a create records equals the one computed by diffing from nothing."""
+    meta: dict[str, Any] = {"labels": labels} if labels else {}
+    if finalizers:
+        meta["finalizers"] = finalizers
+    pod = _pod(containers, **meta)
+    created = record_update(None, pod, manager="m", operation="Update", subresource=None,
+                            now="t")
+    bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    diffed = record_update(bare, pod, manager="m", operation="Update", subresource=None, now="t")
+    assert created["metadata"].get("managedFields") == diffed["metadata"].get("managedFields")

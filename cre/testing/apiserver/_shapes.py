@@ -168,9 +168,12 @@ BUILTIN_SHAPES: Mapping[str, TreeShape] = {
 }
 
 
+_OTHER = _kind()
+
+
 def builtin_shape(kind: str) -> Shape:
     """The shape of a built-in kind; unknown kinds only get the ObjectMeta rules."""
-    return BUILTIN_SHAPES.get(kind, _kind())
+    return BUILTIN_SHAPES.get(kind, _OTHER)
 
 
 # Defaults the real server fills into list-map key fields before apply computes identities.

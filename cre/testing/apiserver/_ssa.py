@@ -166,7 +166,8 @@ class _Walker:
             for key, child in value.items():
                 self.add_field(key, child, shape, prefix, out)
             return
-        if isinstance(value, list) and rule is not None and rule.ssa_type is not ListType.ATOMIC:
+        if (isinstance(value, list) and value and rule is not None
+                and rule.ssa_type is not ListType.ATOMIC):
             for item in value:
                 element = self._element(item, rule)
                 out.add((*prefix, element))
@@ -185,6 +186,30 @@ class _Walker:
             self.fields(child, None, path, out, rule=lrule or ListRule())
         else:
             self.fields(child, self._sub(shape, key), path, out)
+
+    def trie(self, value: Any, shape: Shape | None, *,
+             rule: ListRule | None = None) -> dict[str, Any]:
+        """The FieldsV1 trie below a value, built directly (the same set `fields` computes)."""
+        out: dict[str, Any] = {}
+        if isinstance(value, dict) and value and rule is None and not (shape and shape.atomic()):
+            for key, child in value.items():
+                if isinstance(child, list):
+                    lrule = (shape.list_rule(key) if shape else None) or ListRule()
+                    sub = self.trie(child, None, rule=lrule)
+                else:
+                    sub = self.trie(child, self._sub(shape, key))
+                if self.mark_maps and key in _MAP_FIELDS and isinstance(child, dict) and child:
+                    sub = {".": {}, **sub}
+                out[f"f:{key}"] = sub
+        elif (isinstance(value, list) and rule is not None
+              and rule.ssa_type is not ListType.ATOMIC):
+            for item in value:
+                element = self._element(item, rule)
+                sub = {}
+                if rule.ssa_type is ListType.MAP and isinstance(item, dict):
+                    sub = self.trie(item, rule.items or EMPTY)
+                out[element] = {".": {}, **sub} if sub else {}
+        return dict(sorted(out.items())) if len(out) > 1 else out
 
     @staticmethod
     def _sub(shape: Shape | None, key: str) -> Shape | None:
@@ -235,6 +260,8 @@ class _Walker:
                     self.diff(old_items[element], item, rule.items or EMPTY, path,
                               changed, removed)
             removed.update((*prefix, e) for e in old_items if e not in new_items)
+            if not new:
+                changed.add(prefix)
             return
         self.fields(new, shape, prefix, changed, rule=rule)
 
@@ -308,16 +335,50 @@ class _Walker:
 
 
 class _Entry:
-    __slots__ = ("api_version", "manager", "operation", "paths", "subresource", "time")
+    """One managedFields entry; its FieldsV1 trie is only decoded when a write touches it."""
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
+    __slots__ = ("_fresh", "_paths", "_trie", "api_version", "manager", "operation",
+                 "subresource", "time")
+
+    def __init__(self, raw: Mapping[str, Any], *, fresh: bool = False) -> None:
+        self._fresh = fresh  # the trie was built for this entry: no copy needed on output
         self.manager = str(raw.get("manager", ""))
         self.operation = str(raw.get("operation", "Update"))
         self.api_version = str(raw.get("apiVersion", ""))
         self.time = raw.get("time")
         self.subresource = raw.get("subresource") or None
         fields = raw.get("fieldsV1")
-        self.paths = decode_fields(fields) if isinstance(fields, Mapping) else set()
+        self._trie: Mapping[str, Any] | None = fields if isinstance(fields, Mapping) else None
+        self._paths: set[Path] | None = None if self._trie is not None else set()
+
+    @property
+    def paths(self) -> set[Path]:
+        if self._paths is None:
+            self._paths = decode_fields(self._trie or {})
+            self._trie = None
+        return self._paths
+
+    @paths.setter
+    def paths(self, value: set[Path]) -> None:
+        self._paths = value
+        self._trie = None
+
+    def empty(self) -> bool:
+        if self._paths is None:
+            return not self._trie
+        return not self._paths
+
+    def touches(self, members: set[Path], prefixes: set[Path]) -> bool:
+        """True when one of `members` is owned, or something under one of `prefixes`."""
+        if self._paths is not None:
+            return bool(self._paths & members) or bool(
+                prefixes and _drop_removed(self._paths, prefixes) != self._paths)
+        trie = self._trie or {}
+        for path in members:
+            node = _trie_node(trie, path)
+            if node is not None and (not node or "." in node):
+                return True
+        return any(_trie_node(trie, path) is not None for path in prefixes)
 
     def identity(self) -> tuple[str, str, str | None, str]:
         version = self.api_version if self.operation == "Update" else ""
@@ -337,10 +398,22 @@ class _Entry:
         if self.time is not None:
             raw["time"] = self.time
         raw["fieldsType"] = "FieldsV1"
-        raw["fieldsV1"] = encode_fields(self.paths)
+        if self._paths is not None:
+            raw["fieldsV1"] = encode_fields(self._paths)
+        else:
+            raw["fieldsV1"] = self._trie if self._fresh else clone(self._trie)
         if self.subresource:
             raw["subresource"] = self.subresource
         return raw
+
+
+def _trie_node(trie: Mapping[str, Any], path: Path) -> Mapping[str, Any] | None:
+    node: Any = trie
+    for element in path:
+        node = node.get(element) if isinstance(node, Mapping) else None
+        if node is None:
+            return None
+    return node if isinstance(node, Mapping) else None
 
 
 def _entries(obj: Mapping[str, Any] | None) -> list[_Entry]:
@@ -351,7 +424,7 @@ def _entries(obj: Mapping[str, Any] | None) -> list[_Entry]:
 
 
 def _finish(obj: dict[str, Any], entries: list[_Entry]) -> dict[str, Any]:
-    kept = [e for e in entries if e.paths]
+    kept = [e for e in entries if not e.empty()]
     updates = [e for e in kept if e.operation == "Update"]
     if len(updates) > _MAX_UPDATE_ENTRIES:
         ancient = _Entry({"manager": "ancient-changes", "operation": "Update",
@@ -410,9 +483,11 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
 
     The writer owns every field it added or changed; other managers lose those fields, and
     fields that disappeared are dropped from every manager. A request that sets managedFields
-    itself (different from the stored ones) replaces them; `[{}]` clears them.
+    itself (different from the stored ones) replaces them; `[{}]` clears them. The result is a
+    new top-level dict and metadata dict; other subtrees are shared with `new`.
     """
-    result = clone(new)
+    # only metadata is rewritten: the rest of the result shares its subtrees with `new`
+    result = {**new, "metadata": dict(new.get("metadata") or {})}
     walker = _walker(result, schema)
     walker.mark_maps = True
     old_entries = _entries(old)
@@ -424,16 +499,25 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
             entries = []
     else:
         entries = old_entries
+    api_version = str(new.get("apiVersion", ""))
+    if old is None and requested is None:
+        # a create: the writer owns everything it sent; build the trie without path sets
+        trie = walker.trie(_strip_server_fields(new), walker.shape)
+        if not trie:
+            return _finish(result, [])
+        entry = _Entry({"manager": manager, "operation": operation, "apiVersion": api_version,
+                        "subresource": subresource, "time": now, "fieldsV1": trie},
+                       fresh=True)
+        return _finish(result, [entry])
     changed: set[Path] = set()
     removed: set[Path] = set()
     walker.diff(_strip_server_fields(old or {}), _strip_server_fields(new), walker.shape, (),
                 changed, removed)
-    api_version = str(new.get("apiVersion", ""))
     mine = _Entry({"manager": manager, "operation": operation, "apiVersion": api_version,
                    "subresource": subresource})
     found = next((e for e in entries if e.identity() == mine.identity()), None)
     for entry in entries:
-        if entry is not found:
+        if entry is not found and entry.touches(changed, removed):
             entry.paths = _drop_removed(entry.paths - changed, removed)
     if found is None and changed:
         found = mine
