@@ -139,7 +139,8 @@ def _make_converter() -> cattrs.Converter:
         def structure(value: Any, tp: type) -> Any:
             if not isinstance(value, Mapping):
                 raise TypeError(f"expected object, got {_json_type(value)}")
-            return fn(value, tp)
+            # A JSON null means "unset", as the API server treats it for non-nullable fields.
+            return fn({k: v for k, v in value.items() if v is not None}, tp)
 
         return structure
 

@@ -208,3 +208,13 @@ def test_to_dict_rejects_non_objects() -> None:
     """``to_dict`` only accepts models that serialise to objects."""
     with pytest.raises(TypeError):
         to_dict(("a",))
+
+
+def test_null_means_unset() -> None:
+    """JSON nulls (as clients send for empty metadata) are read as absent fields."""
+    data = _job({"workload": {"trainJob": {"a": None}}, "checkpoint": None})
+    data["metadata"].update(labels=None, creationTimestamp=None, finalizers=None)
+    job = structure(data, Job)
+    assert job.spec.checkpoint is None
+    assert job.metadata.labels == {}
+    assert job.spec.workload.train_job == {"a": None}
