@@ -1,0 +1,129 @@
+"""Rendered objects validate against the upstream CRDs and Kubernetes 1.30-1.37, and the
+validator itself catches what a real server would reject or prune."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cre.render import GangScheduler, RenderOptions, render_job_manifest
+from cre.testing.schemas import (
+    KUBE_VERSIONS,
+    embedded_batch_jobs,
+    structural_problems,
+    validate_job_documents,
+    validate_rendered,
+)
+
+from .helpers import CATALOG, by_kind, render, rjob
+
+
+def _runtime_problems(runtime: dict[str, Any]) -> list[str]:
+    return [str(p) for p in validate_rendered([runtime])]
+
+
+def test_dropping_status_true_is_caught_up_to_1_34() -> None:
+    """Without ``status: "True"`` the launcher's batch Job fails on 1.30-1.34 and passes later."""
+    runtime = copy.deepcopy(by_kind(render("communication/nccl-all-reduce"), "TrainingRuntime"))
+    assert _runtime_problems(runtime) == []
+    launcher = rjob([runtime], "launcher")
+    del launcher["template"]["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"]
+    problems = validate_rendered([runtime])
+    failing = sorted({p.schema for p in problems})
+    assert failing == [f"kubernetes-1.{m}.0" for m in range(30, 35)]
+    assert all("'status' is a required property" in p.message for p in problems)
+    assert all(p.path == ".spec.podFailurePolicy.rules.0.onPodConditions.0" for p in problems)
+
+
+def test_unknown_field_would_be_pruned() -> None:
+    """A field the Trainer schema does not know is reported as pruned, in both Trainer sets."""
+    runtime = copy.deepcopy(by_kind(render("diagnostics/dcgm-level1"), "TrainingRuntime"))
+    runtime["spec"]["mlPolicy"]["torch"]["numProcPerNode"] = 1
+    problems = validate_rendered([runtime])
+    assert {p.schema for p in problems} == {"trainer-v2.2.0", "trainer-latest"}
+    assert {p.path for p in problems} == {".spec.mlPolicy.torch.numProcPerNode"}
+    assert all("prune" in p.message for p in problems)
+
+
+def test_jobset_enum_and_required_fields_are_checked() -> None:
+    """A bad dependsOn status and a missing replicated job name fail the JobSet schemas."""
+    runtime = copy.deepcopy(by_kind(render("communication/nccl-all-reduce"), "TrainingRuntime"))
+    rjob([runtime], "launcher")["dependsOn"][0]["status"] = "Running"
+    messages = " ".join(str(p) for p in validate_rendered([runtime]))
+    assert "[jobset-v0.11.1]" in messages and "[jobset-latest]" in messages
+    assert "'Running' is not one of ['Ready', 'Complete']" in messages
+
+
+def test_train_job_spec_is_checked_with_types() -> None:
+    """A TrainJob spec with a string numNodes fails both Trainer sets."""
+    docs = render("communication/nccl-all-reduce")
+    by_kind(docs, "Job")["spec"]["workload"]["trainJob"]["trainer"]["numNodes"] = "2"
+    problems = validate_job_documents(docs)
+    assert {(p.schema, p.path) for p in problems} == {
+        ("trainer-v2.2.0", ".spec.trainer.numNodes"),
+        ("trainer-latest", ".spec.trainer.numNodes"),
+    }
+
+
+def test_batch_job_strict_schema_rejects_unknown_pod_field() -> None:
+    """An unknown pod-spec field fails Kubernetes' strict schema for every version."""
+    runtime = copy.deepcopy(by_kind(render("diagnostics/dcgm-level2"), "TrainingRuntime"))
+    rjob([runtime], "node")["template"]["spec"]["template"]["spec"]["restartPolcy"] = "Never"
+    schemas = {p.schema for p in validate_rendered([runtime]) if p.schema.startswith("kube")}
+    assert schemas == {f"kubernetes-{v}" for v in KUBE_VERSIONS}
+
+
+def test_embedded_batch_jobs_one_per_replicated_job() -> None:
+    """JobSet makes one batch Job per replicated job; the validator sees the same."""
+    runtime = by_kind(render("communication/nccl-alltoall"), "TrainingRuntime")
+    jobs = embedded_batch_jobs(runtime)
+    assert [j["metadata"]["name"] for j in jobs] == ["j-runtime-node", "j-runtime-launcher"]
+    assert jobs[1]["spec"]["backoffLimit"] == 1
+
+
+def test_structural_null_and_int_or_string() -> None:
+    """Nulls need ``nullable`` and int-or-string accepts both forms but not booleans."""
+    schema = {"type": "object", "properties": {"q": {"x-kubernetes-int-or-string": True}}}
+    assert structural_problems({"q": 1}, schema) == []
+    assert structural_problems({"q": "1Gi"}, schema) == []
+    assert structural_problems({"q": True}, schema) == [".q: expected int-or-string, got bool"]
+    assert structural_problems({"q": None}, schema) == [".q: null is not allowed"]
+
+
+def test_resource_claim_template_checked_where_served() -> None:
+    """resource.k8s.io/v1 exists from 1.34; the RoCE claim template validates there."""
+    docs = render("communication/nccl-all-reduce", "aws", "gb300")
+    rct = copy.deepcopy(by_kind(docs, "ResourceClaimTemplate"))
+    assert validate_rendered([rct]) == []
+    rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = "8"
+    assert {p.schema for p in validate_rendered([rct])} == {
+        f"kubernetes-1.{m}.0" for m in range(34, 38)
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    combo=st.sampled_from(CATALOG.combinations()),
+    kai=st.booleans(),
+    node_count=st.integers(min_value=1, max_value=4),
+    image=st.sampled_from([None, "registry.example.com/x:1"]),
+)
+def test_every_renderable_combination_validates(
+    combo: tuple[str, str, str], kai: bool, node_count: int, image: str | None
+) -> None:
+    """Any (entry, platform, arch), with or without KAI or an image, passes every schema."""
+    entry, platform, arch = combo
+    docs = render_job_manifest(
+        job_name="prop",
+        namespace="default",
+        catalog=CATALOG,
+        entry=entry,
+        platform=platform,
+        arch=arch,
+        nodes=[f"node-{i}" for i in range(node_count)],
+        options=RenderOptions(image=image, gang_scheduler=GangScheduler() if kai else None),
+    )
+    assert [str(p) for p in validate_job_documents(docs)] == []
