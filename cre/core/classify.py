@@ -4,7 +4,9 @@ The Workflow tier decides from this whether to retry a group, blame its nodes or
 way infra-scoped fail-fast keeps an infrastructure abort from being charged to a test. Scopes:
 
 * ``Node``: something happened to a node under the test (NotReady, a pod disrupted by eviction or
-  preemption, a GPU health monitor firing). Only the affected nodes are blamed.
+  preemption and not replaced, a GPU health monitor firing). Only the affected nodes are blamed.
+  A disrupted pod whose slot a replacement took (the launcher retry) is not evidence: the
+  replacement's own outcome decided the run.
 * ``Platform``: the cluster could not start the test (image pull, unschedulable, a DRA claim or
   ComputeDomain not ready, admission rejection). No node is blamed.
 * ``ControlPlane``: the run was ended from outside (workload deleted by someone else, name taken
@@ -88,6 +90,19 @@ def group_nodes(job: Job) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def slot(pod: PodView) -> str:
+    """The pod's place in its workload: its name without the random suffix
+    (``<trainjob>-<replicatedJob>-<jobIdx>-<podIdx>``); a replacement takes the same slot."""
+    return pod.name.rsplit("-", 1)[0]
+
+
+def superseded(pod: PodView, pods: Iterable[PodView]) -> bool:
+    """Whether a pod that is not a disruption target has taken ``pod``'s slot: the disruption
+    was absorbed by a replacement and did not decide the run."""
+    return any(other.name != pod.name and slot(other) == slot(pod)
+               and not is_disruption_target(other) for other in pods)
+
+
 def _node_evidence(
     job: Job, pods: tuple[PodView, ...], nodes: tuple[NodeView, ...]
 ) -> tuple[ClassReason, tuple[str, ...]] | None:
@@ -96,7 +111,8 @@ def _node_evidence(
     not_ready = sorted(n.name for n in nodes if n.name in scope and n.ready == "False")
     if not_ready:
         return ClassReason.NODE_NOT_READY, tuple(not_ready)
-    disrupted = sorted({p.node_name for p in pods if is_disruption_target(p) and p.node_name})
+    disrupted = sorted({p.node_name for p in pods if is_disruption_target(p) and p.node_name
+                        and not superseded(p, pods)})
     if disrupted:
         return ClassReason.POD_DISRUPTED, tuple(disrupted)
     evicted = sorted({p.node_name for p in pods if p.reason in EVICTION_POD_REASONS

@@ -312,7 +312,8 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
     if timeout is not None:
         left = (start + timeout - ctx.now).total_seconds()
         if left <= 0:
-            message = f"Workload {view.name} did not finish within timeoutPerJob {timeout}"
+            message = (f"Workload {view.name} did not finish within timeoutPerJob "
+                       f"{ctx.job.spec.timeout_per_job}")
             return _fail(ctx, cause=Cause.TIMEOUT, reason=JobReason.JOB_TIMED_OUT,
                          message=message, view=view, status=status)
         requeue = min(requeue, left)

@@ -27,7 +27,7 @@ class OwnerRef:
 
 @attrs.frozen(slots=True)
 class PodCondition:
-    """One entry of ``status.conditions``; ``status`` is the API's string "True"/"False"/"Unknown"."""
+    """One entry of ``status.conditions``; ``status`` is the API string True/False/Unknown."""
 
     type: str
     status: str

@@ -78,3 +78,14 @@ def test_standalone_job_blames_no_node() -> None:
     verdict = classify(job=make_job(group_nodes=()), cause=Cause.WORKLOAD_FAILED, message="m",
                        failure_log=ERROR_LOG, pods=(), nodes=READY)
     assert verdict.failure_class.scope == FailureScope.WORKLOAD and verdict.blamed == ()
+
+
+def test_disrupted_launcher_replaced_is_not_node_evidence() -> None:
+    """A disrupted launcher whose slot a replacement took does not make the failure Node class."""
+    first = pod("j1-workload-launcher-0-0-aaaaa", launcher=True, disruption="True",
+                state=terminated(exit_code=137, finished=at(1)))
+    retry = pod("j1-workload-launcher-0-0-bbbbb", launcher=True,
+                state=terminated(finished=at(20)))
+    verdict = classify(job=make_job(), cause=Cause.WORKLOAD_FAILED, message="m",
+                       failure_log=ERROR_LOG, pods=(first, retry), nodes=READY)
+    assert verdict.failure_class.scope == FailureScope.WORKLOAD
