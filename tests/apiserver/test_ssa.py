@@ -241,15 +241,23 @@ def test_crd_list_types_come_from_the_schema() -> None:
 
 
 _names = st.sampled_from(["a", "b", "c"])
-_containers = st.lists(
-    st.fixed_dictionaries({"name": _names}, optional={
-        "image": st.sampled_from(["x", "y"]),
-        "env": st.lists(st.fixed_dictionaries({"name": _names, "value": st.just("v")}),
-                        max_size=2, unique_by=lambda e: e["name"]),
-        "args": st.lists(st.text("ab", max_size=1), max_size=2),
-        "resources": st.fixed_dictionaries({}, optional={
-            "limits": st.dictionaries(_names, st.integers(0, 2), max_size=2)})}),
-    max_size=3, unique_by=lambda c: c["name"])
+
+
+def _item_name(item: dict[str, Any]) -> str:
+    return str(item["name"])
+
+
+_env: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
+    {"name": _names, "value": st.just("v")})
+_limits: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
+    {}, optional={"limits": st.dictionaries(_names, st.integers(0, 2), max_size=2)})
+_container: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
+    {"name": _names},
+    optional={"image": st.sampled_from(["x", "y"]),
+              "env": st.lists(_env, max_size=2, unique_by=_item_name),
+              "args": st.lists(st.text("ab", max_size=1), max_size=2),
+              "resources": _limits})
+_containers = st.lists(_container, max_size=3, unique_by=_item_name)
 
 
 @settings(max_examples=150, deadline=None)
