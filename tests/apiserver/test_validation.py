@@ -302,6 +302,17 @@ def test_cel_transition_rules_only_run_on_update_with_an_old_value() -> None:
     assert schema.validate(_obj({"image": "b"}), _obj({})) == []
 
 
+def test_cel_optional_old_self_runs_on_create_with_an_optional() -> None:
+    """With optionalOldSelf the rule also runs on create, oldSelf being an empty optional."""
+    schema = _schema({"n": {"type": "integer", "x-kubernetes-validations": [
+        {"rule": "!oldSelf.hasValue() ? self <= 5 : self >= oldSelf.value()",
+         "optionalOldSelf": True, "message": "bad n"}]}})
+    assert schema.validate(_obj({"n": 3})) == []
+    assert _texts(schema.validate(_obj({"n": 7}))) == ['spec.n: Invalid value: "integer": bad n']
+    assert schema.validate(_obj({"n": 9}), _obj({"n": 8})) == []
+    assert len(schema.validate(_obj({"n": 1}), _obj({"n": 8}))) == 1
+
+
 def test_cel_transition_rules_correlate_map_list_items_by_key() -> None:
     """In a map list, oldSelf is the old item with the same key; new items are not checked."""
     schema = _schema({"jobs": {"type": "array", "x-kubernetes-list-type": "map",

@@ -8,7 +8,8 @@ here as Python functions (strings ext, list ext, regex `find`/`findAll`, `isSort
 `min`, `max`, `indexOf`, `lastIndexOf`, `quantity`-free helpers). Only the functions a rule
 references are passed to it.
 
-Left out: cost estimation and budgets (rules always run), optional types syntax (`.?`), and the
+Left out: cost estimation and budgets (rules always run), the optional field syntax (`.?`;
+optional values themselves work, for `optionalOldSelf`), and the
 URL, IP/CIDR, quantity, semver and format libraries, which the upstream CRDs CRE loads do not use.
 """
 
@@ -147,6 +148,11 @@ def compile_expression(source: str) -> Program:
     functions = {name: LIBRARY[name] for name in refs.get("functions", ()) if name in LIBRARY}
     return Program(source=source, program=program, functions=functions,
                    variables=frozenset(refs.get("variables", ())))
+
+
+def optional(value: Any, *, present: bool) -> Any:
+    """A CEL optional (`optionalOldSelf: true` binds `oldSelf` to one)."""
+    return cel.OptionalValue.of(value) if present else cel.OptionalValue.none()
 
 
 def error_text(exc: Exception) -> str:

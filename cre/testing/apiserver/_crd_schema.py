@@ -23,7 +23,13 @@ from typing import Any
 
 from cre.testing.apiserver import _causes as C
 from cre.testing.apiserver._causes import Cause
-from cre.testing.apiserver._cel import CelCompileError, Program, compile_expression, error_text
+from cre.testing.apiserver._cel import (
+    CelCompileError,
+    Program,
+    compile_expression,
+    error_text,
+    optional,
+)
 from cre.testing.apiserver._shapes import clone
 
 OBJECT_META_FIELDS = frozenset({
@@ -488,8 +494,10 @@ class _Run:
     def evaluate(self, rule: _Rule, value: Any, old: Any, node: _Node,
                  path: str) -> Cause | None:
         variables: dict[str, Any] = {"self": value}
-        if rule.transition:
-            variables[_OLD_SELF] = None if old is _MISSING else old
+        if rule.transition and rule.optional_old:
+            variables[_OLD_SELF] = optional(old, present=old is not _MISSING)
+        elif rule.transition:
+            variables[_OLD_SELF] = old
         try:
             result = rule.program.run(variables)
         except Exception as exc:  # the CEL runtime raises KeyError/TypeError/RuntimeError
