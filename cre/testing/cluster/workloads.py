@@ -8,13 +8,17 @@ simulator always meets the images, commands, labels and policies CRE really prod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cre.catalog.loader import load_catalog
+from cre.kube.client import TRAINJOBS
 from cre.render.job import render_job_manifest
 from cre.render.options import GangScheduler, RenderOptions
-from cre.testing.cluster.profiles import Profile
+from cre.testing.cluster.clock import DEFAULT_EPOCH
+from cre.testing.cluster.memory import MemoryCluster
+from cre.testing.cluster.model import is_true
+from cre.testing.cluster.profiles import Profile, node_manifest, node_name
 
 PLATFORM_ARCH = {"aws-h100": ("aws", "h100"), "aws-gb200": ("aws", "gb200"),
                  "gcp-h100": ("gcp", "h100"), "onprem-gb200": ("onprem", "gb200"),
@@ -49,3 +53,28 @@ def trainjob_objects(*, entry: str, job_name: str, namespace: str, profile: Prof
                                             .get("labels") or {})},
                 "spec": spec}
     return [*deps, trainjob]
+
+
+def memory_cluster(*, entry: str, job_name: str = "ar", namespace: str = "default",
+                   profile: Profile, nodes: int = 2, kai: bool = False,
+                   start: float = DEFAULT_EPOCH) -> MemoryCluster:
+    """An in-memory cluster of ``nodes`` profile nodes holding ``entry``'s runtime and TrainJob.
+
+    Run it with :meth:`MemoryCluster.run` and :func:`trainjob_finished` as the stop condition.
+    """
+    mc = MemoryCluster()
+    for i in range(nodes):
+        mc.add(node_manifest(profile, i), start)
+    names = [node_name(profile, i) for i in range(nodes)]
+    for obj in trainjob_objects(entry=entry, job_name=job_name, namespace=namespace,
+                                profile=profile, nodes=names, kai=kai):
+        mc.add(obj, start)
+    return mc
+
+
+def trainjob_finished(key: str) -> Callable[[MemoryCluster], bool]:
+    """Stop condition: the TrainJob ``namespace/name`` is Complete or Failed."""
+    def done(mc: MemoryCluster) -> bool:
+        tj = mc.objects[TRAINJOBS.plural].get(key)
+        return tj is not None and (is_true(tj, "Complete") or is_true(tj, "Failed"))
+    return done

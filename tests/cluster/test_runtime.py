@@ -1,0 +1,70 @@
+"""The simulated cluster over HTTP against the API emulator (watch-driven, scaled time)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cre.kube.client import NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
+from cre.testing.apiserver import Emulator
+from cre.testing.cluster import simulate
+from cre.testing.cluster.model import World, condition, is_true
+from cre.testing.cluster.profiles import get_profile
+from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.cluster.workloads import trainjob_objects
+
+pytestmark = pytest.mark.anyio
+TJ = "default/ar-workload"
+
+
+def _launchers(world: World) -> list[dict[str, Any]]:
+    return [p for p in world.all(PODS) if p["metadata"]["labels"].get("cre.dev/launcher")]
+
+
+async def _apply(cluster: Any) -> None:
+    for obj in trainjob_objects(entry="communication/nccl-all-reduce", job_name="ar",
+                                namespace="default", profile=get_profile("aws-h100"),
+                                nodes=["aws-h100-node-0", "aws-h100-node-1"]):
+        res = TRAINJOBS if obj["kind"] == "TrainJob" else TRAINING_RUNTIMES
+        await cluster.client.create(res, obj)
+
+
+async def test_trainjob_runs_to_completion_with_logs(kube_emulator: Emulator) -> None:
+    """Nodes register Ready, a TrainJob completes, and the launcher log is readable over HTTP."""
+    async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
+        nodes = (await cluster.client.list(NODES))["items"]
+        assert len(nodes) == 2
+        await _apply(cluster)
+        world = await cluster.wait_for(lambda w: (tj := w.get(TRAINJOBS, TJ)) is not None
+                                       and is_true(tj, "Complete"))
+        pod = _launchers(world)[0]
+        text = await cluster.client.read_text(PODS.path(
+            namespace="default", name=pod["metadata"]["name"], subresource="log"),
+            query={"container": "node"})
+        assert "# Avg bus bandwidth" in text
+        assert cluster.errors == []
+
+
+async def test_eviction_and_node_not_ready(kube_emulator: Emulator) -> None:
+    """An evicted launcher fails with DisruptionTarget True; a NotReady node gets tainted."""
+    async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
+        cluster.add_override(Override(behaviour=Behaviour.HANG, role=Role.LAUNCHER))
+        await _apply(cluster)
+        world = await cluster.wait_for(lambda w: any(
+            (p.get("status") or {}).get("phase") == "Running" for p in _launchers(w)))
+        victim = next(p for p in _launchers(world) if p["status"]["phase"] == "Running")
+        name = victim["metadata"]["name"]
+        await cluster.evict_pod("default", name)
+
+        def evicted(w: World) -> bool:
+            pod = w.get(PODS, f"default/{name}")
+            return pod is None or (pod["status"].get("phase") == "Failed"
+                                   and (condition(pod, "DisruptionTarget") or {}).get(
+                                       "status") == "True")
+        await cluster.wait_for(evicted)
+        await cluster.set_node_ready("aws-h100-node-1", False)
+        world = await cluster.wait_for(lambda w: bool(
+            (w.get(NODES, "aws-h100-node-1") or {}).get("spec", {}).get("taints")))
+        taints = world.get(NODES, "aws-h100-node-1")["spec"]["taints"]  # type: ignore[index]
+        assert {t["key"] for t in taints} == {"node.kubernetes.io/not-ready"}

@@ -1,0 +1,278 @@
+"""Each simulated controller's pure step, on hand-built worlds (no HTTP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cre.kube.client import BATCH_JOBS, JOBSETS, PODS
+from cre.testing.cluster import batchjob, jobset, kubelet, nodelifecycle, scheduler, trainer
+from cre.testing.cluster.config import SimConfig
+from cre.testing.cluster.model import Bind, Create, Delete, Mark, Patch, World
+from cre.testing.cluster.profiles import get_profile, node_manifest
+from cre.testing.cluster.workloads import trainjob_objects
+
+T0 = 1767225600.0
+CFG = SimConfig()
+PROF = get_profile("aws-h100")
+
+
+def _meta(name: str, uid: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "namespace": "ns", "uid": uid, **extra}
+
+
+def job(*, restart: str = "Never", backoff: int = 1, pfp: dict[str, Any] | None = None,
+        completions: int = 1, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parallelism": completions, "completions": completions,
+                            "backoffLimit": backoff, "completionMode": "Indexed",
+                            "template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                                "restartPolicy": restart,
+                                "containers": [{"name": "node", "image": "i"}]}}}
+    if pfp:
+        spec["podFailurePolicy"] = pfp
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta("j", "job-uid"),
+            "spec": spec, "status": status or {}}
+
+
+def pod(name: str, *, phase: str, index: int = 0, exit_code: int = 1, finished: str =
+        "2026-01-01T00:00:05Z", conditions: list[dict[str, Any]] | None = None,
+        finalizer: bool = True) -> dict[str, Any]:
+    meta = _meta(name, f"uid-{name}", labels={}, annotations={
+        "batch.kubernetes.io/job-completion-index": str(index)},
+        ownerReferences=[{"kind": "Job", "uid": "job-uid", "controller": True}])
+    if finalizer:
+        meta["finalizers"] = [batchjob.TRACKING_FINALIZER]
+    term = {"exitCode": exit_code, "finishedAt": finished}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"nodeName": "n0"},
+            "status": {"phase": phase, "conditions": conditions or [], "containerStatuses": [
+                {"name": "node", "restartCount": 0, "state": {"terminated": term}}]}}
+
+
+def creates(step: Any, kind: str) -> list[dict[str, Any]]:
+    return [a.body for a in step.actions if isinstance(a, Create) and a.body["kind"] == kind]
+
+
+def status_patch(step: Any) -> dict[str, Any]:
+    (p,) = [a for a in step.actions if isinstance(a, Patch) and a.subresource == "status"
+            and a.resource == BATCH_JOBS]
+    return dict(p.patch["status"])
+
+
+def test_job_creates_indexed_pods_with_names_labels_and_finalizer() -> None:
+    """A new Indexed Job gets one pod per index, named and labelled like the Job controller's."""
+    out = batchjob.step(World.of([job(completions=2)]), T0, CFG)
+    pods = creates(out, "Pod")
+    assert [p["metadata"]["generateName"] for p in pods] == ["j-0-", "j-1-"]
+    first = pods[0]
+    assert first["spec"]["hostname"] == "j-0"
+    assert first["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"
+    assert first["metadata"]["finalizers"] == [batchjob.TRACKING_FINALIZER]
+    assert first["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
+    assert any(e["name"] == "JOB_COMPLETION_INDEX" for e in first["spec"]["containers"][0]["env"])
+
+
+def test_never_failure_is_replaced_after_the_pod_failure_backoff() -> None:
+    """A failed pod (restartPolicy Never) is counted once and replaced only 10 s after it ended."""
+    world = World.of([job(), pod("p1", phase="Failed")])
+    out = batchjob.step(world, T0 + 6, CFG)
+    assert status_patch(out)["failed"] == 1
+    assert not creates(out, "Pod") and out.wake_at == T0 + 15
+    marks = {a.key: a.value for a in out.actions if isinstance(a, Mark)}
+    counted = World.of([job(status={"failed": 1}), pod("p1", phase="Failed", finalizer=False)],
+                       marks=marks)
+    later = batchjob.step(counted, T0 + 15, CFG)
+    assert [p["metadata"]["generateName"] for p in creates(later, "Pod")] == ["j-0-"]
+
+
+def test_backoff_limit_sets_failure_target_then_failed() -> None:
+    """failed > backoffLimit: FailureTarget, active pods deleted, Failed once none terminate."""
+    world = World.of([job(backoff=0), pod("p1", phase="Failed")])
+    st = status_patch(batchjob.step(world, T0 + 6, CFG))
+    types = [(c["type"], c["reason"]) for c in st["conditions"]]
+    assert types == [("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
+
+
+def test_pod_failure_policy_ignores_disruption() -> None:
+    """A DisruptionTarget=True failure matched by an Ignore rule is not counted and not delayed."""
+    pfp = {"rules": [{"action": "Ignore", "onPodConditions": [
+        {"type": "DisruptionTarget", "status": "True"}]}]}
+    evicted = pod("p1", phase="Failed", exit_code=143, conditions=[
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}])
+    out = batchjob.step(World.of([job(backoff=0, pfp=pfp), evicted]), T0 + 6, CFG)
+    assert status_patch(out)["failed"] == 0
+    assert len(creates(out, "Pod")) == 1
+
+
+def test_pod_failure_policy_fail_job_on_exit_code() -> None:
+    """A FailJob exit-code rule fails the Job with reason PodFailurePolicy and the real message."""
+    pfp = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}
+    out = batchjob.step(World.of([job(backoff=5, pfp=pfp), pod("p1", phase="Failed",
+                                                               exit_code=42)]), T0 + 6, CFG)
+    cond = status_patch(out)["conditions"][0]
+    assert cond["reason"] == "PodFailurePolicy"
+    assert cond["message"] == ("Container node for pod ns/p1 failed with exit code 42 matching "
+                               "FailJob rule at index 0")
+
+
+def test_on_failure_restart_counts_bound_the_job() -> None:
+    """With OnFailure, restartCount sum >= backoffLimit fails the Job."""
+    running = pod("p1", phase="Running")
+    running["status"]["containerStatuses"][0].update(restartCount=3, state={"running": {}})
+    out = batchjob.step(World.of([job(restart="OnFailure", backoff=3), running]), T0, CFG)
+    assert any(isinstance(a, Delete) and a.name == "p1" for a in out.actions)
+    assert status_patch(out)["conditions"][0]["type"] == "FailureTarget"
+
+
+def _rendered() -> tuple[dict[str, Any], dict[str, Any]]:
+    runtime, tj = trainjob_objects(entry="communication/nccl-all-reduce", job_name="ar",
+                                   namespace="ns", profile=PROF, nodes=["n0", "n1"])
+    tj["metadata"]["uid"] = "tj-uid"
+    return runtime, tj
+
+
+def test_trainer_builds_the_mpi_jobset() -> None:
+    """Trainer names the JobSet after the TrainJob, merges the patches, sets counts and MPI bits."""
+    runtime, tj = _rendered()
+    js = trainer.build_jobset(tj, runtime)
+    assert js["metadata"]["name"] == "ar-workload"
+    assert js["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    rjobs = {rj["name"]: rj for rj in js["spec"]["replicatedJobs"]}
+    node_spec = rjobs["node"]["template"]["spec"]
+    assert node_spec["parallelism"] == node_spec["completions"] == 2
+    launcher_pod = rjobs["launcher"]["template"]["spec"]["template"]
+    assert launcher_pod["metadata"]["labels"]["cre.dev/launcher"] == "ar"
+    container = launcher_pod["spec"]["containers"][0]
+    assert container["command"][-1].endswith("mpirun")
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    assert {v["name"] for v in launcher_pod["spec"]["volumes"]} >= {"mpi-hostfile",
+                                                                    "mpi-ssh-auth"}
+    host = trainer.hostfile_configmap(tj, runtime, js)["data"]["hostfile"]
+    assert host.splitlines() == ["ar-workload-node-0-0.ar-workload slots=8",
+                                 "ar-workload-node-0-1.ar-workload slots=8"]
+
+
+def test_trainer_copies_jobset_failure_to_trainjob() -> None:
+    """TrainJob Failed copies the JobSet's True Failed condition (reason and message)."""
+    runtime, tj = _rendered()
+    js = trainer.build_jobset(tj, runtime)
+    js["status"] = {"conditions": [{"type": "Failed", "status": "True", "reason": "FailedJobs",
+                                    "message": "jobset failed", "lastTransitionTime": "t"}]}
+    out = trainer.step(World.of([runtime, tj, js]), T0, CFG)
+    (patch,) = [a for a in out.actions if isinstance(a, Patch)]
+    (cond,) = patch.patch["status"]["conditions"]
+    assert (cond["type"], cond["reason"], cond["message"]) == ("Failed", "FailedJobs",
+                                                               "jobset failed")
+
+
+def _jobset() -> dict[str, Any]:
+    runtime, tj = _rendered()
+    js = trainer.build_jobset(tj, runtime)
+    js["metadata"]["uid"] = "js-uid"
+    return js
+
+
+def test_jobset_creates_workers_first_and_launcher_on_ready() -> None:
+    """dependsOn Ready: only the node Job at first; the launcher once the node Job is ready."""
+    js = _jobset()
+    jobs = creates(jobset.step(World.of([js]), T0, CFG), "Job")
+    assert [j["metadata"]["name"] for j in jobs] == ["ar-workload-node-0"]
+    labels = jobs[0]["spec"]["template"]["metadata"]["labels"]
+    assert labels[jobset.RJOB_NAME] == "node" and labels[jobset.RESTART_ATTEMPT] == "0"
+    assert jobs[0]["spec"]["template"]["spec"]["subdomain"] == "ar-workload"
+    node_job = {**jobs[0], "metadata": {**jobs[0]["metadata"], "uid": "nj"},
+                "status": {"ready": 2, "active": 2}}
+    later = creates(jobset.step(World.of([js, node_job]), T0, CFG), "Job")
+    assert [j["metadata"]["name"] for j in later] == ["ar-workload-launcher-0"]
+
+
+def test_jobset_success_policy_and_failure() -> None:
+    """The launcher completing completes the JobSet; a failed Job fails it with FailedJobs."""
+    js = _jobset()
+    done = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "ar-workload-launcher-0", "namespace": "ns", "uid": "l",
+        "labels": {jobset.RJOB_NAME: "launcher", jobset.RESTART_ATTEMPT: "0"},
+        "ownerReferences": [{"uid": "js-uid", "controller": True}]},
+        "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    out = jobset.step(World.of([js, done]), T0, CFG)
+    (p,) = [a for a in out.actions if isinstance(a, Patch) and a.resource == JOBSETS]
+    assert p.patch["status"]["conditions"][-1]["reason"] == "AllJobsCompleted"
+    done["status"] = {"conditions": [{"type": "Failed", "status": "True",
+                                      "lastTransitionTime": "t"}]}
+    out = jobset.step(World.of([js, done]), T0, CFG)
+    (p,) = [a for a in out.actions if isinstance(a, Patch) and a.resource == JOBSETS]
+    assert p.patch["status"]["conditions"][-1]["message"] == (
+        "jobset failed due to one or more job failures (first failed job: "
+        "ar-workload-launcher-0)")
+
+
+def test_jobset_restart_bumps_attempt() -> None:
+    """With failurePolicy maxRestarts 1 a failed Job raises status.restarts instead of failing."""
+    js = _jobset()
+    js["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    failed = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "ar-workload-node-0", "namespace": "ns", "uid": "n",
+        "labels": {jobset.RJOB_NAME: "node", jobset.RESTART_ATTEMPT: "0"},
+        "ownerReferences": [{"uid": "js-uid", "controller": True}]},
+        "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
+    out = jobset.step(World.of([js, failed]), T0, CFG)
+    (p,) = [a for a in out.actions if isinstance(a, Patch) and a.resource == JOBSETS]
+    assert p.patch["status"]["restarts"] == 1
+    assert not any(c.get("type") == "Failed" for c in p.patch["status"].get("conditions") or [])
+
+
+def test_scheduler_binds_or_reports_unschedulable() -> None:
+    """A GPU pod binds to a node with room; one asking for too many GPUs gets the real message."""
+    nodes = [node_manifest(PROF, 0), node_manifest(PROF, 1)]
+    fits = {"apiVersion": "v1", "kind": "Pod", "metadata": _meta("a", "a"), "spec": {
+        "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+        "status": {"phase": "Pending"}}
+    big = {**fits, "metadata": _meta("b", "b"), "spec": {"containers": [
+        {"name": "c", "resources": {"limits": {"nvidia.com/gpu": "9"}}}],
+        "nodeSelector": {"kubernetes.io/hostname": "aws-h100-node-0"}}}
+    out = scheduler.step(World.of([*nodes, fits, big]), T0, CFG)
+    binds = [a for a in out.actions if isinstance(a, Bind)]
+    assert [(b.pod, b.node) for b in binds] == [("a", "aws-h100-node-0")]
+    (msg,) = [a.patch["status"]["conditions"][-1]["message"] for a in out.actions
+              if isinstance(a, Patch) and a.name == "b"]
+    assert msg == ("0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't "
+                   "match Pod's node affinity/selector. preemption: 0/2 nodes are available: "
+                   "2 Preemption is not helpful for scheduling.")
+
+
+def test_kubelet_crashloop_backoff_message() -> None:
+    """A second failure under OnFailure waits in CrashLoopBackOff with the kubelet's message."""
+    node = node_manifest(PROF, 0)
+    p = pod("p1", phase="Running")
+    p["spec"] = {"nodeName": node["metadata"]["name"], "restartPolicy": "OnFailure",
+                 "containers": [{"name": "node", "image": "i"}]}
+    p["status"].update(startTime="2026-01-01T00:00:00Z")
+    p["status"]["containerStatuses"][0].update(restartCount=1, state={"terminated": {
+        "exitCode": 1, "reason": "Error"}})
+    out = kubelet.step(World.of([node, p]), T0, CFG)
+    (patch,) = [a for a in out.actions if isinstance(a, Patch)]
+    waiting = patch.patch["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["reason"] == "CrashLoopBackOff"
+    assert waiting["message"] == ("back-off 10s restarting failed container=node "
+                                  "pod=p1_ns(uid-p1)")
+    assert patch.patch["status"]["phase"] == "Running" and out.wake_at == T0 + 10
+
+
+def test_node_not_ready_taints_and_evicts_after_toleration() -> None:
+    """A NotReady node is tainted; its pods get DisruptionTarget, then a delete when tolerated."""
+    node = node_manifest(PROF, 0)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    p = pod("p1", phase="Running")
+    p["spec"] = {"nodeName": node["metadata"]["name"], "tolerations": [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 30}]}
+    first = nodelifecycle.step(World.of([node, p]), T0, CFG)
+    assert first.wake_at == T0 + 30
+    taint = next(a for a in first.actions if isinstance(a, Patch) and a.name == node["metadata"][
+        "name"]).patch["spec"]["taints"]
+    assert {t["key"] for t in taint} == {"node.kubernetes.io/not-ready"}
+    later = nodelifecycle.step(World.of([node, p], marks={
+        f"tainted/{node['metadata']['name']}": T0}), T0 + 30, CFG)
+    reasons = [c.get("reason") for a in later.actions if isinstance(a, Patch) and a.name == "p1"
+               for c in a.patch["status"]["conditions"]]
+    assert "DeletionByTaintManager" in reasons
+    assert any(isinstance(a, Delete) and a.resource == PODS for a in later.actions)
