@@ -3,8 +3,8 @@
 The API server runs three passes over every custom-resource write (and defaulting again when it
 reads from storage): it prunes fields the schema does not declare, applies `default:` values,
 then validates types, OpenAPI value constraints and `x-kubernetes-validations` CEL rules. This
-module compiles the `openAPIV3Schema` into a tree of `_Node`s once per CRD version (regexes and
-CEL programs included), so each write only walks the object.
+module walks the tree of `SchemaNode`s (`_schema_node`) compiled once per CRD version
+(regexes and CEL programs included), so each write only walks the object.
 
 Messages follow kube-openapi (`<path> in body must be of type integer: "string"`) and the CEL
 validator of apiextensions-apiserver (schema type name shown up to 1.34, value from 1.35).
@@ -17,191 +17,31 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from cre.testing.apiserver import _causes as C
 from cre.testing.apiserver._causes import Cause
 from cre.testing.apiserver._cel import (
     CelCompileError,
-    Program,
-    compile_expression,
     error_text,
     optional,
 )
+from cre.testing.apiserver._schema_node import (
+    OBJECT_META_FIELDS,
+    OLD_SELF,
+    ROOT_KEEP,
+    Rule,
+    SchemaNode,
+    compile_json_schema,
+    format_ok,
+    json_type,
+    list_key,
+    type_ok,
+)
 from cre.testing.apiserver._shapes import clone
 
-OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields",
-})
-_ROOT_KEEP = ("apiVersion", "kind", "metadata")
-_OLD_SELF = "oldSelf"
-_REASONS = {
-    "FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate",
-}
-
-
-class _Rule:
-    __slots__ = ("field_path", "message", "message_expression", "optional_old", "program",
-                 "reason", "rule", "transition")
-
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.rule = str(raw.get("rule", ""))
-        self.program: Program = compile_expression(self.rule)
-        self.transition = _OLD_SELF in self.program.variables
-        self.optional_old = bool(raw.get("optionalOldSelf", False))
-        self.message = str(raw.get("message") or "").strip()
-        expr = raw.get("messageExpression")
-        self.message_expression = compile_expression(str(expr)) if expr else None
-        reason = raw.get("reason") or "FieldValueInvalid"
-        self.reason = reason if reason in _REASONS else "FieldValueInvalid"
-        self.field_path = str(raw.get("fieldPath") or "")
-
-
-Builder = Callable[[Mapping[str, Any]], "_Node"]
-
-
-class _Node:
-    """One compiled schema node."""
-
-    __slots__ = (
-        "additional", "all_of", "alt_types", "any_of", "default", "embedded", "enum",
-        "exclusive_maximum",
-        "exclusive_minimum", "format", "has_default", "int_or_string", "items", "list_map_keys",
-        "list_type", "max_items", "max_length", "max_properties", "maximum", "min_items",
-        "min_length", "min_properties", "minimum", "multiple_of", "not_", "nullable", "one_of",
-        "pattern", "pattern_source", "preserve", "properties", "required", "rules", "type",
-        "unique_items",
-    )
-
-    def __init__(self, raw: Mapping[str, Any], build: Builder | None = None) -> None:
-        self.fill(raw, build or _Node)
-
-    def fill(self, raw: Mapping[str, Any], build: Builder) -> None:
-        """Set every attribute from the raw schema; children are made by `build`."""
-        self.type: str | None = raw.get("type")
-        self.nullable = bool(raw.get("nullable", False))
-        self.int_or_string = bool(raw.get("x-kubernetes-int-or-string", False))
-        self.alt_types: tuple[str, ...] = tuple(raw.get("x-cre-alternative-types") or ())
-        self.preserve = bool(raw.get("x-kubernetes-preserve-unknown-fields", False))
-        self.embedded = bool(raw.get("x-kubernetes-embedded-resource", False))
-        self.properties = {k: build(v) for k, v in (raw.get("properties") or {}).items()}
-        extra = raw.get("additionalProperties")
-        self.additional = build(extra) if isinstance(extra, Mapping) else None
-        items = raw.get("items")
-        self.items = build(items) if isinstance(items, Mapping) else None
-        self.required: tuple[str, ...] = tuple(raw.get("required") or ())
-        self.enum: tuple[Any, ...] | None = tuple(raw["enum"]) if "enum" in raw else None
-        self.pattern_source: str | None = raw.get("pattern")
-        self.pattern = re.compile(self.pattern_source) if self.pattern_source else None
-        self.format: str | None = raw.get("format")
-        self.minimum = raw.get("minimum")
-        self.maximum = raw.get("maximum")
-        self.exclusive_minimum = bool(raw.get("exclusiveMinimum", False))
-        self.exclusive_maximum = bool(raw.get("exclusiveMaximum", False))
-        self.multiple_of = raw.get("multipleOf")
-        self.min_length = raw.get("minLength")
-        self.max_length = raw.get("maxLength")
-        self.min_items = raw.get("minItems")
-        self.max_items = raw.get("maxItems")
-        self.unique_items = bool(raw.get("uniqueItems", False))
-        self.min_properties = raw.get("minProperties")
-        self.max_properties = raw.get("maxProperties")
-        self.list_type: str = raw.get("x-kubernetes-list-type") or "atomic"
-        self.list_map_keys: tuple[str, ...] = tuple(raw.get("x-kubernetes-list-map-keys") or ())
-        self.has_default = "default" in raw
-        self.default = raw.get("default")
-        self.all_of = [build(s) for s in raw.get("allOf") or ()]
-        self.any_of = [build(s) for s in raw.get("anyOf") or ()]
-        self.one_of = [build(s) for s in raw.get("oneOf") or ()]
-        self.not_ = build(raw["not"]) if isinstance(raw.get("not"), Mapping) else None
-        self.rules = [_Rule(r) for r in raw.get("x-kubernetes-validations") or ()]
-
-    def child(self, key: str) -> _Node | None:
-        node = self.properties.get(key)
-        return node if node is not None else self.additional
-
-    def type_name(self) -> str:
-        if self.alt_types:
-            return ",".join(self.alt_types)
-        if self.int_or_string:
-            return "integer,string" if self.type is None else self.type
-        return self.type or "object"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _type_ok(node: _Node, value: Any) -> bool:
-    actual = _json_type(value)
-    if node.int_or_string:
-        return actual in ("integer", "string")
-    if node.alt_types:
-        return actual in node.alt_types or (actual == "integer" and "number" in node.alt_types)
-    expected = node.type
-    if expected is None:
-        return True
-    if expected == "number":
-        return actual in ("integer", "number")
-    return actual == expected
-
-
-_FORMATS: dict[str, re.Pattern[str]] = {
-    "uuid": re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"),
-    "hostname": re.compile(
-        r"^[a-zA-Z0-9]([-a-zA-Z0-9]{0,62})?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,62})?)*\.?$"),
-    "ipv4": re.compile(r"^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$"),
-    "email": re.compile(r"^[^@\s]+@[^@\s]+$"),
-    "date": re.compile(r"^\d{4}-\d{2}-\d{2}$"),
-    "byte": re.compile(r"^[A-Za-z0-9+/]*={0,2}$"),
-    "k8s-short-name": re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
-}
-
-
-def _format_ok(fmt: str, value: Any) -> bool:
-    name = fmt.replace("-", "") if fmt == "date-time" else fmt
-    if name in ("int32", "int64"):
-        if not isinstance(value, int) or isinstance(value, bool):
-            return True
-        limit = 2**31 if name == "int32" else 2**63
-        return -limit <= value < limit
-    if not isinstance(value, str):
-        return True
-    if name == "datetime":
-        try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return False
-        return "T" in value or " " in value
-    pattern = _FORMATS.get(name)
-    if pattern is None:
-        return True
-    if name == "k8s-short-name" and len(value) > 63:
-        return False
-    return bool(pattern.match(value))
-
-
-def _list_key(item: Any, keys: tuple[str, ...]) -> Any:
-    if not isinstance(item, dict):
-        return None
-    return tuple((k, repr(item.get(k))) for k in keys)
-
+__all__ = ["OBJECT_META_FIELDS", "CRDSchema", "SchemaNode", "check", "compile_json_schema"]
 
 class CRDSchema:
     """The compiled schema of one CRD version (`CRDSchema.from_crd(crd, version)`)."""
@@ -212,7 +52,7 @@ class CRDSchema:
         self.version = version
         self.raw = schema
         self.kubernetes_version = C.parse_version(kubernetes_version)
-        self.root = _Node(schema)
+        self.root = SchemaNode(schema)
         self.has_rules = _has_rules(self.root, set())
 
     @classmethod
@@ -242,7 +82,7 @@ class CRDSchema:
         self._default(result, self.root, root=True)
         return result
 
-    def _default(self, value: Any, node: _Node, *, root: bool = False) -> None:
+    def _default(self, value: Any, node: SchemaNode, *, root: bool = False) -> None:
         if isinstance(value, dict):
             for key, child in node.properties.items():
                 if root and key == "metadata":
@@ -254,7 +94,7 @@ class CRDSchema:
                     elif current is None:
                         del value[key]
             for key, item in list(value.items()):
-                if root and key in _ROOT_KEEP:
+                if root and key in ROOT_KEEP:
                     continue
                 child_node = node.child(key)
                 if child_node is None:
@@ -285,14 +125,14 @@ class CRDSchema:
         self._prune(result, self.root, "", dropped, root=True)
         return result, dropped
 
-    def _prune(self, value: Any, node: _Node, path: str, dropped: list[str], *,
+    def _prune(self, value: Any, node: SchemaNode, path: str, dropped: list[str], *,
                root: bool = False) -> None:
         if isinstance(value, dict):
             keep_meta = root or node.embedded
             for key in list(value):
                 child = node.child(key)
                 child_path = f"{path}.{key}" if path else key
-                if keep_meta and key in _ROOT_KEEP:
+                if keep_meta and key in ROOT_KEEP:
                     if key == "metadata" and isinstance(value[key], dict):
                         for meta_key in list(value[key]):
                             if meta_key not in OBJECT_META_FIELDS:
@@ -344,9 +184,10 @@ class _Run:
         self.version = version
         self.ratchet = ratchet
         self.causes: list[Cause] = []
-        self.pending: list[tuple[_Rule, Any, Any, _Node, str]] = []
+        self.pending: list[tuple[Rule, Any, Any, SchemaNode, str]] = []
 
-    def walk(self, value: Any, node: _Node, path: str, old: Any, *, root: bool = False) -> None:
+    def walk(self, value: Any, node: SchemaNode, path: str, old: Any, *,
+             root: bool = False) -> None:
         if self.ratchet and old is not _MISSING and old == value:
             return
         if value is None:
@@ -354,7 +195,7 @@ class _Run:
                 return
             self._type_error(node, value, path)
             return
-        if not _type_ok(node, value):
+        if not type_ok(node, value):
             self._type_error(node, value, path)
             return
         self._values(value, node, path)
@@ -382,13 +223,13 @@ class _Run:
         elif isinstance(value, list):
             self._array(value, node, path, old)
 
-    def _type_error(self, node: _Node, value: Any, path: str) -> None:
-        found = _json_type(value)
+    def _type_error(self, node: SchemaNode, value: Any, path: str) -> None:
+        found = json_type(value)
         self.causes.append(C.invalid(
             path, found, f"{path} in body must be of type {node.type_name()}: \"{found}\"",
             version=self.version, type_invalid=True))
 
-    def _object(self, value: dict[str, Any], node: _Node, path: str, old: Any, *,
+    def _object(self, value: dict[str, Any], node: SchemaNode, path: str, old: Any, *,
                 root: bool) -> None:
         for name in node.required:
             if name not in value:
@@ -407,11 +248,11 @@ class _Run:
             child_path = f"{path}.{key}" if path else key
             self.walk(item, child, child_path, old_map.get(key, _MISSING))
 
-    def _array(self, value: list[Any], node: _Node, path: str, old: Any) -> None:
+    def _array(self, value: list[Any], node: SchemaNode, path: str, old: Any) -> None:
         if node.list_type in ("set", "map"):
             seen: dict[Any, int] = {}
             for index, item in enumerate(value):
-                key = (_list_key(item, node.list_map_keys) if node.list_type == "map"
+                key = (list_key(item, node.list_map_keys) if node.list_type == "map"
                        else repr(item))
                 if key in seen:
                     shown = ({k: item.get(k) for k in node.list_map_keys}
@@ -423,13 +264,13 @@ class _Run:
             return
         old_items: dict[Any, Any] = {}
         if node.list_type == "map" and isinstance(old, list):
-            old_items = {_list_key(item, node.list_map_keys): item for item in old}
+            old_items = {list_key(item, node.list_map_keys): item for item in old}
         for index, item in enumerate(value):
-            old_item = (old_items.get(_list_key(item, node.list_map_keys), _MISSING)
+            old_item = (old_items.get(list_key(item, node.list_map_keys), _MISSING)
                         if node.list_type == "map" else _MISSING)
             self.walk(item, node.items, f"{path}[{index}]", old_item)
 
-    def _values(self, value: Any, node: _Node, path: str) -> None:
+    def _values(self, value: Any, node: SchemaNode, path: str) -> None:
         add = self.causes.append
         version = self.version
         if node.enum is not None and value not in node.enum:
@@ -466,11 +307,11 @@ class _Run:
                     path, value,
                     f"{path} in body should have at least {node.min_properties} properties",
                     version=version))
-        if node.format is not None and not _format_ok(node.format, value):
+        if node.format is not None and not format_ok(node.format, value):
             add(C.invalid(path, value, f"{path} in body must be of type {node.format}: "
                           f"{C.render(value, version=version)}", version=version))
 
-    def _numeric(self, value: float, node: _Node, path: str) -> None:
+    def _numeric(self, value: float, node: SchemaNode, path: str) -> None:
         add = self.causes.append
         if node.minimum is not None:
             low = node.minimum
@@ -491,13 +332,13 @@ class _Run:
                               f"{path} in body should be a multiple of {_num(node.multiple_of)}",
                               version=self.version))
 
-    def evaluate(self, rule: _Rule, value: Any, old: Any, node: _Node,
+    def evaluate(self, rule: Rule, value: Any, old: Any, node: SchemaNode,
                  path: str) -> Cause | None:
         variables: dict[str, Any] = {"self": value}
         if rule.transition and rule.optional_old:
-            variables[_OLD_SELF] = optional(old, present=old is not _MISSING)
+            variables[OLD_SELF] = optional(old, present=old is not _MISSING)
         elif rule.transition:
-            variables[_OLD_SELF] = old
+            variables[OLD_SELF] = old
         try:
             result = rule.program.run(variables)
         except Exception as exc:  # the CEL runtime raises KeyError/TypeError/RuntimeError
@@ -528,7 +369,7 @@ class _Run:
             return C.invalid_omitted(field, detail)
         return C.invalid(field, shown, detail, version=self.version)
 
-    def _shown(self, value: Any, node: _Node) -> Any:
+    def _shown(self, value: Any, node: SchemaNode) -> Any:
         """The value a CEL error prints: the type name up to 1.34, the value (scalars) after."""
         if self.version < (1, 35):
             return node.type_name()
@@ -537,7 +378,7 @@ class _Run:
         return value
 
 
-def _has_rules(node: _Node, seen: set[int]) -> bool:
+def _has_rules(node: SchemaNode, seen: set[int]) -> bool:
     if id(node) in seen:
         return False
     seen.add(id(node))
@@ -546,7 +387,7 @@ def _has_rules(node: _Node, seen: set[int]) -> bool:
         _has_rules(child, seen) for child in children if child is not None)
 
 
-def _passes(value: Any, node: _Node) -> bool:
+def _passes(value: Any, node: SchemaNode) -> bool:
     run = _Run((1, 34), ratchet=False)
     run.walk(value, node, "", _MISSING)
     return not run.causes
@@ -564,62 +405,7 @@ def _field_path(field_path: str) -> str:
     return out if out.startswith((".", "[")) else f".{out}"
 
 
-class _RefBuilder:
-    """Builds nodes from a Kubernetes JSON schema (`$ref`s, `type: [t, "null"]`, `oneOf` types)."""
-
-    def __init__(self, definitions: Mapping[str, Any]) -> None:
-        self.definitions = definitions
-        self.memo: dict[str, _Node] = {}
-
-    def __call__(self, raw: Mapping[str, Any]) -> _Node:
-        ref = raw.get("$ref")
-        if not isinstance(ref, str):
-            return _Node(self._normalise(raw), self)
-        name = ref.rsplit("/", 1)[-1]
-        node = self.memo.get(name)
-        if node is None:
-            node = _Node.__new__(_Node)
-            self.memo[name] = node  # registered first: definitions may be recursive
-            node.fill(self._normalise(self.definitions.get(name) or {}), self)
-        return node
-
-    @staticmethod
-    def _normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in raw.items()
-               if k not in ("x-kubernetes-list-type", "x-kubernetes-validations", "oneOf",
-                            "description")}
-        kinds = raw.get("type")
-        if isinstance(kinds, list):
-            concrete = [k for k in kinds if k != "null"]
-            out["nullable"] = "null" in kinds
-            if len(concrete) == 1:
-                out["type"] = concrete[0]
-            else:
-                out.pop("type", None)
-        alternatives = raw.get("oneOf")
-        if isinstance(alternatives, list) and alternatives:
-            types: list[str] = []
-            for alt in alternatives:
-                alt_type = alt.get("type") if isinstance(alt, Mapping) else None
-                types.extend(t for t in (alt_type if isinstance(alt_type, list) else [alt_type])
-                             if isinstance(t, str) and t != "null")
-            out["nullable"] = True
-            if sorted(types) == ["integer", "string"]:
-                out["x-kubernetes-int-or-string"] = True
-            elif types:
-                out["x-cre-alternative-types"] = types
-        return out
-
-
-SchemaNode = _Node
-
-
-def compile_json_schema(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> _Node:
-    """Compile a Kubernetes JSON schema (as published per release) into a schema node."""
-    return _RefBuilder(definitions)(schema)
-
-
-def check(node: _Node, obj: Mapping[str, Any], *, version: tuple[int, int]) -> list[Cause]:
+def check(node: SchemaNode, obj: Mapping[str, Any], *, version: tuple[int, int]) -> list[Cause]:
     """Schema errors of `obj` against a compiled node (no CEL rules, no ratcheting)."""
     run = _Run(version, ratchet=False)
     run.walk(obj, node, "", _MISSING, root=True)
