@@ -41,6 +41,7 @@ def to_storage(rt: ResourceType, obj: Obj, storage_api_version: str) -> Obj:
         for f in _EVENT_SAME:
             if f in obj:
                 out[f] = obj[f]
+        core_event_defaults(out)
         return out
     if obj.get("apiVersion") != storage_api_version:
         obj["apiVersion"] = storage_api_version

@@ -87,7 +87,7 @@ class Objects:
     def storage_api_version(self, rt: ResourceType) -> str:
         if rt.is_custom and rt.storage_version:
             return f"{rt.group}/{rt.storage_version}"
-        if rt.storage_group != rt.group and rt.storage_group == "":
+        if rt.storage_group == "":
             return "v1"
         return rt.api_version
 

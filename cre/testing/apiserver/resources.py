@@ -40,7 +40,7 @@ class ResourceType:
     return_deleted_object: bool = False
     graceful_delete: bool = False
     field_selectors: frozenset[str] = frozenset()
-    storage_group: str = ""  # storage bucket group when it differs (events.k8s.io -> core)
+    storage_group: str | None = None  # storage bucket group when it differs (events.k8s.io)
     crd_name: str = ""  # set for custom resources
     storage_version: str = ""  # for storageVersionHash
 
@@ -54,7 +54,7 @@ class ResourceType:
 
     @property
     def bucket(self) -> tuple[str, str]:
-        group = self.storage_group if self.storage_group else self.group
+        group = self.group if self.storage_group is None else self.storage_group
         return (group, self.plural)
 
     @property

@@ -120,6 +120,9 @@ async def serve(
             data = state.encode_event(ev)
             if data:
                 chunks.append(data)
+        wf = server.faults.watch
+        if wf is not None and wf.after_events is not None and wf.resource in ("*", rt.plural):
+            chunks = chunks[: wf.after_events]
         if chunks:
             await state.send(b"".join(chunks), len(chunks))
         await state.run(watcher, opts)

@@ -1,0 +1,136 @@
+"""Built-in kinds: per-release validation, events in both APIs, eviction, patches, apply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+
+from cre.testing.apiserver import Emulator, serve
+
+from .conftest import PODS, Client, pod
+
+pytestmark = pytest.mark.anyio
+
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+
+
+def job_with_condition_rule() -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"podFailurePolicy": {"rules": [{
+                "action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+                "template": {"spec": {"restartPolicy": "Never",
+                                      "containers": [{"name": "c", "image": "x"}]}}}}
+
+
+@pytest.mark.parametrize(("version", "expected"), [("1.33", 422), ("1.36", 201)])
+async def test_pod_failure_policy_status_by_version(version: str, expected: int) -> None:
+    """onPodConditions without status is rejected at 1.33 and accepted at 1.36."""
+    async with serve(kubernetes_version=version) as emu, aiohttp.ClientSession() as s:
+        client = Client(s, emu.url)
+        status, body, _ = await client.post(JOBS, job_with_condition_rule())
+        assert status == expected, body
+        if expected == 422:
+            fields = [c["field"] for c in body["details"]["causes"]]
+            assert fields == ["spec.podFailurePolicy.rules[0].onPodConditions[0].status"]
+
+
+async def test_invalid_pod_is_422(client: Client) -> None:
+    """A pod without containers answers 422 Invalid naming the Kind."""
+    status, body, _ = await client.post(PODS, {"metadata": {"name": "p"}, "spec": {}})
+    assert status == 422
+    assert body["details"]["kind"] == "Pod"
+    assert body["message"].startswith('Pod "p" is invalid: ')
+
+
+async def test_events_in_both_apis(client: Client) -> None:
+    """An events.k8s.io/v1 Event is the same stored object as its core/v1 view."""
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e1"},
+          "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "cre.dev/ctl",
+          "reportingInstance": "ctl-1", "action": "Run", "reason": "Started", "type": "Normal",
+          "note": "started", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}
+    status, body, _ = await client.post("/apis/events.k8s.io/v1/namespaces/default/events", ev)
+    assert status == 201, body
+    assert body["note"] == "started" and body["regarding"]["name"] == "p"
+    _, core, _ = await client.get("/api/v1/namespaces/default/events/e1")
+    assert core["message"] == "started"
+    assert core["involvedObject"]["name"] == "p"
+    assert core["reportingComponent"] == "cre.dev/ctl"
+
+
+async def test_eviction_deletes_gracefully_with_disruption_target(client: Client) -> None:
+    """POST /eviction adds DisruptionTarget, then deletes the pod gracefully; 201 Success."""
+    await client.post(PODS, pod("p", node="n1"))
+    status, body, _ = await client.post(PODS + "/p/eviction", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}})
+    assert status == 201
+    assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "code": 201}
+    _, held, _ = await client.get(PODS + "/p")
+    assert held["metadata"]["deletionTimestamp"]
+    cond = [c for c in held["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert cond[0]["reason"] == "EvictionByEvictionAPI"
+    status, body, _ = await client.post(PODS + "/p/eviction", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}})
+    assert status == 400
+    assert body["message"] == "name in URL does not match name in Eviction object"
+
+
+async def test_strategic_merge_patch_merges_containers(client: Client) -> None:
+    """SMP merges containers by name and conditions by type on built-ins."""
+    await client.post(PODS, pod("p", containers=("a", "b")))
+    status, body, _ = await client.patch(
+        PODS + "/p", {"spec": {"containers": [{"name": "b", "image": "new"}]}},
+        "application/strategic-merge-patch+json")
+    assert status == 200, body
+    assert [(c["name"], c["image"]) for c in body["spec"]["containers"]] == [
+        ("a", "busybox"), ("b", "new")]
+
+
+async def test_json_patch_failure_is_generic_422(client: Client) -> None:
+    """A JSON patch op that fails answers the generic 422 without the library's text."""
+    await client.post(PODS, pod("p"))
+    status, body, _ = await client.patch(PODS + "/p", [{"op": "remove", "path": "/nope"}],
+                                         "application/json-patch+json")
+    assert status == 422
+    assert body["message"] == "the server rejected our request due to an error in our request"
+    status, body, _ = await client.patch(PODS + "/p", {"a": 1}, "application/json-patch+json")
+    assert status == 400
+    status, body, _ = await client.patch(PODS + "/p", {}, "text/plain")
+    assert status == 415
+
+
+async def test_server_side_apply_conflict_and_force(client: Client) -> None:
+    """Apply by a second manager on a field another owns is 409 unless force=true."""
+    cms = "/api/v1/namespaces/default/configmaps"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"k": "1"}}
+    status, _, _ = await client.patch(cms + "/c?fieldManager=one", body,
+                                      "application/apply-patch+yaml")
+    assert status == 201
+    body["data"]["k"] = "2"
+    status, err, _ = await client.patch(cms + "/c?fieldManager=two", body,
+                                        "application/apply-patch+yaml")
+    assert status == 409
+    assert err["message"] == 'Apply failed with 1 conflict: conflict with "one": .data.k'
+    assert err["details"]["causes"] == [{"reason": "FieldManagerConflict",
+                                         "message": 'conflict with "one"', "field": ".data.k"}]
+    status, ok, _ = await client.patch(cms + "/c?fieldManager=two&force=true", body,
+                                       "application/apply-patch+yaml")
+    assert status == 200 and ok["data"]["k"] == "2"
+    status, err, _ = await client.patch(cms + "/c", body, "application/apply-patch+yaml")
+    assert status == 422
+    assert err["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                              "value: is required for apply patch")
+
+
+async def test_node_status_and_cluster_scope(client: Client, emu: Emulator) -> None:
+    """Nodes are cluster-scoped; their status is written through /status."""
+    status, node, _ = await client.post("/api/v1/nodes", {"metadata": {"name": "n1"}})
+    assert status == 201, node
+    assert "namespace" not in node["metadata"]
+    node["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    status, body, _ = await client.put("/api/v1/nodes/n1/status", node)
+    assert status == 200, body
+    assert body["status"]["conditions"][0]["type"] == "Ready"

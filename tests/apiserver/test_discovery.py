@@ -1,0 +1,71 @@
+"""Discovery, OpenAPI and Table output."""
+
+from __future__ import annotations
+
+import pytest
+
+from cre.testing.apiserver import Emulator
+
+from .conftest import PODS, Client, pod
+
+pytestmark = pytest.mark.anyio
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+V2 = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+      "application/json")
+
+
+async def test_version(client: Client, emu: Emulator) -> None:
+    """/version reports the emulated release."""
+    _, body, _ = await client.get("/version")
+    assert (body["major"], body["minor"]) == ("1", "33")
+    assert body["gitVersion"] == "v1.33.0"
+
+
+async def test_legacy_discovery(crd_client: Client) -> None:
+    """/api, /apis and resource lists describe built-ins, subresources and CRDs."""
+    _, api, _ = await crd_client.get("/api")
+    assert api["versions"] == ["v1"]
+    _, apis, _ = await crd_client.get("/apis")
+    groups = {g["name"] for g in apis["groups"]}
+    assert {"batch", "coordination.k8s.io", "trainer.kubeflow.org", "jobset.x-k8s.io"} <= groups
+    _, v1, _ = await crd_client.get("/api/v1")
+    names = {r["name"] for r in v1["resources"]}
+    assert {"pods", "pods/status", "pods/log", "pods/eviction", "nodes/status"} <= names
+    _, tj, _ = await crd_client.get("/apis/trainer.kubeflow.org/v1alpha1")
+    entry = next(r for r in tj["resources"] if r["name"] == "trainjobs")
+    assert entry["verbs"] == ["delete", "deletecollection", "get", "list", "patch", "create",
+                              "update", "watch"]
+    assert entry["namespaced"] is True and entry["kind"] == "TrainJob"
+
+
+async def test_aggregated_discovery(crd_client: Client) -> None:
+    """Asking for APIGroupDiscoveryList v2 gets the aggregated document and content type."""
+    status, body, headers = await crd_client.get("/apis", headers={"Accept": V2})
+    assert status == 200
+    assert headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
+    assert body["kind"] == "APIGroupDiscoveryList"
+    names = [i["metadata"]["name"] for i in body["items"]]
+    assert "trainer.kubeflow.org" in names
+
+
+async def test_openapi_v3(crd_client: Client) -> None:
+    """/openapi/v3 lists group-versions; each document carries GVK-tagged PATCH operations."""
+    _, root, _ = await crd_client.get("/openapi/v3")
+    url = root["paths"]["apis/trainer.kubeflow.org/v1alpha1"]["serverRelativeURL"]
+    _, doc, _ = await crd_client.get(url)
+    path = doc["paths"]["/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/"
+                        "{name}"]
+    assert path["patch"]["x-kubernetes-group-version-kind"]["kind"] == "TrainJob"
+    assert "fieldValidation" in [p["name"] for p in path["patch"]["parameters"]]
+    assert "org.kubeflow.trainer.v1alpha1.TrainJob" in doc["components"]["schemas"]
+
+
+async def test_pod_table(client: Client) -> None:
+    """Table output for pods has Name/Ready/Status/Restarts/Age and metadata row objects."""
+    await client.post(PODS, pod("p"))
+    _, body, _ = await client.get(PODS, headers={"Accept": TABLE})
+    assert body["kind"] == "Table" and body["apiVersion"] == "meta.k8s.io/v1"
+    cols = [c["name"] for c in body["columnDefinitions"] if c["priority"] == 0]
+    assert cols == ["Name", "Ready", "Status", "Restarts", "Age"]
+    assert body["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", "0"]
+    assert body["rows"][0]["object"]["kind"] == "PartialObjectMetadata"

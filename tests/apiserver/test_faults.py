@@ -1,0 +1,71 @@
+"""Fault injection: seeded error rates, Retry-After, outages, dropped watches, forced 410."""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+import pytest
+
+from cre.testing.apiserver import Emulator
+
+from .conftest import PODS, Client, pod
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_error_rate_per_verb_and_resource(client: Client, emu: Emulator) -> None:
+    """A 429 rule on pod creates fails them with Retry-After and leaves other verbs alone."""
+    emu.faults.add_error(429, rate=1.0, verb="create", resource="pods", retry_after=3)
+    status, body, headers = await client.post(PODS, pod("p"))
+    assert status == 429 and headers["Retry-After"] == "3"
+    assert body["details"]["retryAfterSeconds"] == 3
+    status, _, _ = await client.get(PODS)
+    assert status == 200
+    status, _, _ = await client.post("/api/v1/namespaces/default/configmaps",
+                                     {"metadata": {"name": "c"}})
+    assert status == 201
+
+
+async def test_seeded_rates_are_reproducible(emu: Emulator, client: Client) -> None:
+    """The same seed and request sequence fail the same requests."""
+    async def run() -> list[int]:
+        emu.faults.reset(seed=7)
+        emu.faults.add_error(500, rate=0.5, verb="list")
+        return [(await client.get(PODS))[0] for _ in range(20)]
+
+    first, second = await run(), await run()
+    assert first == second
+    assert {500, 200} == set(first)
+
+
+async def test_outage_and_http_configuration(client: Client) -> None:
+    """POST /_emulator/faults configures an outage (503) and DELETE clears it."""
+    status, desc, _ = await client.post("/_emulator/faults", {"outageSeconds": 600})
+    assert status == 200 and desc["inOutage"] is True
+    status, body, _ = await client.get(PODS)
+    assert status == 503 and body["reason"] == "ServiceUnavailable"
+    status, _, _ = await client.delete("/_emulator/faults")
+    assert status == 204
+    assert (await client.get(PODS))[0] == 200
+
+
+async def test_watch_dropped_after_n_events(client: Client, emu: Emulator) -> None:
+    """A watch fault ends streams after N events."""
+    for i in range(3):
+        await client.post(PODS, pod(f"p{i}"))
+    emu.faults.configure({"watch": {"afterEvents": 2}})
+    async with aiohttp.ClientSession() as s, s.get(f"{emu.url}{PODS}?watch=true") as r:
+        lines = (await r.content.read()).splitlines()
+    assert [json.loads(x)["type"] for x in lines] == ["ADDED", "ADDED"]
+
+
+async def test_forced_410_on_resume(client: Client, emu: Emulator) -> None:
+    """force410OnResume answers any watch resume with an Expired ERROR event."""
+    _, created, _ = await client.post(PODS, pod("p"))
+    emu.faults.configure({"force410OnResume": True})
+    rv = created["metadata"]["resourceVersion"]
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}{PODS}?watch=true&resourceVersion={rv}") as r:
+        ev = json.loads(await r.content.readline())
+    assert ev["type"] == "ERROR" and ev["object"]["code"] == 410
