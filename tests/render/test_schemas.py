@@ -127,3 +127,16 @@ def test_every_renderable_combination_validates(
         options=RenderOptions(image=image, gang_scheduler=GangScheduler() if kai else None),
     )
     assert [str(p) for p in validate_job_documents(docs)] == []
+
+
+def test_create_time_cel_rules_are_evaluated() -> None:
+    """Trainer's CEL rules run: two ML policies at once, or a bad TrainJob name, are caught."""
+    runtime = copy.deepcopy(by_kind(render("communication/nccl-all-reduce"), "TrainingRuntime"))
+    runtime["spec"]["mlPolicy"]["torch"] = {}
+    problems = validate_rendered([runtime])
+    assert {p.schema for p in problems} == {"trainer-v2.2.0", "trainer-latest"}
+    assert all(p.path == ".spec.mlPolicy" and "CEL" in p.message for p in problems)
+    docs = render("diagnostics/dcgm-level1")
+    spec = by_kind(docs, "Job")["spec"]["workload"]["trainJob"]
+    named = validate_rendered([], train_job_specs=[("Bad_Name", spec)])
+    assert named and all("CEL" in p.message and p.path == "(root)" for p in named)
