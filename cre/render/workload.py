@@ -20,6 +20,7 @@ Pure: no I/O; the same inputs give the same dicts.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,8 @@ NODE_JOB = "node"
 LAUNCHER_JOB = "launcher"
 CONTAINER = "node"
 CD_CLAIM = "compute-domain-channel"
+JOB_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+MAX_JOB_NAME = 63 - len("-workload")
 FAIL_FAST_RULE: dict[str, Any] = {
     "action": "Ignore",
     "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
@@ -72,6 +75,11 @@ def render_workload(
 ) -> RenderedWorkload:
     """Render ``resolved`` for ``nodes`` into a runtime, a TrainJob spec and DRA objects."""
     opts = options or RenderOptions()
+    if not JOB_NAME.fullmatch(job_name) or len(job_name) > MAX_JOB_NAME:
+        raise RenderError(
+            f"job name {job_name!r}: must be a DNS-1035 label of at most {MAX_JOB_NAME} "
+            f"characters (Trainer limits the TrainJob name {job_name}-workload to 63)"
+        )
     if not nodes:
         raise RenderError(f"{job_name}: at least one target node is required")
     if len(set(nodes)) != len(nodes):

@@ -130,3 +130,11 @@ def test_render_is_deterministic() -> None:
     assert render("communication/nccl-alltoall", "gcp", "gb300") == render(
         "communication/nccl-alltoall", "gcp", "gb300"
     )
+
+
+@pytest.mark.parametrize("name", ["Bad", "a_b", "-a", "x" * 55])
+def test_job_name_must_fit_the_train_job_name(name: str) -> None:
+    """A job name that would make an invalid or too long TrainJob name is refused up front."""
+    resolved = CATALOG.resolve("diagnostics/dcgm-level1", platform="aws", arch="h100", num_nodes=1)
+    with pytest.raises(RenderError, match="DNS-1035"):
+        render_workload(job_name=name, namespace="ns", resolved=resolved, nodes=["n"])
