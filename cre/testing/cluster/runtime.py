@@ -48,6 +48,7 @@ from cre.testing.cluster.profiles import node_manifest
 from cre.testing.cluster.stubs import Behaviour, Override, Role
 
 log = logging.getLogger("cre.testing.cluster")
+RETRY_WALL_MIN = 0.02  # seconds before retrying after a failed write (simulated 1 s if longer)
 
 
 class LogSink(Protocol):
@@ -107,7 +108,7 @@ class SimulatedCluster:
         self.errors: list[str] = []
         self._dirty = anyio.Event()
         self._changed = anyio.Event()
-        self._synced = 0
+        self._failed_writes = False
 
     # -- engine.AsyncBackend --------------------------------------------------------------
 
@@ -233,6 +234,7 @@ class SimulatedCluster:
     async def _on_error(self, controller: str, action: Action, exc: Exception) -> None:
         text = f"{controller}: {type(action).__name__} failed: {exc}"
         self.errors.append(text)
+        self._failed_writes = True
         log.info("%s", text)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -249,12 +251,15 @@ class SimulatedCluster:
             task_status.started()
             while True:
                 self._dirty = anyio.Event()
+                self._failed_writes = False
                 wake = await engine.atick(self, self.clock.now, self.config, self._on_error)
                 self._notify()
                 if self._dirty.is_set():
                     continue
                 delay = math.inf if wake is None else self.clock.wall_delay(
                     wake - self.clock.now())
+                if self._failed_writes:  # level-triggered: the next tick retries the writes
+                    delay = min(delay, max(RETRY_WALL_MIN, self.clock.wall_delay(1.0)))
                 with anyio.move_on_after(delay):
                     await self._dirty.wait()
 
