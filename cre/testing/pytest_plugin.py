@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from cre.testing.apiserver.pytest_fixtures import kube_emulator
+from cre.testing.cluster.pytest_fixtures import simulated_cluster
 
-__all__ = ["kube_emulator", "pytest_addoption"]
+__all__ = ["kube_emulator", "pytest_addoption", "simulated_cluster"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from cre.kube.client import NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
 from cre.testing.apiserver import Emulator
-from cre.testing.cluster import simulate
+from cre.testing.cluster import SimulatedCluster, simulate
 from cre.testing.cluster.model import World, condition, is_true
 from cre.testing.cluster.profiles import get_profile
 from cre.testing.cluster.stubs import Behaviour, Override, Role
@@ -30,20 +30,21 @@ async def _apply(cluster: Any) -> None:
         await cluster.client.create(res, obj)
 
 
-async def test_trainjob_runs_to_completion_with_logs(kube_emulator: Emulator) -> None:
+async def test_trainjob_runs_to_completion_with_logs(
+        simulated_cluster: SimulatedCluster) -> None:
     """Nodes register Ready, a TrainJob completes, and the launcher log is readable over HTTP."""
-    async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
-        nodes = (await cluster.client.list(NODES))["items"]
-        assert len(nodes) == 2
-        await _apply(cluster)
-        world = await cluster.wait_for(lambda w: (tj := w.get(TRAINJOBS, TJ)) is not None
-                                       and is_true(tj, "Complete"))
-        pod = _launchers(world)[0]
-        text = await cluster.client.read_text(PODS.path(
-            namespace="default", name=pod["metadata"]["name"], subresource="log"),
-            query={"container": "node"})
-        assert "# Avg bus bandwidth" in text
-        assert cluster.errors == []
+    cluster = simulated_cluster
+    nodes = (await cluster.client.list(NODES))["items"]
+    assert len(nodes) == 2
+    await _apply(cluster)
+    world = await cluster.wait_for(lambda w: (tj := w.get(TRAINJOBS, TJ)) is not None
+                                   and is_true(tj, "Complete"))
+    pod = _launchers(world)[0]
+    text = await cluster.client.read_text(PODS.path(
+        namespace="default", name=pod["metadata"]["name"], subresource="log"),
+        query={"container": "node"})
+    assert "# Avg bus bandwidth" in text
+    assert cluster.errors == []
 
 
 async def test_eviction_and_node_not_ready(kube_emulator: Emulator) -> None:

@@ -11,9 +11,11 @@ conditions, first matching rule wins); the interim ``FailureTarget`` / ``Success
 conditions, deletion of the remaining active pods, then ``Failed`` / ``Complete`` once no pod
 is terminating; ``suspend``.
 
-Left out: NonIndexed work-queue semantics beyond "completions pods", ``backoffLimitPerIndex``,
-``FailIndex``, ``activeDeadlineSeconds``, success policies, slow-start batching, the 1 s
-pod-event batching, ``managedBy`` other than skipping foreign Jobs, and Events.
+Simplified: failures matched by an ``Ignore`` rule neither count nor delay the replacement
+(no pod-failure backoff for them). Left out: NonIndexed work-queue semantics beyond
+"completions pods", ``backoffLimitPerIndex``, ``FailIndex``, ``activeDeadlineSeconds``,
+success policies, slow-start batching, the 1 s pod-event batching, ``managedBy`` other than
+skipping foreign Jobs, and Events.
 """
 
 from __future__ import annotations
