@@ -31,7 +31,7 @@ from cre.api.fields import Constraints, constraints
 from cre.api.job import JobSpec, WorkloadSpec
 from cre.api.kinds import KINDS
 from cre.api.labels import API_VERSION
-from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, TimeUnit
+from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import OrchestrationSpec, OverrideSpec, TemplateMetadata, WorkflowSpec
@@ -416,7 +416,14 @@ _CLASSES: dict[type, Callable[[], st.SearchStrategy[Any]]] = {
     WorkloadMetadata: lambda: st.builds(WorkloadMetadata, labels=labels()),
     TemplateMetadata: lambda: st.builds(TemplateMetadata, labels=labels(), annotations=labels()),
 }
+
+
+def _fix_cluster_scoped(obj: LogProfile) -> LogProfile:
+    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=None))
+
+
 _FIXUPS: dict[type, Callable[[Any], Any]] = {
+    LogProfile: _fix_cluster_scoped,
     JobSpec: _fix_job_spec,
     OrchestrationSpec: _fix_orchestration,
     ConfigSpec: _fix_config,

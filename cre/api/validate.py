@@ -36,6 +36,7 @@ from cre.api.converter import emitted, from_dict
 from cre.api.errors import FieldError, ValidationError, describe, join, map_key
 from cre.api.fields import Constraints, constraints, json_name
 from cre.api.job import JobSpec, JobStatus
+from cre.api.kinds import BY_KIND
 from cre.api.labels import API_VERSION
 from cre.api.measurement import LogPattern
 from cre.api.meta import DNS_SUBDOMAIN, ConditionStatus, ObjectMeta
@@ -65,6 +66,15 @@ def validate(obj: Any) -> list[FieldError]:
             )
         if obj.kind != kind:
             errors.append(FieldError(path="kind", message=f"must be {kind!r}", value=obj.kind))
+        info = BY_KIND.get(kind)
+        if info is not None and not info.namespaced and obj.metadata.namespace:
+            errors.append(
+                FieldError(
+                    path="metadata.namespace",
+                    message=f"{kind} is cluster-scoped and takes no namespace",
+                    value=obj.metadata.namespace,
+                )
+            )
     _walk_model(obj, "", errors)
     return errors
 

@@ -480,6 +480,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "spec.patterns.bandwidthResult.units[stepTiming]",
         "no capture group",
     ),
+    (
+        "cluster scoped",
+        _set(profile, "metadata.namespace", "ns"),
+        "metadata.namespace",
+        "cluster-scoped",
+    ),
     ("no patterns", _set(profile, "spec.patterns", {}), "spec.patterns", "at least 1 field(s)"),
 ]
 
