@@ -138,15 +138,25 @@ def test_json_patch_body_must_be_a_list() -> None:
 
 
 def test_smp_merges_containers_by_name() -> None:
-    """Containers merge by name: a patched container keeps its other fields, new ones append."""
+    """Containers merge by name: a patched container keeps its other fields; order follows the
+    patch, interleaved with live-only containers by their live position."""
     pod = _pod(containers=[{"name": "a", "image": "i1", "args": ["x"]},
                            {"name": "b", "image": "i"}])
     out = apply_strategic_merge_patch(
         pod, {"spec": {"containers": [{"name": "a", "image": "i2"}, {"name": "c", "image": "j"}]}},
         kind="Pod")
     assert out["spec"]["containers"] == [
-        {"name": "a", "image": "i2", "args": ["x"]}, {"name": "b", "image": "i"},
-        {"name": "c", "image": "j"}]
+        {"name": "a", "image": "i2", "args": ["x"]}, {"name": "c", "image": "j"},
+        {"name": "b", "image": "i"}]
+
+
+def test_smp_added_container_goes_first() -> None:
+    """As in the `kubectl patch` docs, a container added by a patch lands before existing ones."""
+    pod = _pod(containers=[{"name": "patch-demo-ctr", "image": "nginx"}])
+    out = apply_strategic_merge_patch(pod, {"spec": {"containers": [
+        {"name": "patch-demo-ctr-2", "image": "redis"}]}}, kind="Pod")
+    assert [c["name"] for c in out["spec"]["containers"]] == ["patch-demo-ctr-2",
+                                                              "patch-demo-ctr"]
 
 
 def test_smp_nested_merge_keys_env_ports_volume_mounts() -> None:
@@ -160,7 +170,7 @@ def test_smp_nested_merge_keys_env_ports_volume_mounts() -> None:
         "ports": [{"containerPort": 80, "protocol": "TCP"}],
         "volumeMounts": [{"mountPath": "/d", "readOnly": True}]}]}}, kind="Pod")
     container = out["spec"]["containers"][0]
-    assert container["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    assert container["env"] == [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]
     assert container["ports"] == [{"containerPort": 80, "name": "http", "protocol": "TCP"}]
     assert container["volumeMounts"] == [{"mountPath": "/d", "name": "v", "readOnly": True}]
 
@@ -186,11 +196,14 @@ def test_smp_pod_conditions_merge_by_type() -> None:
 
 
 def test_smp_finalizers_are_a_set_and_delete_from_primitive_list() -> None:
-    """finalizers merge as a union; $deleteFromPrimitiveList removes entries."""
+    """finalizers merge as a union (new values first); $deleteFromPrimitiveList removes some."""
     obj = {"kind": "ConfigMap", "metadata": {"name": "c", "finalizers": ["a", "b"]}}
     added = apply_strategic_merge_patch(obj, {"metadata": {"finalizers": ["b", "c"]}},
                                         kind="ConfigMap")
     assert added["metadata"]["finalizers"] == ["a", "b", "c"]
+    first = apply_strategic_merge_patch(obj, {"metadata": {"finalizers": ["z"]}},
+                                        kind="ConfigMap")
+    assert first["metadata"]["finalizers"] == ["z", "a", "b"]
     removed = apply_strategic_merge_patch(
         added, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "c"]}}, kind="ConfigMap")
     assert removed["metadata"]["finalizers"] == ["b"]
@@ -203,7 +216,7 @@ def test_smp_owner_references_merge_by_uid() -> None:
         obj, {"metadata": {"ownerReferences": [{"uid": "2", "name": "b"},
                                                {"uid": "1", "controller": True}]}}, kind="Pod")
     assert out["metadata"]["ownerReferences"] == [
-        {"uid": "1", "name": "a", "controller": True}, {"uid": "2", "name": "b"}]
+        {"uid": "2", "name": "b"}, {"uid": "1", "name": "a", "controller": True}]
 
 
 def test_smp_patch_delete_removes_a_list_item() -> None:
@@ -257,7 +270,7 @@ def test_smp_job_pod_template_uses_pod_merge_keys() -> None:
     out = apply_strategic_merge_patch(job, {"spec": {"template": {"spec": {"containers": [
         {"name": "a", "env": [{"name": "B", "value": "2"}]}]}}}}, kind="Job")
     assert out["spec"]["template"]["spec"]["containers"][0]["env"] == [
-        {"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+        {"name": "B", "value": "2"}, {"name": "A", "value": "1"}]
 
 
 def test_smp_invalid_directive_value() -> None:

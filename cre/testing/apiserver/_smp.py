@@ -6,9 +6,10 @@ deletes; lists with a merge key merge item by item; lists of scalars with the me
 merge) on maps and list items, `$deleteFromPrimitiveList/<field>`, `$setElementOrder/<field>` and
 `$retainKeys`.
 
-Left out: the exact interleaving the real server uses to order items when no
-`$setElementOrder` is given (here: existing items keep their place, new items are appended in
-patch order), and the `$patch` directives on lists of lists, which no built-in type has.
+Merged lists are ordered as the real server orders them (`normalizeElementOrder`): patched items
+in patch order, interleaved with live-only items by live position, so a newly added container
+lands before the existing ones. Left out: `$patch` directives on lists of lists, which no
+built-in type has.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any],
             if key not in retain:
                 del original[key]
     orders: list[tuple[str, Any]] = []
+    originals = {k[len(_SET_ORDER):]: list(original.get(k[len(_SET_ORDER):]) or ())
+                 for k in patch if k.startswith(_SET_ORDER)}
     for key, value in patch.items():
         if key.startswith(_DELETE_PRIMITIVE):
             _delete_primitives(original, key[len(_DELETE_PRIMITIVE):], value)
@@ -95,8 +98,12 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any],
         else:
             original[key] = value
     for key, order in orders:
+        if not isinstance(order, list):
+            raise PatchError(f"invalid value for special key: {_SET_ORDER}{key}")
         if isinstance(original.get(key), list):
-            original[key] = _apply_order(original[key], order, shape.list_rule(key))
+            rule = shape.list_rule(key)
+            original[key] = _normalise_order(original[key], order, originals[key],
+                                             rule.smp_key if rule else None)
     return original
 
 
@@ -121,7 +128,7 @@ def _merge_list(original: list[Any], patch: list[Any], rule: ListRule | None) ->
         for value in patch:
             if value not in merged:
                 merged.append(clone(value))
-        return merged
+        return _normalise_order(merged, patch, original, None)
     key = rule.smp_key
     if any(isinstance(v, dict) and _directive(v) == "replace" for v in patch):
         return [_strip(v, item_shape) for v in patch
@@ -148,21 +155,42 @@ def _merge_list(original: list[Any], patch: list[Any], rule: ListRule | None) ->
                 del merged[index]
             else:
                 merged[index] = result
-    return merged
+    order = [v for v in patch if isinstance(v, dict) and v.get(_PATCH) != "delete"]
+    return _normalise_order(merged, order, original, key)
 
 
-def _apply_order(items: list[Any], order: Any, rule: ListRule | None) -> list[Any]:
-    """Reorder `items` as `$setElementOrder` says; items it does not name keep their order after."""
-    if not isinstance(order, list):
-        raise PatchError(f"invalid value for special key: {_SET_ORDER}")
-    key = rule.smp_key if rule else None
+def _normalise_order(merged: list[Any], order: list[Any], server: list[Any],
+                     key: str | None) -> list[Any]:
+    """Order a merged list as apimachinery's `normalizeElementOrder` does.
 
-    def ident(value: Any) -> Any:
-        return value.get(key) if key is not None and isinstance(value, dict) else value
+    Items named by `order` (the patch, or `$setElementOrder`) come in that order; the others
+    keep the live order; the two runs are interleaved by their live positions, an item the live
+    list does not know going before the remaining live-only items.
+    """
 
-    wanted = [ident(v) for v in order]
-    rank = {repr(w): i for i, w in enumerate(wanted)}
-    ordered = sorted(
-        (v for v in items if repr(ident(v)) in rank), key=lambda v: rank[repr(ident(v))])
-    rest = [v for v in items if repr(ident(v)) not in rank]
-    return ordered + rest
+    def ident(value: Any) -> str:
+        return repr(value.get(key) if key is not None and isinstance(value, dict) else value)
+
+    wanted = {ident(v): i for i, v in enumerate(order)}
+    live = {ident(v): i for i, v in enumerate(server)}
+    patched = sorted((v for v in merged if ident(v) in wanted), key=lambda v: wanted[ident(v)])
+    server_only = sorted((v for v in merged if ident(v) not in wanted),
+                         key=lambda v: live.get(ident(v), len(live)))
+    result: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(patched):
+        if j >= len(patched):
+            result.append(server_only[i])
+            i += 1
+        elif i >= len(server_only):
+            result.append(patched[j])
+            j += 1
+        else:
+            left, right = live.get(ident(server_only[i])), live.get(ident(patched[j]))
+            if left is not None and right is not None and left < right:
+                result.append(server_only[i])
+                i += 1
+            else:
+                result.append(patched[j])
+                j += 1
+    return result
