@@ -246,7 +246,7 @@ class _Reflector(Generic[T]):
                 continue
             old = store._put(key, obj, rv)
             o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
-        self.resource_version = list_rv
+        self._advance(list_rv)
         self._healthy()
         metrics.INFORMER_OBJECTS.labels(informer=o.name).set(len(store))
         if not self.synced:
@@ -293,13 +293,16 @@ class _Reflector(Generic[T]):
                 raise ApiError(status=code, body=obj)
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if etype == "BOOKMARK":
-                if rv:
-                    self.resource_version = rv
+                self._advance(rv)
                 continue
             self._apply(etype, obj)
-            if rv:
-                self.resource_version = rv
+            self._advance(rv)
         return seen
+
+    def _advance(self, rv: str) -> None:
+        if rv:
+            self.resource_version = rv
+            self._o._advanced()
 
     def _apply(self, etype: str, raw: JSON) -> None:
         o = self._o
@@ -350,6 +353,7 @@ class Informer(Generic[T]):
         self._clock, self._rand, self._sleep = clock, rand, sleep
         self._handlers: list[Handler[T]] = []
         self._synced = anyio.Event()
+        self._progress = anyio.Event()
         if namespace is None or not resource.namespaced:
             namespaces: list[str | None] = [None]
         elif isinstance(namespace, str):
@@ -384,6 +388,22 @@ class Informer(Generic[T]):
                 return r.resource_version
         raise KeyError(f"informer {self.name} does not watch namespace {namespace!r}")
 
+    async def wait_for_resource_version(self, resource_version: str,
+                                        namespace: str | None = None) -> None:
+        """Wait until the watch of ``namespace`` has seen ``resource_version`` (an event or a
+        bookmark at or after it): after a write, the cache reflects that write.
+
+        Versions are compared as integers (comparable since Kubernetes 1.35; every etcd-backed
+        server counts this way).
+        """
+        want = int(resource_version)
+        while True:
+            progress = self._progress
+            have = self.resource_version(namespace)
+            if have and int(have) >= want:
+                return
+            await progress.wait()
+
     async def run(self) -> None:
         """List and watch until cancelled."""
         async with anyio.create_task_group() as tg:
@@ -410,6 +430,10 @@ class Informer(Generic[T]):
             except Exception:
                 log.exception("informer %s: handler %r failed on %s", self.name, handler,
                               etype.value)
+
+    def _advanced(self) -> None:
+        self._progress.set()
+        self._progress = anyio.Event()
 
     def _reflector_synced(self) -> None:
         if self.has_synced():

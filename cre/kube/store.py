@@ -11,7 +11,7 @@ tuple. Only the informer that owns a store writes to it (the ``_put`` / ``_remov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
 from cre.core.observed import OwnerRef
@@ -78,6 +78,10 @@ class Store(Generic[T]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        """The keys (a snapshot, safe to iterate while the informer writes)."""
+        return iter(tuple(self._items))
 
     # -- writes (the owning informer only) --------------------------------------------------
 
