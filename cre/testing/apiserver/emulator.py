@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from aiohttp import web
 
@@ -136,9 +137,7 @@ class Objects:
 
 
 def _clone(obj: Obj) -> Obj:
-    import json
-
-    return json.loads(json.dumps(obj))  # type: ignore[no-any-return]
+    return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
 
 
 class Emulator:

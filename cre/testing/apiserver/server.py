@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import attrs
+import orjson
 import yaml
 from aiohttp import web
 
@@ -275,7 +275,7 @@ class ApiServer:
                 "force")])
         raw = await request.read()
         try:
-            patch = yaml.safe_load(raw) if patch_type == "apply" else json.loads(raw)
+            patch = yaml.safe_load(raw) if patch_type == "apply" else orjson.loads(raw)
         except (ValueError, yaml.YAMLError) as exc:
             if patch_type == "apply":
                 raise errors.bad_request(f"error decoding patch: {exc}") from None
@@ -480,7 +480,7 @@ async def read_body(request: web.Request, *, optional: bool = False) -> Any:
     try:
         if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
             return yaml.safe_load(raw)
-        return json.loads(raw)
+        return orjson.loads(raw)
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(
             f"the object provided is unrecognized: {exc} ({raw[:30]!r}...)"

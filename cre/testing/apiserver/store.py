@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
+import orjson
 
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 Obj = dict[str, Any]
@@ -40,7 +40,8 @@ class EventType(enum.StrEnum):
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON bytes (orjson: the list and watch hot paths encode a lot)."""
+    return orjson.dumps(obj)
 
 
 @attrs.define(slots=True, eq=False)
