@@ -366,6 +366,16 @@ def test_root_rules_report_the_nil_field() -> None:
         '<nil>: Invalid value: "object": short names only']
 
 
+def test_root_rules_see_only_name_and_generate_name_of_metadata() -> None:
+    """CEL on the root sees metadata.name and generateName only, not labels or namespace."""
+    crd = _crd({"type": "object"}, root={"x-kubernetes-validations": [
+        {"rule": "!has(self.metadata.labels) && !has(self.metadata.namespace) && "
+                 "self.metadata.name == 'w'"}]})
+    obj = _obj({})
+    obj["metadata"].update(labels={"a": "b"}, namespace="d")
+    assert CRDSchema.from_crd(crd, "v1").validate(obj) == []
+
+
 def test_ratcheting_skips_unchanged_invalid_values_on_update() -> None:
     """On update an unchanged invalid value is accepted; a changed one is still rejected."""
     schema = _schema({"a": {"type": "string", "maxLength": 1}, "b": {"type": "integer"}})

@@ -169,6 +169,9 @@ class CRDSchema:
         return causes
 
 
+_CEL_ROOT_METADATA = ("name", "generateName")
+
+
 class _MissingType:
     def __repr__(self) -> str:
         return "<missing>"
@@ -334,6 +337,10 @@ class _Run:
 
     def evaluate(self, rule: Rule, value: Any, old: Any, node: SchemaNode,
                  path: str) -> Cause | None:
+        if not path and isinstance(value, dict) and isinstance(value.get("metadata"), dict):
+            # rules on the root see only metadata.name and metadata.generateName
+            meta = {k: v for k, v in value["metadata"].items() if k in _CEL_ROOT_METADATA}
+            value = {**value, "metadata": meta}
         variables: dict[str, Any] = {"self": value}
         if rule.transition and rule.optional_old:
             variables[OLD_SELF] = optional(old, present=old is not _MISSING)
