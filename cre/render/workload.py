@@ -150,8 +150,10 @@ def render_workload(
 
 def _ml_policy(resolved: ResolvedWorkload, *, mpi: bool) -> dict[str, Any]:
     if mpi:
+        # Trainer sizes the `trainer`-ancestor job (the MPI launcher) from mlPolicy.numNodes and
+        # the job named `node` from trainer.numNodes: one launcher, num_nodes sshd workers.
         return {
-            "numNodes": resolved.num_nodes,
+            "numNodes": 1,
             "mpi": {
                 "mpiImplementation": "OpenMPI",
                 "numProcPerNode": resolved.gpus_per_node,
