@@ -156,3 +156,16 @@ async def test_invalid_crd_is_rejected(client: Client) -> None:
 def test_default_sources_exist() -> None:
     """The fixture's upstream CRD folders are present in this checkout."""
     assert all(Path(p).exists() for p in default_crd_sources())
+
+
+async def test_field_validation_modes(crd_client: Client) -> None:
+    """Unknown fields: Strict answers 400, Warn (default) adds a Warning header, both prune."""
+    body = trainjob()
+    body["spec"]["surprise"] = 1
+    status, err, _ = await crd_client.post(TJ + "?fieldValidation=Strict", body)
+    assert status == 400
+    assert err["message"] == ('TrainJob in version "v1alpha1" cannot be handled as a TrainJob: '
+                              'strict decoding error: unknown field "spec.surprise"')
+    status, _, headers = await crd_client.post(TJ, body)
+    assert status == 201
+    assert headers.getall("Warning") == ['299 - "unknown field \\"spec.surprise\\""']

@@ -198,3 +198,13 @@ async def test_explain_custom_resource(kubectl: Kubectl) -> None:
     assert "numNodes" in out
     _, out, _ = await kubectl.run("explain", "pods.spec.containers.image")
     assert "FIELD: image <string>" in out
+
+
+async def test_apply_rejects_unknown_fields_strictly(kubectl: Kubectl) -> None:
+    """kubectl apply sends fieldValidation=Strict, so an unknown CR field is an error."""
+    path = kubectl.home / "tj.yaml"
+    path.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                    "metadata: {name: tj}\nspec:\n  runtimeRef: {name: torch}\n  bogus: 1\n")
+    code, _, err = await kubectl.run("apply", "-f", str(path), ok=False)
+    assert code != 0
+    assert 'unknown field "spec.bogus"' in err

@@ -50,14 +50,19 @@ class Admission:
     def check_crd(self, crd: Obj) -> list[StatusCause]:
         return [_cause(c) for c in validation.validate_crd_definition(crd)]
 
-    def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:
-        """Default, prune and validate ``obj``; raises 422 Invalid with causes."""
+    def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> tuple[Obj, list[str]]:
+        """Prune, default and validate ``obj``; returns it with the dropped unknown fields.
+
+        Raises 422 Invalid with causes.
+        """
         causes: list[StatusCause]
+        dropped: list[str] = []
         if rt.is_custom:
             schema = self._schemas.get((rt.group, rt.version, rt.plural))
             if schema is None:
-                return obj
-            obj = schema.default(schema.prune(obj))
+                return obj, dropped
+            pruned, dropped = schema.prune_with_paths(obj)
+            obj = schema.default(pruned)
             causes = [_cause(c) for c in schema.validate(obj, old)]
         else:
             causes = [
@@ -69,7 +74,7 @@ class Admission:
         if causes:
             name = str((obj.get("metadata") or {}).get("name", ""))
             raise invalid_object(rt.qualified, name, causes)
-        return obj
+        return obj, dropped
 
 
 def _cause(c: validation.Cause) -> StatusCause:

@@ -31,7 +31,7 @@ from .selectors import parse_field_selector, parse_label_selector
 from .server import ApiServer
 from .store import Obj
 
-SETUP = WriteOptions(manager="cre-emulator")
+SETUP = WriteOptions(manager="cre-emulator", field_validation="Ignore")
 
 
 class Clock:

@@ -26,8 +26,10 @@ from .resources import ResourceType
 from .store import Event, EventType, Key, Obj
 
 Ref = tuple[tuple[str, str], Key]  # (bucket, key)
-GC_MANAGER = WriteOptions(manager="generic-garbage-collector")
-NS_MANAGER = WriteOptions(manager="namespace-controller")
+GC_MANAGER = WriteOptions(
+    manager="generic-garbage-collector", field_validation="Ignore"
+)
+NS_MANAGER = WriteOptions(manager="namespace-controller", field_validation="Ignore")
 CRD_BUCKET = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 

@@ -45,6 +45,9 @@ class WriteOptions:
     manager: str = "unknown"
     dry_run: bool = False
     force: bool = False
+    field_validation: str = "Warn"  # Ignore | Warn | Strict
+    patch: bool = False
+    warnings: list[str] = attrs.field(factory=list)  # filled in: Warning headers to send
 
 
 @attrs.frozen
@@ -176,7 +179,7 @@ class Objects:
         causes = validate_metadata(body, namespaced=rt.namespaced)
         if causes:
             raise errors.invalid_object(rt.qualified, str(meta.get("name", "")), causes)
-        body = self._admit(rt, body, None)
+        body = self._admit(rt, body, None, opts)
         body = patching.record_update(
             None, body, manager=opts.manager, operation="Update", subresource=None,
             now=self.now(), schema=self.admission.schema_of(rt),
@@ -222,10 +225,23 @@ class Objects:
         elif rt.kind == "Event" and rt.group == "":
             core_event_defaults(body)
 
-    def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:
+    def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions) -> Obj:
         if rt.group == "events.k8s.io":
             return obj
-        return self.admission.admit(rt, obj, None if old is None else from_storage(rt, old))
+        obj, dropped = self.admission.admit(
+            rt, obj, None if old is None else from_storage(rt, old)
+        )
+        unknown = [f'unknown field "{path}"' for path in dropped]
+        if unknown and opts.field_validation == "Strict":
+            detail = "strict decoding error: " + ", ".join(unknown)
+            if opts.patch:
+                raise errors.bad_request(f"error decoding patch: {detail}")
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}'
+            )
+        if unknown and opts.field_validation == "Warn":
+            opts.warnings.extend(unknown)
+        return obj
 
     # -- update --------------------------------------------------------------------------------
 
@@ -363,7 +379,7 @@ class Objects:
         causes = validate_metadata(new, namespaced=rt.namespaced)
         if causes:
             raise errors.invalid_object(rt.qualified, key[1], causes)
-        new = self._admit(rt, new, old)
+        new = self._admit(rt, new, old, opts)
         meta = new["metadata"]
         old_view = from_storage(rt, old)
         if rt.uses_generation and old_meta.get("generation") is not None and spec_changed(

@@ -218,22 +218,24 @@ class ApiServer:
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request)
-            obj = self.objects.create(rt, r.namespace, body, self._write_opts(request))
-            return respond(request, self, rt, obj, status=201)
+            opts = self._write_opts(request)
+            obj = self.objects.create(rt, r.namespace, body, opts)
+            return respond(request, self, rt, obj, status=201, warnings=opts.warnings)
         if verb == "update":
             body = await read_body(request)
+            opts = self._write_opts(request)
             obj, created = self.objects.update(
-                rt, r.namespace, r.name, body, self._write_opts(request),
-                subresource=r.subresource or None,
+                rt, r.namespace, r.name, body, opts, subresource=r.subresource or None,
             )
-            return respond(request, self, rt, obj, status=201 if created else 200)
+            return respond(request, self, rt, obj, status=201 if created else 200,
+                           warnings=opts.warnings)
         if verb == "patch":
             return await self._patch(request, r)
         if verb == "delete":
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
-            opts = delete_options(q, await read_body(request, optional=True))
-            obj, removed = self.objects.delete(rt, r.namespace, r.name, opts)
+            dopts = delete_options(q, await read_body(request, optional=True))
+            obj, removed = self.objects.delete(rt, r.namespace, r.name, dopts)
             if removed and not rt.return_deleted_object:
                 return json_response(_success_status(rt, obj))
             return respond(request, self, rt, obj)
@@ -255,6 +257,8 @@ class ApiServer:
             manager=manager or "unknown",
             dry_run=check_dry_run(list(q.getall("dryRun", []))),
             force=force in ("1", "t", "T", "true", "True", "TRUE"),
+            field_validation=fv or "Warn",
+            patch=request.method == "PATCH",
         )
 
     async def _patch(self, request: web.Request, r: Route) -> web.StreamResponse:
@@ -290,7 +294,8 @@ class ApiServer:
         obj, created = self.objects.patch(
             rt, r.namespace, r.name, patch_type, patch, opts, subresource=r.subresource or None
         )
-        return respond(request, self, rt, obj, status=201 if created else 200)
+        return respond(request, self, rt, obj, status=201 if created else 200,
+                       warnings=opts.warnings)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -499,12 +504,24 @@ def error_response(exc: ApiError) -> web.Response:
 
 
 def respond(
-    request: web.Request, server: ApiServer, rt: ResourceType, obj: Obj, *, status: int = 200
+    request: web.Request,
+    server: ApiServer,
+    rt: ResourceType,
+    obj: Obj,
+    *,
+    status: int = 200,
+    warnings: list[str] | None = None,
 ) -> web.Response:
     from . import table
 
     version = table.requested(request)
     if version:
         meta = {"resourceVersion": str(obj["metadata"].get("resourceVersion", ""))}
-        return json_response(table.build(server, rt, [obj], meta, version, request), status=status)
-    return json_response(obj, status=status)
+        resp = json_response(table.build(server, rt, [obj], meta, version, request),
+                             status=status)
+    else:
+        resp = json_response(obj, status=status)
+    for text in dict.fromkeys(warnings or ()):
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
+    return resp
