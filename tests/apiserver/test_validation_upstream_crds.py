@@ -1,6 +1,6 @@
-"""Every upstream CRD in ../shared/crds (JobSet, Trainer) compiles, passes the CRD checks,
-accepts a valid object and rejects invalid ones as a real server would, using each CRD's own
-OpenAPI constraints and x-kubernetes-validations rules."""
+"""Every vendored upstream CRD (JobSet, Trainer; ``cre.testing.crds``) compiles, passes the
+CRD checks, accepts a valid object and rejects invalid ones as a real server would, using each
+CRD's own OpenAPI constraints and x-kubernetes-validations rules."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ import pytest
 import yaml
 
 from cre.testing.apiserver.validation import Cause, CRDSchema, validate_crd_definition
+from cre.testing.crds import ALL, crd_files
 
-_CRD_DIRS = [Path(__file__).resolve().parents[3] / "shared" / "crds",
-             Path("/work/shared/crds")]
-CRD_ROOT = next((d for d in _CRD_DIRS if d.is_dir()), _CRD_DIRS[-1])
-CRD_FILES = sorted(CRD_ROOT.glob("*/*.yaml"))
+CRD_FILES = crd_files(*ALL)
 
 _POD_TEMPLATE = {"spec": {"restartPolicy": "Never",
                           "containers": [{"name": "node", "image": "busybox"}]}}
