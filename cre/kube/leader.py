@@ -253,7 +253,19 @@ class LeaderElector:
         record = LeaderRecord(holder_identity="", lease_duration_seconds=1, acquire_time=now,
                               renew_time=now, lease_transitions=self._observed.lease_transitions)
         try:
-            self._observe(await self._put(self._lease, record))
+            try:
+                self._observe(await self._put(self._lease, record))
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+                # Our copy is stale (a renewal was cut off after the server applied it):
+                # re-read, and release only if the Lease is still ours.
+                fresh = await self._client.get(LEASES, self.config.lease_name,
+                                               namespace=self.config.lease_namespace)
+                if LeaderRecord.from_lease(fresh).holder_identity != self.identity:
+                    self._observe(fresh)
+                    return True
+                self._observe(await self._put(fresh, record))
         except ApiError as exc:
             log.error("failed to release the lease", extra={"error": str(exc)})
             return False

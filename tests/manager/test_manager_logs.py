@@ -1,0 +1,109 @@
+"""JSON logging with reconcile context fields, and redaction of credentials."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from cre.kube.logcontext import ContextFilter, log_fields, reconcile_context
+from cre_manager.logs import REDACTED, LogFormat, redact_text, setup_logging
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    """Root logging routed to a buffer in JSON; restored afterwards."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buf = io.StringIO()
+    setup_logging(fmt=LogFormat.JSON, level="debug", stream=buf)
+    yield buf
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
+def _records(buf: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in buf.getvalue().splitlines()]
+
+
+def test_reconcile_fields_are_attached(captured: io.StringIO) -> None:
+    """Records emitted inside reconcile_context carry controller, namespace, name, reconcileID."""
+    log = logging.getLogger("cre.controller.test")
+    with reconcile_context(controller="job", namespace="ns1", name="j1",
+                           reconcile_id="rid-1"):
+        log.info("reconciling", extra={"phase": "Running"})
+    log.info("outside")
+    inside, outside = _records(captured)
+    assert inside["controller"] == "job"
+    assert inside["namespace"] == "ns1"
+    assert inside["name"] == "j1"
+    assert inside["reconcileID"] == "rid-1"
+    assert inside["phase"] == "Running"
+    assert inside["msg"] == "reconciling"
+    assert inside["level"] == "info"
+    assert "reconcileID" not in outside
+
+
+def test_fresh_reconcile_ids_differ() -> None:
+    """Each reconcile gets its own ID when none is given."""
+    with reconcile_context(controller="job", namespace="a", name="b") as first:
+        pass
+    with reconcile_context(controller="job", namespace="a", name="b") as second:
+        pass
+    assert first != second
+
+
+@pytest.mark.parametrize("secret_line", [
+    "calling with Authorization: Bearer abc.def-ghi",
+    "header {'Authorization': 'Bearer s3cr3t'}",
+    "token=s3cr3t in query",
+    '{"token": "s3cr3t"}',
+    "jwt eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJl seen",
+    "Basic dXNlcjpwYXNz",
+])
+def test_secrets_in_messages_are_masked(captured: io.StringIO, secret_line: str) -> None:
+    """Bearer/basic credentials, Authorization values, tokens and JWTs never reach the log."""
+    logging.getLogger("x").warning(secret_line)
+    (record,) = _records(captured)
+    text = json.dumps(record)
+    for secret in ("abc.def-ghi", "s3cr3t", "c2lnbmF0dXJl", "dXNlcjpwYXNz"):
+        assert secret not in text
+    assert REDACTED in text
+
+
+def test_secret_fields_and_arguments_are_masked(captured: io.StringIO) -> None:
+    """Fields named like credentials and %-arguments holding them are masked too."""
+    log = logging.getLogger("x")
+    log.info("headers %s", {"Authorization": "Bearer zzz123"},
+             extra={"token": "t0k3n", "headers": {"Authorization": "Bearer yyy"}})
+    (record,) = _records(captured)
+    assert record["token"] == REDACTED
+    assert record["headers"] == {"Authorization": REDACTED}
+    assert "zzz123" not in str(record["msg"])
+
+
+def test_tracebacks_are_masked(captured: io.StringIO) -> None:
+    """A secret inside an exception message is masked in the stack trace."""
+    try:
+        raise RuntimeError("request failed, Authorization: Bearer leaked-value")
+    except RuntimeError:
+        logging.getLogger("x").exception("boom")
+    (record,) = _records(captured)
+    assert "leaked-value" not in json.dumps(record)
+    assert "RuntimeError" in str(record["stacktrace"])
+
+
+def test_redact_text_leaves_plain_text() -> None:
+    """Text without credentials passes unchanged."""
+    assert redact_text("job ns/a reached phase Succeeded") == "job ns/a reached phase Succeeded"
+
+
+def test_context_filter_for_library_users() -> None:
+    """ContextFilter copies bound fields onto records for any formatter."""
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
+    with log_fields(controller="job"):
+        ContextFilter().filter(record)
+    assert record.controller == "job"
