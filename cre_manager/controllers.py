@@ -7,13 +7,12 @@ served before any informer starts), and a factory from the shared client and the
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any, cast
 
 import attrs
 
 from cre.api.labels import GROUP, VERSION
+from cre.controller.job import JobController
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
 from cre_manager.runnable import Runnable
@@ -55,10 +54,8 @@ def _trainer(plural: str) -> RequiredResource:
 
 
 def _job_controller(client: KubeClient, config: ManagerConfig) -> Runnable:
-    # Imported when built, so the manager's own modules load without every controller's deps.
-    job_controller: Any = importlib.import_module("cre.controller.job").JobController
-    return cast(Runnable, job_controller(client, namespaces=config.namespaces or None,
-                         max_concurrent_reconciles=config.max_concurrent_reconciles))
+    return JobController(client, namespaces=config.namespaces or None,
+                         max_concurrent_reconciles=config.max_concurrent_reconciles)
 
 
 @attrs.frozen(slots=True)
