@@ -1,0 +1,490 @@
+"""Informer benchmark: memory per cached pod, events/s into the store, event-to-handler latency.
+
+* Memory (tracemalloc) of 10,000 realistic pods shaped like CRE's worker and launcher pods
+  (JobSet/Trainer labels, owner references, full spec, kubelet status, managedFields) held as
+  the slim ``PodView`` projection, as plain dicts (``json.loads``), and as kubernetes-asyncio
+  ``V1Pod`` models.
+* Throughput: the emulator (its CLI, a separate process) holds N labelled pods; the time from
+  start until one handler has seen all N, for CRE's informer and for kopf (an ``on.event``
+  handler, default settings, its own event loop in a thread) watching the same pods on the same
+  emulator; plus CRE's watch-stream rate, replaying N events from a resumed watch.
+* Latency: label patches paced at 1,000/s; for each, the time from just before the PATCH is
+  sent to the handler seeing the new label value (same process, same monotonic clock), for
+  CRE's informer and for kopf.
+
+Prints one JSON document. Usage: ``python -m bench informer [--pods 10000] [--watch-pods 4000]
+[--rate 1000] [--seconds 3] [--skip-kopf] [--skip-v1pod]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import logging
+import multiprocessing
+import signal
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+
+from cre.api import labels as L
+from cre.kube.client import KubeClient
+from cre.kube.informer import EventType, Informer, ReflectorConfig
+from cre.kube.pods import scoped_pod_informer
+from cre.kube.projections import pod_view
+
+NS = "bench"
+SELECTOR = "bench.cre.dev/pod"
+
+
+# -- realistic pods --------------------------------------------------------------------------
+
+
+def _ts(second: int) -> str:
+    return f"2026-03-01T10:{(second // 60) % 60:02d}:{second % 60:02d}Z"
+
+
+def realistic_pod(i: int) -> dict[str, Any]:
+    """Pod ``i`` of a catalog-shaped workload: 16 workers and 1 launcher per job."""
+    job, slot = divmod(i, 17)
+    launcher = slot == 16
+    jobset = f"nccl-allreduce-{job:04d}"
+    rjob = "launcher" if launcher else "node"
+    owner_uid = str(uuid.UUID(int=job * 2 + launcher))
+    created = _ts(job)
+    name = f"{jobset}-{rjob}-0-{'' if launcher else str(slot) + '-'}{uuid.UUID(int=i).hex[:5]}"
+    container = rjob
+    labels = {
+        (L.LAUNCHER if launcher else L.JOB): jobset,
+        L.MANAGED_BY: "cre", L.JOBSET_NAME: jobset, L.REPLICATED_JOB_NAME: rjob,
+        L.JOB_INDEX: "0", L.COMPLETION_INDEX: str(0 if launcher else slot),
+        L.RESTART_ATTEMPT: "0", L.TRAINJOB_ANCESTOR_STEP: "launcher" if launcher else "trainer",
+        "batch.kubernetes.io/controller-uid": owner_uid, "controller-uid": owner_uid,
+        "batch.kubernetes.io/job-name": f"{jobset}-{rjob}-0", "job-name": f"{jobset}-{rjob}-0",
+        "jobset.sigs.k8s.io/global-replicas": "17",
+        "jobset.sigs.k8s.io/job-key": uuid.UUID(int=job + 7).hex,
+    }
+    running = {"running": {"startedAt": created}}
+    return {
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {
+            "name": name, "generateName": name[:-5], "namespace": NS,
+            "uid": str(uuid.UUID(int=10**9 + i)), "resourceVersion": str(10_000 + i),
+            "creationTimestamp": created, "labels": labels,
+            "annotations": {
+                "batch.kubernetes.io/job-completion-index": labels[L.COMPLETION_INDEX],
+                "jobset.sigs.k8s.io/jobset-name": jobset,
+                "jobset.sigs.k8s.io/replicatedjob-name": rjob,
+                "jobset.sigs.k8s.io/replicatedjob-replicas": "1",
+                "kubectl.kubernetes.io/default-container": container,
+            },
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                 "name": f"{jobset}-{rjob}-0", "uid": owner_uid,
+                                 "controller": True, "blockOwnerDeletion": True}],
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
+            "managedFields": [
+                {"manager": "kube-controller-manager", "operation": "Update",
+                 "apiVersion": "v1", "time": created, "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {
+                     "f:annotations": {".": {}, **{f"f:{k}": {} for k in (
+                         "batch.kubernetes.io/job-completion-index",
+                         "jobset.sigs.k8s.io/jobset-name")}},
+                     "f:finalizers": {".": {}, "v:\"batch.kubernetes.io/job-tracking\"": {}},
+                     "f:labels": {".": {}, **{f"f:{k}": {} for k in labels}},
+                     "f:ownerReferences": {".": {}, f"k:{{\"uid\":\"{owner_uid}\"}}": {}}},
+                     "f:spec": {"f:containers": {f"k:{{\"name\":\"{container}\"}}": {
+                         ".": {}, "f:command": {}, "f:env": {}, "f:image": {},
+                         "f:imagePullPolicy": {}, "f:name": {}, "f:resources": {},
+                         "f:volumeMounts": {}}},
+                         "f:hostname": {}, "f:restartPolicy": {}, "f:subdomain": {},
+                         "f:tolerations": {}, "f:volumes": {}}}},
+                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                 "time": created, "fieldsType": "FieldsV1", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {},
+                                           "f:hostIP": {}, "f:hostIPs": {}, "f:phase": {},
+                                           "f:podIP": {}, "f:podIPs": {}, "f:startTime": {}}}},
+            ],
+        },
+        "spec": {
+            "nodeName": f"gpu-node-{(job * 16 + slot) % 2048:04d}",
+            "hostname": name[:-6], "subdomain": jobset, "restartPolicy": "Never",
+            "containers": [{
+                "name": container, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                "command": ["/bin/bash", "-c"],
+                "args": ["mpirun --allow-run-as-root -np 128 -bind-to none -map-by slot "
+                         "-x NCCL_DEBUG=INFO -x NCCL_IB_HCA=mlx5 all_reduce_perf -b 8 -e 16G "
+                         "-f 2 -g 1" if launcher else "sleep infinity"],
+                "env": [{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
+                        {"name": "OMPI_MCA_pml", "value": "ucx"},
+                        {"name": "JOBSET_NAME", "value": jobset}],
+                "resources": ({} if launcher else {
+                    "limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
+                    "requests": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}}),
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                                 {"name": "kube-api-access-x7k2p", "readOnly": True,
+                                  "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent",
+            }],
+            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                        {"name": "kube-api-access-x7k2p", "projected": {"defaultMode": 420,
+                         "sources": [{"serviceAccountToken": {"expirationSeconds": 3607,
+                                                              "path": "token"}},
+                                     {"configMap": {"name": "kube-root-ca.crt", "items": [
+                                         {"key": "ca.crt", "path": "ca.crt"}]}}]}}],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                             "effect": "NoSchedule"},
+                            {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300}],
+            "schedulerName": "default-scheduler", "serviceAccountName": "default",
+            "dnsPolicy": "ClusterFirst", "priority": 0, "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority", "terminationGracePeriodSeconds": 30,
+        },
+        "status": {
+            "phase": "Running", "hostIP": f"10.0.{job % 250}.{slot + 1}",
+            "hostIPs": [{"ip": f"10.0.{job % 250}.{slot + 1}"}],
+            "podIP": f"10.244.{job % 250}.{slot + 2}",
+            "podIPs": [{"ip": f"10.244.{job % 250}.{slot + 2}"}],
+            "startTime": created, "qosClass": "BestEffort" if launcher else "Guaranteed",
+            "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                            "lastTransitionTime": created}
+                           for t in ("PodReadyToStartContainers", "Initialized", "Ready",
+                                     "ContainersReady", "PodScheduled")],
+            "containerStatuses": [{
+                "name": container, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                "imageID": "nvcr.io/nvidia/pytorch@sha256:" + uuid.UUID(int=3).hex * 2,
+                "containerID": "containerd://" + uuid.UUID(int=i).hex * 2, "ready": True,
+                "started": True, "restartCount": 0, "state": running, "lastState": {}}],
+        },
+    }
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+
+def _measure(build: Callable[[list[bytes]], list[Any]], raw: list[bytes]) -> tuple[float, int]:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    held = build(raw)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    size = after - before
+    del held
+    return size / len(raw), size
+
+
+def memory(count: int, *, v1pod: bool) -> dict[str, Any]:
+    raw = [json.dumps(realistic_pod(i)).encode() for i in range(count)]
+    out: dict[str, Any] = {"pods": count,
+                           "json_bytes_per_pod": round(sum(map(len, raw)) / count)}
+    slim, _ = _measure(lambda r: [pod_view(json.loads(b)) for b in r], raw)
+    plain, _ = _measure(lambda r: [json.loads(b) for b in r], raw)
+    out["slim_bytes_per_pod"] = round(slim)
+    out["dict_bytes_per_pod"] = round(plain)
+    out["dict_over_slim"] = round(plain / slim, 1)
+    if v1pod:
+        from kubernetes_asyncio.client import ApiClient, Configuration
+
+        async def models() -> float:
+            cfg = Configuration()
+            cfg.client_side_validation = False
+            api = ApiClient(configuration=cfg)
+            try:
+                deser = api._ApiClient__deserialize
+                per, _ = _measure(lambda r: [deser(json.loads(b), "V1Pod") for b in r], raw)
+                return per
+            finally:
+                await api.close()
+
+        v1 = asyncio.run(models())
+        out["v1pod_bytes_per_pod"] = round(v1)
+        out["v1pod_over_slim"] = round(v1 / slim, 1)
+    return out
+
+
+# -- emulator ----------------------------------------------------------------------------------
+
+
+async def _start_emulator(folder: Path) -> tuple[asyncio.subprocess.Process, str, Path]:
+    kc = folder / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cre.testing.apiserver", "--port", "0", "--write-kubeconfig",
+        str(kc), stderr=asyncio.subprocess.PIPE)
+    assert proc.stderr is not None
+    line = (await proc.stderr.readline()).decode()
+    if "serving" not in line:
+        raise RuntimeError(f"emulator did not start: {line}")
+    return proc, line.split("serving ", 1)[1].split(" ", 1)[0], kc
+
+
+def _small_pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"p{i}", "labels": {SELECTOR: "x", L.GROUP_LABEL: "0"}},
+            "spec": {"containers": [{"name": "node", "image": "x"}]}}
+
+
+async def _create_pods(session: aiohttp.ClientSession, url: str, count: int, start: int = 0,
+                       concurrency: int = 16) -> None:
+    names = iter(range(start, start + count))
+
+    async def worker() -> None:
+        for i in names:
+            async with session.post(f"{url}/api/v1/namespaces/{NS}/pods",
+                                    json=_small_pod(i)) as r:
+                if r.status != 201:
+                    raise RuntimeError(f"create failed: {r.status} {await r.text()}")
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered)) - 1))]
+
+
+async def _paced_patches_async(url: str, *, pods: int, rate: float,
+                               seconds: float) -> tuple[int, float]:
+    total = int(rate * seconds)
+    inflight = asyncio.Semaphore(256)
+    tasks: list[asyncio.Task[None]] = []
+    async with aiohttp.ClientSession() as session:
+
+        async def one(seq: int) -> None:
+            async with inflight:
+                # The send time travels in the label value: CLOCK_MONOTONIC is system-wide.
+                body = {"metadata": {"labels": {L.GROUP_LABEL: f"{time.monotonic():.6f}"}}}
+                async with session.patch(
+                        f"{url}/api/v1/namespaces/{NS}/pods/p{seq % pods}", json=body,
+                        headers={"Content-Type": "application/merge-patch+json"}) as r:
+                    await r.read()
+
+        start = time.monotonic()
+        for seq in range(total):
+            delay = start + seq / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(seq)))
+        await asyncio.gather(*tasks)
+        return total, total / (time.monotonic() - start)
+
+
+def _paced_patches_process(url: str, pods: int, rate: float, seconds: float) -> tuple[int, float]:
+    return asyncio.run(_paced_patches_async(url, pods=pods, rate=rate, seconds=seconds))
+
+
+async def paced_patches(url: str, *, pods: int, rate: float, seconds: float) -> tuple[int, float]:
+    """PATCH a label on pods round robin at ``rate``/s from a separate process, so the writer
+    does not share a CPU or an event loop with the watcher; (writes, achieved rate)."""
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, _paced_patches_process, url, pods, rate, seconds)
+
+
+def _latency_of(labels: Any, now: float) -> float | None:
+    stamp = labels.get(L.GROUP_LABEL) if isinstance(labels, dict) else labels
+    if not stamp or "." not in stamp:
+        return None
+    return now - float(stamp)
+
+
+def _latency_summary(lat: list[float], expected: int) -> dict[str, float]:
+    ms = [x * 1000 for x in lat]
+    return {"events": len(ms), "expected": expected, "p50_ms": round(_percentile(ms, 50), 2),
+            "p99_ms": round(_percentile(ms, 99), 2), "max_ms": round(max(ms), 2)}
+
+
+# -- CRE informer ------------------------------------------------------------------------------
+
+
+async def cre_side(url: str, kc: Path, *, pods: int, rate: float,
+                   seconds: float) -> dict[str, Any]:
+    client = await KubeClient.from_kubeconfig(str(kc))
+    cfg = ReflectorConfig(page_size=500)
+    out: dict[str, Any] = {}
+    seen = 0
+    done = anyio.Event()
+    latencies: list[float] = []
+    expected = 0
+    measuring = False
+
+    def handler(etype: EventType, old: Any, new: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if not measuring and seen == target:
+            done.set()
+        if measuring and new is not None:
+            lat = _latency_of(new.label(L.GROUP_LABEL), time.monotonic())
+            if lat is not None:
+                latencies.append(lat)
+                if expected and len(latencies) >= expected:
+                    done.set()
+
+    async with aiohttp.ClientSession() as session:
+        # 1) initial sync of `pods` objects: list (paged) + dispatch.
+        inf: Informer[Any] = scoped_pod_informer(client, label_selector=SELECTOR,
+                                                 namespaces=[NS], name="bench-cre", config=cfg,
+                                                 caller="bench")
+        inf.add_handler(handler)
+        target = pods
+        async with anyio.create_task_group() as tg:
+            t0 = time.perf_counter()
+            tg.start_soon(inf.run)
+            await done.wait()
+            out["initial_sync_objects_per_s"] = round(pods / (time.perf_counter() - t0))
+            # 2) latency at `rate` events/s.
+            measuring = True
+            done = anyio.Event()
+            expected, achieved = await paced_patches(url, pods=pods, rate=rate, seconds=seconds)
+            if len(latencies) < expected:
+                with anyio.move_on_after(10):
+                    await done.wait()
+            out["latency"] = _latency_summary(latencies, expected)
+            out["latency"]["achieved_write_rate"] = round(achieved)
+            measuring = False
+            tg.cancel_scope.cancel()
+        # 3) watch-stream throughput: stop, let the cluster change, resume and replay.
+        rv_before = inf.resource_version(NS)
+        await _create_pods(session, url, pods, start=pods)
+        seen, target, done = 0, pods, anyio.Event()
+        async with anyio.create_task_group() as tg:
+            t0 = time.perf_counter()
+            tg.start_soon(inf.run)
+            await done.wait()
+            out["watch_events_per_s"] = round(pods / (time.perf_counter() - t0))
+            tg.cancel_scope.cancel()
+        out["watch_resumed_from"] = rv_before
+    await client.close()
+    return out
+
+
+# -- kopf ------------------------------------------------------------------------------------
+
+
+def kopf_side(url: str, *, pods: int, rate: float, seconds: float) -> dict[str, Any]:
+    import kopf
+
+    logging.getLogger("kopf").setLevel(logging.ERROR)
+    registry = kopf.OperatorRegistry()
+    stop = threading.Event()
+    first_all = threading.Event()
+    latencies: list[float] = []
+    state = {"seen": 0, "measuring": False}
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: Any, **_: Any) -> None:
+        settings.posting.enabled = False
+        settings.watching.server_timeout = 600
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> Any:
+        return kopf.ConnectionInfo(server=url, insecure=True, scheme="Bearer",
+                                   token="cre-emulator", default_namespace=NS)
+
+    @kopf.on.event("v1", "pods", labels={SELECTOR: kopf.PRESENT}, registry=registry)
+    async def on_event(body: Any, **_: Any) -> None:
+        now = time.monotonic()
+        state["seen"] += 1
+        if state["seen"] == pods:
+            first_all.set()
+        if state["measuring"]:
+            lat = _latency_of(dict(body.get("metadata", {}).get("labels", {})), now)
+            if lat is not None:
+                latencies.append(lat)
+
+    def run() -> None:
+        asyncio.run(kopf.operator(registry=registry, clusterwide=False, namespaces=[NS],
+                                  standalone=True, stop_flag=stop))
+
+    thread = threading.Thread(target=run, name="kopf", daemon=True)
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    thread.start()
+    if not first_all.wait(timeout=300):
+        out["error"] = f"kopf saw {state['seen']} of {pods} pods"
+        stop.set()
+        return out
+    out["initial_sync_objects_per_s"] = round(pods / (time.perf_counter() - t0))
+    state["measuring"] = True
+    expected, achieved = asyncio.run(paced_patches(url, pods=pods, rate=rate, seconds=seconds))
+    deadline = time.monotonic() + 20
+    while len(latencies) < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out["latency"] = _latency_summary(latencies, expected) if latencies else {}
+    out["latency"]["achieved_write_rate"] = round(achieved)
+    stop.set()
+    thread.join(timeout=30)
+    return out
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+async def network(*, watch_pods: int, rate: float, seconds: float,
+                  kopf: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-informer-") as tmp:
+        proc, url, kc = await _start_emulator(Path(tmp))
+        try:
+            async with aiohttp.ClientSession() as session:
+                async with session.post(f"{url}/api/v1/namespaces",
+                                        json={"metadata": {"name": NS}}) as r:
+                    r.raise_for_status()
+                await _create_pods(session, url, watch_pods)
+            out: dict[str, Any] = {"pods": watch_pods, "rate": rate, "seconds": seconds}
+            out["cre"] = await cre_side(url, kc, pods=watch_pods, rate=rate, seconds=seconds)
+            if kopf:
+                # kopf sees the same pods plus those the CRE run added (2x watch_pods).
+                out["kopf"] = await asyncio.to_thread(kopf_side, url, pods=2 * watch_pods,
+                                                      rate=rate, seconds=seconds)
+                k = out["kopf"].get("initial_sync_objects_per_s")
+                if k:
+                    out["cre_over_kopf_initial_sync"] = round(
+                        out["cre"]["initial_sync_objects_per_s"] / k, 1)
+            return out
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench informer", description=__doc__)
+    p.add_argument("--pods", type=int, default=10_000, help="pods for the memory figures")
+    p.add_argument("--watch-pods", type=int, default=4000,
+                   help="pods on the emulator for the throughput figures")
+    p.add_argument("--rate", type=float, default=1000.0, help="events/s for the latency run")
+    p.add_argument("--seconds", type=float, default=3.0, help="length of the latency run")
+    p.add_argument("--skip-kopf", action="store_true")
+    p.add_argument("--skip-v1pod", action="store_true")
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    result: dict[str, Any] = {"memory": memory(args.pods, v1pod=not args.skip_v1pod)}
+    result["stream"] = asyncio.run(network(watch_pods=args.watch_pods, rate=args.rate,
+                                           seconds=args.seconds, kopf=not args.skip_kopf))
+    mem = result["memory"]
+    cre = result["stream"]["cre"]
+    result["targets"] = {
+        "slim_le_1KiB": mem["slim_bytes_per_pod"] <= 1024,
+        "slim_10x_smaller_than_dict": mem["dict_over_slim"] >= 10,
+        "p99_lt_50ms": cre["latency"]["p99_ms"] < 50,
+        "throughput_5x_kopf": (result["stream"].get("cre_over_kopf_initial_sync") or 0) >= 5,
+    }
+    json.dump(result, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
