@@ -31,7 +31,7 @@ from cre.api.job import Job
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
 from cre.controller import metrics as job_metrics
 from cre.core.classify import group_nodes
-from cre.core.job import reconcile_job
+from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, LogRequest, Observation, Plan
 from cre.core.workload import workload_name
@@ -52,6 +52,7 @@ from cre.kube.pods import (
     INDEX_LAUNCHER,
     INDEX_NODE,
     launcher_pod_informer,
+    live_list_pods,
     read_pod_log,
     worker_pod_informer,
 )
@@ -66,6 +67,8 @@ COMPONENT: Final = "cre.dev/job-controller"
 MAX_STEPS: Final = 12
 # Noisy worker pod updates are coalesced for this long; launcher failures skip the wait.
 WORKER_POD_COALESCE: Final = 0.2
+# Tombstones of failed launchers kept per Job (a retry makes two; more is a runaway).
+MAX_DEPARTED: Final = 8
 
 
 def _utcnow() -> datetime:
@@ -123,6 +126,8 @@ class JobController:
             client, NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true",
             name="gpu-nodes")
         self.queue: WorkQueue[str] = WorkQueue(CONTROLLER)
+        # Failed launchers deleted before a reconcile read them, by Job key (tombstones).
+        self._departed: dict[str, dict[str, PodView]] = {}
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.executor = PlanExecutor(client, self.recorder, clock=clock)
         self.jobs.add_handler(self._on_job)
@@ -165,6 +170,7 @@ class JobController:
         if etype == EventType.DELETED:
             job_metrics.forget_job(obj.metadata.namespace or "", obj.metadata.name or "")
             self.queue.forget(_key(obj.metadata.namespace, obj.metadata.name))
+            self._departed.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
             return
         self.queue.add(_key(obj.metadata.namespace, obj.metadata.name))
 
@@ -194,8 +200,16 @@ class JobController:
         job = obj.label(LAUNCHER) if obj is not None else None
         if obj is None or not job:
             return
-        # The first non-zero exit goes straight to a worker: the pod is about to be deleted.
-        self.queue.add(_key(obj.namespace, job))
+        key = _key(obj.namespace, job)
+        if etype == EventType.DELETED and old is not None and has_failed_container(old):
+            # Keep the last state of a failed launcher JobSet deleted before a reconcile saw
+            # it, so its exit is still recorded (the log read then explains the pod is gone).
+            departed = self._departed.setdefault(key, {})
+            if len(departed) < MAX_DEPARTED:
+                departed[old.name] = old
+        # Every launcher change, and above all its first non-zero exit, goes straight to a
+        # worker (no delay, no rate limit): the failed pod is about to be deleted.
+        self.queue.add(key)
 
     def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
         if new is None or etype == EventType.DELETED:
@@ -243,9 +257,12 @@ class JobController:
         ns, name = job.metadata.namespace or "", job.metadata.name or ""
         key = _key(ns, name)
         workers = _sorted_pods(self.workers.store.by_index(INDEX_JOB, key))
-        launchers = _sorted_pods(self.launchers.store.by_index(INDEX_LAUNCHER, key))
-        names = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
-        nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(names)) if n is not None)
+        cached = self.launchers.store.by_index(INDEX_LAUNCHER, key)
+        names = {p.name for p in cached}
+        gone = [p for p in self._departed.get(key, {}).values() if p.name not in names]
+        launchers = _sorted_pods([*cached, *gone])
+        hosts = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
+        nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
         return Observation(trainjob=self.trainjobs.store.get(_key(ns, workload_name(name))),
                            worker_pods=workers, launcher_pods=launchers, nodes=nodes)
 
@@ -268,6 +285,14 @@ class JobController:
             raise
         return trainjob_view(raw)
 
+    async def _live_pods(self, job: Job) -> tuple[tuple[PodView, ...], tuple[PodView, ...]]:
+        ns, name = job.metadata.namespace or "", job.metadata.name or ""
+        workers = await live_list_pods(self.client, label_selector=f"{JOB}={name}",
+                                       namespace=ns, caller=f"{__name__}.JobController")
+        launchers = await live_list_pods(self.client, label_selector=f"{LAUNCHER}={name}",
+                                         namespace=ns, caller=f"{__name__}.JobController")
+        return _sorted_pods(workers), _sorted_pods(launchers)
+
     async def _live_job(self, namespace: str, name: str) -> Job | None:
         try:
             return job_from_dict(await self.client.get(JOBS, name, namespace=namespace))
@@ -282,12 +307,19 @@ class JobController:
         job = self.jobs.store.get(key)
         if job is None:
             return None
+        if is_terminal(job):
+            self._departed.pop(key, None)
         obs = self.observe(job)
         for _ in range(MAX_STEPS):
             plan = reconcile_job(job, obs, self._clock(), settings=self.settings)
             if plan.log_reads:
                 obs = attrs.evolve(obs, log_tails=obs.log_tails + await self._read_logs(
                     plan.log_reads))
+                continue
+            if plan.confirm_pods_live:
+                workers, launchers = await self._live_pods(job)
+                obs = attrs.evolve(obs, worker_pods=workers, launcher_pods=launchers,
+                                   pods_read_live=True)
                 continue
             if plan.confirm_workload_absence:
                 view = await self._live_trainjob(job)

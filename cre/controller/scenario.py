@@ -12,6 +12,7 @@ collection beyond what the API server does. Pod names follow Trainer/JobSet
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -197,13 +198,17 @@ class JobHarness:
 
     async def wait_job(self, name: str, check: Callable[[dict[str, Any]], bool], *,
                        limit: float = 20.0, poll: float = 0.02) -> dict[str, Any]:
-        """Poll the served Job until ``check`` holds (``limit`` is a safety net only)."""
-        with anyio.fail_after(limit):
+        """Poll the served Job until ``check`` holds (``limit`` is a safety net only; when it
+        runs out the error shows the last status seen)."""
+        last: dict[str, Any] = {}
+        with anyio.move_on_after(limit):
             while True:
-                job = await self.job(name)
-                if check(job):
-                    return job
+                last = await self.job(name)
+                if check(last):
+                    return last
                 await anyio.sleep(poll)
+        raise AssertionError(f"Job {self.namespace}/{name}: condition not reached within "
+                             f"{limit}s; last status: {json.dumps(last.get('status'))}")
 
     async def wait_trainjob(self, name: str, *, limit: float = 20.0) -> dict[str, Any]:
         """Poll until the Job's TrainJob exists."""

@@ -299,6 +299,9 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
                      message=message, view=view, status=status)
     if state == WorkloadState.PENDING:
+        if status.workload_start_time is not None and status.scheduling_blocked_since is None:
+            # Suspended after it ran (e.g. Kueue preemption): this time is not charged.
+            status = attrs.evolve(status, scheduling_blocked_since=ctx.now)
         return _in_progress(ctx, status, JobReason.WORKLOAD_PENDING,
                             f"Workload {view.name} is pending: {detail}",
                             requeue_after=ctx.settings.poll_interval)
@@ -307,6 +310,11 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
 
 def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
     start = status.workload_start_time or ctx.now
+    if status.scheduling_blocked_since is not None:
+        # Move the timeout anchor forward by the time spent suspended.
+        start = start + max(ctx.now - status.scheduling_blocked_since, timedelta(0))
+        status = attrs.evolve(status, scheduling_blocked_since=None,
+                              scheduling_resumed_time=ctx.now)
     requeue = ctx.settings.poll_interval
     timeout = timeout_of(ctx.job)
     if timeout is not None:
@@ -429,6 +437,9 @@ def _deletion(ctx: _Ctx) -> Plan:
         if left > 0:
             return ctx.plan(deletes=deletes,
                             requeue_after=min(ctx.settings.drain_poll_interval, left))
+    elif not ctx.obs.pods_read_live:
+        # "No pod running" from a cache may be lag: confirm before the irreversible step.
+        return ctx.plan(confirm_pods_live=True)
     finalizers = [f for f in job.metadata.finalizers if f != JOB_FINALIZER]
     patch = Patch(namespace=ctx.namespace, name=ctx.name,
                   body={"metadata": {"finalizers": finalizers}}, resource_version=ctx.rv)

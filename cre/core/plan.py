@@ -10,6 +10,8 @@ part of the contract, and the shell runs both inside one reconcile pass:
   record lands in one status write even if the pod is deleted in between.
 * ``Plan.confirm_workload_absence``: the cache does not hold the workload; the core will not act
   irreversibly on that until a live read confirms it (``Observation.workload_absence_confirmed``).
+* ``Plan.confirm_pods_live``: the caches show no running pod of the Job, and the core is about to
+  drop the finalizer on that; the shell lists the pods live (``Observation.pods_read_live``).
 
 A Plan that carries either request carries no writes: the shell must come back first.
 """
@@ -43,6 +45,7 @@ class Observation:
 
     ``trainjob`` is the cached workload named ``<job>-workload`` (``None`` when the cache has no
     such object); ``workload_absence_confirmed`` says a live read confirmed that absence.
+    ``pods_read_live`` says ``worker_pods`` and ``launcher_pods`` come from a live list.
     ``create_conflict`` is set by the shell when creating the workload returned AlreadyExists:
     the live object holding the name (``None`` inside it is impossible; the field is ``None``
     when no create conflicted). ``nodes`` are the group's GPU nodes the cache holds.
@@ -50,6 +53,8 @@ class Observation:
 
     trainjob: TrainJobView | None = None
     workload_absence_confirmed: bool = False
+    # The pod lists were read live (not from the caches), because the core asked for it.
+    pods_read_live: bool = False
     create_conflict: TrainJobView | None = None
     worker_pods: tuple[PodView, ...] = ()
     launcher_pods: tuple[PodView, ...] = ()
@@ -149,6 +154,7 @@ class Plan:
     events: tuple[EventSpec, ...] = ()
     log_reads: tuple[LogRequest, ...] = ()
     confirm_workload_absence: bool = False
+    confirm_pods_live: bool = False
     requeue_after: float | None = None
 
     @property
@@ -160,4 +166,5 @@ class Plan:
     @property
     def quiet(self) -> bool:
         """No write, no event and no request for more input: nothing left to do right now."""
-        return not self.writes and not self.log_reads and not self.confirm_workload_absence
+        return not (self.writes or self.log_reads or self.confirm_workload_absence
+                    or self.confirm_pods_live)

@@ -179,8 +179,8 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
     """The Job and Observation after the shell carried out ``plan`` in an otherwise still world.
 
     Status and finalizer patches land on the Job; a created TrainJob appears running; a deleted
-    one is gone (confirmed); log reads are answered from ``logs`` (pod name -> text), or with a
-    "pod not found" error when the pod is not in the observation.
+    one is gone (confirmed); a live pod list finds the same pods; log reads are answered from
+    ``logs`` (pod name -> text), or with a "pod not found" error when the pod is not observed.
     """
     meta = job.metadata
     for patch in plan.patches:
@@ -204,6 +204,7 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
             trainjob_view, confirmed = None, True
     if plan.confirm_workload_absence and trainjob_view is None:
         confirmed = True
+    pods_live = obs.pods_read_live or plan.confirm_pods_live
     pods = {p.name: p for p in obs.launcher_pods + obs.worker_pods}
     tails = list(obs.log_tails)
     for req in plan.log_reads:
@@ -215,7 +216,8 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
             tails.append(LogTail(namespace=req.namespace, pod=req.pod, container=req.container,
                                  error=f'pods "{req.pod}" not found', pod_uid=req.pod_uid))
     return job, attrs.evolve(obs, trainjob=trainjob_view, workload_absence_confirmed=confirmed,
-                             create_conflict=None, log_tails=tuple(tails))
+                             create_conflict=None, log_tails=tuple(tails),
+                             pods_read_live=pods_live)
 
 
 # --- hypothesis strategies --------------------------------------------------------------------
@@ -269,9 +271,16 @@ def observations(draw: st.DrawFn, job: Job) -> Observation:
                         uid=uid, state=tj_state)
     nodes = tuple(node(n, ready=draw(st.sampled_from(["True", "True", "True", "False"])))
                   for n in NODES)
+    conflict = None
+    if draw(st.integers(min_value=0, max_value=5)) == 0:
+        conflict = trainjob(job_name=job.metadata.name or "", job_uid=job.metadata.uid or "",
+                            uid="tj-conflict", owned=draw(st.booleans()),
+                            deleting=draw(st.booleans()))
     return Observation(
         trainjob=view,
         workload_absence_confirmed=draw(st.booleans()),
+        pods_read_live=draw(st.booleans()),
+        create_conflict=conflict,
         launcher_pods=draw(pods(launcher=True, prefix="j1-workload-launcher-0-0")),
         worker_pods=draw(pods(launcher=False, prefix="j1-workload-node-0")),
         nodes=nodes,
@@ -284,8 +293,9 @@ def jobs(draw: st.DrawFn) -> Job:
     stage = draw(st.sampled_from(["new", "no-finalizer", "running", "running-logged",
                                   "deleting"]))
     restarts = draw(st.sampled_from([None, 0, 1]))
+    timeout = draw(st.sampled_from([None, None, "5m", "1h"]))
     if stage == "new":
-        return make_job(max_restarts=restarts)
+        return make_job(max_restarts=restarts, timeout=timeout)
     if stage == "no-finalizer":
         return make_job(finalizer=False)
     status = running_status(started=at(-draw(st.integers(min_value=0, max_value=600))))
@@ -293,7 +303,9 @@ def jobs(draw: st.DrawFn) -> Job:
         status = attrs.evolve(status, failure_log=FailureLog(
             pod_name="j1-workload-launcher-0-0-0", container_name="node", exit_code=1,
             reason="Error", finished_at=at(3), tail="earlier"))
-    return make_job(status=status, max_restarts=restarts,
+    if draw(st.booleans()):
+        status = attrs.evolve(status, scheduling_blocked_since=at(draw(st.integers(0, 600))))
+    return make_job(status=status, max_restarts=restarts, timeout=timeout,
                     deleting_at=at(30) if stage == "deleting" else None)
 
 
@@ -312,6 +324,7 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
         "events": [(e.type, e.reason) for e in plan.events],
         "log_reads": [(r.pod, r.container) for r in plan.log_reads],
         "confirm": plan.confirm_workload_absence,
+        "confirm_pods": plan.confirm_pods_live,
     }
 
 

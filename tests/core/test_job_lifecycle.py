@@ -22,6 +22,7 @@ from cre.core.strategies import (
     trainjob,
 )
 from cre.core.trio import true_member
+from cre.core.workload import workload_name
 
 L1 = "j1-workload-launcher-0-0-aaaaa"
 L2 = "j1-workload-launcher-0-0-bbbbb"
@@ -342,8 +343,35 @@ def test_deletion_drains_pods_bounded_then_drops_finalizer() -> None:
     assert not waiting.patches and waiting.requeue_after is not None
     done = reconcile_job(job, obs, at(311))
     assert [p.body for p in done.patches] == [{"metadata": {"finalizers": []}}]
-    drained = reconcile_job(job, attrs.evolve(obs, worker_pods=()), at(20))
-    assert drained.patches
+    drained = attrs.evolve(obs, worker_pods=())
+    asked = reconcile_job(job, drained, at(20))
+    assert asked.confirm_pods_live and not asked.writes
+    assert reconcile_job(job, attrs.evolve(drained, pods_read_live=True), at(20)).patches
+    still_running = attrs.evolve(obs, pods_read_live=True)
+    assert not reconcile_job(job, still_running, at(20)).patches
+
+
+def test_suspension_after_start_is_not_charged_to_the_timeout() -> None:
+    """Time suspended after the first Running observation moves the timeout anchor forward."""
+    job = make_job(timeout="10m", status=running_status(started=at(0)))
+    suspended = reconcile_job(job, Observation(trainjob=trainjob(state="suspended")), at(100))
+    assert suspended.status is not None
+    assert suspended.status.scheduling_blocked_since == at(100)
+    job = attrs.evolve(job, status=suspended.status)
+    resumed = reconcile_job(job, Observation(trainjob=trainjob()), at(400))
+    assert resumed.status is not None and resumed.status.workload_start_time == at(300)
+    assert resumed.status.scheduling_blocked_since is None
+    job = attrs.evolve(job, status=resumed.status)
+    assert reconcile_job(job, Observation(trainjob=trainjob()), at(850)).log_reads == ()
+    assert _true(reconcile_job(job, Observation(trainjob=trainjob()), at(900))) == (
+        "Failed", "JobTimedOut")
+
+
+def test_workload_name_is_truncated_with_a_hash() -> None:
+    """A long Job name yields a TrainJob name of at most 44 characters ending in a hash."""
+    name = workload_name("a-very-long-workflow-name-for-a-certification-job")
+    assert len(name) <= 44 and name != workload_name("a-very-long-workflow-name-for-a-cert-x")
+    assert workload_name("j1") == "j1-workload"
 
 
 def test_conditions_keep_transition_time_on_reason_change() -> None:

@@ -1,0 +1,61 @@
+"""How the Job controller maps cache events to Job keys (no reconcile runs here)."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from cre.controller.job import JobController
+from cre.controller.scenario import JobHarness
+from cre.core.strategies import at, make_job, pod, terminated, trainjob
+from cre.kube.informer import EventType
+
+pytestmark = pytest.mark.anyio
+
+LAUNCHER = "j1-workload-launcher-0-0-aaaaa"
+
+
+def _idle_controller(h: JobHarness) -> JobController:
+    """A controller whose caches and workers are never started."""
+    return JobController(h.client, namespaces=["team-a"])
+
+
+async def test_launcher_failure_is_enqueued_at_once(job_harness: JobHarness) -> None:
+    """A launcher's first non-zero exit puts its Job on the queue with no delay."""
+    c = _idle_controller(job_harness)
+    running = pod(LAUNCHER, launcher=True)
+    failed = pod(LAUNCHER, launcher=True, state=terminated(finished=at(3)))
+    c._on_launcher(EventType.MODIFIED, running, failed)
+    assert len(c.queue) == 1 and c.queue.pending_delayed() == 0
+    assert await c.queue.get() == "team-a/j1"
+
+
+async def test_worker_churn_is_coalesced_but_failure_is_not(job_harness: JobHarness) -> None:
+    """Ordinary worker updates wait briefly to coalesce; a worker's first failure does not."""
+    c = _idle_controller(job_harness)
+    c._on_worker(EventType.ADDED, None, pod("j1-workload-node-0-0-b"))
+    assert len(c.queue) == 0 and c.queue.pending_delayed() == 1
+    c._on_worker(EventType.MODIFIED, pod("j1-workload-node-0-0-b"),
+                 pod("j1-workload-node-0-0-b", state=terminated(finished=at(2))))
+    assert len(c.queue) == 1
+
+
+async def test_failed_launcher_deleted_unseen_stays_observable(job_harness: JobHarness) -> None:
+    """A failed launcher deleted before any reconcile read it is kept for the Observation."""
+    c = _idle_controller(job_harness)
+    failed = pod(LAUNCHER, launcher=True, state=terminated(finished=at(3)))
+    c._on_launcher(EventType.DELETED, failed, None)
+    obs = c.observe(make_job())
+    assert [p.name for p in obs.launcher_pods] == [LAUNCHER]
+    c._on_launcher(EventType.DELETED, pod("other-launcher", launcher=True), None)
+    assert [p.name for p in c.observe(make_job()).launcher_pods] == [LAUNCHER]
+
+
+async def test_trainjob_maps_through_controller_owner(job_harness: JobHarness) -> None:
+    """A TrainJob event reaches the Job named by its controller ownerReference, and a TrainJob
+    no Job controls reaches none."""
+    c = _idle_controller(job_harness)
+    c._on_trainjob(EventType.MODIFIED, None, trainjob())
+    assert await c.queue.get() == "team-a/j1"
+    c._on_trainjob(EventType.ADDED, None, attrs.evolve(trainjob(), owner_refs=()))
+    assert len(c.queue) == 0

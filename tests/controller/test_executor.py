@@ -1,0 +1,97 @@
+"""The plan executor's preconditions, and the controller's re-run on a conflicting write."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+
+from cre.api.labels import API_VERSION, JOB_FINALIZER
+from cre.controller.job import JobController, job_from_dict
+from cre.controller.scenario import JobHarness, condition
+from cre.core.job import reconcile_job
+from cre.core.plan import Delete, EventSpec, EventType, Observation, Plan
+from cre.core.strategies import at
+from cre.core.workload import TRAINJOB_API_VERSION, workload_name
+from cre.kube.client import EVENTS, NAMESPACES, TRAINJOBS, ApiError
+from cre.kube.executor import JOBS, OutcomeKind
+
+pytestmark = pytest.mark.anyio
+
+NS = "unwatched"
+
+
+async def _namespace(h: JobHarness) -> None:
+    with contextlib.suppress(ApiError):
+        await h.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": NS}})
+
+
+async def _job(h: JobHarness, name: str) -> dict[str, Any]:
+    body = {"apiVersion": API_VERSION, "kind": "Job",
+            "metadata": {"name": name, "namespace": NS, "finalizers": [JOB_FINALIZER]},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}}}}}
+    return await h.client.create(JOBS, body, namespace=NS)
+
+
+async def _events(h: JobHarness, name: str) -> list[tuple[str, str]]:
+    page = await h.client.list(EVENTS, namespace=NS)
+    return [(e["type"], e["reason"]) for e in page.get("items") or []
+            if e["involvedObject"]["name"] == name]
+
+
+async def test_stale_status_write_conflicts_and_writes_nothing(job_harness: JobHarness) -> None:
+    """A plan computed from a stale Job gets CONFLICT: no status and no event is written."""
+    h = job_harness
+    await _namespace(h)
+    stale = job_from_dict(await _job(h, "stale"))
+    await h.client.patch(JOBS, "stale", {"metadata": {"labels": {"touched": "yes"}}},
+                         namespace=NS)
+    plan = reconcile_job(stale, Observation(), at(0))
+    outcome = await h.controller.executor.apply(stale, plan)
+    assert outcome.kind == OutcomeKind.CONFLICT
+    served = await h.client.get(JOBS, "stale", namespace=NS)
+    assert not (served.get("status") or {}).get("conditions")
+    assert await _events(h, "stale") == []
+
+
+async def test_delete_spares_a_same_named_replacement(job_harness: JobHarness) -> None:
+    """A delete carrying the old UID leaves a same-named replacement alone."""
+    h = job_harness
+    await _namespace(h)
+    body = {"apiVersion": TRAINJOB_API_VERSION, "kind": "TrainJob",
+            "metadata": {"name": "tj", "namespace": NS},
+            "spec": {"runtimeRef": {"name": "mpi-runtime"}}}
+    first = await h.client.create(TRAINJOBS, body, namespace=NS)
+    await h.client.delete(TRAINJOBS, "tj", namespace=NS)
+    second = await h.client.create(TRAINJOBS, body, namespace=NS)
+    stale = job_from_dict(await _job(h, "owner"))
+    plan = Plan(resource_version=stale.metadata.resource_version or "",
+                deletes=(Delete(api_version=TRAINJOB_API_VERSION, kind="TrainJob", namespace=NS,
+                                name="tj", uid=first["metadata"]["uid"]),),
+                events=(EventSpec(type=EventType.NORMAL, reason="Test", message="m"),))
+    outcome = await h.controller.executor.apply(stale, plan)
+    assert outcome.kind == OutcomeKind.APPLIED
+    still = await h.client.get(TRAINJOBS, "tj", namespace=NS)
+    assert still["metadata"]["uid"] == second["metadata"]["uid"]
+
+
+async def test_conflict_rereads_live_and_recomputes(job_harness: JobHarness) -> None:
+    """With a stale cached Job, the controller's status write conflicts; it re-reads the Job,
+    re-runs the core on the fresh copy, adopts the workload it had just created, and emits only
+    the event of the write that succeeded."""
+    h = job_harness
+    await _namespace(h)
+    stale = job_from_dict(await _job(h, "j9"))
+    await h.client.patch(JOBS, "j9", {"metadata": {"labels": {"touched": "yes"}}}, namespace=NS)
+    idle = JobController(h.client, namespaces=[NS])
+    idle.jobs.store._put(f"{NS}/j9", stale, stale.metadata.resource_version or "")
+    await idle.reconcile(f"{NS}/j9")
+    served = await h.client.get(JOBS, "j9", namespace=NS)
+    assert served["metadata"]["labels"] == {"touched": "yes"}
+    cond = condition(served, "InProgress")
+    assert cond is not None and cond["reason"] == "WorkloadAdopted"
+    tj = await h.client.get(TRAINJOBS, workload_name("j9"), namespace=NS)
+    assert served["status"]["workloadRef"]["uid"] == tj["metadata"]["uid"]
+    assert await _events(h, "j9") == [("Normal", "WorkloadAdopted")]
