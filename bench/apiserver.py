@@ -5,7 +5,7 @@ server's, not the load generator's. Watch delivery latency is measured from just
 write is sent to the moment each of the 20 watchers reads the event; both sides use the
 system-wide monotonic clock (carried in a pod annotation). Prints one JSON document.
 
-Usage: ``python -m bench apiserver [--pods 10000] [--watchers 20] [--concurrency 16]``
+Usage: ``python -m bench apiserver [--pods 10000] [--watchers 20] [--watch-rates 500 1000 2000]``
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -67,12 +68,20 @@ async def _start_server(folder: Path, cpu: int | None) -> tuple[asyncio.subproce
 
 
 async def _writes(session: aiohttp.ClientSession, url: str, *, count: int, concurrency: int,
-                  prefix: str) -> float:
-    """Create ``count`` pods with ``concurrency`` requests in flight; returns writes/s."""
+                  prefix: str, rate: float | None = None) -> float:
+    """Create ``count`` pods with ``concurrency`` requests in flight; returns writes/s.
+
+    With ``rate``, request ``i`` is not sent before ``start + i / rate`` (an open-loop load).
+    """
     names = iter(range(count))
+    begin = time.monotonic()
 
     async def worker() -> None:
         for i in names:
+            if rate:
+                delay = begin + i / rate - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
             body = json.dumps(_pod(f"{prefix}{i}", time.monotonic())).encode()
             async with session.post(url + PODS, data=body,
                                     headers={"Content-Type": "application/json"}) as r:
@@ -100,7 +109,7 @@ async def _list_latency(session: aiohttp.ClientSession, url: str, *, repeat: int
 
 
 async def _fanout(session: aiohttp.ClientSession, url: str, *, watchers: int, events: int,
-                  concurrency: int) -> dict[str, float]:
+                  concurrency: int, rate: float | None) -> dict[str, float]:
     async with session.get(url + PODS + "?limit=1") as r:
         rv = (await r.json())["metadata"]["resourceVersion"]
     latencies: list[float] = []
@@ -120,16 +129,18 @@ async def _fanout(session: aiohttp.ClientSession, url: str, *, watchers: int, ev
                 if not line:
                     break
                 now = time.monotonic()
-                ev = json.loads(line)
+                ev = orjson.loads(line)
                 sent = float(ev["object"]["metadata"]["annotations"]["bench/sent"])
                 latencies.append((now - sent) * 1000)
                 seen += 1
 
     tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
     await all_ready.wait()
-    rate = await _writes(session, url, count=events, concurrency=concurrency, prefix="w")
+    achieved = await _writes(session, url, count=events, concurrency=concurrency,
+                             prefix=f"w{rate or 0:g}-", rate=rate)
     await asyncio.gather(*tasks)
-    return {"watchers": watchers, "events": events, "write_rate_per_s": round(rate),
+    return {"watchers": watchers, "events": events,
+            "target_write_rate_per_s": rate, "write_rate_per_s": round(achieved),
             "p50_ms": round(_percentile(latencies, 50), 2),
             "p99_ms": round(_percentile(latencies, 99), 2),
             "deliveries": len(latencies)}
@@ -150,8 +161,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                        concurrency=args.concurrency, prefix="p")
                 cpu_per_write = (_cpu_seconds(proc.pid) - cpu_before) / (args.pods - 200)
                 listing = await _list_latency(session, url, repeat=5)
-                fanout = await _fanout(session, url, watchers=args.watchers,
-                                       events=args.watch_events, concurrency=args.concurrency)
+                fanout = [
+                    await _fanout(session, url, watchers=args.watchers, events=args.watch_events,
+                                  concurrency=args.concurrency, rate=rate)
+                    for rate in args.watch_rates
+                ]
         finally:
             proc.send_signal(signal.SIGTERM)
             await proc.wait()
@@ -175,6 +189,8 @@ def main() -> None:
     p.add_argument("--watchers", type=int, default=20)
     p.add_argument("--watch-events", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--watch-rates", type=float, nargs="+", default=[500.0, 1000.0, 2000.0],
+                   help="write rates (per second) at which watch delivery is measured")
     args = p.parse_args()
     print(json.dumps(asyncio.run(run(args)), indent=2))
 

@@ -125,3 +125,39 @@ async def test_timeout_seconds_ends_the_stream(client: Client, emu: Emulator) ->
     rv = created["metadata"]["resourceVersion"]
     evs = await _events(emu, f"resourceVersion={rv}&timeoutSeconds=1", 5)
     assert evs == []
+
+
+async def test_watch_list_default_from_134() -> None:
+    """From 1.34 a plain watch with allowWatchBookmarks ends its initial state with a bookmark."""
+    from cre.testing.apiserver import serve
+
+    async with serve(kubernetes_version="1.34") as emu:
+        emu.objects.put(pod("a"))
+        evs = await _events(emu, "allowWatchBookmarks=true", 2)
+    assert [e["type"] for e in evs] == ["ADDED", "BOOKMARK"]
+    assert evs[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_deprecated_watch_path(client: Client, emu: Emulator) -> None:
+    """/api/v1/watch/namespaces/{ns}/pods/{name} watches one object."""
+    await client.post(PODS, pod("a"))
+    await client.post(PODS, pod("b"))
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}/api/v1/watch/namespaces/default/pods/b") as r:
+        ev = json.loads(await r.content.readline())
+    assert (ev["type"], ev["object"]["metadata"]["name"]) == ("ADDED", "b")
+
+
+async def test_table_watch_sends_columns_once(client: Client, emu: Emulator) -> None:
+    """A Table watch carries columnDefinitions in the first event only."""
+    await client.post(PODS, pod("a"))
+    await client.post(PODS, pod("b"))
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}{PODS}?watch=true", headers=headers) as r:
+        first = json.loads(await r.content.readline())
+        second = json.loads(await r.content.readline())
+    assert first["object"]["kind"] == "Table"
+    assert [c["name"] for c in first["object"]["columnDefinitions"]][:2] == ["Name", "Ready"]
+    assert second["object"]["columnDefinitions"] is None
+    assert second["object"]["rows"][0]["cells"][0] == "b"

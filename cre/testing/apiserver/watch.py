@@ -57,6 +57,7 @@ class _Filter:
         self.labels = opts.labels
         self.fields = opts.fields
         self.plain = opts.labels.empty and opts.fields.empty
+        self.only_namespace = self.plain and bool(namespace)
 
     def matches(self, obj: Obj | None) -> bool:
         if obj is None:
@@ -166,10 +167,12 @@ class _Stream:
 
     def encode_event(self, ev: Event) -> bytes | None:
         filt = self.filt
-        now_matches = ev.type is not EventType.DELETED and filt.matches(ev.obj)
-        if filt.plain and not filt.namespace:
+        if filt.plain and (not filt.namespace or ev.key[0] == filt.namespace):
             etype = ev.type
+        elif filt.only_namespace:
+            return None
         else:
+            now_matches = ev.type is not EventType.DELETED and filt.matches(ev.obj)
             was = filt.matches(ev.prev)
             if ev.type is EventType.DELETED:
                 if not was:
