@@ -109,7 +109,7 @@ async def _list_latency(session: aiohttp.ClientSession, url: str, *, repeat: int
 
 
 async def _fanout(session: aiohttp.ClientSession, url: str, *, watchers: int, events: int,
-                  concurrency: int, rate: float | None) -> dict[str, float]:
+                  concurrency: int, rate: float | None) -> dict[str, float | None]:
     async with session.get(url + PODS + "?limit=1") as r:
         rv = (await r.json())["metadata"]["resourceVersion"]
     latencies: list[float] = []
