@@ -354,6 +354,7 @@ class Informer(Generic[T]):
         self._handlers: list[Handler[T]] = []
         self._synced = anyio.Event()
         self._progress = anyio.Event()
+        self._running = False
         if namespace is None or not resource.namespaced:
             namespaces: list[str | None] = [None]
         elif isinstance(namespace, str):
@@ -405,10 +406,16 @@ class Informer(Generic[T]):
             await progress.wait()
 
     async def run(self) -> None:
-        """List and watch until cancelled."""
-        async with anyio.create_task_group() as tg:
-            for r in self._reflectors:
-                tg.start_soon(r.run, name=f"reflector {self.name} {r.namespace or '*'}")
+        """List and watch until cancelled (a restarted informer resumes where it stopped)."""
+        if self._running:
+            raise RuntimeError(f"informer {self.name} is already running")
+        self._running = True
+        try:
+            async with anyio.create_task_group() as tg:
+                for r in self._reflectors:
+                    tg.start_soon(r.run, name=f"reflector {self.name} {r.namespace or '*'}")
+        finally:
+            self._running = False
 
     # -- used by the reflectors -------------------------------------------------------------
 

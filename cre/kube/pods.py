@@ -47,6 +47,12 @@ def _indexers(label: str, index_name: str) -> dict[str, Indexer[PodView]]:
             INDEX_OWNER: owner_uid_indexer}
 
 
+def job_key(pod: PodView) -> str | None:
+    """The reconcile key (``namespace/<job>``) of the CRE Job a worker or launcher pod serves."""
+    value = pod.label(L.JOB) or pod.label(L.LAUNCHER)
+    return f"{pod.namespace}/{value}" if value else None
+
+
 def worker_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
                         config: ReflectorConfig | None = None,
                         name: str = "worker-pods") -> Informer[PodView]:

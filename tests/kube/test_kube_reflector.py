@@ -216,3 +216,15 @@ async def test_unprojectable_objects_are_skipped_not_fatal(clock: FakeClock) -> 
                    rand=lambda: 0.0, sleep=sleeps)
     await _run_until_idle(inf, client)
     assert sorted(inf.store.keys()) == ["n2"]
+
+
+async def test_running_an_informer_twice_at_once_is_refused(clock: FakeClock) -> None:
+    """A second concurrent run() raises instead of starting duplicate watches."""
+    client = ScriptedClient(lists=[_page([], "1")], watches=[])
+    inf = _informer(client, clock, Sleeps(clock))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(inf.run)
+        await client.idle.wait()
+        with pytest.raises(RuntimeError, match="already running"):
+            await inf.run()
+        tg.cancel_scope.cancel()

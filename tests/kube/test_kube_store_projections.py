@@ -98,3 +98,12 @@ def test_list_is_an_immutable_snapshot() -> None:
     snap = s.list()
     s._put("cre/b", pod_view(pod(name="b")), "1")
     assert isinstance(snap, tuple) and len(snap) == 1 and len(s.list()) == 2
+
+
+def test_job_key_maps_workers_and_launchers_to_the_job() -> None:
+    """Worker and launcher pods map to namespace/<job>; unlabelled pods map to nothing."""
+    from cre.kube.pods import job_key
+
+    assert job_key(pod_view(pod(name="w"))) == "cre/nccl-allreduce"
+    assert job_key(pod_view(pod(name="l", labels={L.LAUNCHER: "j1"}))) == "cre/j1"
+    assert job_key(pod_view(pod(name="x", labels={"app": "y"}))) is None
