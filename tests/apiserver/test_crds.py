@@ -10,6 +10,7 @@ import pytest
 
 from cre.testing.apiserver import Emulator, serve
 from cre.testing.apiserver.emulator import load_manifests
+from cre.testing.apiserver.errors import ApiError
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
 
 from .conftest import Client
@@ -169,3 +170,36 @@ async def test_field_validation_modes(crd_client: Client) -> None:
     status, _, headers = await crd_client.post(TJ, body)
     assert status == 201
     assert headers.getall("Warning") == ['299 - "unknown field \\"spec.surprise\\""']
+
+
+ACCEPTED = {
+    "jobset.x-k8s.io": ("jobsets", {"replicatedJobs": [{"name": "w", "template": {"spec": {
+        "template": {"spec": {"restartPolicy": "Never",
+                              "containers": [{"name": "c", "image": "x"}]}}}}}]}),
+    "trainer.kubeflow.org": ("trainjobs", {"runtimeRef": {"name": "torch-distributed"}}),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in UPSTREAM.iterdir() if p.is_dir()))
+async def test_every_upstream_crd_accepts_and_rejects(folder: str) -> None:
+    """Each folder's kinds reject a non-object spec; its main kind accepts a minimal object."""
+    crds = load_manifests([UPSTREAM / folder])
+    async with serve(crds=[UPSTREAM / folder]) as emu:
+        for crd in crds:
+            spec = crd["spec"]
+            version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+            api_version = f"{spec['group']}/{version}"
+            kind = spec["names"]["kind"]
+            bad = {"apiVersion": api_version, "kind": kind, "metadata": {
+                "name": "bad", "namespace": "default"}, "spec": "not-an-object"}
+            with pytest.raises(ApiError) as exc:
+                emu.objects.put(bad)
+            assert exc.value.code == 422
+            assert exc.value.details is not None
+            assert exc.value.details["causes"][0]["field"] == "spec"
+            plural, good_spec = ACCEPTED[spec["group"]]
+            if spec["names"]["plural"] == plural:
+                good = {"apiVersion": api_version, "kind": kind,
+                        "metadata": {"name": "good", "namespace": "default"}, "spec": good_spec}
+                stored = emu.objects.put(good)
+                assert stored["metadata"]["uid"]
