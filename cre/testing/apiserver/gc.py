@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .objects import CRD_CLEANUP_FINALIZER, DeleteOptions, Objects, WriteOptions
+from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
+from .objects import Objects, WriteOptions
 from .resources import ResourceType
 from .store import Event, EventType, Key, Obj
 

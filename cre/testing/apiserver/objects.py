@@ -12,14 +12,15 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import attrs
 
-from . import errors, patching
+from . import crdstatus, deletion, errors, patching
 from .admission import Admission
 from .convert import core_event_defaults, from_storage, to_storage
+from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
 from .errors import ApiError, StatusCause
 from .meta import (
     dedup_owner_refs,
@@ -33,10 +34,6 @@ from .meta import (
 from .resources import Registry, ResourceType
 from .store import Key, Obj, Store
 
-SYSTEM_FINALIZERS = ("orphan", "foregroundDeletion")
-CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-TERMINAL_PHASES = ("Succeeded", "Failed")
-
 
 @attrs.frozen
 class WriteOptions:
@@ -48,16 +45,6 @@ class WriteOptions:
     field_validation: str = "Warn"  # Ignore | Warn | Strict
     patch: bool = False
     warnings: list[str] = attrs.field(factory=list)  # filled in: Warning headers to send
-
-
-@attrs.frozen
-class DeleteOptions:
-    grace_period: int | None = None
-    propagation: str | None = None
-    orphan_dependents: bool | None = None
-    precondition_uid: str | None = None
-    precondition_rv: str | None = None
-    dry_run: bool = False
 
 
 class Objects:
@@ -158,7 +145,7 @@ class Objects:
             raise errors.unknown_500("resourceVersion should not be set on objects to be created")
         if rt.namespaced:
             self._check_namespace(rt, str(meta.get("namespace", "")))
-        if rt.crd_name and self._crd_terminating(rt.crd_name):
+        if rt.crd_name and crdstatus.crd_terminating(self, rt.crd_name):
             raise errors.forbidden(
                 rt.qualified,
                 str(meta.get("name", "")),
@@ -194,7 +181,7 @@ class Objects:
             meta["name"] = generate_name(str(meta["generateName"]), self.rng)
             key = self.key_of(rt, namespace, str(meta["name"]))
         if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
-            self._crd_created(body)
+            crdstatus.crd_created(self, body)
         if opts.dry_run:
             return body
         stored = self.store.put(rt.bucket, key, to_storage(rt, body, self.storage_api_version(rt)))
@@ -389,7 +376,7 @@ class Objects:
         if _same_ignoring_managed(old_view, new):
             return old_view
         if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
-            self._crd_updated(old_view, new)
+            crdstatus.crd_updated(self, old_view, new)
         if opts.dry_run:
             meta["resourceVersion"] = old_meta.get("resourceVersion")
             return new
@@ -400,7 +387,7 @@ class Objects:
         ):
             final = self.store.remove(rt.bucket, key)
             assert final is not None
-            self._after_remove(rt, final)
+            deletion.after_remove(self, rt, final)
             return from_storage(rt, {**new, "metadata": final["metadata"]})
         stored = self.store.put(rt.bucket, key, to_storage(rt, new, self.storage_api_version(rt)))
         if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
@@ -520,183 +507,11 @@ class Objects:
         # Same revision: the create and its ownership record are one write.
         stored["metadata"]["managedFields"] = managed
         return fixed
-
-    # -- delete --------------------------------------------------------------------------------
-
     def delete(
         self, rt: ResourceType, namespace: str, name: str, opts: DeleteOptions
     ) -> tuple[Obj, bool]:
-        """DELETE: returns (object, removed-now)."""
-        key = self.key_of(rt, namespace, name)
-        old = self.store.get(rt.bucket, key)
-        if old is None:
-            raise errors.not_found(rt.qualified, name)
-        old_meta = old["metadata"]
-        if opts.precondition_uid and opts.precondition_uid != old_meta.get("uid"):
-            raise errors.precondition_conflict(
-                rt.qualified,
-                name,
-                f"the UID in the precondition ({opts.precondition_uid}) does not match the UID in "
-                f"record ({old_meta.get('uid')}). The object might have been deleted and then "
-                "recreated",
-            )
-        if opts.precondition_rv and opts.precondition_rv != old_meta.get("resourceVersion"):
-            raise errors.precondition_conflict(
-                rt.qualified,
-                name,
-                f"the ResourceVersion in the precondition ({opts.precondition_rv}) does not match "
-                f"the ResourceVersion in record ({old_meta.get('resourceVersion')}). The object "
-                "might have been modified",
-            )
-        finalizers = list(old_meta.get("finalizers") or [])
-        policy = opts.propagation
-        if policy is None and opts.orphan_dependents is not None:
-            policy = "Orphan" if opts.orphan_dependents else "Foreground"
-        if policy is not None:
-            finalizers = [f for f in finalizers if f not in SYSTEM_FINALIZERS]
-            if policy == "Orphan":
-                finalizers.append("orphan")
-            elif policy == "Foreground":
-                finalizers.append("foregroundDeletion")
-        if (
-            rt.kind == "CustomResourceDefinition"
-            and rt.group == "apiextensions.k8s.io"
-            and CRD_CLEANUP_FINALIZER not in finalizers
-        ):
-            finalizers.append(CRD_CLEANUP_FINALIZER)
-        if rt.kind == "Namespace" and rt.group == "":
-            if not old_meta.get("deletionTimestamp"):
-                return self._start_deleting(rt, key, old, finalizers, 0, opts), False
-            return from_storage(rt, old), False
-        grace = self._grace(rt, old, opts.grace_period)
-        if old_meta.get("deletionTimestamp"):
-            current = old_meta.get("deletionGracePeriodSeconds") or 0
-            if grace is not None and grace < current:
-                if grace == 0 and not finalizers:
-                    return self._remove(rt, key, old, opts), True
-                return self._start_deleting(rt, key, old, finalizers, max(grace, 1), opts), False
-            if not finalizers and not current:
-                return self._remove(rt, key, old, opts), True
-            return from_storage(rt, old), False
-        if finalizers or (grace or 0) > 0:
-            return self._start_deleting(rt, key, old, finalizers, grace or 0, opts), False
-        return self._remove(rt, key, old, opts), True
-
-    def _grace(self, rt: ResourceType, obj: Obj, requested: int | None) -> int | None:
-        if not rt.graceful_delete:
-            return None
-        spec = obj.get("spec") or {}
-        grace = requested
-        if grace is None:
-            grace = spec.get("terminationGracePeriodSeconds", 30)
-        if grace is None:
-            grace = 0
-        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
-            grace = 0
-        if grace < 0:
-            grace = 1
-        return int(grace)
-
-    def _start_deleting(
-        self,
-        rt: ResourceType,
-        key: Key,
-        old: Obj,
-        finalizers: list[str],
-        grace: int,
-        opts: DeleteOptions,
-    ) -> Obj:
-        now = self.clock()
-        meta = dict(old["metadata"])
-        if not meta.get("deletionTimestamp") or grace:
-            meta["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
-        meta["deletionGracePeriodSeconds"] = grace
-        if finalizers:
-            meta["finalizers"] = finalizers
-        else:
-            meta.pop("finalizers", None)
-        if not old["metadata"].get("deletionTimestamp") and meta.get("generation"):
-            meta["generation"] = int(meta["generation"]) + 1
-        new = {**old, "metadata": meta}
-        if rt.kind == "Namespace" and rt.group == "":
-            new["status"] = {**(old.get("status") or {}), "phase": "Terminating"}
-        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
-            new["status"] = _with_condition(
-                old.get("status") or {},
-                {
-                    "type": "Terminating",
-                    "status": "True",
-                    "reason": "InstanceDeletionInProgress",
-                    "message": "CustomResource deletion is in progress",
-                    "lastTransitionTime": self.now(),
-                },
-            )
-        if opts.dry_run:
-            return from_storage(rt, new)
-        return from_storage(rt, self.store.put(rt.bucket, key, new))
-
-    def _remove(self, rt: ResourceType, key: Key, old: Obj, opts: DeleteOptions) -> Obj:
-        if opts.dry_run:
-            return from_storage(rt, old)
-        final = self.store.remove(rt.bucket, key)
-        assert final is not None
-        self._after_remove(rt, final)
-        return from_storage(rt, final)
-
-    def _after_remove(self, rt: ResourceType, final: Obj) -> None:
-        if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
-            for fn in self.crd_listeners:
-                fn(final, False)
-
-    # -- CRDs ----------------------------------------------------------------------------------
-
-    def _crd_terminating(self, crd_name: str) -> bool:
-        crd = self.store.get(("apiextensions.k8s.io", "customresourcedefinitions"), ("", crd_name))
-        return bool(crd and crd["metadata"].get("deletionTimestamp"))
-
-    def _crd_created(self, crd: Obj) -> None:
-        causes = self.admission.check_crd(crd)
-        if causes:
-            raise errors.invalid_object(
-                errors.Qualified("apiextensions.k8s.io", "customresourcedefinitions",
-                                 "CustomResourceDefinition"),
-                str(crd["metadata"].get("name", "")),
-                causes,
-            )
-        spec = crd.get("spec") or {}
-        names = dict(spec.get("names") or {})
-        names.setdefault("singular", str(names.get("kind", "")).lower())
-        names.setdefault("listKind", f"{names.get('kind', '')}List")
-        storage = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
-        now = self.now()
-        crd["status"] = {
-            "acceptedNames": names,
-            "conditions": [
-                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                 "message": "no conflicts found", "lastTransitionTime": now},
-                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                 "message": "the initial names have been accepted", "lastTransitionTime": now},
-            ],
-            "storedVersions": storage,
-        }
-
-    def _crd_updated(self, old: Obj, new: Obj) -> None:
-        if old.get("spec") != new.get("spec"):
-            causes = self.admission.check_crd(new)
-            if causes:
-                raise errors.invalid_object(
-                    errors.Qualified("apiextensions.k8s.io", "customresourcedefinitions",
-                                     "CustomResourceDefinition"),
-                    str(new["metadata"].get("name", "")),
-                    causes,
-                )
-            status = dict(new.get("status") or old.get("status") or {})
-            stored = list(status.get("storedVersions") or [])
-            for v in (new.get("spec") or {}).get("versions") or []:
-                if v.get("storage") and v.get("name") not in stored:
-                    stored.append(v["name"])
-            status["storedVersions"] = stored
-            new["status"] = status
+        """DELETE: returns (object, removed-now); see :mod:`.deletion`."""
+        return deletion.delete(self, rt, namespace, name, opts)
 
 
 def _qos_class(pod: Obj) -> str:
@@ -735,12 +550,6 @@ def _go_strings(values: list[str]) -> str:
     return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
 
 
-def _with_condition(status: dict[str, Any], cond: dict[str, Any]) -> dict[str, Any]:
-    conds = [c for c in status.get("conditions") or [] if c.get("type") != cond["type"]]
-    conds.append(cond)
-    return {**status, "conditions": conds}
-
-
 def _patch_error(exc: patching.PatchError, patch_type: str) -> ApiError:
     if exc.code == 413:
         return errors.ApiError(
@@ -765,4 +574,4 @@ def _apply_conflict(exc: patching.ApplyConflict) -> ApiError:
     )
 
 
-__all__ = ["DeleteOptions", "Objects", "WriteOptions", "micro_time"]
+__all__ = ["CRD_CLEANUP_FINALIZER", "DeleteOptions", "Objects", "WriteOptions", "micro_time"]
