@@ -174,3 +174,15 @@ async def test_unknown_resource_status(client: Client) -> None:
     assert body["message"] == "the server could not find the requested resource"
     status, text, _ = await client.get("/apis/nope.example.com/v1/things")
     assert status == 404 and "404 page not found" in text
+
+
+async def test_injected_clock_sets_timestamps(client: Client, emu: Emulator) -> None:
+    """creationTimestamp comes from the emulator's clock, which tests can set."""
+    from datetime import UTC, datetime
+
+    emu.clock.set(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
+    _, created, _ = await client.post(PODS, pod("p"))
+    assert created["metadata"]["creationTimestamp"] == "2030-01-02T03:04:05Z"
+    emu.clock.advance(60)
+    _, state, _ = await client.get("/_emulator/state")
+    assert state["now"] == "2030-01-02T03:05:05Z"

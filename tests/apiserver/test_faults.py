@@ -69,3 +69,21 @@ async def test_forced_410_on_resume(client: Client, emu: Emulator) -> None:
             f"{emu.url}{PODS}?watch=true&resourceVersion={rv}") as r:
         ev = json.loads(await r.content.readline())
     assert ev["type"] == "ERROR" and ev["object"]["code"] == 410
+
+
+async def test_watch_dropped_after_seconds(client: Client, emu: Emulator) -> None:
+    """A time-based watch fault ends an idle stream without any event."""
+    _, created, _ = await client.post(PODS, pod("p"))
+    emu.faults.configure({"watch": {"afterSeconds": 0.2}})
+    rv = created["metadata"]["resourceVersion"]
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}{PODS}?watch=true&resourceVersion={rv}") as r:
+        assert await r.content.read() == b""
+
+
+async def test_latency_is_configurable_over_http(client: Client, emu: Emulator) -> None:
+    """The fault spec sets added latency; GET /_emulator/faults reports it."""
+    status, desc, _ = await client.post("/_emulator/faults", {"latency": 0.01, "seed": 3})
+    assert status == 200 and desc["latency"] == 0.01
+    assert emu.faults.latency == 0.01
+    assert (await client.get(PODS))[0] == 200

@@ -83,3 +83,22 @@ async def test_control_api_appends_logs(client: Client) -> None:
                                         raw=b"from outside\n", content_type="text/plain")
     assert status == 204
     assert (await client.get(PODS + "/p/log"))[1] == "from outside\n"
+
+
+async def test_since_seconds_uses_the_emulator_clock(client: Client, emu: Emulator) -> None:
+    """sinceSeconds keeps lines appended within that many seconds of the emulator's now."""
+    from datetime import UTC, datetime
+
+    emu.clock.set(datetime(2030, 1, 1, tzinfo=UTC))
+    await client.post(PODS, pod("p", node="n1"))
+    emu.append_log("default", "p", "main", "old\n")
+    emu.clock.advance(600)
+    emu.append_log("default", "p", "main", "new\n")
+    assert (await client.get(PODS + "/p/log?sinceSeconds=60"))[1] == "new\n"
+    assert (await client.get(PODS + "/p/log?sinceTime=2030-01-01T00:05:00Z"))[1] == "new\n"
+    status, body, _ = await client.get(PODS + "/p/log?sinceSeconds=5&sinceTime="
+                                       "2030-01-01T00:05:00Z")
+    assert status == 422
+    assert body["details"]["causes"] == [{
+        "reason": "FieldValueForbidden",
+        "message": "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"}]

@@ -90,7 +90,7 @@ def _resource_list(server: ApiServer, group: str, version: str) -> dict[str, Any
     for rt in server.registry.in_group_version(group, version):
         entry: dict[str, Any] = {"name": rt.plural, "singularName": rt.singular,
                                  "namespaced": rt.namespaced, "kind": rt.kind,
-                                 "verbs": rt.verbs}
+                                 "verbs": _verbs(server, rt)}
         if rt.short_names:
             entry["shortNames"] = list(rt.short_names)
         if rt.categories:
@@ -102,6 +102,16 @@ def _resource_list(server: ApiServer, group: str, version: str) -> dict[str, Any
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
             "resources": resources}
+
+
+def _verbs(server: ApiServer, rt: ResourceType) -> list[str]:
+    """CRD verbs shrink while the CRD is terminating (no create/update/patch)."""
+    if rt.is_custom:
+        crd = server.store.get(("apiextensions.k8s.io", "customresourcedefinitions"),
+                               ("", rt.crd_name))
+        if crd is not None and crd["metadata"].get("deletionTimestamp"):
+            return ["delete", "deletecollection", "get", "list", "watch"]
+    return rt.verbs
 
 
 def _sub_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
@@ -127,7 +137,7 @@ def _aggregated(server: ApiServer, *, core: bool) -> dict[str, Any]:
                 entry: dict[str, Any] = {
                     "resource": rt.plural, "responseKind": gvk,
                     "scope": "Namespaced" if rt.namespaced else "Cluster",
-                    "singularResource": rt.singular, "verbs": rt.verbs,
+                    "singularResource": rt.singular, "verbs": _verbs(server, rt),
                 }
                 if rt.short_names:
                     entry["shortNames"] = list(rt.short_names)
