@@ -423,9 +423,16 @@ class Informer(Generic[T]):
         try:
             key = object_key(raw)
             obj = self._transform(raw)
-        except (ProjectionError, TypeError, ValueError, KeyError) as exc:
+        except ProjectionError as exc:
             log.error("informer %s: dropping an object that cannot be projected: %s",
                       self.name, exc)
+            return None
+        except Exception as exc:  # any transform's failure on one object must not stop us
+            meta = raw.get("metadata") if isinstance(raw, dict) else None
+            where = (f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
+                     if isinstance(meta, dict) else "?")
+            log.error("informer %s: transform failed on %s, object dropped: %r",
+                      self.name, where, exc)
             return None
         rv = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         return key, obj, rv

@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.informer import EventType, Informer, ReflectorConfig
-from cre.testing.apiserver.emulator import Emulator, serve
+from cre.testing.apiserver import Emulator, serve
 
 # Tiny delays: the protocol is what is under test, not the waiting.
 FAST = ReflectorConfig(backoff_initial=0.001, backoff_max=0.01, watch_timeout_min=30,

@@ -228,3 +228,20 @@ async def test_running_an_informer_twice_at_once_is_refused(clock: FakeClock) ->
         with pytest.raises(RuntimeError, match="already running"):
             await inf.run()
         tg.cancel_scope.cancel()
+
+
+async def test_a_failing_custom_transform_drops_only_that_object(clock: FakeClock) -> None:
+    """Any exception from a user transform skips the object; the informer keeps running."""
+
+    def picky(raw: dict[str, Any]) -> str:
+        if raw["metadata"]["name"] == "bad":
+            raise RuntimeError("cannot convert")
+        return str(raw["metadata"]["name"])
+
+    client = ScriptedClient(
+        lists=[_page([pod(name="bad", rv="1"), pod(name="good", rv="2")], "2")],
+        watches=[[_ev("ADDED", pod(name="later", rv="3"))]])
+    inf = Informer(client, PODS, transform=picky, label_selector="x", name="picky",  # type: ignore[arg-type]
+                   clock=clock, rand=lambda: 0.0, sleep=Sleeps(clock))
+    await _run_until_idle(inf, client)
+    assert sorted(inf.store.list()) == ["good", "later"]
