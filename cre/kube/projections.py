@@ -233,6 +233,8 @@ def pod_view(obj: JSON) -> PodView:
             obj, status.get("containerStatuses"), "status.containerStatuses", init=False),
         resource_version=_str(obj, meta.get("resourceVersion"), "metadata.resourceVersion")
         or "",
+        reason=_opt_intern(_str(obj, status.get("reason"), "status.reason")),
+        message=_str(obj, status.get("message"), "status.message"),
     )
 
 

@@ -39,6 +39,11 @@ def test_pod_view_keeps_only_what_the_core_reads() -> None:
     cs = v.container_statuses[0]
     assert cs.state is not None and cs.state.kind == "terminated" and cs.state.exit_code == 3
     assert v.resource_version == "1"
+    assert (v.reason, v.message) == (None, None)
+    evicted = pod(name="e-0-abcde", phase="Failed")
+    evicted["status"].update(reason="Evicted", message="The node was low on resource: memory.")
+    assert pod_view(evicted).reason == "Evicted"
+    assert pod_view(evicted).message == "The node was low on resource: memory."
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         v.phase = "Failed"  # type: ignore[misc]
 
