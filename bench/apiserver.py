@@ -109,7 +109,7 @@ async def _list_latency(session: aiohttp.ClientSession, url: str, *, repeat: int
 
 
 async def _fanout(session: aiohttp.ClientSession, url: str, *, watchers: int, events: int,
-                  concurrency: int, rate: float | None) -> dict[str, float | None]:
+                  concurrency: int, rate: float | None, pid: int) -> dict[str, float | None]:
     async with session.get(url + PODS + "?limit=1") as r:
         rv = (await r.json())["metadata"]["resourceVersion"]
     latencies: list[float] = []
@@ -136,10 +136,13 @@ async def _fanout(session: aiohttp.ClientSession, url: str, *, watchers: int, ev
 
     tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
     await all_ready.wait()
+    cpu_before = _cpu_seconds(pid)
     achieved = await _writes(session, url, count=events, concurrency=concurrency,
                              prefix=f"w{rate or 0:g}-", rate=rate)
     await asyncio.gather(*tasks)
+    server_cpu = _cpu_seconds(pid) - cpu_before
     return {"watchers": watchers, "events": events,
+            "server_cpu_ms_per_event_all_watchers": round(server_cpu / events * 1000, 3),
             "target_write_rate_per_s": rate, "write_rate_per_s": round(achieved),
             "p50_ms": round(_percentile(latencies, 50), 2),
             "p99_ms": round(_percentile(latencies, 99), 2),
@@ -163,7 +166,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 listing = await _list_latency(session, url, repeat=5)
                 fanout = [
                     await _fanout(session, url, watchers=args.watchers, events=args.watch_events,
-                                  concurrency=args.concurrency, rate=rate)
+                                  concurrency=args.concurrency, rate=rate, pid=proc.pid)
                     for rate in args.watch_rates
                 ]
         finally:
