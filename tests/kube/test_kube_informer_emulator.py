@@ -10,6 +10,7 @@ from kube_emu import (
     cache_state,
     create_pod,
     delete_pod,
+    drop_watches,
     emulator,
     relists,
     server_state,
@@ -94,9 +95,12 @@ async def test_410_relists_and_emits_the_gap() -> None:
 
 
 async def test_bookmarks_advance_the_resume_version() -> None:
-    """Writes outside the selector move the informer's version forward through bookmarks."""
-    async with emulator(bookmark_interval=0.02) as (_emu, client):
+    """Writes outside the selector move the version forward through bookmarks; a dropped watch
+    resumes from there without relisting."""
+    async with emulator(bookmark_interval=0.02) as (emu, client):
         inf = _informer(client, "t-bookmark")
+        rec = Recorder()
+        inf.add_handler(rec)
         async with anyio.create_task_group() as tg:
             tg.start_soon(inf.run)
             await inf.wait_synced()
@@ -104,9 +108,14 @@ async def test_bookmarks_advance_the_resume_version() -> None:
             rv = await create_pod(client, "outsider", {"app": "other"})
             with anyio.fail_after(30):  # hang guard only
                 await inf.wait_for_resource_version(rv)
+            bookmarked = int(inf.resource_version())
+            drop_watches(emu)
+            await create_pod(client, "w-0", WORKER)
+            await rec.wait_until(lambda: "cre/w-0" in inf.store)
             tg.cancel_scope.cancel()
-        assert int(inf.resource_version()) >= int(rv) > listed
-        assert len(inf.store) == 0
+        assert bookmarked >= int(rv) > listed
+        assert [k for _, k, _ in rec.events] == ["cre/w-0"]
+        assert relists("t-bookmark") == 1
 
 
 async def test_relabelled_pod_leaves_and_rejoins_the_cache() -> None:
