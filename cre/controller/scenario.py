@@ -228,6 +228,16 @@ class JobHarness:
         return sorted(items, key=lambda e: (e.get("firstTimestamp") or "",
                                              e["metadata"].get("resourceVersion") or ""))
 
+    async def wait_event(self, name: str, reason: str, *, limit: float = 20.0
+                         ) -> dict[str, Any]:
+        """Poll until an Event with ``reason`` about the Job exists; return it."""
+        with anyio.fail_after(limit):
+            while True:
+                for event in await self.events(name):
+                    if event.get("reason") == reason:
+                        return event
+                await anyio.sleep(0.02)
+
     async def add_gpu_node(self, name: str, *, ready: bool = True) -> None:
         """A GPU node (``nvidia.com/gpu.present=true``) with a Ready condition."""
         body = {"apiVersion": "v1", "kind": "Node",

@@ -6,11 +6,13 @@ from typing import Any
 
 import anyio
 import pytest
+from prometheus_client import REGISTRY
 
 from cre.controller.scenario import JobHarness, condition, is_true
 from cre.core.workload import workload_name
 from cre.kube.client import ApiError
 from cre.kube.executor import JOBS
+from cre.testing.apiserver import Emulator
 
 pytestmark = pytest.mark.anyio
 
@@ -120,3 +122,38 @@ async def test_deleted_job_drops_finalizer_after_pods_drain(job_harness: JobHarn
                 assert exc.not_found
                 break
             await anyio.sleep(0.02)
+
+
+async def test_create_error_is_transient_and_reported(job_harness: JobHarness,
+                                                      shared_emulator: Emulator) -> None:
+    """A failing TrainJob create emits Warning WorkloadCreationError, never fails the Job, and
+    the Job proceeds once creates succeed again."""
+    h = job_harness
+    shared_emulator.faults.add_error(500, verb="create", resource="trainjobs")
+    try:
+        await h.create_job("j1")
+        await h.wait_event("j1", "WorkloadCreationError")
+        job = await h.job("j1")
+        assert condition(job, "Failed") is None
+    finally:
+        shared_emulator.faults.reset()
+    await h.wait_job("j1", is_true("InProgress"))
+    warnings = [e for e in await h.events("j1") if e["reason"] == "WorkloadCreationError"]
+    assert all(e["type"] == "Warning" for e in warnings)
+
+
+async def test_capture_delay_and_phase_metrics(job_harness: JobHarness) -> None:
+    """An early capture observes the exit-to-failureLog histogram and the phase gauge follows."""
+    h = job_harness
+    before = REGISTRY.get_sample_value("cre_job_failure_log_delay_seconds_count") or 0.0
+    await h.create_job("j1")
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+    await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+    await h.script.terminate(L1, exit_code=1, log="boom\n")
+    await h.wait_job("j1", lambda j: _failure_log(j).get("podName") == L1)
+    after = REGISTRY.get_sample_value("cre_job_failure_log_delay_seconds_count") or 0.0
+    assert after == before + 1
+    labels = {"namespace": h.namespace, "job": "j1"}
+    assert REGISTRY.get_sample_value("cre_job_status", {**labels, "phase": "Running"}) == 1.0
+    assert REGISTRY.get_sample_value("cre_job_status", {**labels, "phase": "Failed"}) == 0.0
