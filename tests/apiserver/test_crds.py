@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cre.testing import crds as upstream_crds
 from cre.testing.apiserver import Emulator, serve
 from cre.testing.apiserver.emulator import load_manifests
 from cre.testing.apiserver.errors import ApiError
@@ -17,7 +18,7 @@ from .conftest import Client
 
 pytestmark = pytest.mark.anyio
 
-UPSTREAM = default_crd_sources()[0].parent
+UPSTREAM = upstream_crds.HERE
 TJ = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -28,7 +29,7 @@ def trainjob(name: str = "tj", **spec: Any) -> dict[str, Any]:
             "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}}
 
 
-@pytest.mark.parametrize("folder", sorted(p.name for p in UPSTREAM.iterdir() if p.is_dir()))
+@pytest.mark.parametrize("folder", sorted(p.name for p in upstream_crds.ALL))
 async def test_every_upstream_crd_folder_installs(folder: str) -> None:
     """Each upstream CRD folder installs and its kinds become servable and listable."""
     crds = load_manifests([UPSTREAM / folder])
@@ -180,7 +181,7 @@ ACCEPTED = {
 }
 
 
-@pytest.mark.parametrize("folder", sorted(p.name for p in UPSTREAM.iterdir() if p.is_dir()))
+@pytest.mark.parametrize("folder", sorted(p.name for p in upstream_crds.ALL))
 async def test_every_upstream_crd_accepts_and_rejects(folder: str) -> None:
     """Each folder's kinds reject a non-object spec; its main kind accepts a minimal object."""
     crds = load_manifests([UPSTREAM / folder])

@@ -13,14 +13,22 @@ from pathlib import Path
 
 import pytest
 
+from cre.testing import crds as upstream_crds
+
 from .emulator import Emulator, serve
 
 
 def default_crd_sources() -> list[Path]:
-    """Upstream CRDs (``CRE_UPSTREAM_CRDS`` or ``/work/shared/crds``) plus ``deploy/crds``."""
+    """The vendored upstream CRDs (latest Trainer and JobSet) plus CRE's own ``deploy/crds``.
+
+    ``CRE_UPSTREAM_CRDS`` may name another folder holding ``trainer-latest``/``jobset-latest``.
+    """
     root = Path(__file__).resolve().parents[3]
-    upstream = Path(os.environ.get("CRE_UPSTREAM_CRDS", root.parent / "shared" / "crds"))
-    out = [upstream / "trainer-latest", upstream / "jobset-latest"]
+    override = os.environ.get("CRE_UPSTREAM_CRDS")
+    if override:
+        out = [Path(override) / "trainer-latest", Path(override) / "jobset-latest"]
+    else:
+        out = list(upstream_crds.LATEST)
     out = [p for p in out if p.exists()]
     own = root / "deploy" / "crds"
     if own.is_dir() and any(own.glob("*.yaml")):
