@@ -347,7 +347,8 @@ def _early_capture(
     failure = fl.failed_container_of(fl.eligible(launchers, view.creation_timestamp))
     if failure is None:
         return None
-    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container)
+    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container,
+                           pod_uid=failure.pod.uid)
     if tail is None:
         return _log_request(ctx, failure.pod, failure.container)
     return fl.record(failure, tail)
@@ -372,7 +373,7 @@ def _failure_record(
         if choice is None:
             return fl.fallback(bool(pods))
         pod, container = choice
-        tail = ctx.obs.tail_for(pod=pod.name, container=container)
+        tail = ctx.obs.tail_for(pod=pod.name, container=container, pod_uid=pod.uid)
         if tail is None:
             return _log_request(ctx, pod, container)
         return fl.timeout_record(pod, container, tail)
@@ -383,7 +384,8 @@ def _failure_record(
     failure = fl.failed_container_of(fl.eligible(pods, created))
     if failure is None:
         return fl.fallback(bool(pods))
-    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container)
+    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container,
+                           pod_uid=failure.pod.uid)
     if tail is None:
         return _log_request(ctx, failure.pod, failure.container)
     return fl.record(failure, tail)

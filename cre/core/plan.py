@@ -61,11 +61,15 @@ class Observation:
     nodes: tuple[NodeView, ...] = ()
     log_tails: tuple[LogTail, ...] = ()
 
-    def tail_for(self, *, pod: str, container: str) -> LogTail | None:
-        """The log tail the shell read for this container, if any."""
+    def tail_for(self, *, pod: str, container: str, pod_uid: str = "") -> LogTail | None:
+        """The log tail the shell read for this container (of this pod instance when both
+        UIDs are known), if any."""
         for tail in self.log_tails:
-            if tail.pod == pod and tail.container == container:
-                return tail
+            if tail.pod != pod or tail.container != container:
+                continue
+            if pod_uid and tail.pod_uid and tail.pod_uid != pod_uid:
+                continue
+            return tail
         return None
 
 
