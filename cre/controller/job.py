@@ -126,6 +126,7 @@ class JobController:
             client, NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true",
             name="gpu-nodes")
         self.queue: WorkQueue[str] = WorkQueue(CONTROLLER)
+        self._stop_requested = False
         # Failed launchers deleted before a reconcile read them, by Job key (tombstones).
         self._departed: dict[str, dict[str, PodView]] = {}
         self.recorder = EventRecorder(client, component=COMPONENT)
@@ -150,16 +151,27 @@ class JobController:
             await informer.wait_synced()
 
     async def run(self) -> None:
-        """Watch and reconcile until cancelled."""
+        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue."""
+        if self.queue.shutting_down and not self._stop_requested:
+            self.queue = WorkQueue(CONTROLLER)  # restarted by a supervisor after a failure
         try:
             async with anyio.create_task_group() as tg:
                 for informer in self.informers:
                     tg.start_soon(informer.run, name=f"informer {informer.name}")
                 await self.wait_synced()
-                for i in range(self.max_concurrent_reconciles):
-                    tg.start_soon(self._worker, name=f"job worker {i}")
+                async with anyio.create_task_group() as workers:
+                    for i in range(self.max_concurrent_reconciles):
+                        workers.start_soon(self._worker, name=f"job worker {i}")
+                # The workers return only once stop() shut the queue and it drained.
+                tg.cancel_scope.cancel()
         finally:
             self.queue.shutdown()
+
+    def stop(self) -> None:
+        """Take no new keys; finish the reconciles in flight and what is queued, then let
+        :meth:`run` return."""
+        self._stop_requested = True
+        self.queue.shutdown()
 
     # --- event mapping ------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import attrs
 import pytest
 
@@ -59,3 +60,15 @@ async def test_trainjob_maps_through_controller_owner(job_harness: JobHarness) -
     assert await c.queue.get() == "team-a/j1"
     c._on_trainjob(EventType.ADDED, None, attrs.evolve(trainjob(), owner_refs=()))
     assert len(c.queue) == 0
+
+
+async def test_stop_drains_and_run_returns(job_harness: JobHarness) -> None:
+    """After stop(), run() finishes the queued work and returns on its own."""
+    c = JobController(job_harness.client, namespaces=[job_harness.namespace])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(c.run)
+        with anyio.fail_after(20):
+            await c.wait_synced()
+        c.queue.add(f"{job_harness.namespace}/absent")
+        c.stop()
+    assert c.queue.shutting_down and len(c.queue) == 0
