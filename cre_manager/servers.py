@@ -47,7 +47,8 @@ def _probe_app(checks: dict[str, Check]) -> web.Application:
         ok = all(r[1] for r in results)
         if ok and "verbose" not in req.query:
             return web.Response(text="ok")
-        lines = [f"[+]{n} ok" if good else f"[-]{n} failed: {why}" for n, good, why in results]
+        lines = [(f"[+]{n} ok" + (f" ({why})" if why else "")) if good else
+                 f"[-]{n} failed: {why}" for n, good, why in results]
         lines.append("readyz check passed" if ok else "readyz check failed")
         return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 500)
 

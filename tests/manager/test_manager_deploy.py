@@ -1,0 +1,138 @@
+"""The kustomize deployment: renders, is least-privilege and restricted, and applies."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from cre.api.crdgen import render_all
+from cre_manager.config import parse_config
+from cre_manager.controllers import CONTROLLERS, required_resources
+from cre_manager.procs import REPO, Stack
+
+DEPLOY = REPO / "deploy"
+
+
+def _kustomize(folder: str) -> list[dict[str, Any]]:
+    out = subprocess.run(["kubectl", "kustomize", str(DEPLOY / folder)], capture_output=True,
+                         text=True, check=True).stdout
+    return [d for d in YAML(typ="safe").load_all(out) if d]
+
+
+def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [d for d in docs if d["kind"] == kind
+             and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def default() -> list[dict[str, Any]]:
+    return _kustomize("default")
+
+
+def test_default_renders_everything(default: list[dict[str, Any]]) -> None:
+    """deploy/default holds the CRDs, namespace, identity, RBAC, Deployment and Service."""
+    kinds = sorted({d["kind"] for d in default})
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                     "Deployment", "Namespace", "Role", "RoleBinding", "Service",
+                     "ServiceAccount"]
+    for doc in default:
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                               "Namespace"):
+            assert doc["metadata"]["namespace"] == "cre-system", doc["metadata"]["name"]
+
+
+def test_crd_kustomization_lists_the_generated_crds() -> None:
+    """deploy/crds/kustomization.yaml names exactly the files crdgen writes."""
+    kustomization = YAML(typ="safe").load((DEPLOY / "crds" / "kustomization.yaml").read_text())
+    assert sorted(kustomization["resources"]) == sorted(render_all())
+
+
+def test_monitoring_adds_only_a_service_monitor(default: list[dict[str, Any]]) -> None:
+    """deploy/monitoring = deploy/default + one ServiceMonitor on the metrics port."""
+    monitoring = _kustomize("monitoring")
+    extra = [d for d in monitoring if d["kind"] == "ServiceMonitor"]
+    assert len(monitoring) == len(default) + 1 and len(extra) == 1
+    service = _one(default, "Service", "cre-manager-metrics")
+    assert extra[0]["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+
+
+def test_deployment_is_restricted(default: list[dict[str, Any]]) -> None:
+    """Non-root, read-only root FS, no capabilities, RuntimeDefault seccomp, no escalation."""
+    pod = _one(default, "Deployment", "cre-manager")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    (container,) = pod["containers"]
+    sc = container["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert "add" not in sc["capabilities"]
+    assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
+    assert pod["serviceAccountName"] == "cre-manager"
+
+
+def test_probes_and_args_match_the_manager(default: list[dict[str, Any]],
+                                           kubeconfig: Path) -> None:
+    """Probes hit /healthz and /readyz on the health port; the args are valid manager flags."""
+    (container,) = _one(default, "Deployment")["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    cfg = parse_config(container["args"], {"KUBECONFIG": str(kubeconfig)})
+    assert cfg.health_address is not None and cfg.health_address.port == ports["health"] == 8081
+    assert cfg.metrics_address is not None and cfg.metrics_address.port == ports["http-metrics"]
+    assert cfg.leader_election is not None
+
+
+def _rules(doc: dict[str, Any]) -> list[tuple[str, str, frozenset[str]]]:
+    return [(group, resource, frozenset(rule["verbs"])) for rule in doc["rules"]
+            for group in rule["apiGroups"] for resource in rule["resources"]]
+
+
+def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
+    """Pods read-only, logs get-only, no secrets, leases only through the namespaced Role."""
+    cluster = _rules(_one(default, "ClusterRole", "cre-manager"))
+    by_resource = {(g, r): v for g, r, v in cluster}
+    assert not any(r.startswith(("secrets", "leases", "*")) for _, r, _ in cluster)
+    assert not any("*" in v for _, _, v in cluster)
+    assert by_resource[("", "pods")] == {"get", "list", "watch"}
+    assert by_resource[("", "pods/log")] == {"get"}
+    assert by_resource[("", "nodes")] == {"get", "list", "watch"}
+    assert by_resource[("", "events")] == {"create", "patch"}
+    assert by_resource[("trainer.kubeflow.org", "trainjobs")] == {
+        "create", "get", "list", "watch", "delete"}
+    assert by_resource[("cre.dev", "jobs/status")] >= {"update", "patch"}
+    assert by_resource[("cre.dev", "jobs/finalizers")] == {"update"}
+    role = _one(default, "Role", "cre-manager-leader-election")
+    assert role["metadata"]["namespace"] == "cre-system"
+    assert _rules(role) == [("coordination.k8s.io", "leases",
+                             frozenset({"get", "create", "update"}))]
+
+
+def test_rbac_covers_what_the_start_up_checks_list(default: list[dict[str, Any]]) -> None:
+    """Every resource the enabled controllers require is listable and watchable."""
+    by_resource = {(g, r): v for g, r, v in _rules(_one(default, "ClusterRole"))}
+    for res in required_resources(tuple(CONTROLLERS)):
+        assert {"list", "watch"} <= by_resource[(res.group, res.plural)], res.crd_name
+
+
+def test_apply_to_the_emulator() -> None:
+    """``kubectl apply -k deploy/default`` succeeds against the API emulator."""
+    with Stack() as stack:
+        stack.start_emulator(crds=[])
+        groups = stack.kubectl("api-versions").stdout.split()
+        missing = [g for g in ("apps/v1", "rbac.authorization.k8s.io/v1") if g not in groups]
+        if missing:
+            pytest.skip(f"the API emulator does not serve {', '.join(missing)} yet")
+        result = stack.kubectl("apply", "-k", str(DEPLOY / "default"))
+        assert "deployment.apps/cre-manager created" in result.stdout
+        assert "customresourcedefinition.apiextensions.k8s.io/jobs.cre.dev created" in \
+            result.stdout
+        deployment = stack.kubectl_json("get", "deployment", "-n", "cre-system", "cre-manager")
+        assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "cre-manager"
