@@ -103,12 +103,19 @@ def superseded(pod: PodView, pods: Iterable[PodView]) -> bool:
                and not is_disruption_target(other) for other in pods)
 
 
+def _not_ready(node: NodeView) -> bool:
+    """Ready is False, or Unknown because the node stopped reporting (the node lifecycle
+    controller then sets a reason such as ``NodeStatusUnknown``; a node that never reported a
+    Ready condition at all is not evidence)."""
+    return node.ready == "False" or (node.ready == "Unknown" and node.ready_reason is not None)
+
+
 def _node_evidence(
     job: Job, pods: tuple[PodView, ...], nodes: tuple[NodeView, ...]
 ) -> tuple[ClassReason, tuple[str, ...]] | None:
     hosting = {p.node_name for p in pods if p.node_name}
     scope = hosting | set(group_nodes(job))
-    not_ready = sorted(n.name for n in nodes if n.name in scope and n.ready == "False")
+    not_ready = sorted(n.name for n in nodes if n.name in scope and _not_ready(n))
     if not_ready:
         return ClassReason.NODE_NOT_READY, tuple(not_ready)
     disrupted = sorted({p.node_name for p in pods if is_disruption_target(p) and p.node_name

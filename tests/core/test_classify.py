@@ -89,3 +89,16 @@ def test_disrupted_launcher_replaced_is_not_node_evidence() -> None:
     verdict = classify(job=make_job(), cause=Cause.WORKLOAD_FAILED, message="m",
                        failure_log=ERROR_LOG, pods=(first, retry), nodes=READY)
     assert verdict.failure_class.scope == FailureScope.WORKLOAD
+
+
+def test_node_that_stopped_reporting_is_not_ready() -> None:
+    """Ready=Unknown with NodeStatusUnknown is NotReady; Unknown with no reason is no evidence."""
+    lost = attrs.evolve(node("gpu-1", ready="Unknown"), ready_reason="NodeStatusUnknown")
+    verdict = classify(job=make_job(), cause=Cause.WORKLOAD_FAILED, message="m",
+                       failure_log=ERROR_LOG, pods=(pod("w", node="gpu-1"),),
+                       nodes=(node("gpu-0"), lost))
+    assert (verdict.failure_class.scope, verdict.blamed) == (FailureScope.NODE, ("gpu-1",))
+    silent = node("gpu-1", ready="Unknown")
+    verdict = classify(job=make_job(), cause=Cause.WORKLOAD_FAILED, message="m",
+                       failure_log=ERROR_LOG, pods=(), nodes=(silent,))
+    assert verdict.failure_class.scope == FailureScope.WORKLOAD
