@@ -53,8 +53,8 @@ async def run_manager(config: ManagerConfig) -> ExitCode:
         await check_api(client)
         await check_resources(client, required_resources(config.controllers),
                               namespaces=config.namespaces)
-        runnables = [Supervised(name, CONTROLLERS[name].build(client, config))
-                     for name in config.controllers]
+        runnables = [Supervised(name, CONTROLLERS[name].build(client, config),
+                                CONTROLLERS[name].restart) for name in config.controllers]
         elector = (LeaderElector(client, config.leader_election)
                    if config.leader_election is not None else None)
         code = await Manager(config=config, runnables=runnables, elector=elector).run()

@@ -15,7 +15,7 @@ from cre.api.labels import GROUP, VERSION
 from cre.controller.job import JobController
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
-from cre_manager.runnable import Runnable
+from cre_manager.runnable import Draining, RestartPolicy, Runnable
 
 CRDS_INSTALL_HINT = "install CRE's CRDs with `kubectl apply -k deploy/crds`"
 TRAINER_INSTALL_HINT = ("install Kubeflow Trainer (its CRDs are vendored under "
@@ -54,15 +54,23 @@ def _trainer(plural: str) -> RequiredResource:
 
 
 def _job_controller(client: KubeClient, config: ManagerConfig) -> Runnable:
-    return JobController(client, namespaces=config.namespaces or None,
-                         max_concurrent_reconciles=config.max_concurrent_reconciles)
+    return Draining(JobController(client, namespaces=config.namespaces or None,
+                                  max_concurrent_reconciles=config.max_concurrent_reconciles))
 
 
 @attrs.frozen(slots=True)
 class ControllerSpec:
+    """One controller: its ``--controllers`` name, what it needs served, how to build it.
+
+    ``restart``: controllers shut their workqueue when ``run()`` ends, so they are not
+    restarted in-process; a failure escaping one stops the manager and Kubernetes restarts it
+    (the informers inside already retry every transient API error themselves).
+    """
+
     name: str
     requires: tuple[RequiredResource, ...]
     build: Callable[[KubeClient, ManagerConfig], Runnable]
+    restart: RestartPolicy = attrs.field(factory=lambda: RestartPolicy(max_restarts=0))
 
 
 CONTROLLERS: dict[str, ControllerSpec] = {

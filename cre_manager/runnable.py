@@ -43,6 +43,49 @@ class GracefulRunnable(Runnable, Protocol):
     def stop(self) -> None: ...
 
 
+class DrainableQueue(Protocol):
+    """The part of :class:`cre.kube.workqueue.WorkQueue` a graceful stop needs."""
+
+    def shutdown(self) -> None: ...
+
+    async def wait_drained(self) -> None: ...
+
+
+class QueueController(Runnable, Protocol):
+    """A controller whose workers take keys from ``queue`` (every CRE controller)."""
+
+    @property
+    def queue(self) -> DrainableQueue: ...
+
+
+class Draining:
+    """Makes a :class:`QueueController` graceful: ``stop()`` shuts its queue, so no new key is
+    taken once the queued ones are done, and ``run()`` returns when the in-flight reconciles
+    have finished (controller-runtime's shutdown-with-drain)."""
+
+    def __init__(self, controller: QueueController) -> None:
+        self.controller = controller
+        self._stopping = anyio.Event()
+
+    def has_synced(self) -> bool:
+        return self.controller.has_synced()
+
+    def stop(self) -> None:
+        self.controller.queue.shutdown()
+        self._stopping.set()
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            async def inner() -> None:
+                await self.controller.run()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(inner)
+            await self._stopping.wait()
+            await self.controller.queue.wait_drained()
+            tg.cancel_scope.cancel()
+
+
 class RunnableFailed(Exception):
     """A supervised part failed for good; the manager stops."""
 

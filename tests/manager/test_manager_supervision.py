@@ -6,13 +6,15 @@ from pathlib import Path
 
 import aiohttp
 import anyio
+import anyio.lowlevel
 import pytest
 
 from cre.kube.client import ApiError
+from cre.kube.workqueue import QueueShutDown, WorkQueue
 from cre_manager.config import ManagerConfig, parse_config
 from cre_manager.errors import ExitCode
 from cre_manager.manager import Manager
-from cre_manager.runnable import RestartPolicy, Supervised
+from cre_manager.runnable import Draining, RestartPolicy, Supervised
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +41,7 @@ class Forever:
         return self.synced
 
 
-class Draining(Forever):
+class Graceful(Forever):
     """On stop(), stops taking work and returns once its in-flight item is released."""
 
     def __init__(self) -> None:
@@ -93,7 +95,7 @@ async def _get(manager: Manager, server: str, path: str) -> tuple[int, str]:
 
 async def test_probes_follow_cache_sync_and_shutdown(kubeconfig: Path) -> None:
     """/readyz fails until every runnable has synced and again once shutdown begins."""
-    runnable = Draining()
+    runnable = Graceful()
     manager = Manager(config=_config(kubeconfig), runnables=[Supervised("job", runnable)],
                       elector=None)
     async with anyio.create_task_group() as tg:
@@ -136,7 +138,7 @@ async def test_metrics_served_from_default_registry(kubeconfig: Path) -> None:
 
 async def test_drain_waits_for_in_flight_work(kubeconfig: Path) -> None:
     """After a stop request the manager waits for the draining runnable, cancels the others."""
-    draining, plain = Draining(), Forever()
+    draining, plain = Graceful(), Forever()
     manager = Manager(config=_config(kubeconfig),
                       runnables=[Supervised("job", draining), Supervised("other", plain)],
                       elector=None)
@@ -159,7 +161,7 @@ async def test_drain_waits_for_in_flight_work(kubeconfig: Path) -> None:
 
 async def test_grace_period_bounds_the_drain(kubeconfig: Path) -> None:
     """A runnable that does not finish within the grace period is cancelled; exit is still 0."""
-    stuck = Draining()
+    stuck = Graceful()
     manager = Manager(config=_config(kubeconfig, grace="100ms"),
                       runnables=[Supervised("job", stuck)], elector=None)
     async with anyio.create_task_group() as tg:
@@ -226,3 +228,56 @@ async def test_port_in_use_is_a_config_error(kubeconfig: Path) -> None:
         second = Manager(config=cfg, runnables=[Supervised("b", Forever())], elector=None)
         assert await second.run() is ExitCode.BAD_CONFIG
         first.request_stop()
+
+
+class QueueWorker:
+    """A controller in miniature: one worker reconciling keys from a real WorkQueue."""
+
+    def __init__(self) -> None:
+        self.queue: WorkQueue[str] = WorkQueue("test-drain", enable_metrics=False)
+        self.started: dict[str, anyio.Event] = {}
+        self.release = anyio.Event()
+        self.finished: list[str] = []
+
+    def has_synced(self) -> bool:
+        return True
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._worker)
+            await anyio.sleep_forever()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            self.started.setdefault(key, anyio.Event()).set()
+            await self.release.wait()
+            self.finished.append(key)
+            self.queue.done(key)
+
+
+async def test_draining_finishes_in_flight_and_takes_no_new_keys(kubeconfig: Path) -> None:
+    """Draining: stop() lets the in-flight reconcile finish; keys added later are refused."""
+    ctrl = QueueWorker()
+    ctrl.started["a"] = anyio.Event()
+    manager = Manager(config=_config(kubeconfig), runnables=[Supervised("job", Draining(ctrl))],
+                      elector=None)
+    async with anyio.create_task_group() as tg:
+        result: list[ExitCode] = []
+
+        async def run() -> None:
+            result.append(await manager.run())
+
+        tg.start_soon(run)
+        ctrl.queue.add("a")
+        await ctrl.started["a"].wait()
+        manager.request_stop()
+        while not ctrl.queue.shutting_down:  # the manager reacts at its next scheduling point
+            await anyio.lowlevel.checkpoint()
+        ctrl.queue.add("late")  # refused: the queue is shut down
+        ctrl.release.set()
+    assert result == [ExitCode.OK]
+    assert ctrl.finished == ["a"]
