@@ -27,9 +27,13 @@ import attrs
 from cre.api.job import JobStatus
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
 
-# Tail limits of every failure-log read (reference section 5.2: 800 lines, last 32 KiB).
+# Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
 TAIL_LINES: Final = 800
 LIMIT_BYTES: Final = 32768
+# The read's limitBytes. The API server keeps the *first* limitBytes of the tail window, which
+# would cut off the end of the log (the part that explains the failure), so the read is bounded
+# generously and the core keeps the last LIMIT_BYTES of what came back.
+READ_LIMIT_BYTES: Final = 8 * LIMIT_BYTES
 
 
 class EventType(enum.StrEnum):
@@ -138,7 +142,7 @@ class LogRequest:
     container: str
     pod_uid: str = ""
     tail_lines: int = TAIL_LINES
-    limit_bytes: int = LIMIT_BYTES
+    limit_bytes: int = READ_LIMIT_BYTES
 
 
 @attrs.frozen(kw_only=True)

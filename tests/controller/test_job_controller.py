@@ -157,3 +157,17 @@ async def test_capture_delay_and_phase_metrics(job_harness: JobHarness) -> None:
     labels = {"namespace": h.namespace, "job": "j1"}
     assert REGISTRY.get_sample_value("cre_job_status", {**labels, "phase": "Running"}) == 1.0
     assert REGISTRY.get_sample_value("cre_job_status", {**labels, "phase": "Failed"}) == 0.0
+
+
+async def test_long_log_keeps_its_end(job_harness: JobHarness) -> None:
+    """A log longer than 32 KiB is recorded as its last 32 KiB, ending with the last line."""
+    h = job_harness
+    await h.create_job("j1")
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+    await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+    lines = "".join(f"line {i:04d} {'x' * 90}\n" for i in range(700)) + "FATAL: the cause\n"
+    await h.script.terminate(L1, exit_code=1, log=lines)
+    job = await h.wait_job("j1", lambda j: _failure_log(j).get("podName") == L1)
+    tail = _failure_log(job)["tail"]
+    assert tail.endswith("FATAL: the cause\n") and len(tail.encode()) <= 32768

@@ -146,7 +146,7 @@ def test_early_capture_reads_then_writes_once_with_in_progress() -> None:
     obs = Observation(trainjob=trainjob(), launcher_pods=(launcher,))
     first = reconcile_job(job, obs, at(9))
     assert [(r.pod, r.container, r.tail_lines, r.limit_bytes) for r in first.log_reads] == [
-        (L1, "node", 800, 32768)]
+        (L1, "node", 800, 8 * 32768)]
     assert not first.writes
     second = reconcile_job(job, attrs.evolve(obs, log_tails=(tail(launcher),)), at(9))
     assert second.status is not None and second.status.failure_log is not None
