@@ -173,7 +173,8 @@ class _Reflector(Generic[T]):
             while True:
                 try:
                     if need_list:
-                        self._set_state(ReflectorState.LISTING)
+                        if self.state != ReflectorState.LISTING:
+                            self._set_state(ReflectorState.LISTING)
                         await self._list_and_reconcile()
                         need_list = False
                     self._set_state(ReflectorState.WATCHING)
