@@ -27,7 +27,7 @@ import anyio
 import attrs
 
 from cre.api.converter import structure
-from cre.api.job import Job
+from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
 from cre.controller import metrics as job_metrics
 from cre.core.classify import group_nodes
@@ -127,6 +127,8 @@ class JobController:
             name="gpu-nodes")
         self.queue: WorkQueue[str] = WorkQueue(CONTROLLER)
         self._stop_requested = False
+        # The last status this controller wrote, by Job key (to skip its watch echo).
+        self._written: dict[str, JobStatus] = {}
         # Failed launchers deleted before a reconcile read them, by Job key (tombstones).
         self._departed: dict[str, dict[str, PodView]] = {}
         self.recorder = EventRecorder(client, component=COMPONENT)
@@ -183,8 +185,21 @@ class JobController:
             job_metrics.forget_job(obj.metadata.namespace or "", obj.metadata.name or "")
             self.queue.forget(_key(obj.metadata.namespace, obj.metadata.name))
             self._departed.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
+            self._written.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
             return
-        self.queue.add(_key(obj.metadata.namespace, obj.metadata.name))
+        key = _key(obj.metadata.namespace, obj.metadata.name)
+        if old is not None and new is not None and self._own_echo(key, old, new):
+            return
+        self.queue.add(key)
+
+    def _own_echo(self, key: str, old: Job, new: Job) -> bool:
+        """Whether the update is only our own last status write coming back through the
+        watch (nothing to do: the pass that wrote it already decided on that state)."""
+        written = self._written.get(key)
+        if written is None or new.status != written or old.spec != new.spec:
+            return False
+        return (attrs.evolve(old.metadata, resource_version=None)
+                == attrs.evolve(new.metadata, resource_version=None))
 
     def _on_trainjob(self, etype: EventType, old: TrainJobView | None,
                      new: TrainJobView | None) -> None:
@@ -366,6 +381,7 @@ class JobController:
         status = plan.status
         if status is None:
             return
+        self._written[_key(ns, name)] = status
         job_metrics.set_job_phase(ns, name, status.phase)
         log_ = status.failure_log
         if (log_ is not None and log_ != job.status.failure_log and log_.finished_at is not None

@@ -8,7 +8,7 @@ import pytest
 
 from cre.controller.job import JobController
 from cre.controller.scenario import JobHarness
-from cre.core.strategies import at, make_job, pod, terminated, trainjob
+from cre.core.strategies import at, make_job, pod, running_status, terminated, trainjob
 from cre.kube.informer import EventType
 
 pytestmark = pytest.mark.anyio
@@ -72,3 +72,18 @@ async def test_stop_drains_and_run_returns(job_harness: JobHarness) -> None:
         c.queue.add(f"{job_harness.namespace}/absent")
         c.stop()
     assert c.queue.shutting_down and len(c.queue) == 0
+
+
+async def test_own_status_echo_is_not_requeued(job_harness: JobHarness) -> None:
+    """The watch echo of the controller's own last status write enqueues nothing; any other
+    change to the Job does."""
+    c = _idle_controller(job_harness)
+    status = running_status()
+    old = make_job(resource_version="1")
+    echo = make_job(resource_version="2", status=status)
+    c._written["team-a/j1"] = status
+    c._on_job(EventType.MODIFIED, old, echo)
+    assert len(c.queue) == 0
+    relabelled = attrs.evolve(echo, metadata=attrs.evolve(echo.metadata, labels={"x": "y"}))
+    c._on_job(EventType.MODIFIED, old, relabelled)
+    assert len(c.queue) == 1
