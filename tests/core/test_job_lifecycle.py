@@ -383,3 +383,31 @@ def test_conditions_keep_transition_time_on_reason_change() -> None:
     assert cond is not None and cond.last_transition_time == at(0)
     assert all(c.status != ConditionStatus.TRUE for c in plan.status.conditions
                if c.type != ConditionType.IN_PROGRESS)
+
+
+def test_running_launcher_is_not_captured() -> None:
+    """A launcher that is still running (or exited 0) asks for no log and records nothing."""
+    job = make_job(status=running_status())
+    running = pod(L1, launcher=True)
+    done = pod(L2, launcher=True, state=terminated(exit_code=0, reason="Completed",
+                                                   finished=at(5)))
+    plan = reconcile_job(job, Observation(trainjob=trainjob(), launcher_pods=(running, done)),
+                         at(9))
+    assert plan.quiet
+
+
+def test_failed_launcher_before_workload_exists_is_not_captured() -> None:
+    """With no workload yet, a stray failed launcher is not recorded: the Job creates first."""
+    stray = pod(L1, launcher=True, state=terminated(finished=at(5)))
+    plan = reconcile_job(make_job(), Observation(launcher_pods=(stray,)), at(9))
+    assert plan.creates and plan.log_reads == ()
+    assert plan.status is not None and plan.status.failure_log is None
+
+
+def test_previous_generation_launcher_is_not_captured_early() -> None:
+    """A failed launcher created before the current workload is ignored by the early capture."""
+    job = make_job(status=running_status())
+    old = pod(L1, launcher=True, state=terminated(finished=at(5)), created=at(-100))
+    plan = reconcile_job(job, Observation(trainjob=trainjob(created=at(0)),
+                                          launcher_pods=(old,)), at(9))
+    assert plan.quiet
