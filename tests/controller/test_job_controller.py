@@ -171,3 +171,27 @@ async def test_long_log_keeps_its_end(job_harness: JobHarness) -> None:
     job = await h.wait_job("j1", lambda j: _failure_log(j).get("podName") == L1)
     tail = _failure_log(job)["tail"]
     assert tail.endswith("FATAL: the cause\n") and len(tail.encode()) <= 32768
+
+
+async def test_conflicting_status_writes_still_converge_with_one_event_each(
+        job_harness: JobHarness, shared_emulator: Emulator) -> None:
+    """With half of all Job status writes answered 409, the launcher capture and the verdict
+    still land, and each transition is announced exactly once."""
+    h = job_harness
+    shared_emulator.faults.add_error(409, rate=0.5, verb="update", resource="jobs")
+    try:
+        await h.create_job("j1", group_nodes=("gpu-0",))
+        await h.wait_trainjob("j1")
+        await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+        await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+        await h.script.terminate(L1, exit_code=1, log="[stub] simulated failure\n")
+        await h.wait_job("j1", lambda j: _failure_log(j).get("podName") == L1)
+        await h.script.finish_workload("j1", failed=True, message="launcher failed")
+        job = await h.wait_job("j1", is_true("Failed"))
+        injected = shared_emulator.faults.injected
+    finally:
+        shared_emulator.faults.reset()
+    assert injected > 0
+    assert "[stub] simulated failure" in _failure_log(job)["tail"]
+    assert [(e["type"], e["reason"]) for e in await h.events("j1")] == [
+        ("Normal", "WorkloadCreated"), ("Warning", "WorkloadFailed")]
