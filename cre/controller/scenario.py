@@ -226,7 +226,7 @@ class JobHarness:
                  if (e.get("involvedObject") or {}).get("name") == name
                  and (e.get("involvedObject") or {}).get("kind") == "Job"]
         return sorted(items, key=lambda e: (e.get("firstTimestamp") or "",
-                                             e["metadata"].get("resourceVersion") or ""))
+                                             int(e["metadata"].get("resourceVersion") or 0)))
 
     async def wait_event(self, name: str, reason: str, *, limit: float = 20.0
                          ) -> dict[str, Any]:

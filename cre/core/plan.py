@@ -84,6 +84,8 @@ class JobSettings:
     poll_interval: float = 15.0
     drain_timeout: float = 300.0
     drain_poll_interval: float = 15.0
+    # Requeue after a checkpoint restart; the workload is recreated as soon as the old one is
+    # confirmed gone (its deletion event usually comes first).
     restart_delay: float = 30.0
     # Re-check interval while a foreign object that holds our name is terminating.
     collision_retry: float = 5.0
