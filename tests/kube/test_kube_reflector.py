@@ -35,9 +35,13 @@ class ScriptedClient:
     """Answers lists and watches from scripts; once the watch script is used up, it idles."""
 
     def __init__(self, lists: list[dict[str, Any] | ApiError],
-                 watches: list[list[bytes] | ApiError]) -> None:
+                 watches: list[list[bytes] | ApiError],
+                 by_path: dict[str, tuple[list[Any], list[Any]]] | None = None) -> None:
         self.lists = deque(lists)
         self.watches = deque(watches)
+        # Per collection path scripts (several reflectors), else the shared ones above.
+        self.by_path = {p: (deque(ls), deque(ws)) for p, (ls, ws) in (by_path or {}).items()}
+        self.idle_paths: set[str] = set()
         self.list_queries: list[dict[str, Any]] = []
         self.watch_queries: list[dict[str, Any]] = []
         self.idle = anyio.Event()
@@ -45,7 +49,7 @@ class ScriptedClient:
     async def request(self, method: str, path: str, *, query: Any = None,
                       timeout: float | None = None) -> dict[str, Any]:
         self.list_queries.append(dict(query or {}))
-        answer = self.lists.popleft()
+        answer = (self.by_path[path][0] if path in self.by_path else self.lists).popleft()
         if isinstance(answer, ApiError):
             raise answer
         return answer
@@ -54,10 +58,13 @@ class ScriptedClient:
     async def stream_lines(self, path: str, *, query: Any = None,
                            timeout: float | None = None) -> AsyncIterator[AsyncIterator[bytes]]:
         self.watch_queries.append(dict(query or {}))
-        if not self.watches:
-            self.idle.set()
+        watches = self.by_path[path][1] if path in self.by_path else self.watches
+        if not watches:
+            self.idle_paths.add(path)
+            if not self.by_path or self.idle_paths >= set(self.by_path):
+                self.idle.set()
             await anyio.sleep_forever()
-        script = self.watches.popleft()
+        script = watches.popleft()
         if isinstance(script, ApiError):
             raise script
 
@@ -245,3 +252,22 @@ async def test_a_failing_custom_transform_drops_only_that_object(clock: FakeCloc
                    clock=clock, rand=lambda: 0.0, sleep=Sleeps(clock))
     await _run_until_idle(inf, client)
     assert sorted(inf.store.list()) == ["good", "later"]
+
+
+async def test_a_relist_in_one_namespace_leaves_the_others_alone(clock: FakeClock) -> None:
+    """With one watch per namespace, a 410 relist of one namespace never deletes another's pods."""
+    a, b = "/api/v1/namespaces/a/pods", "/api/v1/namespaces/b/pods"
+    client = ScriptedClient([], [], by_path={
+        a: ([_page([pod(name="a1", namespace="a", rv="1")], "2"),
+             _page([pod(name="a2", namespace="a", rv="5")], "5")],
+            [ApiError(status=410)]),
+        b: ([_page([pod(name="b1", namespace="b", rv="2")], "2")], []),
+    })
+    inf = Informer(client, PODS, transform=pod_view, label_selector="x", name="multi",  # type: ignore[arg-type]
+                   namespace=["a", "b"], clock=clock, rand=lambda: 0.0, sleep=Sleeps(clock))
+    rec: list[tuple[EventType, str]] = []
+    inf.add_handler(lambda t, old, new: rec.append((t, (new or old).name)))  # type: ignore[union-attr]
+    await _run_until_idle(inf, client)
+    assert sorted(inf.store.keys()) == ["a/a2", "b/b1"]
+    assert (EventType.DELETED, "a1") in rec and (EventType.DELETED, "b1") not in rec
+    assert inf.has_synced() and inf.resource_version("a") == "5"
