@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 from kube_emu import (
     FAST,
@@ -19,6 +20,7 @@ from kube_emu import (
 
 from cre.api import labels as L
 from cre.core.observed import PodView
+from cre.kube.client import PODS
 from cre.kube.informer import EventType, Informer
 from cre.kube.pods import (
     INDEX_JOB,
@@ -29,6 +31,7 @@ from cre.kube.pods import (
     scoped_pod_informer,
     worker_pod_informer,
 )
+from cre.kube.projections import pod_view
 from cre.testing.apiserver.faults import WatchFaults
 
 pytestmark = pytest.mark.anyio
@@ -174,3 +177,30 @@ async def test_live_reads_and_log_tail() -> None:
         assert (tail.text, tail.error) == ("line 8\nline 9\n", None)
         missing = await read_pod_log(client, namespace="cre", pod="gone", container="node")
         assert missing.text == "" and missing.error == "pod cre/gone not found"
+
+
+async def test_throttled_watch_waits_for_retry_after() -> None:
+    """A 429 on the watch makes the informer wait at least the server's Retry-After, then resume."""
+    async with emulator() as (emu, client):
+        waits: list[float] = []
+        throttled = anyio.Event()
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            emu.faults.reset()  # the server recovers while we wait
+            throttled.set()
+            await anyio.lowlevel.checkpoint()
+
+        inf: Informer[PodView] = Informer(client, PODS, transform=pod_view, label_selector=L.JOB,
+                                          name="t-429", config=FAST, sleep=sleep)
+        rec = Recorder()
+        inf.add_handler(rec)
+        emu.faults.add_error(429, verb="watch", resource="pods", retry_after=3)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(inf.run)
+            await throttled.wait()
+            await create_pod(client, "w-0", WORKER)
+            await rec.wait_until(lambda: "cre/w-0" in inf.store)
+            tg.cancel_scope.cancel()
+        assert waits[0] >= 3.0, "Retry-After outranks the 1 ms backoff"
+        assert relists("t-429") == 1
