@@ -178,7 +178,11 @@ class _Reflector(Generic[T]):
                         await self._list_and_reconcile()
                         need_list = False
                     self._set_state(ReflectorState.WATCHING)
-                    if await self._watch() == 0:
+                    try:
+                        seen = await self._watch()
+                    except (TimeoutError, OSError) as exc:  # the stream's read timed out / broke
+                        raise ApiError(status=0, message=f"watch stream: {exc!r}") from exc
+                    if seen == 0:
                         raise ApiError(status=0, message="watch ended without any event")
                 except _Gone as gone:
                     # Expected now and then (the server's history moved on): relist at once,

@@ -271,3 +271,32 @@ async def test_a_relist_in_one_namespace_leaves_the_others_alone(clock: FakeCloc
     assert sorted(inf.store.keys()) == ["a/a2", "b/b1"]
     assert (EventType.DELETED, "a1") in rec and (EventType.DELETED, "b1") not in rec
     assert inf.has_synced() and inf.resource_version("a") == "5"
+
+
+async def test_a_stream_read_timeout_reconnects(clock: FakeClock) -> None:
+    """A read timeout in the middle of a watch stream is a reconnect, not a crash."""
+
+    class TimingOut(ScriptedClient):
+        @asynccontextmanager
+        async def stream_lines(self, path: str, *, query: Any = None,
+                               timeout: float | None = None
+                               ) -> AsyncIterator[AsyncIterator[bytes]]:
+            if len(self.watch_queries) == 0:
+                self.watch_queries.append(dict(query or {}))
+
+                async def lines() -> AsyncIterator[bytes]:
+                    yield _ev("ADDED", pod(name="a", rv="2"))
+                    raise TimeoutError()
+
+                yield lines()
+                return
+            async with super().stream_lines(path, query=query, timeout=timeout) as lines:
+                yield lines
+
+    client = TimingOut(lists=[_page([], "1")], watches=[])
+    sleeps = Sleeps(clock)
+    inf = _informer(client, clock, sleeps)
+    await _run_until_idle(inf, client)
+    assert len(sleeps.waits) == 1
+    assert client.watch_queries[-1]["resourceVersion"] == "2"
+    assert list(inf.store.keys()) == ["cre/a"]
