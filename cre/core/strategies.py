@@ -35,7 +35,7 @@ from cre.core.observed import (
 )
 from cre.core.plan import Observation, Plan
 from cre.core.trio import set_exclusive
-from cre.core.workload import TRAINJOB_API_VERSION, TRAINJOB_KIND, reference, workload_name
+from cre.core.workload import TRAINJOB_KIND, reference, workload_name
 
 T0: Final = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 NS: Final = "team-a"
@@ -332,7 +332,6 @@ __all__ = [
     "NODES",
     "NS",
     "T0",
-    "TRAINJOB_API_VERSION",
     "apply_plan",
     "at",
     "container_states",
