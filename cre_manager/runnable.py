@@ -23,6 +23,7 @@ import anyio
 import attrs
 
 from cre.kube.client import ApiError
+from cre.kube.logcontext import log_fields
 
 log = logging.getLogger("cre_manager.runnable")
 
@@ -136,7 +137,10 @@ class Supervised:
             while True:
                 started = anyio.current_time()
                 try:
-                    await self.runnable.run()
+                    # Tasks the runnable starts inherit this context: their records say
+                    # which controller they belong to even outside a reconcile.
+                    with log_fields(controller=self.name):
+                        await self.runnable.run()
                 except Exception as exc:
                     if anyio.current_time() - started > self.policy.healthy_after:
                         self.restarts, backoff = 0, self.policy.initial_backoff

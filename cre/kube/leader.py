@@ -219,7 +219,10 @@ class LeaderElector:
             try:
                 self._observe(await self._client.create(LEASES, body))
             except ApiError as create_exc:
-                log.info("lease creation lost a race", extra={"error": str(create_exc)})
+                if create_exc.already_exists:
+                    log.info("another candidate created the lease first")
+                else:
+                    log.warning("cannot create the lease", extra={"error": str(create_exc)})
                 return False
             return True
         self._observe(current)

@@ -78,6 +78,10 @@ def test_logs_are_json_with_reconcile_context(cluster_stack: Stack) -> None:
     records = manager.json_records()
     assert len(records) == len(lines)
     assert all({"ts", "level", "logger", "msg"} <= r.keys() for r in records)
+    from_controller = [r for r in records if r["logger"].startswith(("cre.controller",
+                                                                     "cre.kube.informer"))]
+    assert from_controller
+    assert all(r.get("controller") == "job" for r in from_controller)
     assert "cre-emulator" not in manager.log_text()  # the kubeconfig's bearer token
 
 

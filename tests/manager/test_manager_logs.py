@@ -107,3 +107,22 @@ def test_context_filter_for_library_users() -> None:
     with log_fields(controller="job"):
         ContextFilter().filter(record)
     assert record.controller == "job"
+
+
+def test_text_format_is_readable_and_redacted() -> None:
+    """--log-format text prints level, logger, message and key=value fields, secrets masked."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buf = io.StringIO()
+    try:
+        setup_logging(fmt=LogFormat.TEXT, level="info", stream=buf)
+        with log_fields(controller="job"):
+            logging.getLogger("cre.x").info("hello", extra={"token": "abc", "phase": "Running"})
+        logging.getLogger("cre.x").debug("hidden at info level")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    (line,) = buf.getvalue().splitlines()
+    assert " INFO    cre.x: hello  " in line
+    assert "controller=job" in line and "phase=Running" in line
+    assert f"token={REDACTED}" in line and "abc" not in line
