@@ -30,9 +30,21 @@ _LIST_CALLS = {"list", "stream_lines", "Informer", "Reflector", "_Reflector", "r
 _COLLECTION = re.compile(r"/pods/?(\?.*)?$")
 
 
-def _mentions_pods(node: ast.AST) -> bool:
-    return any((isinstance(n, ast.Name) and n.id == "PODS")
-               or (isinstance(n, ast.Attribute) and n.attr == "PODS") for n in ast.walk(node))
+def _mentions_pods(node: ast.AST, names: frozenset[str] = frozenset({"PODS"})) -> bool:
+    return any((isinstance(n, ast.Name) and n.id in names)
+               or (isinstance(n, ast.Attribute) and n.attr in names) for n in ast.walk(node))
+
+
+def _pod_names(tree: ast.AST) -> frozenset[str]:
+    """``PODS`` plus any local alias of it (``from cre.kube.client import PODS as P``)."""
+    names = {"PODS"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.name == "PODS" and a.asname)
+        elif (isinstance(node, ast.Assign) and _mentions_pods(node.value, frozenset(names))
+              and isinstance(node.value, ast.Name | ast.Attribute)):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return frozenset(names)
 
 
 def _call_name(call: ast.Call) -> str:
@@ -59,17 +71,21 @@ def offences(source: str, filename: str = "<src>") -> list[str]:
     tree = ast.parse(source, filename=filename)
     # The literal pieces of an f-string are judged as part of the whole f-string only.
     pieces = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    pods = _pod_names(tree)
     for node in ast.walk(tree):
         where = f"{filename}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Call):
             name = _call_name(node)
             args = [*node.args, *(k.value for k in node.keywords)]
-            if name in _LIST_CALLS and any(_mentions_pods(a) for a in args):
+            if name in _LIST_CALLS and any(_mentions_pods(a, pods) for a in args):
                 out.append(f"{where}: {name}() on PODS")
             if (name == "path" and isinstance(node.func, ast.Attribute)
-                    and _mentions_pods(node.func.value)
+                    and _mentions_pods(node.func.value, pods)
                     and not any(k.arg == "name" for k in node.keywords)):
                 out.append(f"{where}: PODS.path() without name= (a collection path)")
+            if name == "Resource" and filename != "cre/kube/client.py" and any(isinstance(a, ast.Constant) and a.value == "pods"
+                                          for a in args):
+                out.append(f"{where}: a second Pod resource defined outside cre.kube.client")
             if re.fullmatch(r"list_(namespaced_pod|pod_for_all_namespaces)\w*", name):
                 out.append(f"{where}: kubernetes client {name}()")
         text = None if id(node) in pieces else _string_value(node)
@@ -112,6 +128,9 @@ def test_the_pod_read_module_itself_is_seen_by_the_scanner() -> None:
     "await client.request('GET', f'/api/v1/namespaces/{ns}/pods?watch=true')",
     "await core_v1.list_pod_for_all_namespaces(watch=True)",
     "await core_v1.list_namespaced_pod(ns)",
+    "from cre.kube.client import PODS as P\n    await client.list(P)",
+    "res = client_mod.PODS\n    await client.list(res)",
+    "await client.list(Resource('', 'v1', 'pods'))",
 ], ids=lambda s: s[:40])
 def test_scanner_catches_a_new_offender(snippet: str) -> None:
     """A synthetic module that lists or watches pods in any of the known ways is flagged."""
