@@ -83,8 +83,8 @@ def offences(source: str, filename: str = "<src>") -> list[str]:
                     and _mentions_pods(node.func.value, pods)
                     and not any(k.arg == "name" for k in node.keywords)):
                 out.append(f"{where}: PODS.path() without name= (a collection path)")
-            if name == "Resource" and filename != "cre/kube/client.py" and any(isinstance(a, ast.Constant) and a.value == "pods"
-                                          for a in args):
+            inline_pods = any(isinstance(a, ast.Constant) and a.value == "pods" for a in args)
+            if name == "Resource" and inline_pods and filename != "cre/kube/client.py":
                 out.append(f"{where}: a second Pod resource defined outside cre.kube.client")
             if re.fullmatch(r"list_(namespaced_pod|pod_for_all_namespaces)\w*", name):
                 out.append(f"{where}: kubernetes client {name}()")
