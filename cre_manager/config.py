@@ -61,7 +61,9 @@ class ManagerConfig:
     max_concurrent_reconciles: int
     log_format: LogFormat
     log_level: str
-    catalog_dir: Path | None  # None: the shipped catalog
+    # None: the shipped catalog. Parsed at start-up (fail fast on a broken entry); the tiers
+    # that render workloads themselves (Workflow, Certification) read it from here.
+    catalog_dir: Path | None
     shutdown_grace_period: float
     controllers: tuple[str, ...]
 
