@@ -129,3 +129,30 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bind_addresses(text: str, address: BindAddress | None) -> None:
     """Bind addresses follow controller-runtime: host:port, and "0" disables the server."""
     assert parse_bind_address(text) == address
+
+
+def test_in_cluster_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no kubeconfig but a service-account token and KUBERNETES_SERVICE_HOST, the
+    manager uses the in-cluster config, and the lease defaults to the pod's namespace file."""
+    token = tmp_path / "token"
+    token.write_text("t")
+    ns_file = tmp_path / "namespace"
+    ns_file.write_text("cre-system-2\n")
+    monkeypatch.setattr("cre_manager.config.SA_TOKEN_FILE", token)
+    monkeypatch.setattr("cre_manager.config.SA_NAMESPACE_FILE", ns_file)
+    cfg = parse_config(["--leader-elect"], {"HOME": str(tmp_path),
+                                            "KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    assert cfg.kubeconfig is None and cfg.context is None
+    assert cfg.leader_election is not None
+    assert cfg.leader_election.lease_namespace == "cre-system-2"
+
+
+def test_context_needs_a_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--context with the in-cluster config is an error naming --context."""
+    token = tmp_path / "token"
+    token.write_text("t")
+    monkeypatch.setattr("cre_manager.config.SA_TOKEN_FILE", token)
+    with pytest.raises(ConfigError) as info:
+        parse_config(["--context", "x"], {"HOME": str(tmp_path),
+                                          "KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    assert info.value.flag == "--context"
