@@ -10,7 +10,8 @@ holds, so the recorded output does not depend on timing; ``sleep`` is scripted c
 Steps (one key each): ``waitFor: <state>``, ``createPod: {name, launcher, node}``,
 ``terminate: {pod, exitCode, log, reason}``, ``disrupt: <pod>``, ``deletePod: <pod>``,
 ``log: {pod, text}``, ``sleep: <seconds>``, ``finishWorkload: {failed, message}``,
-``deleteWorkload: {}``, ``deleteJob: {}``, ``createForeignWorkload: {}``, ``waitTrainJob: {}``.
+``deleteWorkload: {}``, ``deleteJob: {}``, ``createForeignWorkload: {}``, ``waitTrainJob: {}``,
+``waitNewTrainJob: {}`` (a TrainJob other than the one the Job referenced), ``waitGone: {}``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,18 @@ async def _foreign_workload(h: JobHarness, job: str) -> None:
     await h.client.create(TRAINJOBS, body, namespace=h.namespace)
 
 
+async def _wait_new_trainjob(h: JobHarness, job: str) -> None:
+    """Wait until the Job's workloadRef names a TrainJob other than the one it had."""
+    before = ((await h.job(job)).get("status") or {}).get("workloadRef") or {}
+    with anyio.fail_after(20):
+        while True:
+            current = await h.script.trainjob(job)
+            uid = (current or {}).get("metadata", {}).get("uid")
+            if uid and uid != before.get("uid"):
+                return
+            await anyio.sleep(0.02)
+
+
 async def _step(h: JobHarness, job: str, step: dict[str, Any], index: int) -> None:
     if len(step) != 1:
         raise ValueError(f"steps[{index}]: expected exactly one key, got {sorted(step)}")
@@ -106,6 +119,10 @@ async def _step(h: JobHarness, job: str, step: dict[str, Any], index: int) -> No
         await _foreign_workload(h, job)
     elif verb == "waitTrainJob":
         await h.wait_trainjob(job)
+    elif verb == "waitNewTrainJob":
+        await _wait_new_trainjob(h, job)
+    elif verb == "waitGone":
+        await h.wait_job_gone(job)
     else:
         raise ValueError(f"steps[{index}]: unknown step {verb!r}")
 
@@ -135,7 +152,8 @@ async def _run(case: dict[str, Any]) -> dict[str, Any]:
             await _step(h, name, step, i)
         await h.create_job(name, group_nodes=tuple(spec.get("groupNodes") or ()),
                            timeout=spec.get("timeoutPerJob"),
-                           launcher=bool(spec.get("launcher", True)))
+                           launcher=bool(spec.get("launcher", True)),
+                           max_restarts=spec.get("maxRestarts"))
         for i, step in enumerate(case.get("steps") or ()):
             await _step(h, name, step, i)
         try:

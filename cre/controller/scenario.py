@@ -174,8 +174,10 @@ class JobHarness:
     namespace: str
 
     async def create_job(self, name: str, *, group_nodes: tuple[str, ...] = (),
-                         timeout: str | None = None, launcher: bool = True) -> dict[str, Any]:
-        """Create a Job whose TrainJob runtime has a launcher (or only nodes)."""
+                         timeout: str | None = None, launcher: bool = True,
+                         max_restarts: int | None = None) -> dict[str, Any]:
+        """Create a Job whose TrainJob runtime has a launcher (or only nodes), optionally with a
+        checkpoint allowing ``max_restarts`` restarts."""
         replicated = [{"name": "node"}]
         if launcher:
             replicated.insert(0, {"name": "launcher"})
@@ -186,6 +188,8 @@ class JobHarness:
         }}}
         if timeout:
             spec["timeoutPerJob"] = timeout
+        if max_restarts is not None:
+            spec["checkpoint"] = {"pvcName": "checkpoints", "maxRestarts": max_restarts}
         meta: dict[str, Any] = {"name": name, "namespace": self.namespace}
         if group_nodes:
             meta["annotations"] = {GROUP_NODES: ",".join(group_nodes)}
@@ -209,6 +213,18 @@ class JobHarness:
                 await anyio.sleep(poll)
         raise AssertionError(f"Job {self.namespace}/{name}: condition not reached within "
                              f"{limit}s; last status: {json.dumps(last.get('status'))}")
+
+    async def wait_job_gone(self, name: str, *, limit: float = 20.0) -> None:
+        """Poll until the Job no longer exists (its finalizer was removed)."""
+        with anyio.fail_after(limit):
+            while True:
+                try:
+                    await self.job(name)
+                except ApiError as exc:
+                    if exc.not_found:
+                        return
+                    raise
+                await anyio.sleep(0.02)
 
     async def wait_trainjob(self, name: str, *, limit: float = 20.0) -> dict[str, Any]:
         """Poll until the Job's TrainJob exists."""
