@@ -46,7 +46,7 @@ from cre.core.plan import (
     Patch,
     Plan,
 )
-from cre.core.trio import set_exclusive, true_member
+from cre.core.trio import bound_note, set_exclusive, true_member
 from cre.core.workload import (
     TRAINJOB_API_VERSION,
     TRAINJOB_KIND,
@@ -70,6 +70,8 @@ _DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
                         "h": 3600.0}
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
+# metav1.Condition.message is at most 32768 characters; keep the status writable.
+CONDITION_MESSAGE_LIMIT: Final = 32768
 
 
 def parse_duration(text: str) -> timedelta:
@@ -139,7 +141,8 @@ def _with_condition(
     ctx: _Ctx, status: JobStatus, *, member: ConditionType, reason: str, message: str
 ) -> tuple[JobStatus, EventSpec | None]:
     conditions, event = set_exclusive(
-        status.conditions, member=member, reason=reason, message=message, now=ctx.now,
+        status.conditions, member=member, reason=reason,
+        message=bound_note(message, limit=CONDITION_MESSAGE_LIMIT), now=ctx.now,
         generation=ctx.job.metadata.generation,
     )
     if member == ConditionType.SUCCEEDED:
