@@ -17,6 +17,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -32,11 +33,14 @@ MARKER = "[stub] simulated failure"
 
 
 class _Seen:
-    """Job watch: the monotonic time each Job first showed a failureLog, and that record."""
+    """Job watch: the latest state of each Job, and the monotonic time each first showed a
+    failureLog (with that record). Waiting goes through the watch, never by polling, so the
+    benchmark does not load the server it measures."""
 
     def __init__(self) -> None:
         self.at: dict[str, float] = {}
         self.record: dict[str, dict[str, Any]] = {}
+        self.latest: dict[str, dict[str, Any]] = {}
         self.changed = anyio.Event()
 
     def handler(self, etype: EventType, old: dict[str, Any] | None,
@@ -44,12 +48,22 @@ class _Seen:
         if new is None:
             return
         name = new["metadata"]["name"]
+        self.latest[name] = new
         log = (new.get("status") or {}).get("failureLog")
         if log and name not in self.at:
             self.at[name] = time.monotonic()
             self.record[name] = dict(log)
         self.changed.set()
         self.changed = anyio.Event()
+
+    async def until(self, name: str, check: Callable[[dict[str, Any]], bool]) -> None:
+        """Wait until the watched Job ``name`` satisfies ``check``."""
+        while True:
+            changed = self.changed
+            job = self.latest.get(name)
+            if job is not None and check(job):
+                return
+            await changed.wait()
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -65,10 +79,12 @@ async def _one(h: JobHarness, seen: _Seen, index: int, *, delete_after: float,
     name = f"cap-{index:04d}"
     launcher = f"{name}-workload-launcher-0-0-{index:05d}"
     await h.create_job(name)
-    await h.wait_trainjob(name)
-    await h.script.create_pod(launcher, job=name, launcher=True, node="gpu-0")
-    await h.wait_job(name, lambda j: (condition(j, "InProgress") or {}).get("reason")
-                     == "WorkloadRunning")
+    with anyio.fail_after(wait_limit * 3):
+        # JobSet creates the pods after the TrainJob (earlier pods are a previous generation).
+        await seen.until(name, lambda j: bool((j.get("status") or {}).get("workloadRef")))
+        await h.script.create_pod(launcher, job=name, launcher=True, node="gpu-0")
+        await seen.until(name, lambda j: (condition(j, "InProgress") or {}).get("reason")
+                         == "WorkloadRunning")
     exited = time.monotonic()
     await h.script.terminate(launcher, exit_code=1, log=f"{MARKER}\nmpirun exited 1\n")
     await anyio.sleep(delete_after)

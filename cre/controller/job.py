@@ -30,6 +30,7 @@ from cre.api.converter import structure
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
 from cre.controller import metrics as job_metrics
+from cre.controller.prefetch import LogPrefetcher
 from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
@@ -84,15 +85,16 @@ def _key(namespace: str | None, name: str | None) -> str:
     return f"{namespace}/{name}"
 
 
+def failed_containers(pod: PodView) -> list[str]:
+    """The init and regular containers of ``pod`` that terminated with a non-zero exit."""
+    return [status.name for status in pod.init_container_statuses + pod.container_statuses
+            if status.state is not None and status.state.kind == "terminated"
+            and (status.state.exit_code or 0) != 0]
+
+
 def has_failed_container(pod: PodView | None) -> bool:
     """Whether any init or regular container of ``pod`` terminated with a non-zero exit."""
-    if pod is None:
-        return False
-    for status in pod.init_container_statuses + pod.container_statuses:
-        state = status.state
-        if state is not None and state.kind == "terminated" and (state.exit_code or 0) != 0:
-            return True
-    return False
+    return pod is not None and bool(failed_containers(pod))
 
 
 def _sorted_pods(pods: Sequence[PodView]) -> tuple[PodView, ...]:
@@ -131,6 +133,7 @@ class JobController:
         self._written: dict[str, JobStatus] = {}
         # Failed launchers deleted before a reconcile read them, by Job key (tombstones).
         self._departed: dict[str, dict[str, PodView]] = {}
+        self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.executor = PlanExecutor(client, self.recorder, clock=clock)
         self.jobs.add_handler(self._on_job)
@@ -158,6 +161,7 @@ class JobController:
             self.queue = WorkQueue(CONTROLLER)  # restarted by a supervisor after a failure
         try:
             async with anyio.create_task_group() as tg:
+                self.prefetcher.bind(tg)
                 for informer in self.informers:
                     tg.start_soon(informer.run, name=f"informer {informer.name}")
                 await self.wait_synced()
@@ -167,6 +171,7 @@ class JobController:
                 # The workers return only once stop() shut the queue and it drained.
                 tg.cancel_scope.cancel()
         finally:
+            self.prefetcher.bind(None)
             self.queue.shutdown()
 
     def stop(self) -> None:
@@ -234,8 +239,12 @@ class JobController:
             departed = self._departed.setdefault(key, {})
             if len(departed) < MAX_DEPARTED:
                 departed[old.name] = old
+        if new is not None and has_failed_container(new) and not has_failed_container(old):
+            # The pod is about to be deleted: read its log now, not when a worker is free.
+            for container in failed_containers(new):
+                self.prefetcher.request(new, container)
         # Every launcher change, and above all its first non-zero exit, goes straight to a
-        # worker (no delay, no rate limit): the failed pod is about to be deleted.
+        # worker (no delay, no rate limit).
         self.queue.add(key)
 
     def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
@@ -296,6 +305,10 @@ class JobController:
     async def _read_logs(self, requests: Sequence[LogRequest]) -> tuple[LogTail, ...]:
         tails: list[LogTail] = []
         for req in requests:
+            early = await self.prefetcher.tail_for(req)
+            if early is not None and early.error is None:
+                tails.append(early)
+                continue
             tails.append(await read_pod_log(
                 self.client, namespace=req.namespace, pod=req.pod, container=req.container,
                 tail_lines=req.tail_lines, limit_bytes=req.limit_bytes, timeout=self.log_timeout,

@@ -87,3 +87,16 @@ async def test_own_status_echo_is_not_requeued(job_harness: JobHarness) -> None:
     relabelled = attrs.evolve(echo, metadata=attrs.evolve(echo.metadata, labels={"x": "y"}))
     c._on_job(EventType.MODIFIED, old, relabelled)
     assert len(c.queue) == 1
+
+
+async def test_launcher_failure_starts_a_log_prefetch(job_harness: JobHarness) -> None:
+    """The first non-zero exit of a launcher starts reading its log before any reconcile."""
+    c = _idle_controller(job_harness)
+    running = pod(LAUNCHER, launcher=True)
+    failed = pod(LAUNCHER, launcher=True, state=terminated(finished=at(3)))
+    async with anyio.create_task_group() as tg:
+        c.prefetcher.bind(tg)
+        c._on_launcher(EventType.MODIFIED, running, running)
+        assert len(c.prefetcher) == 0
+        c._on_launcher(EventType.MODIFIED, running, failed)
+    assert len(c.prefetcher) == 1
