@@ -35,7 +35,7 @@ from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, LogRequest, Observation, Plan
-from cre.core.workload import workload_name
+from cre.core.workload import has_launcher, workload_name
 from cre.kube import metrics as kube_metrics
 from cre.kube.client import NODES, TRAINJOBS, ApiError, KubeClient
 from cre.kube.events import EventRecorder
@@ -222,7 +222,12 @@ class JobController:
         if obj is None or not job:
             return
         key = _key(obj.namespace, job)
-        if has_failed_container(new) and not has_failed_container(old):
+        if new is not None and has_failed_container(new) and not has_failed_container(old):
+            owner = self.jobs.store.get(key)
+            if owner is not None and not has_launcher(owner):
+                # A single-pod workload: this pod is the one JobSet is about to delete.
+                for container in failed_containers(new):
+                    self.prefetcher.request(new, container)
             self.queue.add(key)
         else:
             self.queue.add_after(key, WORKER_POD_COALESCE)

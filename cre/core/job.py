@@ -51,6 +51,7 @@ from cre.core.workload import (
     TRAINJOB_API_VERSION,
     TRAINJOB_KIND,
     WorkloadState,
+    has_launcher,
     manifest,
     owned_by,
     reference,
@@ -341,8 +342,10 @@ def _early_capture(
     ctx: _Ctx, view: TrainJobView, recorded: FailureLog | None
 ) -> FailureLog | LogRequest | None:
     """The failure log to carry while the workload runs: the record kept, a new launcher
-    failure (or the read it needs first), or nothing."""
-    launchers = ctx.obs.launcher_pods
+    failure (or the read it needs first), or nothing. A workload without a launcher (a single
+    loopback or DCGM pod) is captured from its worker pods the same way: JobSet deletes those
+    just as fast, and there is no launcher whose output would explain more."""
+    launchers = ctx.obs.launcher_pods if has_launcher(ctx.job) else ctx.obs.worker_pods
     if recorded is not None:
         pod = next((p for p in launchers if p.name == recorded.pod_name), None)
         if pod is None or not fl.is_disruption_target(pod):

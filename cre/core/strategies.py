@@ -49,6 +49,17 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+def train_job_spec(*, launcher: bool = True) -> dict[str, Any]:
+    """A rendered TrainJob spec whose runtime patch names its replicated jobs."""
+    replicated: list[dict[str, Any]] = [{"name": "node"}]
+    if launcher:
+        replicated.insert(0, {"name": "launcher"})
+    return {"runtimeRef": {"name": "mpi"}, "runtimePatches": [{
+        "manager": "cre.dev/renderer",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}},
+    }]}
+
+
 def make_job(
     *,
     name: str = JOB_NAME,
@@ -60,8 +71,10 @@ def make_job(
     deleting_at: datetime | None = None,
     resource_version: str = "100",
     timeout: str | None = None,
+    launcher: bool = True,
 ) -> Job:
-    """A Job with a minimal TrainJob spec in namespace ``team-a``."""
+    """A Job in namespace ``team-a`` whose rendered TrainJob spec patches a ``launcher`` and a
+    ``node`` replicated job (only ``node`` with ``launcher=False``)."""
     annotations = {GROUP_NODES: ",".join(group_nodes)} if group_nodes else {}
     checkpoint = None if max_restarts is None else CheckpointSpec(pvc_name="ckpt",
                                                                    max_restarts=max_restarts)
@@ -71,7 +84,7 @@ def make_job(
                             annotations=annotations,
                             finalizers=(JOB_FINALIZER,) if finalizer else (),
                             deletion_timestamp=deleting_at),
-        spec=JobSpec(workload=WorkloadSpec(train_job={"runtimeRef": {"name": "mpi"}}),
+        spec=JobSpec(workload=WorkloadSpec(train_job=train_job_spec(launcher=launcher)),
                      checkpoint=checkpoint, timeout_per_job=timeout),
         status=status or JobStatus(),
     )
@@ -294,8 +307,9 @@ def jobs(draw: st.DrawFn) -> Job:
                                   "deleting"]))
     restarts = draw(st.sampled_from([None, 0, 1]))
     timeout = draw(st.sampled_from([None, None, "5m", "1h"]))
+    launcher = draw(st.booleans())
     if stage == "new":
-        return make_job(max_restarts=restarts, timeout=timeout)
+        return make_job(max_restarts=restarts, timeout=timeout, launcher=launcher)
     if stage == "no-finalizer":
         return make_job(finalizer=False)
     status = running_status(started=at(-draw(st.integers(min_value=0, max_value=600))))
@@ -305,7 +319,7 @@ def jobs(draw: st.DrawFn) -> Job:
             reason="Error", finished_at=at(3), tail="earlier"))
     if draw(st.booleans()):
         status = attrs.evolve(status, scheduling_blocked_since=at(draw(st.integers(0, 600))))
-    return make_job(status=status, max_restarts=restarts, timeout=timeout,
+    return make_job(status=status, max_restarts=restarts, timeout=timeout, launcher=launcher,
                     deleting_at=at(30) if stage == "deleting" else None)
 
 
@@ -346,5 +360,6 @@ __all__ = [
     "tail",
     "terminated",
     "times",
+    "train_job_spec",
     "trainjob",
 ]

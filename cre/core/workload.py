@@ -101,6 +101,13 @@ def _patched_replicated_jobs(spec: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def has_launcher(job: Job) -> bool:
+    """Whether the Job's workload runs a ``launcher`` replicated job CRE labels (the rendered
+    spec patches one). Without one (loopback, DCGM), the workers' own exits decide the run."""
+    names = _patched_replicated_jobs(job.spec.workload.train_job or {})
+    return LAUNCHER_REPLICATED_JOB in names
+
+
 def inject_pod_labels(spec: Mapping[str, Any], job_name: str) -> dict[str, Any]:
     """A copy of the TrainJob spec with CRE's own runtime patch labelling worker and launcher
     pods. Workers are every patched replicated job but ``launcher`` (``node`` when none is)."""

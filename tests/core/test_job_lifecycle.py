@@ -59,7 +59,7 @@ def test_finalizer_is_added_alone() -> None:
 
 def test_new_job_creates_owned_labelled_trainjob() -> None:
     """A fresh Job creates <job>-workload owned by it and records InProgress WorkloadCreated."""
-    plan = reconcile_job(make_job(), Observation(), at(0))
+    plan = reconcile_job(make_job(launcher=False), Observation(), at(0))
     (create,) = plan.creates
     body = create.body
     assert body["metadata"]["name"] == "j1-workload"
@@ -411,3 +411,19 @@ def test_previous_generation_launcher_is_not_captured_early() -> None:
     plan = reconcile_job(job, Observation(trainjob=trainjob(created=at(0)),
                                           launcher_pods=(old,)), at(9))
     assert plan.quiet
+
+
+def test_single_pod_workload_captures_its_worker_early() -> None:
+    """Without a launcher (loopback, DCGM) the failed worker pod is captured early instead."""
+    job = make_job(launcher=False, status=running_status())
+    worker = pod(W0, state=terminated(finished=at(8)))
+    obs = Observation(trainjob=trainjob(), worker_pods=(worker,))
+    assert [r.pod for r in reconcile_job(job, obs, at(9)).log_reads] == [W0]
+
+
+def test_launcher_workload_does_not_capture_workers_early() -> None:
+    """With a launcher, a worker's exit while running is not recorded early (it is teardown)."""
+    job = make_job(status=running_status())
+    worker = pod(W0, state=terminated(exit_code=143, finished=at(8)))
+    assert reconcile_job(job, Observation(trainjob=trainjob(), worker_pods=(worker,)),
+                         at(9)).quiet
