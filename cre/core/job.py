@@ -13,7 +13,8 @@ Failure-log rules (see ``cre.core.failurelog`` for selection):
 * Early launcher capture: while the workload runs, the first launcher seen with a non-zero exit
   is recorded in the same status write as the InProgress condition (JobSet deletes the failed
   launcher about half a second later). A recorded launcher that later turns out to be a
-  disruption target is dropped, so a replacement's failure can take its place.
+  disruption target is dropped, so a replacement's failure can take its place. A workload
+  without a launcher (a single loopback or DCGM pod) is captured from its worker pods.
 * The record always describes the failure that decided the run: dropped when the run succeeds
   and on checkpoint restart, replaced when the run ends for another reason (timeout, workload
   deleted). The timeout path reads a launcher's log before any worker's.
