@@ -50,9 +50,10 @@ class Observation:
     ``trainjob`` is the cached workload named ``<job>-workload`` (``None`` when the cache has no
     such object); ``workload_absence_confirmed`` says a live read confirmed that absence.
     ``pods_read_live`` says ``worker_pods`` and ``launcher_pods`` come from a live list.
-    ``create_conflict`` is set by the shell when creating the workload returned AlreadyExists:
-    the live object holding the name (``None`` inside it is impossible; the field is ``None``
-    when no create conflicted). ``nodes`` are the group's GPU nodes the cache holds.
+    ``create_conflict`` is the live object holding the workload's name when the shell's create
+    returned AlreadyExists (``None`` when no create conflicted). ``nodes`` are the GPU nodes of
+    the group and those hosting the Job's pods, as far as the cache holds them. Launcher pods
+    come first wherever pods are combined, so a same-second tie picks the launcher.
     """
 
     trainjob: TrainJobView | None = None
