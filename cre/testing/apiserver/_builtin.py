@@ -12,8 +12,9 @@ validation does them: object names (DNS-1123 subdomain / label, DNS-1035 for Ser
 keys and values, a Pod's containers (non-empty, unique DNS-1123 label names, image required) and
 restart policy, a Job's template restart policy, and what an update may not change (pod spec
 beyond images, activeDeadlineSeconds, tolerations additions, terminationGracePeriodSeconds and
-schedulingGates removal; a Job's selector, template and completion mode). Everything else the Go
-validators check is left out.
+schedulingGates removal; a Job's selector, template and completion mode; an apps/v1 workload's
+selector (required, non-empty, matching the template labels, immutable), replica count and
+template restart policy). Everything else the Go validators check is left out.
 """
 
 from __future__ import annotations
@@ -234,6 +235,66 @@ def _job_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cau
             yield C.invalid(f"spec.{field}", new_spec.get(field), "field is immutable")
 
 
+
+_WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"})
+
+
+def _selector_matches(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
+    """A `metav1.LabelSelector` (matchLabels, matchExpressions) against a label map."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or ():
+        if not isinstance(expr, dict):
+            return False
+        key, op, values = str(expr.get("key")), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _workload_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """apps/v1 rules: a non-empty selector matching the template labels, Always restart."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        yield C.required("spec")
+        return
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        yield C.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+    selector = spec.get("selector")
+    raw_template = spec.get("template")
+    template: dict[str, Any] = raw_template if isinstance(raw_template, dict) else {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if not isinstance(selector, dict):
+        yield C.required("spec.selector")
+    elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        yield C.invalid("spec.selector", selector,
+                        f"empty selector is invalid for {str(obj.get('kind')).lower()}")
+    elif isinstance(labels, dict) and not _selector_matches(selector, labels):
+        yield C.invalid("spec.template.metadata.labels", labels,
+                        "`selector` does not match template `labels`")
+    yield from _label_causes(labels, "spec.template.metadata.labels")
+    pod_spec = template.get("spec")
+    yield from _pod_spec_causes(pod_spec, "spec.template.spec", require_image=True)
+    if isinstance(pod_spec, dict):
+        policy = pod_spec.get("restartPolicy") or "Always"
+        if policy != "Always":
+            yield C.not_supported("spec.template.spec.restartPolicy", policy, ("Always",))
+
+
+def _workload_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cause]:
+    new_selector = (new.get("spec") or {}).get("selector")
+    if new_selector != (old.get("spec") or {}).get("selector"):
+        yield C.invalid("spec.selector", new_selector, "field is immutable")
+
 def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
                      old: dict[str, Any] | None = None) -> list[Cause]:
     """Causes why a built-in object is invalid at `kubernetes_version` (empty: valid)."""
@@ -249,6 +310,10 @@ def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
         causes.extend(_job_causes(obj))
         if old is not None:
             causes.extend(_job_update_causes(obj, old))
+    elif kind in _WORKLOADS and str(obj.get("apiVersion", "")).startswith("apps/"):
+        causes.extend(_workload_causes(obj))
+        if old is not None:
+            causes.extend(_workload_update_causes(obj, old))
     unique: list[Cause] = []
     for cause in causes:
         if cause not in unique:

@@ -142,6 +142,11 @@ def _kind(**fields: TreeShape) -> TreeShape:
     return TreeShape(fields={"metadata": _METADATA, **fields})
 
 
+def _workload() -> TreeShape:
+    return _kind(spec=TreeShape(fields={"template": _POD_TEMPLATE}),
+                 status=TreeShape(lists={"conditions": _CONDITIONS}))
+
+
 BUILTIN_SHAPES: Mapping[str, TreeShape] = {
     "Pod": _kind(spec=_POD_SPEC, status=_POD_STATUS),
     "Job": _kind(
@@ -160,6 +165,12 @@ BUILTIN_SHAPES: Mapping[str, TreeShape] = {
         fields={"metadata": _METADATA},
         lists={"secrets": _merge_list("name"), "imagePullSecrets": _merge_list("name")},
     ),
+    # apps/v1 workloads embed a pod template; their status conditions merge on type.
+    "Deployment": _workload(),
+    "ReplicaSet": _workload(),
+    "StatefulSet": _workload(),
+    "DaemonSet": _workload(),
+    "PodDisruptionBudget": _kind(status=TreeShape(lists={"conditions": _CONDITIONS})),
     "Namespace": _kind(status=TreeShape(lists={"conditions": _CONDITIONS})),
     "ConfigMap": _kind(),
     "Secret": _kind(),

@@ -121,6 +121,10 @@ def _sub_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
     if sub == "eviction":
         return {"name": f"{rt.plural}/eviction", "singularName": "", "namespaced": True,
                 "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}
+    if sub == "scale":
+        return {"name": f"{rt.plural}/scale", "singularName": "", "namespaced": rt.namespaced,
+                "group": "autoscaling", "version": "v1", "kind": "Scale",
+                "verbs": ["get", "patch", "update"]}
     return {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
             "kind": rt.kind, "verbs": ["get", "patch", "update"]}
 

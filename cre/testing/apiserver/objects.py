@@ -200,8 +200,11 @@ class Objects:
             spec = body.setdefault("spec", {})
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("restartPolicy", "Always")
-        elif rt.kind == "Job" and rt.group == "batch":
-            body["status"] = {}
+        elif rt.group in ("batch", "apps", "policy") and "status" in rt.subresources:
+            # PodDisruptionBudgetStatus' counters are plain int32s: an empty status prints zeros
+            body["status"] = {f: 0 for f in ("currentHealthy", "desiredHealthy",
+                                             "disruptionsAllowed", "expectedPods")
+                              } if rt.kind == "PodDisruptionBudget" else {}
         elif rt.kind == "Service" and rt.group == "":
             body["status"] = {"loadBalancer": {}}
         elif rt.kind == "Namespace" and rt.group == "":

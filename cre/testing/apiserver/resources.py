@@ -230,6 +230,19 @@ def builtin_types() -> list[ResourceType]:
             uses_generation=True,
             field_selectors=frozenset({"status.successful"}),
         ),
+        *_apps_types(),
+        ResourceType(
+            group="policy",
+            version="v1",
+            plural="poddisruptionbudgets",
+            singular="poddisruptionbudget",
+            kind="PodDisruptionBudget",
+            namespaced=True,
+            subresources=frozenset({"status"}),
+            short_names=("pdb",),
+            uses_generation=True,
+        ),
+        *_rbac_types(),
         ResourceType(
             group="coordination.k8s.io",
             version="v1",
@@ -253,6 +266,39 @@ def builtin_types() -> list[ResourceType]:
         ),
     ]
 
+
+
+def _apps_types() -> list[ResourceType]:
+    """apps/v1 workloads: status (and, but for DaemonSets, scale) subresources, generation."""
+    out = []
+    for kind, short in (("Deployment", "deploy"), ("ReplicaSet", "rs"), ("StatefulSet", "sts"),
+                        ("DaemonSet", "ds")):
+        subs = {"status"} if kind == "DaemonSet" else {"status", "scale"}
+        out.append(ResourceType(
+            group="apps",
+            version="v1",
+            plural=f"{kind.lower()}s",
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=True,
+            subresources=frozenset(subs),
+            short_names=(short,),
+            categories=("all",),
+            uses_generation=True,
+        ))
+    out.append(ResourceType(group="apps", version="v1", plural="controllerrevisions",
+                            singular="controllerrevision", kind="ControllerRevision",
+                            namespaced=True))
+    return out
+
+
+def _rbac_types() -> list[ResourceType]:
+    """rbac.authorization.k8s.io/v1: Roles and bindings, namespaced and cluster-wide."""
+    return [
+        ResourceType(group="rbac.authorization.k8s.io", version="v1", plural=f"{kind.lower()}s",
+                     singular=kind.lower(), kind=kind, namespaced=not kind.startswith("Cluster"))
+        for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    ]
 
 def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
     """The served versions of a CRD, as resource types."""

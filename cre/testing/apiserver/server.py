@@ -205,6 +205,10 @@ class ApiServer:
             if r.subresource == "eviction" and method == "POST":
                 return await podapi.evict(self, request, r, await read_body(request))
             raise _method_not_allowed(rt, verb)
+        if r.subresource == "scale":
+            from . import scale
+
+            return await scale.handle(self, request, r, verb)
         if verb == "watch":
             if r.name:
                 q = _with_name_selector(q, r.name)

@@ -3,7 +3,8 @@
 kubectl prints whatever columns the server sends. Custom resources get ``Name`` plus the
 version's ``additionalPrinterColumns`` (or ``Age`` when there are none), evaluated with
 JSONPath; pods and nodes get the printer columns of ``pkg/printers/internalversion``; other
-built-ins a short, faithful subset of theirs.
+built-ins (apps/v1 workloads, RBAC roles and bindings, PodDisruptionBudgets included) a short,
+faithful subset of theirs.
 """
 
 from __future__ import annotations
@@ -155,7 +156,119 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
     if rt.kind == "CustomResourceDefinition":
         return [name, (_col("Created At", type_="date"),
                        lambda s, o: o["metadata"].get("creationTimestamp", ""))]
+    if rt.group == "apps" and rt.kind in _WORKLOAD_COLUMNS:
+        return [name, *_WORKLOAD_COLUMNS[rt.kind], age, *_TEMPLATE_COLUMNS]
+    if rt.group == "rbac.authorization.k8s.io":
+        if rt.kind.endswith("Binding"):
+            return [name, _ROLE_REF, age, *_SUBJECT_COLUMNS]
+        return [name, (_col("Created At", type_="date"),
+                       lambda s, o: o["metadata"].get("creationTimestamp", ""))]
+    if rt.kind == "PodDisruptionBudget" and rt.group == "policy":
+        return [name, *_PDB_COLUMNS, age]
     return [name, age]
+
+
+def _field(obj: Obj, *path: str, default: Any = 0) -> Any:
+    node: Any = obj
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return default if node is None else node
+
+
+def _status_col(name: str, desc: str, field: str) -> Column:
+    return (_col(name, type_="integer", desc=desc), lambda s, o: _field(o, "status", field))
+
+
+def _containers(obj: Obj, key: str) -> str:
+    spec = _field(obj, "spec", "template", "spec", default={})
+    return ",".join(str(c.get(key, "")) for c in spec.get("containers") or ())
+
+
+# apps/v1 columns of pkg/printers/internalversion (wide columns have priority 1).
+_TEMPLATE_COLUMNS: list[Column] = [
+    (_col("Containers", desc="Names of each container in the template.", priority=1),
+     lambda s, o: _containers(o, "name")),
+    (_col("Images", desc="Images referenced by each container in the template.", priority=1),
+     lambda s, o: _containers(o, "image")),
+    (_col("Selector", desc="Label selector for pods. Existing ReplicaSets whose pods are "
+          "selected by this will be the ones affected by this deployment.", priority=1),
+     lambda s, o: _selector_text(o)),
+]
+_WORKLOAD_COLUMNS: dict[str, list[Column]] = {
+    "Deployment": [
+        (_col("Ready", desc="Number of the pod with ready state"),
+         lambda s, o: f"{_field(o, 'status', 'readyReplicas')}/"
+         f"{_field(o, 'spec', 'replicas', default=1)}"),
+        _status_col("Up-to-date", "Total number of non-terminated pods targeted by this "
+                    "deployment that have the desired template spec.", "updatedReplicas"),
+        _status_col("Available", "Total number of available pods (ready for at least "
+                    "minReadySeconds) targeted by this deployment.", "availableReplicas"),
+    ],
+    "ReplicaSet": [
+        (_col("Desired", type_="integer", desc="Number of desired pods."),
+         lambda s, o: _field(o, "spec", "replicas", default=1)),
+        _status_col("Current", "Number of actual replicas.", "replicas"),
+        _status_col("Ready", "The number of ready replicas for this replica set.",
+                    "readyReplicas"),
+    ],
+    "StatefulSet": [
+        (_col("Ready", desc="Number of the pod with ready state"),
+         lambda s, o: f"{_field(o, 'status', 'readyReplicas')}/"
+         f"{_field(o, 'spec', 'replicas', default=1)}"),
+    ],
+    "DaemonSet": [
+        _status_col("Desired", "The desired number of daemon pods.", "desiredNumberScheduled"),
+        _status_col("Current", "The current number of daemon pods.", "currentNumberScheduled"),
+        _status_col("Ready", "The number of daemon pods that are ready.", "numberReady"),
+        _status_col("Up-to-date", "The number of nodes that are running the updated daemon "
+                    "pod.", "updatedNumberScheduled"),
+        _status_col("Available", "The number of nodes that should be running the daemon pod "
+                    "and have one or more running and available.", "numberAvailable"),
+        (_col("Node Selector", desc="NodeSelector is a selector which must be true for the pod "
+              "to fit on a node."),
+         lambda s, o: ",".join(f"{k}={v}" for k, v in sorted(
+             _field(o, "spec", "template", "spec", "nodeSelector", default={}).items()))
+         or "<none>"),
+    ],
+}
+_ROLE_REF: Column = (
+    _col("Role", desc="RoleRef is the reference to the role granted by this binding."),
+    lambda s, o: f"{_field(o, 'roleRef', 'kind', default='')}/"
+    f"{_field(o, 'roleRef', 'name', default='')}")
+_SUBJECT_COLUMNS: list[Column] = [
+    (_col("Users", desc="Users in the binding.", priority=1),
+     lambda s, o: _subjects(o, "User")),
+    (_col("Groups", desc="Groups in the binding.", priority=1),
+     lambda s, o: _subjects(o, "Group")),
+    (_col("ServiceAccounts", desc="ServiceAccounts in the binding.", priority=1),
+     lambda s, o: _subjects(o, "ServiceAccount")),
+]
+_PDB_COLUMNS: list[Column] = [
+    (_col("Min Available", desc="The minimum number of pods that must be available."),
+     lambda s, o: str(_field(o, "spec", "minAvailable", default="N/A"))),
+    (_col("Max Unavailable", desc="The maximum number of pods that may be unavailable."),
+     lambda s, o: str(_field(o, "spec", "maxUnavailable", default="N/A"))),
+    _status_col("Allowed Disruptions", "Calculated number of pods that may be disrupted at "
+                "this time.", "disruptionsAllowed"),
+]
+
+
+def _subjects(binding: Obj, kind: str) -> str:
+    names = []
+    for subject in binding.get("subjects") or ():
+        if subject.get("kind") != kind:
+            continue
+        name = str(subject.get("name", ""))
+        if kind == "ServiceAccount":
+            name = f"{subject.get('namespace', '')}/{name}"
+        names.append(name)
+    return ", ".join(names)
+
+
+def _selector_text(obj: Obj) -> str:
+    from .scale import selector_string
+
+    return selector_string(_field(obj, "spec", "selector", default=None)) or "<none>"
 
 
 def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
