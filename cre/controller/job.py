@@ -102,6 +102,13 @@ def _sorted_pods(pods: Sequence[PodView]) -> tuple[PodView, ...]:
     return tuple(sorted(pods, key=lambda p: (p.creation_timestamp or far, p.name)))
 
 
+def _with_departed(cached: Sequence[PodView], departed: dict[str, PodView] | None
+                   ) -> tuple[PodView, ...]:
+    names = {p.name for p in cached}
+    gone = [p for p in (departed or {}).values() if p.name not in names]
+    return _sorted_pods([*cached, *gone])
+
+
 class JobController:
     """Reconciles ``cre.dev/v1alpha1`` Jobs in ``namespaces`` (``None``: all namespaces)."""
 
@@ -133,6 +140,7 @@ class JobController:
         self._written: dict[str, JobStatus] = {}
         # Failed launchers deleted before a reconcile read them, by Job key (tombstones).
         self._departed: dict[str, dict[str, PodView]] = {}
+        self._departed_workers: dict[str, dict[str, PodView]] = {}
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.executor = PlanExecutor(client, self.recorder, clock=clock)
@@ -190,6 +198,7 @@ class JobController:
             job_metrics.forget_job(obj.metadata.namespace or "", obj.metadata.name or "")
             self.queue.forget(_key(obj.metadata.namespace, obj.metadata.name))
             self._departed.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
+            self._departed_workers.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
             self._written.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
             return
         key = _key(obj.metadata.namespace, obj.metadata.name)
@@ -222,9 +231,13 @@ class JobController:
         if obj is None or not job:
             return
         key = _key(obj.namespace, job)
+        owner = self.jobs.store.get(key)
+        single_pod = owner is not None and not has_launcher(owner)
+        if etype == EventType.DELETED and single_pod and has_failed_container(old):
+            assert old is not None
+            self._remember(self._departed_workers, key, old)
         if new is not None and has_failed_container(new) and not has_failed_container(old):
-            owner = self.jobs.store.get(key)
-            if owner is not None and not has_launcher(owner):
+            if single_pod:
                 # A single-pod workload: this pod is the one JobSet is about to delete.
                 for container in failed_containers(new):
                     self.prefetcher.request(new, container)
@@ -239,11 +252,7 @@ class JobController:
             return
         key = _key(obj.namespace, job)
         if etype == EventType.DELETED and old is not None and has_failed_container(old):
-            # Keep the last state of a failed launcher JobSet deleted before a reconcile saw
-            # it, so its exit is still recorded (the log read then explains the pod is gone).
-            departed = self._departed.setdefault(key, {})
-            if len(departed) < MAX_DEPARTED:
-                departed[old.name] = old
+            self._remember(self._departed, key, old)
         if new is not None and has_failed_container(new) and not has_failed_container(old):
             # The pod is about to be deleted: read its log now, not when a worker is free.
             for container in failed_containers(new):
@@ -251,6 +260,14 @@ class JobController:
         # Every launcher change, and above all its first non-zero exit, goes straight to a
         # worker (no delay, no rate limit).
         self.queue.add(key)
+
+    @staticmethod
+    def _remember(departed: dict[str, dict[str, PodView]], key: str, pod: PodView) -> None:
+        """Keep the last state of a failed pod JobSet deleted, possibly before any reconcile
+        saw it, so its exit is still recorded (the log read then explains the pod is gone)."""
+        kept = departed.setdefault(key, {})
+        if len(kept) < MAX_DEPARTED:
+            kept[pod.name] = pod
 
     def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
         if new is None or etype == EventType.DELETED:
@@ -297,11 +314,10 @@ class JobController:
         """The Observation of ``job`` from the caches (no live reads, no log tails)."""
         ns, name = job.metadata.namespace or "", job.metadata.name or ""
         key = _key(ns, name)
-        workers = _sorted_pods(self.workers.store.by_index(INDEX_JOB, key))
-        cached = self.launchers.store.by_index(INDEX_LAUNCHER, key)
-        names = {p.name for p in cached}
-        gone = [p for p in self._departed.get(key, {}).values() if p.name not in names]
-        launchers = _sorted_pods([*cached, *gone])
+        workers = _with_departed(self.workers.store.by_index(INDEX_JOB, key),
+                                 self._departed_workers.get(key))
+        launchers = _with_departed(self.launchers.store.by_index(INDEX_LAUNCHER, key),
+                                   self._departed.get(key))
         hosts = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
         nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
         return Observation(trainjob=self.trainjobs.store.get(_key(ns, workload_name(name))),
@@ -354,6 +370,7 @@ class JobController:
             return None
         if is_terminal(job):
             self._departed.pop(key, None)
+            self._departed_workers.pop(key, None)
         obs = self.observe(job)
         for _ in range(MAX_STEPS):
             plan = reconcile_job(job, obs, self._clock(), settings=self.settings)

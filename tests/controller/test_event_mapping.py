@@ -100,3 +100,17 @@ async def test_launcher_failure_starts_a_log_prefetch(job_harness: JobHarness) -
         assert len(c.prefetcher) == 0
         c._on_launcher(EventType.MODIFIED, running, failed)
     assert len(c.prefetcher) == 1
+
+
+async def test_failed_worker_of_single_pod_workload_stays_observable(
+        job_harness: JobHarness) -> None:
+    """A single-pod workload's failed pod deleted unseen is kept; an MPI worker's is not."""
+    c = _idle_controller(job_harness)
+    failed = pod("j1-workload-node-0-0-b", state=terminated(finished=at(3)))
+    c.jobs.store._put("team-a/j1", make_job(launcher=False), "1")
+    c._on_worker(EventType.DELETED, failed, None)
+    assert [p.name for p in c.observe(make_job(launcher=False)).worker_pods] == [failed.name]
+    mpi = _idle_controller(job_harness)
+    mpi.jobs.store._put("team-a/j1", make_job(), "1")
+    mpi._on_worker(EventType.DELETED, failed, None)
+    assert mpi.observe(make_job()).worker_pods == ()
