@@ -285,6 +285,15 @@ async def test_kubectl_apply_scale_set_image_and_explain(kubectl: Kubectl) -> No
     assert code != 0 and "NotFound" in err
 
 
+async def test_kubectl_generators_send_protobuf_and_the_pipe_workaround(kubectl: Kubectl) -> None:
+    """`kubectl create namespace` (protobuf body) is 415; the dry-run | apply pipe works."""
+    code, _, err = await kubectl.run("create", "namespace", "gen", ok=False)
+    assert code != 0 and "unknown format" in err
+    _, manifest, _ = await kubectl.run("create", "namespace", "gen", "--dry-run=client",
+                                       "-o", "yaml")
+    _, out, _ = await kubectl.run("apply", "-f", "-", stdin=manifest)
+    assert "namespace/gen created" in out
+
 async def test_official_client_apps_rbac_policy(emu: Emulator) -> None:
     """The official client creates, reads, patches, scales and deletes the new kinds."""
     def scenario() -> dict[str, Any]:
@@ -333,3 +342,34 @@ async def test_official_client_apps_rbac_policy(emu: Emulator) -> None:
     assert out["scale"] == (1, "app=web")
     assert out["roles"] == ["r"] and out["bindings"] == ["r"]
     assert out["after_delete"] == 404
+
+
+async def test_custom_resource_scale_uses_the_crd_paths(client: Client) -> None:
+    """A CRD's scale subresource maps Scale onto specReplicasPath and labelSelectorPath."""
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {"count": {"type": "integer"},
+                                                    "sel": {"type": "string"}}}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "pools.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "pools", "singular": "pool", "kind": "Pool"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": schema},
+                                  "subresources": {"status": {}, "scale": {
+                                      "specReplicasPath": ".spec.size",
+                                      "statusReplicasPath": ".status.count",
+                                      "labelSelectorPath": ".status.sel"}}}]}}
+    code, _, _ = await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                   crd)
+    assert code == 201
+    pools = "/apis/example.com/v1/namespaces/default/pools"
+    await client.post(pools, {"apiVersion": "example.com/v1", "kind": "Pool",
+                              "metadata": {"name": "p"}, "spec": {"size": 2}})
+    await client.patch(f"{pools}/p/status", {"status": {"count": 1, "sel": "a=b"}}, MERGE)
+    _, scale, _ = await client.get(f"{pools}/p/scale")
+    assert (scale["spec"], scale["status"]) == ({"replicas": 2}, {"replicas": 1, "selector": "a=b"})
+    code, _, _ = await client.patch(f"{pools}/p/scale", {"spec": {"replicas": 7}}, MERGE)
+    assert code == 200
+    _, live, _ = await client.get(f"{pools}/p")
+    assert live["spec"] == {"size": 7} and live["metadata"]["generation"] == 2
