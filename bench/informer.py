@@ -11,9 +11,10 @@
 * Latency: label patches paced at 1,000/s from a separate writer process; for each, the time
   from just before the PATCH is sent ("from_send", includes the server's write path) and from
   its acknowledgement ("from_ack", the event exists) to the handler seeing the new label value
-  (CLOCK_MONOTONIC is system-wide). Several rounds, each followed by the same run against a
-  bare aiohttp watch (the floor: what the emulator and this machine allow); medians of the
-  p99s are reported. kopf gets one run.
+  (CLOCK_MONOTONIC is system-wide). Several rounds; in each a bare aiohttp watch in the same
+  event loop reads the same events (the floor: what the emulator and this machine allow), and
+  the per-event difference is the informer's own overhead. Medians of the p99s are reported.
+  kopf gets one run.
 
 Prints one JSON document. Usage: ``python -m bench informer [--pods 10000] [--watch-pods 4000]
 [--rate 1000] [--seconds 3] [--rounds 3] [--skip-kopf] [--skip-v1pod] [--no-gc-freeze]``
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import logging
@@ -346,11 +346,12 @@ async def _server_rv(session: aiohttp.ClientSession, url: str) -> str:
 
 async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float, rounds: int,
                    gc_freeze: bool = True) -> dict[str, Any]:
-    """Initial sync rate, ``rounds`` latency runs (each with a raw-watch floor run after it,
-    while the informer is stopped), then the watch-stream replay rate."""
+    """Initial sync rate, ``rounds`` latency runs (a bare watch reads the same events in the
+    same event loop, as the floor), then the watch-stream replay rate."""
     client = await KubeClient.from_kubeconfig(str(kc))
     cfg = ReflectorConfig(page_size=500)
-    out: dict[str, Any] = {"latency_rounds": [], "raw_watch_floor_rounds": []}
+    out: dict[str, Any] = {"latency_rounds": [], "raw_watch_floor_rounds": [],
+                           "overhead_vs_raw_watch_rounds": []}
     seen = 0
     target = pods
     done = anyio.Event()
@@ -386,9 +387,12 @@ async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float
             gc.collect()
             gc.freeze()
         for _ in range(rounds):
+            raw: list[tuple[str, float]] = []
             async with anyio.create_task_group() as tg:
                 tg.start_soon(inf.run)  # resumes; catch up before measuring
-                await inf.wait_for_resource_version(await _server_rv(session, url), NS)
+                rv = await _server_rv(session, url)
+                await inf.wait_for_resource_version(rv, NS)
+                tg.start_soon(_raw_watch, session, url, rv, raw)
                 latencies, measuring = [], True
                 writes = await paced_patches(url, pods=pods, rate=rate, seconds=seconds)
                 with anyio.move_on_after(10):
@@ -397,9 +401,9 @@ async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float
                             str(int(inf.resource_version(NS)) + 1), NS)
                 measuring = False
                 out["latency_rounds"].append(_latency_report(latencies, writes))
+                out["raw_watch_floor_rounds"].append(_latency_report(raw, writes))
+                out["overhead_vs_raw_watch_rounds"].append(_overhead(latencies, raw))
                 tg.cancel_scope.cancel()
-            out["raw_watch_floor_rounds"].append(
-                await raw_watch_side(url, pods=pods, rate=rate, seconds=seconds))
         # 3) watch-stream throughput: stop, let the cluster change, resume and replay.
         rv_before = inf.resource_version(NS)
         await _create_pods(session, url, pods, start=pods)
@@ -414,6 +418,10 @@ async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float
     await client.close()
     for key in ("latency_rounds", "raw_watch_floor_rounds"):
         out[key.replace("rounds", "median_p99_ms")] = _median_p99(out[key])
+    done_rounds = [r for r in out["overhead_vs_raw_watch_rounds"] if r]
+    if done_rounds:
+        out["overhead_vs_raw_watch_median_ms"] = {
+            q: statistics.median(r[q] for r in done_rounds) for q in ("p50_ms", "p99_ms")}
     return out
 
 
@@ -422,37 +430,27 @@ def _median_p99(rounds: list[dict[str, Any]]) -> dict[str, float]:
             for kind in ("from_send", "from_ack") if any(kind in r for r in rounds)}
 
 
-async def raw_watch_side(url: str, *, pods: int, rate: float, seconds: float) -> dict[str, Any]:
-    """The floor: one bare aiohttp watch that only parses each line, under the same load."""
-    seen: list[tuple[str, float]] = []
-    expected = 0
-    done = asyncio.Event()
-    async with aiohttp.ClientSession() as session:
-        async with session.get(f"{url}/api/v1/namespaces/{NS}/pods",
-                               params={"limit": "1", "labelSelector": SELECTOR}) as r:
-            rv = (await r.json())["metadata"]["resourceVersion"]
+async def _raw_watch(session: aiohttp.ClientSession, url: str, rv: str,
+                     seen: list[tuple[str, float]]) -> None:
+    """A bare aiohttp watch that only parses each line: the floor the informer is compared to."""
+    async with session.get(f"{url}/api/v1/namespaces/{NS}/pods", params={
+            "watch": "true", "resourceVersion": rv, "labelSelector": SELECTOR},
+            timeout=aiohttp.ClientTimeout(total=None)) as r:
+        async for line in r.content:
+            now = time.monotonic()
+            stamp = _stamp_of(json.loads(line)["object"]["metadata"].get("labels", {}))
+            if stamp is not None:
+                seen.append((stamp, now))
 
-        async def watch() -> None:
-            async with session.get(f"{url}/api/v1/namespaces/{NS}/pods", params={
-                    "watch": "true", "resourceVersion": rv, "labelSelector": SELECTOR},
-                    timeout=aiohttp.ClientTimeout(total=None)) as r:
-                async for line in r.content:
-                    now = time.monotonic()
-                    labels = json.loads(line)["object"]["metadata"].get("labels", {})
-                    stamp = _stamp_of(labels)
-                    if stamp is not None:
-                        seen.append((stamp, now))
-                        if expected and len(seen) >= expected:
-                            done.set()
 
-        task = asyncio.create_task(watch())
-        writes = await paced_patches(url, pods=pods, rate=rate, seconds=seconds)
-        expected = writes[0]
-        if len(seen) < expected:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), 10)
-        task.cancel()
-    return _latency_report(seen, writes)
+def _overhead(cre: list[tuple[str, float]], raw: list[tuple[str, float]]) -> dict[str, float]:
+    """Per event: when CRE's handler saw it minus when the bare watch read it (same loop)."""
+    first = dict(raw)
+    diffs = [(t - first[s]) * 1000 for s, t in cre if s in first]
+    if not diffs:
+        return {}
+    return {"events": len(diffs), "p50_ms": round(_percentile(diffs, 50), 2),
+            "p99_ms": round(_percentile(diffs, 99), 2)}
 
 
 # -- kopf ------------------------------------------------------------------------------------
