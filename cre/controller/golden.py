@@ -8,7 +8,8 @@ holds, so the recorded output does not depend on timing; ``sleep`` is scripted c
 (metadata and status), its events (type, reason, message) and the TrainJob it created.
 
 Steps (one key each): ``waitFor: <state>``, ``createPod: {name, launcher, node}``,
-``terminate: {pod, exitCode, log, reason}``, ``disrupt: <pod>``, ``deletePod: <pod>``,
+``terminate: {pod, exitCode, log, reason}``, ``waiting: {pod, reason, message}``,
+``disrupt: <pod>``, ``deletePod: <pod>``,
 ``log: {pod, text}``, ``sleep: <seconds>``, ``finishWorkload: {failed, message}``,
 ``deleteWorkload: {}``, ``deleteJob: {}``, ``createForeignWorkload: {}``, ``waitTrainJob: {}``,
 ``waitNewTrainJob: {}`` (a TrainJob other than the one the Job referenced), ``waitGone: {}``.
@@ -102,6 +103,9 @@ async def _step(h: JobHarness, job: str, step: dict[str, Any], index: int) -> No
     elif verb == "log":
         h.script.append_log(h.namespace, arg["pod"], arg.get("container", "node"),
                             str(arg["text"]))
+    elif verb == "waiting":
+        await h.script.waiting(arg["pod"], reason=str(arg["reason"]),
+                               message=str(arg.get("message", "")))
     elif verb == "disrupt":
         await h.script.disrupt(str(arg))
     elif verb == "deletePod":

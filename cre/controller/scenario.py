@@ -96,6 +96,18 @@ class WorkloadScript:
                                        "startedAt": finished, "finishedAt": finished}}}],
         })
 
+    async def waiting(self, name: str, *, reason: str, message: str = "",
+                      container: str = "node") -> dict[str, Any]:
+        """The container cannot start: it waits with ``reason`` (``ImagePullBackOff``...)."""
+        return await self._status(name, lambda pod: {
+            **(pod.get("status") or {}),
+            "phase": "Pending",
+            "containerStatuses": [{"name": container, "image": IMAGE, "ready": False,
+                                   "restartCount": 0, "imageID": "",
+                                   "state": {"waiting": {"reason": reason,
+                                                         "message": message}}}],
+        })
+
     async def disrupt(self, name: str, reason: str = "EvictionByEvictionAPI") -> dict[str, Any]:
         """Mark the pod as a disruption target (evicted or preempted)."""
         def status(pod: dict[str, Any]) -> dict[str, Any]:
