@@ -73,6 +73,8 @@ class JobReason(enum.StrEnum):
     WORKLOAD_CREATION_ERROR = "WorkloadCreationError"
     WORKLOAD_STALLED = "WorkloadStalled"
     WORKLOAD_SCHEDULING_BLOCKED = "WorkloadSchedulingBlocked"
+    WORKLOAD_RESTARTING = "WorkloadRestarting"
+    WORKLOAD_NAME_COLLISION = "WorkloadNameCollision"
     HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"

@@ -22,7 +22,6 @@ Failure-log rules (see ``cre.core.failurelog`` for selection):
 
 from __future__ import annotations
 
-import enum
 import re
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -59,14 +58,6 @@ from cre.core.workload import (
     state_of,
     workload_name,
 )
-
-
-class LifecycleReason(enum.StrEnum):
-    """Job reasons the lifecycle writes that ``cre.api.conditions.JobReason`` does not list."""
-
-    WORKLOAD_RESTARTING = "WorkloadRestarting"
-    WORKLOAD_NAME_COLLISION = "WorkloadNameCollision"
-
 
 _DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
@@ -226,7 +217,7 @@ def _lifecycle(ctx: _Ctx) -> Plan:
 
 def _restarting(job: Job) -> bool:
     current = true_member(job.status.conditions)
-    return current is not None and current.reason == LifecycleReason.WORKLOAD_RESTARTING
+    return current is not None and current.reason == JobReason.WORKLOAD_RESTARTING
 
 
 def _create(ctx: _Ctx) -> Plan:
@@ -254,7 +245,7 @@ def _name_taken(ctx: _Ctx, holder: TrainJobView) -> Plan:
         return ctx.plan(requeue_after=ctx.settings.collision_retry)
     message = (f"TrainJob {holder.namespace}/{holder.name} already exists and is not controlled "
                f"by Job {ctx.name}")
-    return _fail(ctx, cause=Cause.NAME_COLLISION, reason=LifecycleReason.WORKLOAD_NAME_COLLISION,
+    return _fail(ctx, cause=Cause.NAME_COLLISION, reason=JobReason.WORKLOAD_NAME_COLLISION,
                  message=message, view=None)
 
 
@@ -272,7 +263,7 @@ def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
                           failure_log=None, failure_class=None)
     message = (f"Restarting workload from checkpoint (restart {count}/{checkpoint.max_restarts})"
                f": {why}")
-    return _in_progress(ctx, status, LifecycleReason.WORKLOAD_RESTARTING, message,
+    return _in_progress(ctx, status, JobReason.WORKLOAD_RESTARTING, message,
                         deletes=_delete_workload(view), requeue_after=ctx.settings.restart_delay)
 
 
@@ -372,7 +363,7 @@ def _failure_record(
     pods = _all_pods(ctx)
     created = view.creation_timestamp if view is not None else None
     if cause == Cause.NAME_COLLISION:
-        return FailureLog(reason=LifecycleReason.WORKLOAD_NAME_COLLISION,
+        return FailureLog(reason=JobReason.WORKLOAD_NAME_COLLISION,
                           tail="the workload was never created: its name is held by another object")
     if cause == Cause.TIMEOUT:
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
