@@ -94,6 +94,32 @@ async def test_deployment_generation_and_status_subresource(client: Client) -> N
     assert scaled["metadata"]["generation"] == 2
 
 
+async def test_workload_defaults_are_filled_on_every_write(client: Client) -> None:
+    """Missing replicas/strategy/status counters are defaulted on create and on a bare PUT."""
+    body = deployment()
+    del body["spec"]["replicas"]
+    _, created, _ = await client.post(DEPLOYS, body)
+    spec = created["spec"]
+    assert spec["replicas"] == 1 and spec["revisionHistoryLimit"] == 10
+    assert spec["progressDeadlineSeconds"] == 600
+    assert spec["strategy"] == {"type": "RollingUpdate",
+                                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    bare = deployment()
+    del bare["spec"]["replicas"]
+    bare["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    code, replaced, _ = await client.put(f"{DEPLOYS}/web", bare)
+    assert code == 200
+    assert replaced["spec"] == spec and replaced["metadata"]["generation"] == 1
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "serviceName": "s",
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    _, stored, _ = await client.post("/apis/apps/v1/namespaces/default/statefulsets", sts)
+    assert stored["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                                "rollingUpdate": {"partition": 0}}
+    assert stored["spec"]["podManagementPolicy"] == "OrderedReady"
+    assert stored["status"] == {"replicas": 0, "availableReplicas": 0}
+
 async def test_strategic_merge_patch_merges_template_containers_by_name(client: Client) -> None:
     """A strategic patch of one container's image and env leaves the other container alone."""
     await client.post(DEPLOYS, deployment())

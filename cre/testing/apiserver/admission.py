@@ -2,9 +2,10 @@
 
 For custom resources the apiextensions server decodes, prunes unknown fields, applies schema
 defaults, then validates against the structural schema and the CEL rules (transition rules see
-the old object). Built-in kinds are validated against the published schemas of the emulated
-Kubernetes release. The schema work itself lives in :mod:`.validation`; this module keeps the
-compiled schema per served CRD version and turns causes into a 422 ``Status``.
+the old object). Built-in kinds get their group's defaults (:mod:`.defaults`) and are validated
+against the published schemas of the emulated Kubernetes release. The schema work itself
+lives in :mod:`.validation`; this module keeps the compiled schema per served CRD version and
+turns causes into a 422 ``Status``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import validation
+from .defaults import apply_builtin_defaults
 from .errors import ApiError, StatusCause, invalid_object
 from .resources import ResourceType
 
@@ -65,6 +67,7 @@ class Admission:
             obj = schema.default(pruned)
             causes = [_cause(c) for c in schema.validate(obj, old)]
         else:
+            obj = apply_builtin_defaults(obj)
             causes = [
                 _cause(c)
                 for c in validation.validate_builtin(

@@ -201,10 +201,7 @@ class Objects:
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("restartPolicy", "Always")
         elif rt.group in ("batch", "apps", "policy") and "status" in rt.subresources:
-            # PodDisruptionBudgetStatus' counters are plain int32s: an empty status prints zeros
-            body["status"] = {f: 0 for f in ("currentHealthy", "desiredHealthy",
-                                             "disruptionsAllowed", "expectedPods")
-                              } if rt.kind == "PodDisruptionBudget" else {}
+            body["status"] = {}  # admission's defaults add the kind's always-present counters
         elif rt.kind == "Service" and rt.group == "":
             body["status"] = {"loadBalancer": {}}
         elif rt.kind == "Namespace" and rt.group == "":
