@@ -34,6 +34,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 import attrs
+from prometheus_client import Counter
 
 from cre.kube import metrics
 from cre.kube.client import JSON, ApiError, KubeClient, Resource
@@ -253,7 +254,7 @@ class _Reflector(Generic[T]):
             o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
         self._advance(list_rv)
         self._healthy()
-        metrics.INFORMER_OBJECTS.labels(informer=o.name).set(len(store))
+        o._objects_gauge.set(len(store))
         if not self.synced:
             self.synced = True
             o._reflector_synced()
@@ -316,7 +317,11 @@ class _Reflector(Generic[T]):
             return
         key, obj, rv = projected
         store = o.store
-        metrics.INFORMER_EVENTS.labels(informer=o.name, type=etype).inc()
+        counter = o._event_counters.get(etype)
+        if counter is None:
+            counter = o._event_counters[etype] = metrics.INFORMER_EVENTS.labels(
+                informer=o.name, type=etype)
+        counter.inc()
         if etype == "DELETED":
             old = store._remove(key)
             if old is not None:
@@ -326,7 +331,7 @@ class _Reflector(Generic[T]):
             o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
         else:
             log.warning("%s: ignoring unknown watch event type %r", self._where, etype)
-        metrics.INFORMER_OBJECTS.labels(informer=o.name).set(len(store))
+        o._objects_gauge.set(len(store))
 
 
 class Informer(Generic[T]):
@@ -360,6 +365,9 @@ class Informer(Generic[T]):
         self._synced = anyio.Event()
         self._progress = anyio.Event()
         self._running = False
+        # Metric children looked up once: the per-event path stays cheap.
+        self._event_counters: dict[str, Counter] = {}
+        self._objects_gauge = metrics.INFORMER_OBJECTS.labels(informer=self.name)
         if namespace is None or not resource.namespaced:
             namespaces: list[str | None] = [None]
         elif isinstance(namespace, str):
