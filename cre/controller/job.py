@@ -31,6 +31,7 @@ from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
 from cre.controller import metrics as job_metrics
 from cre.controller.prefetch import LogPrefetcher
+from cre.core import failurelog as fl
 from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
@@ -85,16 +86,17 @@ def _key(namespace: str | None, name: str | None) -> str:
     return f"{namespace}/{name}"
 
 
-def failed_containers(pod: PodView) -> list[str]:
-    """The init and regular containers of ``pod`` that terminated with a non-zero exit."""
-    return [status.name for status in pod.init_container_statuses + pod.container_statuses
-            if status.state is not None and status.state.kind == "terminated"
-            and (status.state.exit_code or 0) != 0]
+def failed_containers(pod: PodView) -> list[tuple[str, bool]]:
+    """The init and regular containers of ``pod`` with a non-zero termination, as
+    ``(container, previous)``: ``previous`` when that termination is the ``lastState`` of a
+    container restarted in place (its log is then the ``previous=true`` one)."""
+    return [(name, previous) for name, _, previous in fl.failed_terminations(pod)]
 
 
 def has_failed_container(pod: PodView | None) -> bool:
-    """Whether any init or regular container of ``pod`` terminated with a non-zero exit."""
-    return pod is not None and bool(failed_containers(pod))
+    """Whether any init or regular container of ``pod`` has a non-zero termination, current or
+    (for a container restarted in place) in its ``lastState``."""
+    return pod is not None and bool(fl.failed_terminations(pod))
 
 
 def _sorted_pods(pods: Sequence[PodView]) -> tuple[PodView, ...]:
@@ -239,8 +241,8 @@ class JobController:
         if new is not None and has_failed_container(new) and not has_failed_container(old):
             if single_pod:
                 # A single-pod workload: this pod is the one JobSet is about to delete.
-                for container in failed_containers(new):
-                    self.prefetcher.request(new, container)
+                for container, previous in failed_containers(new):
+                    self.prefetcher.request(new, container, previous=previous)
             self.queue.add(key)
         else:
             self.queue.add_after(key, WORKER_POD_COALESCE)
@@ -255,8 +257,8 @@ class JobController:
             self._remember(self._departed, key, old)
         if new is not None and has_failed_container(new) and not has_failed_container(old):
             # The pod is about to be deleted: read its log now, not when a worker is free.
-            for container in failed_containers(new):
-                self.prefetcher.request(new, container)
+            for container, previous in failed_containers(new):
+                self.prefetcher.request(new, container, previous=previous)
         # Every launcher change, and above all its first non-zero exit, goes straight to a
         # worker (no delay, no rate limit).
         self.queue.add(key)
@@ -330,10 +332,11 @@ class JobController:
             if early is not None and early.error is None:
                 tails.append(early)
                 continue
-            tails.append(await read_pod_log(
+            tail = await read_pod_log(
                 self.client, namespace=req.namespace, pod=req.pod, container=req.container,
                 tail_lines=req.tail_lines, limit_bytes=req.limit_bytes, timeout=self.log_timeout,
-                pod_uid=req.pod_uid))
+                previous=req.previous, pod_uid=req.pod_uid)
+            tails.append(attrs.evolve(tail, previous=req.previous))
         return tuple(tails)
 
     async def _live_trainjob(self, job: Job) -> TrainJobView | None:

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from typing import Final
 
 import anyio
+import attrs
 from anyio.abc import TaskGroup
 
 from cre.core.observed import LogTail, PodView
@@ -25,7 +26,7 @@ from cre.kube.pods import read_pod_log
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str, str, str]  # namespace, pod, container, pod uid
+Key = tuple[str, str, str, str, bool]  # namespace, pod, container, pod uid, previous run
 
 DEFAULT_CAPACITY: Final = 1024
 DEFAULT_PARALLEL: Final = 16
@@ -49,23 +50,24 @@ class LogPrefetcher:
         """Spawn reads in ``tg`` from now on (``None``: prefetching is off)."""
         self._tg = tg
 
-    def request(self, pod: PodView, container: str) -> None:
-        """Start reading ``container`` of ``pod`` now, unless already read or being read."""
-        key = (pod.namespace, pod.name, container, pod.uid)
+    def request(self, pod: PodView, container: str, *, previous: bool = False) -> None:
+        """Start reading ``container`` of ``pod`` (its previous run's log when ``previous``)
+        now, unless already read or being read."""
+        key = (pod.namespace, pod.name, container, pod.uid, previous)
         if self._tg is None or key in self._tails or key in self._in_flight:
             return
         self._in_flight[key] = anyio.Event()
         self._tg.start_soon(self._fetch, key, name=f"log prefetch {pod.namespace}/{pod.name}")
 
     async def _fetch(self, key: Key) -> None:
-        namespace, pod, container, uid = key
+        namespace, pod, container, uid, previous = key
         try:
             async with self._limit:
                 tail = await read_pod_log(self.client, namespace=namespace, pod=pod,
                                           container=container, tail_lines=TAIL_LINES,
                                           limit_bytes=READ_LIMIT_BYTES, timeout=self.timeout,
-                                          pod_uid=uid)
-            self._store(key, tail)
+                                          previous=previous, pod_uid=uid)
+            self._store(key, attrs.evolve(tail, previous=previous))
         except Exception:  # a prefetch is an optimisation: the reconcile reads again
             log.exception("log prefetch of %s/%s failed", namespace, pod)
         finally:
@@ -79,7 +81,7 @@ class LogPrefetcher:
 
     async def tail_for(self, req: LogRequest) -> LogTail | None:
         """The prefetched tail for ``req`` (waiting for an in-flight read), or ``None``."""
-        key = (req.namespace, req.pod, req.container, req.pod_uid)
+        key = (req.namespace, req.pod, req.container, req.pod_uid, req.previous)
         pending = self._in_flight.get(key)
         if pending is not None:
             await pending.wait()

@@ -96,6 +96,32 @@ class WorkloadScript:
                                        "startedAt": finished, "finishedAt": finished}}}],
         })
 
+    async def crashloop(self, name: str, *, exit_code: int, log: str, container: str = "node",
+                        finished_at: datetime | None = None) -> dict[str, Any]:
+        """The container writes ``log``, exits with ``exit_code`` and is restarted in place
+        (``restartPolicy: OnFailure``): that run's log becomes the ``previous=true`` log, its
+        exit moves to ``lastState.terminated`` and the container waits in
+        ``CrashLoopBackOff``, as the kubelet reports it between restarts."""
+        if log:
+            self.append_log(self.namespace, name, container, log)
+        await self.client.request(
+            "POST", f"/_emulator/logs/{self.namespace}/{name}/{container}/rotate", body=b"",
+            content_type="text/plain")
+        finished = format_time(finished_at or self._clock())
+        return await self._status(name, lambda pod: {
+            **(pod.get("status") or {}),
+            "phase": "Running",
+            "containerStatuses": [{
+                "name": container, "image": IMAGE, "ready": False, "restartCount": 1,
+                "imageID": "",
+                "state": {"waiting": {"reason": "CrashLoopBackOff",
+                                      "message": f"back-off 10s restarting failed "
+                                                 f"container={container}"}},
+                "lastState": {"terminated": {"exitCode": exit_code, "reason": "Error",
+                                             "startedAt": finished, "finishedAt": finished}},
+            }],
+        })
+
     async def waiting(self, name: str, *, reason: str, message: str = "",
                       container: str = "node") -> dict[str, Any]:
         """The container cannot start: it waits with ``reason`` (``ImagePullBackOff``...)."""

@@ -7,6 +7,11 @@ by a test here because each review round found a real bug:
   JobSet kills the workers' sshd about half a second after the launcher exits) picks the launcher;
 * among init and regular containers, only terminations with a non-zero exit count; ``OOMKilled``
   wins over everything, otherwise the earliest ``finishedAt``, the earlier-listed on a tie;
+* a container restarted in place (``restartPolicy: OnFailure``) keeps its last run's exit only
+  in ``lastState.terminated`` while it is back-off waiting (``CrashLoopBackOff``) or running
+  again. That termination is a candidate of its own, with its own ``finishedAt``, exit code and
+  reason, competing with current terminations by the rules above; its log is the container's
+  ``previous=true`` log. A container's last run is listed before its current one;
 * pods whose ``DisruptionTarget`` condition is ``"True"`` were evicted or preempted and are not the
   cause (a ``"False"`` condition does not exclude a pod);
 * pods created before the current workload belong to a previous generation or a checkpoint
@@ -60,6 +65,8 @@ class FailedContainer:
     pod: PodView
     container: str
     state: ContainerState
+    # The termination is the container's ``lastState``: its log is the ``previous=true`` one.
+    previous: bool = False
 
     @property
     def oom(self) -> bool:
@@ -86,13 +93,21 @@ def eligible(pods: Iterable[PodView], workload_created: datetime | None) -> tupl
     )
 
 
-def _failed_terminations(pod: PodView) -> list[tuple[str, ContainerState]]:
-    found: list[tuple[str, ContainerState]] = []
+def _failed(state: ContainerState | None) -> bool:
+    return state is not None and state.kind == "terminated" and (state.exit_code or 0) != 0
+
+
+def failed_terminations(pod: PodView) -> list[tuple[str, ContainerState, bool]]:
+    """Every non-zero termination of ``pod``'s init and regular containers, in listing order, as
+    ``(container, state, previous)``; ``previous`` marks a ``lastState`` (an earlier run of a
+    container restarted in place), listed before that container's current state."""
+    found: list[tuple[str, ContainerState, bool]] = []
     statuses: tuple[ContainerStatusView, ...] = pod.init_container_statuses + pod.container_statuses
     for status in statuses:
-        state = status.state
-        if state is not None and state.kind == "terminated" and (state.exit_code or 0) != 0:
-            found.append((status.name, state))
+        if status.last_state is not None and _failed(status.last_state):
+            found.append((status.name, status.last_state, True))
+        if status.state is not None and _failed(status.state):
+            found.append((status.name, status.state, False))
     return found
 
 
@@ -102,12 +117,13 @@ def failed_container_of(pods: Iterable[PodView]) -> FailedContainer | None:
     best_key: tuple[int, datetime | None, int] | None = None
     index = 0
     for pod in pods:
-        for name, state in _failed_terminations(pod):
+        for name, state, previous in failed_terminations(pod):
             # OOMKilled first; then earliest finishedAt (unknown sorts last); then listing order.
             key = (0 if state.reason == OOM_KILLED else 1, state.finished_at, index)
             index += 1
             if best_key is None or _before(key, best_key):
-                best, best_key = FailedContainer(pod=pod, container=name, state=state), key
+                best = FailedContainer(pod=pod, container=name, state=state, previous=previous)
+                best_key = key
     return best
 
 
@@ -146,8 +162,9 @@ def record(failure: FailedContainer, tail: LogTail) -> FailureLog:
     if error is None:
         text = trim_tail(tail.text)
     else:
+        run = "previous run of container" if failure.previous else "container"
         text = trim_tail(
-            f"the log of container {failure.container!r} of pod {failure.pod.name!r} could not "
+            f"the log of {run} {failure.container!r} of pod {failure.pod.name!r} could not "
             f"be read ({error}); the pod was most likely deleted before its log was read"
         )
     return FailureLog(

@@ -181,9 +181,20 @@ def _delete_workload(view: TrainJobView | None) -> tuple[Delete, ...]:
                    namespace=view.namespace, name=view.name, uid=view.uid),)
 
 
-def _log_request(ctx: _Ctx, pod: PodView, container: str) -> LogRequest:
+def _log_request(ctx: _Ctx, pod: PodView, container: str, *, previous: bool = False
+                 ) -> LogRequest:
     return LogRequest(namespace=pod.namespace or ctx.namespace, pod=pod.name,
-                      container=container, pod_uid=pod.uid)
+                      container=container, pod_uid=pod.uid, previous=previous)
+
+
+def _capture(ctx: _Ctx, failure: fl.FailedContainer) -> FailureLog | LogRequest:
+    """The record of ``failure`` once its log tail (the previous run's for a ``lastState``
+    termination) was read, or the read it needs first."""
+    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container,
+                           pod_uid=failure.pod.uid, previous=failure.previous)
+    if tail is None:
+        return _log_request(ctx, failure.pod, failure.container, previous=failure.previous)
+    return fl.record(failure, tail)
 
 
 # --- lifecycle --------------------------------------------------------------------------------
@@ -345,11 +356,7 @@ def _early_capture(
     failure = fl.failed_container_of(fl.eligible(launchers, view.creation_timestamp))
     if failure is None:
         return None
-    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container,
-                           pod_uid=failure.pod.uid)
-    if tail is None:
-        return _log_request(ctx, failure.pod, failure.container)
-    return fl.record(failure, tail)
+    return _capture(ctx, failure)
 
 
 def _all_pods(ctx: _Ctx) -> tuple[PodView, ...]:
@@ -382,11 +389,7 @@ def _failure_record(
     failure = fl.failed_container_of(fl.eligible(pods, created))
     if failure is None:
         return fl.fallback(bool(pods))
-    tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container,
-                           pod_uid=failure.pod.uid)
-    if tail is None:
-        return _log_request(ctx, failure.pod, failure.container)
-    return fl.record(failure, tail)
+    return _capture(ctx, failure)
 
 
 def _fail(

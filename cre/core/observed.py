@@ -164,7 +164,8 @@ class LogTail:
     """A container log tail the shell read because an earlier Plan asked for it.
 
     ``error`` is set (and ``text`` empty) when the read failed: pod gone, container unknown,
-    timeout. The core decides what to record in either case.
+    timeout. The core decides what to record in either case. ``previous`` says the tail is the
+    log of the container's previous run (``previous=true``), not of its current one.
     """
 
     namespace: str
@@ -173,3 +174,4 @@ class LogTail:
     text: str = ""
     error: str | None = None
     pod_uid: str = ""
+    previous: bool = False

@@ -66,11 +66,12 @@ class Observation:
     nodes: tuple[NodeView, ...] = ()
     log_tails: tuple[LogTail, ...] = ()
 
-    def tail_for(self, *, pod: str, container: str, pod_uid: str = "") -> LogTail | None:
+    def tail_for(self, *, pod: str, container: str, pod_uid: str = "",
+                 previous: bool = False) -> LogTail | None:
         """The log tail the shell read for this container (of this pod instance when both
-        UIDs are known), if any."""
+        UIDs are known; of its previous run when ``previous``), if any."""
         for tail in self.log_tails:
-            if tail.pod != pod or tail.container != container:
+            if tail.pod != pod or tail.container != container or tail.previous != previous:
                 continue
             if pod_uid and tail.pod_uid and tail.pod_uid != pod_uid:
                 continue
@@ -138,12 +139,14 @@ class EventSpec:
 
 @attrs.frozen(kw_only=True)
 class LogRequest:
-    """A container log tail the core wants before it decides (read with these limits)."""
+    """A container log tail the core wants before it decides (read with these limits);
+    ``previous`` asks for the log of the container's previous run (``previous=true``)."""
 
     namespace: str
     pod: str
     container: str
     pod_uid: str = ""
+    previous: bool = False
     tail_lines: int = TAIL_LINES
     limit_bytes: int = READ_LIMIT_BYTES
 

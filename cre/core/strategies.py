@@ -135,6 +135,12 @@ def terminated(*, exit_code: int = 1, reason: str = "Error", finished: datetime 
                           started_at=T0, finished_at=finished)
 
 
+def crashloop(*, restart_in: str = "10s", container: str = "node") -> ContainerState:
+    """The back-off wait of a container restarted in place after a failure."""
+    return ContainerState(kind="waiting", reason="CrashLoopBackOff",
+                          message=f"back-off {restart_in} restarting failed container={container}")
+
+
 def pod(
     name: str,
     *,
@@ -142,6 +148,7 @@ def pod(
     job_name: str = JOB_NAME,
     node: str | None = "gpu-0",
     state: ContainerState | None = None,
+    last_state: ContainerState | None = None,
     init_state: ContainerState | None = None,
     created: datetime = T0,
     phase: str | None = None,
@@ -150,7 +157,8 @@ def pod(
     conditions: tuple[PodCondition, ...] = (),
     reason: str | None = None,
 ) -> PodView:
-    """A launcher or worker pod with one container (and optionally one init container)."""
+    """A launcher or worker pod with one container (and optionally one init container);
+    ``last_state`` is that container's previous run (a restart in place)."""
     state = state or ContainerState(kind="running", started_at=T0)
     if phase is None:
         if state.kind == "terminated":
@@ -167,7 +175,9 @@ def pod(
     return PodView(name=name, namespace=NS, uid=f"uid-{name}", labels=(label,), node_name=node,
                    phase=phase, creation_timestamp=created, conditions=conds,
                    init_container_statuses=inits,
-                   container_statuses=(ContainerStatusView(name=container, state=state),),
+                   container_statuses=(ContainerStatusView(
+                       name=container, state=state, last_state=last_state,
+                       restart_count=0 if last_state is None else 1),),
                    reason=reason)
 
 
@@ -177,11 +187,11 @@ def node(name: str, *, ready: str = "True") -> NodeView:
 
 
 def tail(p: PodView, container: str = "node", *, text: str | None = None,
-         error: str | None = None) -> LogTail:
-    """The tail the shell would read for ``p``."""
+         error: str | None = None, previous: bool = False) -> LogTail:
+    """The tail the shell would read for ``p`` (of the container's previous run if asked)."""
     body = "" if error else (text if text is not None else f"[stub] log of {p.name}\n")
     return LogTail(namespace=p.namespace, pod=p.name, container=container, text=body,
-                   error=error, pod_uid=p.uid)
+                   error=error, pod_uid=p.uid, previous=previous)
 
 
 # --- what the shell does with a Plan --------------------------------------------------------
@@ -224,10 +234,11 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
         if req.pod in pods:
             text = (logs or {}).get(req.pod, f"log of {req.pod}/{req.container}\n")
             tails.append(LogTail(namespace=req.namespace, pod=req.pod, container=req.container,
-                                 text=text, pod_uid=req.pod_uid))
+                                 text=text, pod_uid=req.pod_uid, previous=req.previous))
         else:
             tails.append(LogTail(namespace=req.namespace, pod=req.pod, container=req.container,
-                                 error=f'pods "{req.pod}" not found', pod_uid=req.pod_uid))
+                                 error=f'pods "{req.pod}" not found', pod_uid=req.pod_uid,
+                                 previous=req.previous))
     return job, attrs.evolve(obs, trainjob=trainjob_view, workload_absence_confirmed=confirmed,
                              create_conflict=None, log_tails=tuple(tails),
                              pods_read_live=pods_live)

@@ -89,6 +89,28 @@ async def test_success_after_launcher_retry_drops_the_record(job_harness: JobHar
     assert "failureLog" not in job["status"] and "failureClass" not in job["status"]
 
 
+async def test_crashlooping_worker_is_recorded_from_its_previous_log(
+        job_harness: JobHarness) -> None:
+    """A worker crash-looping in place (exit only in lastState) is recorded with its own exit
+    and the log of the crashed run (read with previous=true), Workload class, group blamed."""
+    h = job_harness
+    await h.create_job("j1", group_nodes=("gpu-0", "gpu-1"))
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+    await h.script.create_pod(W0, job="j1", launcher=False, node="gpu-1")
+    await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+    await h.script.crashloop(W0, exit_code=2, log="sshd: fatal: bad key\n")
+    await h.script.finish_workload("j1", failed=True, message="worker job failed")
+    job = await h.wait_job("j1", is_true("Failed"))
+    record = _failure_log(job)
+    assert (record["podName"], record["containerName"], record["nodeName"],
+            record["exitCode"], record["reason"]) == (W0, "node", "gpu-1", 2, "Error")
+    assert record["tail"] == "sshd: fatal: bad key\n"
+    assert (job["status"]["failureClass"]["scope"],
+            job["status"]["failureClass"]["reason"]) == ("Workload", "ContainerFailed")
+    assert {n["name"] for n in job["status"]["failedNodes"]} == {"gpu-0", "gpu-1"}
+
+
 async def test_workload_deleted_by_someone_else_is_control_plane(job_harness: JobHarness) -> None:
     """A TrainJob deleted from outside fails the Job as ControlPlane and blames no node."""
     h = job_harness

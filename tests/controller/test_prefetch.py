@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import anyio
+import attrs
 import pytest
 
+from cre.controller.job import failed_containers
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.scenario import JobHarness
 from cre.core.plan import LogRequest
@@ -58,3 +60,23 @@ async def test_capacity_evicts_least_recently_used(job_harness: JobHarness) -> N
     last = await prefetcher.tail_for(LogRequest(namespace=h.namespace, pod="p-bbbbb",
                                                 container="node", pod_uid=pod_view(raw).uid))
     assert last is not None and last.text == "p-bbbbb\n"
+
+
+async def test_previous_run_is_prefetched_separately(job_harness: JobHarness) -> None:
+    """A launcher restarted in place has its crashed run's log prefetched with previous=true,
+    kept apart from (and not answering) a request for the current run."""
+    h = job_harness
+    await h.script.create_pod(POD, job="j1", launcher=True, node="gpu-0")
+    raw = await h.script.crashloop(POD, exit_code=1, log="crashed run\n")
+    view = pod_view(raw)
+    assert failed_containers(view) == [("node", True)]
+    prefetcher = LogPrefetcher(h.client, timeout=5.0)
+    async with anyio.create_task_group() as tg:
+        prefetcher.bind(tg)
+        for container, previous in failed_containers(view):
+            prefetcher.request(view, container, previous=previous)
+        req = LogRequest(namespace=h.namespace, pod=POD, container="node", pod_uid=view.uid,
+                         previous=True)
+        tail = await prefetcher.tail_for(req)
+    assert tail is not None and tail.previous and tail.text == "crashed run\n"
+    assert await prefetcher.tail_for(attrs.evolve(req, previous=False)) is None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from cre.core import failurelog as fl
 from cre.core.observed import PodView
-from cre.core.strategies import at, pod, tail, terminated
+from cre.core.strategies import T0, at, crashloop, pod, tail, terminated
 
 L1 = "j1-workload-launcher-0-0-aaaaa"
 L2 = "j1-workload-launcher-0-0-bbbbb"
@@ -17,7 +19,18 @@ W1 = "j1-workload-node-0-1-ddddd"
 def _pick(pods: list[PodView], created_at: float | None = 0) -> str | None:
     created = at(created_at) if created_at is not None else None
     found = fl.failed_container_of(fl.eligible(pods, created))
-    return None if found is None else f"{found.pod.name}/{found.container}"
+    if found is None:
+        return None
+    return f"{found.pod.name}/{found.container}" + ("@previous" if found.previous else "")
+
+
+def _looping(name: str, *, finished: float, launcher: bool = False, exit_code: int = 1,
+             reason: str = "Error", disruption: str | None = None,
+             created: datetime = T0) -> PodView:
+    """A pod whose container crashed (exit in ``lastState``) and now waits in back-off."""
+    last = terminated(exit_code=exit_code, reason=reason, finished=at(finished))
+    return pod(name, launcher=launcher, state=crashloop(), last_state=last, phase="Running",
+               disruption=disruption, created=created)
 
 
 CASES = [
@@ -61,6 +74,52 @@ CASES = [
         pod(L1, launcher=True, state=terminated(exit_code=0, reason="Completed",
                                                 finished=at(5))),
     ], None),
+    # --- containers restarted in place: the last run's exit is only in lastState ---------
+    ("crashloop-last-state-is-a-candidate", [
+        pod(L1, launcher=True),
+        _looping(W0, finished=20),
+    ], f"{W0}/node@previous"),
+    ("last-state-earlier-beats-later-current", [
+        pod(L1, launcher=True, state=terminated(finished=at(30))),
+        _looping(W0, finished=20),
+    ], f"{W0}/node@previous"),
+    ("current-earlier-beats-later-last-state", [
+        pod(L1, launcher=True, state=terminated(finished=at(15))),
+        _looping(W0, finished=20),
+    ], f"{L1}/node"),
+    ("last-state-same-second-tie-picks-launcher", [
+        _looping(L1, launcher=True, finished=20),
+        pod(W0, state=terminated(exit_code=255, finished=at(20))),
+    ], f"{L1}/node@previous"),
+    ("current-launcher-wins-tie-with-worker-last-state", [
+        pod(L1, launcher=True, state=terminated(finished=at(20))),
+        _looping(W0, finished=20),
+    ], f"{L1}/node"),
+    ("oomkilled-current-beats-earlier-last-state", [
+        _looping(W0, finished=5),
+        pod(W1, state=terminated(exit_code=137, reason="OOMKilled", finished=at(50))),
+    ], f"{W1}/node"),
+    ("oomkilled-last-state-beats-earlier-current", [
+        pod(L1, launcher=True, state=terminated(finished=at(5))),
+        _looping(W1, finished=50, exit_code=137, reason="OOMKilled"),
+    ], f"{W1}/node@previous"),
+    ("last-state-of-disruption-target-ignored", [
+        _looping(W0, finished=5, disruption="True"),
+    ], None),
+    ("last-state-of-previous-generation-ignored", [
+        _looping(W0, finished=5, created=at(-30)),
+        pod(W1, state=terminated(finished=at(40))),
+    ], f"{W1}/node"),
+    ("zero-exit-last-state-never-chosen", [
+        pod(W0, state=terminated(finished=at(40)),
+            last_state=terminated(exit_code=0, reason="Completed", finished=at(5))),
+    ], f"{W0}/node"),
+    ("restarted-and-failed-again-records-the-first-run", [
+        pod(W0, state=terminated(finished=at(40)), last_state=terminated(finished=at(25))),
+    ], f"{W0}/node@previous"),
+    ("running-again-after-a-crash-still-counts", [
+        pod(W0, last_state=terminated(exit_code=2, finished=at(25))),
+    ], f"{W0}/node@previous"),
     ("unknown-finish-sorts-last", [
         pod(L1, launcher=True, state=terminated(finished=None)),
         pod(W0, state=terminated(finished=at(99))),
@@ -116,3 +175,16 @@ def test_kubelet_gone_body_counts_as_error() -> None:
     record = fl.record(failure, tail(launcher, text="unable to retrieve container logs for "
                                                     "containerd://abc"))
     assert record.tail.startswith("the log of container")
+
+
+def test_last_state_record_carries_its_own_termination() -> None:
+    """A lastState candidate records its own exit code, reason and finishedAt, not the waiting
+    state's, and says it is the previous run when its log could not be read."""
+    looping = _looping(W0, finished=20, exit_code=7)
+    failure = fl.failed_container_of([looping])
+    assert failure is not None and failure.previous
+    ok = fl.record(failure, tail(looping, text="sshd: fatal\n", previous=True))
+    assert (ok.pod_name, ok.exit_code, ok.reason, ok.finished_at, ok.tail) == (
+        W0, 7, "Error", at(20), "sshd: fatal\n")
+    gone = fl.record(failure, tail(looping, error="not found", previous=True))
+    assert gone.tail.startswith("the log of previous run of container 'node'")

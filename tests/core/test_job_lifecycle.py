@@ -14,6 +14,7 @@ from cre.core.strategies import (
     NODES,
     apply_plan,
     at,
+    crashloop,
     make_job,
     pod,
     running_status,
@@ -427,3 +428,30 @@ def test_launcher_workload_does_not_capture_workers_early() -> None:
     worker = pod(W0, state=terminated(exit_code=143, finished=at(8)))
     assert reconcile_job(job, Observation(trainjob=trainjob(), worker_pods=(worker,)),
                          at(9)).quiet
+
+
+def test_crashlooping_worker_is_recorded_from_its_previous_run() -> None:
+    """A worker back-off waiting after a crash (exit only in lastState) is the recorded failure:
+    its previous-run log is read, its own exit is recorded, and the class stays Workload with
+    every group node blamed."""
+    job = make_job(status=running_status())
+    worker = pod(W0, state=crashloop(), phase="Running",
+                 last_state=terminated(exit_code=1, finished=at(30)))
+    obs = Observation(trainjob=trainjob(state="failed"), worker_pods=(worker,))
+    first = reconcile_job(job, obs, at(60))
+    assert [(r.pod, r.container, r.previous) for r in first.log_reads] == [(W0, "node", True)]
+    # A tail of the current run does not answer the request for the previous one.
+    current = attrs.evolve(obs, log_tails=(tail(worker, text="current run\n"),))
+    assert reconcile_job(job, current, at(60)).log_reads == first.log_reads
+    answered = attrs.evolve(obs, log_tails=(tail(worker, text="sshd exited\n", previous=True),))
+    plan = reconcile_job(job, answered, at(60))
+    assert _true(plan) == ("Failed", "WorkloadFailed")
+    status = plan.status
+    assert status is not None and status.failure_log is not None
+    assert (status.failure_log.pod_name, status.failure_log.exit_code, status.failure_log.reason,
+            status.failure_log.finished_at, status.failure_log.tail) == (
+        W0, 1, "Error", at(30), "sshd exited\n")
+    assert status.failure_class is not None
+    assert (status.failure_class.scope, status.failure_class.reason) == (
+        FailureScope.WORKLOAD, "ContainerFailed")
+    assert [f.name for f in status.failed_nodes] == list(NODES)
