@@ -5,7 +5,8 @@ child Jobs ``<jobset>-<replicatedJob>-<index>`` carrying the ``jobset.sigs.k8s.i
 labels and annotations on the Job and its pod template (jobset-name/-uid, replicatedjob-name,
 restart-attempt, replicas, job-index, global index, job-key, group keys); Indexed completion
 mode and ``restartPolicy: OnFailure`` by default; the headless Service; ``startupPolicy``
-(AnyOrder / InOrder) and ``dependsOn`` (Ready / Complete); ``replicatedJobsStatus`` counted in
+(AnyOrder / InOrder, with the ``StartupPolicyInProgress`` / ``StartupPolicyCompleted``
+conditions) and ``dependsOn`` (Ready / Complete); ``replicatedJobsStatus`` counted in
 Jobs; ``successPolicy`` (All / Any over target replicated jobs) -> ``Completed``
 ``AllJobsCompleted``; ``failurePolicy`` rules (FailJobSet / RestartJobSet /
 RestartJobSetAndIgnoreMaxRestarts, ``maxRestarts``; a restart bumps ``status.restarts`` and
@@ -176,6 +177,8 @@ def _sync(world: World, js: Obj, now: float, b: StepBuilder) -> None:
         b.add(Create(SERVICES, headless_service(js, subdomain)), Mark(f"service/{uid_of(js)}", 1))
     _create_jobs(world, js, owned, rstatus, restarts, subdomain, b)
     suspend = bool(spec.get("suspend"))
+    if not suspend and (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder":
+        conds = _startup_conditions(js, rstatus, conds, now)
     for j in current:
         if _job_state(j) == "active" and bool((j.get("spec") or {}).get("suspend")) != suspend:
             b.add(Patch(BATCH_JOBS, ns_of(j), name_of(j), {"spec": {"suspend": suspend}}))
@@ -219,6 +222,26 @@ def _apply_failure_policy(js: Obj, failed: list[Obj], status: Obj, conds: list[O
     if action == "RestartJobSet":
         status["restartsCountTowardsMax"] = counted + 1
     return conds
+
+
+def _startup_conditions(js: Mapping[str, Any], rstatus: list[Obj], conds: list[Obj],
+                        now: float) -> list[Obj]:
+    """InOrder start-up: ``StartupPolicyInProgress`` until every replicated job has started,
+    then ``StartupPolicyCompleted``; setting one True flips the other to False."""
+    by_name = {e["name"]: e for e in rstatus}
+    done = all(_started(by_name[rj["name"]], int(rj.get("replicas", 1)), "Ready")
+               for rj in _rjobs(js))
+    on, off = ((("StartupPolicyCompleted", "InOrderStartupPolicyCompleted",
+                 "in order startup policy has completed"), "StartupPolicyInProgress") if done
+               else (("StartupPolicyInProgress", "InOrderStartupPolicyInProgress",
+                      "in order startup policy is in progress"), "StartupPolicyCompleted"))
+    current = next((c for c in conds if c.get("type") == on[0]), None)
+    if current is not None and current.get("status") == "True":
+        return conds
+    out = [c for c in conds if c.get("type") != on[0]]
+    out = [{**c, "status": "False", "lastTransitionTime": fmt_time(now)}
+           if c.get("type") == off and c.get("status") == "True" else c for c in out]
+    return [*out, _cond(*on, now)]
 
 
 def _rule_matches(rule: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
