@@ -29,7 +29,9 @@ Waits watch the object (list + watch, never a sleep loop) and time out after ``t
 *simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
 (one entry per ``collect`` item), ``waits`` (each wait that was satisfied; a wait with
 ``within: S`` also fails when it took more than S simulated seconds, which bounds "reported
-quickly" without putting scheduling jitter into the golden) and ``simulatorErrors``.
+quickly" without putting scheduling jitter into the golden; a wait with ``record: true`` also
+lists the names of the objects that satisfied it, oldest first, e.g. to show which launcher
+pod failed first) and ``simulatorErrors``.
 """
 
 from __future__ import annotations
@@ -172,6 +174,7 @@ class ScenarioRun:
         timeout = float(item.get("timeout", 900))
         clock = self.cluster.clock
         start = clock.now()
+        objs: list[dict[str, Any]] = []
         with anyio.move_on_after(clock.wall_delay(timeout)) as scope:
             while True:
                 objs, rv = await self._list(res, item)
@@ -187,7 +190,11 @@ class ScenarioRun:
         if "within" in item and took > float(item["within"]):
             raise ScenarioError(f"{where}: satisfied after {took:.1f} simulated seconds, "
                                 f"more than within={item['within']}")
-        self.waits.append({"wait": where, "satisfied": True})
+        entry: dict[str, Any] = {"wait": where, "satisfied": True}
+        if item.get("record"):
+            entry["names"] = [o["metadata"]["name"] for o in objs if "phase" not in item
+                              or (o.get("status") or {}).get("phase") == item["phase"]]
+        self.waits.append(entry)
 
     async def _next_event(self, res: Resource, item: Mapping[str, Any], rv: str) -> None:
         """Return after the first watch event past ``rv`` for the awaited objects."""
