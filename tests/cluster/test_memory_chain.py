@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from cre.testing.cluster.clock import DEFAULT_EPOCH
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.memory import MemoryCluster
@@ -66,9 +68,21 @@ def test_launcher_failure_fails_and_pods_are_deleted_half_a_second_later() -> No
     launchers = [k for k in mc.objects["pods"] if "launcher" in k]
     assert launchers  # still there at the instant of failure
     assert any("Test NCCL failure" in text for text in _launcher_logs(mc))
-    mc.run(cfg, start=DEFAULT_EPOCH + t_fail, until=lambda m: not any(
-        "launcher" in k for k in m.objects["pods"]), limit=2)
+    t_gone = mc.run(cfg, start=DEFAULT_EPOCH + t_fail, until=lambda m: not any(
+        "launcher" in k for k in m.objects["pods"]), limit=2) - DEFAULT_EPOCH
     assert not [k for k in mc.objects["pods"] if "launcher" in k]
+    assert t_gone - t_fail == pytest.approx(0.5)
+
+
+def test_failed_job_pod_deletion_delay_is_configurable() -> None:
+    """failedJobPodDeletionDelay 3 keeps the failed launcher pods for 3 simulated seconds."""
+    mc = cluster()
+    cfg = config(Override(behaviour=Behaviour.FAIL, role=Role.LAUNCHER, after=3, id="f"),
+                 failed_job_pod_deletion_delay=3.0)
+    t_fail = run(mc, cfg)
+    t_gone = mc.run(cfg, start=DEFAULT_EPOCH + t_fail, until=lambda m: not any(
+        "launcher" in k for k in m.objects["pods"]), limit=10) - DEFAULT_EPOCH
+    assert t_gone - t_fail == pytest.approx(3.0)
 
 
 def test_retry_after_backoff_succeeds() -> None:
