@@ -12,7 +12,8 @@ log tails or for a live confirmation that the workload is gone, they are fetched
 re-runs on the same observation; a create that hits AlreadyExists re-runs it with the live
 holder; a status write that conflicts re-reads the Job live and re-runs it on the fresh copy.
 Only a Plan without requests is applied, so the failure record and the condition it belongs to
-land in one status write.
+land in one status write. Each pass runs in :func:`cre.kube.logcontext.reconcile_context`, so
+every log record it emits carries ``controller``, ``namespace``, ``name`` and ``reconcileID``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from cre.kube.executor import (
     involved,
 )
 from cre.kube.informer import EventType, Informer
+from cre.kube.logcontext import reconcile_context
 from cre.kube.pods import (
     INDEX_JOB,
     INDEX_LAUNCHER,
@@ -293,24 +295,33 @@ class JobController:
                 key = await self.queue.get()
             except QueueShutDown:
                 return
-            started = time.monotonic()
-            try:
-                requeue = await self.reconcile(key)
-            except Exception as exc:
-                log.warning("job %s: reconcile failed, retrying with backoff: %s", key, exc)
-                kube_metrics.RECONCILE_ERRORS.labels(controller=CONTROLLER).inc()
-                kube_metrics.RECONCILE_TOTAL.labels(controller=CONTROLLER, result="error").inc()
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-                if requeue is not None:
-                    self.queue.add_after(key, requeue)
-                result = "requeue_after" if requeue is not None else "success"
-                kube_metrics.RECONCILE_TOTAL.labels(controller=CONTROLLER, result=result).inc()
-            finally:
-                kube_metrics.RECONCILE_TIME.labels(controller=CONTROLLER).observe(
-                    time.monotonic() - started)
-                self.queue.done(key)
+            namespace, _, name = key.partition("/")
+            # Every record of this pass (here, in the modules it calls and in the tasks they
+            # start) carries controller, namespace, name and a fresh reconcileID.
+            with reconcile_context(controller=CONTROLLER, namespace=namespace, name=name):
+                await self._process(key)
+
+    async def _process(self, key: str) -> None:
+        started = time.monotonic()
+        log.debug("job %s: reconciling", key)
+        try:
+            requeue = await self.reconcile(key)
+        except Exception as exc:
+            log.warning("job %s: reconcile failed, retrying with backoff: %s", key, exc)
+            kube_metrics.RECONCILE_ERRORS.labels(controller=CONTROLLER).inc()
+            kube_metrics.RECONCILE_TOTAL.labels(controller=CONTROLLER, result="error").inc()
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+            if requeue is not None:
+                self.queue.add_after(key, requeue)
+            result = "requeue_after" if requeue is not None else "success"
+            kube_metrics.RECONCILE_TOTAL.labels(controller=CONTROLLER, result=result).inc()
+            log.debug("job %s: reconciled (%s)", key, result)
+        finally:
+            kube_metrics.RECONCILE_TIME.labels(controller=CONTROLLER).observe(
+                time.monotonic() - started)
+            self.queue.done(key)
 
     def observe(self, job: Job) -> Observation:
         """The Observation of ``job`` from the caches (no live reads, no log tails)."""
@@ -408,6 +419,9 @@ class JobController:
                 continue
             if outcome.kind == OutcomeKind.JOB_GONE:
                 return None
+            log.debug("job %s: applied %d create(s), %d delete(s), %d patch(es), %s",
+                      key, len(plan.creates), len(plan.deletes), len(plan.patches),
+                      "a status write" if plan.status is not None else "no status write")
             self._record(job, plan, outcome)
             return plan.requeue_after
         raise RuntimeError(f"job {key}: no applicable plan after {MAX_STEPS} steps")
