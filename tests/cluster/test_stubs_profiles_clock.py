@@ -156,3 +156,17 @@ def test_unknown_profile_lists_known_ones() -> None:
     with pytest.raises(ValueError, match="aws-h100"):
         get_profile("aws-h200")
     assert len(PROFILES) >= 5
+
+
+@pytest.mark.parametrize(("name", "provider_id", "zone"), [
+    ("aws-h100", "aws:///us-east-1a/i-00000000000000003", "us-east-1a"),
+    ("gcp-h100", "gce://cre-sim/us-central1-a/gcp-h100-3", "us-central1-a"),
+    ("oci-gb300", "oci://ocid1.instance.oc1.iad.sim00000003", "US-ASHBURN-AD-1"),
+    ("onprem-gb200", "onprem://onprem-gb200-3", None),
+])
+def test_profiles_use_each_platforms_provider_id_and_zone(name: str, provider_id: str,
+                                                          zone: str | None) -> None:
+    """providerID and topology zone follow the platform's own scheme; on-prem has no zone."""
+    node = node_manifest(get_profile(name), 3)
+    assert node["spec"]["providerID"] == provider_id
+    assert node["metadata"]["labels"].get("topology.kubernetes.io/zone") == zone

@@ -33,7 +33,17 @@ class Profile:
     busbw_gbps: float  # all_reduce bus bandwidth between healthy nodes of this profile
     loopback_gbps: float  # single-node (NVLink) bandwidth
     clique_size: int = 0  # NVLink domain size for GB200/GB300 (0 = no clique label)
-    region: str = "us-east-1"
+    region: str = "us-east-1"  # "" = no cloud region/zone labels (on premises)
+
+    def zone(self) -> str:
+        """``topology.kubernetes.io/zone`` as the platform writes it ("" on premises)."""
+        if self.provider == "aws":
+            return f"{self.region}a"
+        if self.provider == "gcp":
+            return f"{self.region}-a"
+        if self.provider == "oci":  # OKE: the availability domain (Ashburn's short form)
+            return "US-ASHBURN-AD-1"
+        return ""
 
     def provider_id(self, index: int) -> str:
         """The ``spec.providerID`` of node ``index``, in the platform's own scheme."""
@@ -60,10 +70,10 @@ PROFILES: dict[str, Profile] = {
                 busbw_gbps=190.0, loopback_gbps=480.0, region="us-central1"),
         Profile(name="onprem-gb200", provider="onprem", gpu_product="NVIDIA-GB200", gpus=4,
                 nics=4, nic_resource="rdma/rdma_shared_device_a", instance_type="gb200-nvl72",
-                busbw_gbps=760.0, loopback_gbps=760.0, clique_size=18),
+                busbw_gbps=760.0, loopback_gbps=760.0, clique_size=18, region=""),
         Profile(name="oci-gb300", provider="oci", gpu_product="NVIDIA-GB300", gpus=4, nics=4,
                 nic_resource="rdma/rdma_shared_device_a", instance_type="BM.GPU.GB300.4",
-                busbw_gbps=820.0, loopback_gbps=860.0, clique_size=18),
+                busbw_gbps=820.0, loopback_gbps=860.0, clique_size=18, region="us-ashburn-1"),
     )
 }
 
@@ -88,13 +98,14 @@ def node_manifest(profile: Profile, index: int) -> dict[str, Any]:
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "arm64" if "GB" in profile.gpu_product else "amd64",
         "node.kubernetes.io/instance-type": profile.instance_type,
-        "topology.kubernetes.io/region": profile.region,
-        "topology.kubernetes.io/zone": f"{profile.region}a",
         labels.GPU_PRESENT: "true",
         labels.GPU_PRODUCT: profile.gpu_product,
         "nvidia.com/gpu.count": str(profile.gpus),
         "cre.dev/sim-rack": f"rack-{index // 4}",
     }
+    if profile.region:  # cloud nodes only; on-premises nodes carry no cloud topology labels
+        node_labels["topology.kubernetes.io/region"] = profile.region
+        node_labels["topology.kubernetes.io/zone"] = profile.zone()
     if profile.clique_size:
         clique = index // profile.clique_size
         node_labels["nvidia.com/gpu.clique"] = f"cluster-{profile.name}.{clique}"
