@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -126,6 +127,24 @@ def test_every_renderable_combination_validates(
         nodes=[f"node-{i}" for i in range(node_count)],
         options=RenderOptions(image=image, gang_scheduler=GangScheduler() if kai else None),
     )
+    assert [str(p) for p in validate_job_documents(docs)] == []
+
+
+COMBINATIONS = CATALOG.combinations()
+
+
+@pytest.mark.parametrize(
+    ("index", "combo"), list(enumerate(COMBINATIONS)), ids=["-".join(c) for c in COMBINATIONS]
+)
+def test_each_renderable_combination_validates(index: int, combo: tuple[str, str, str]) -> None:
+    """Every (entry, platform, arch) the catalog supports passes every schema set, KAI alternating.
+
+    The hypothesis property above samples the same space with more options; this walks all of
+    it once so no combination can go unchecked.
+    """
+    entry, platform, arch = combo
+    kai = GangScheduler() if index % 2 else None
+    docs = render(entry, platform, arch, options=RenderOptions(gang_scheduler=kai))
     assert [str(p) for p in validate_job_documents(docs)] == []
 
 
