@@ -69,3 +69,30 @@ async def test_eviction_and_node_not_ready(kube_emulator: Emulator) -> None:
             (w.get(NODES, "aws-h100-node-1") or {}).get("spec", {}).get("taints")))
         taints = world.get(NODES, "aws-h100-node-1")["spec"]["taints"]  # type: ignore[index]
         assert {t["key"] for t in taints} == {"node.kubernetes.io/not-ready"}
+
+
+async def test_preemption_sets_disruption_target_then_the_pod_fails(
+        kube_emulator: Emulator) -> None:
+    """A preempted launcher carries DisruptionTarget PreemptionByScheduler and ends Failed."""
+    async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
+        cluster.add_override(Override(behaviour=Behaviour.HANG, role=Role.LAUNCHER))
+        await _apply(cluster)
+        world = await cluster.wait_for(lambda w: any(
+            (p.get("status") or {}).get("phase") == "Running" for p in _launchers(w)))
+        name = next(p for p in _launchers(world)
+                    if p["status"]["phase"] == "Running")["metadata"]["name"]
+        await cluster.preempt_pod("default", name)
+        seen: dict[str, Any] = {}
+
+        def failed(w: World) -> bool:
+            pod = w.get(PODS, f"default/{name}")
+            if pod is not None and pod["status"].get("phase") == "Failed":
+                seen["pod"] = pod
+            return "pod" in seen
+        await cluster.wait_for(failed)
+        dt = condition(seen["pod"], "DisruptionTarget") or {}
+        assert (dt.get("status"), dt.get("reason"), dt.get("message")) == (
+            "True", "PreemptionByScheduler",
+            "default-scheduler: preempting to accommodate a higher priority pod")
+        term = seen["pod"]["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (term["exitCode"], term["reason"]) == (143, "Error")
