@@ -98,11 +98,20 @@ def _compiled(release: str, api_version: str, kind: str) -> SchemaNode | None:
     return compile_json_schema(schema, _definitions(release))
 
 
-def _schema_causes(obj: dict[str, Any], release: str) -> list[Cause]:
-    node = _compiled(release, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+def _schema_causes(obj: dict[str, Any], release: str,
+                   old: dict[str, Any] | None) -> list[Cause]:
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    node = _compiled(release, api_version, kind)
     if node is None:
         return []
-    return check(node, obj, version=C.parse_version(release))
+    if old is not None and (old.get("apiVersion"), old.get("kind")) != (api_version, kind):
+        old = None
+    return check(node, obj, version=_version(release), old=old)
+
+
+@functools.lru_cache(maxsize=32)
+def _version(release: str) -> tuple[int, int]:
+    return C.parse_version(release)
 
 
 def _name_causes(obj: dict[str, Any]) -> Iterator[Cause]:
@@ -299,7 +308,9 @@ def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
                      old: dict[str, Any] | None = None) -> list[Cause]:
     """Causes why a built-in object is invalid at `kubernetes_version` (empty: valid)."""
     release = schema_release(kubernetes_version)
-    causes = list(_schema_causes(obj, release))
+    # The stored old object passed this same check when it was written, so on an update only
+    # the subtrees that differ from it are walked (a status write walks `status` and metadata).
+    causes = list(_schema_causes(obj, release, old))
     causes.extend(_name_causes(obj))
     kind = obj.get("kind")
     if kind == "Pod":

@@ -226,6 +226,60 @@ class _Run:
         elif isinstance(value, list):
             self._array(value, node, path, old)
 
+    def quick(self, value: Any, node: SchemaNode, old: Any, *, root: bool = False) -> bool:
+        """True only when `walk` would find no schema error here (CEL rules aside).
+
+        The same checks without building field paths or messages; anything unusual answers
+        False and the caller runs `walk` for the exact causes.
+        """
+        if self.ratchet and old is not _MISSING and old == value:
+            return True
+        if value is None:
+            return node.nullable
+        if type(value) not in node.fast_types and not type_ok(node, value):
+            return False
+        if node.any_of or node.one_of or node.all_of or node.not_ is not None:
+            return False
+        if node.value_checks:
+            before = len(self.causes)
+            self._values(value, node, "")
+            if len(self.causes) != before:
+                return False
+        if isinstance(value, dict):
+            if node.embedded and ("apiVersion" not in value or "kind" not in value):
+                return False
+            for name in node.required:
+                if name not in value:
+                    return False
+            properties = node.properties
+            additional = node.additional
+            old_map = old if isinstance(old, dict) else {}
+            for key, item in value.items():
+                child = properties.get(key) or additional
+                if child is None or type(item) in child.scalar_types:
+                    continue
+                if root and key in ("apiVersion", "kind") and not properties.get(key):
+                    continue
+                if not self.quick(item, child, old_map.get(key, _MISSING)):
+                    return False
+        elif isinstance(value, list):
+            items = node.items
+            if node.list_type == "map":
+                keys = [list_key(item, node.list_map_keys) for item in value]
+                if len(set(keys)) != len(keys):
+                    return False
+                if items is None:
+                    return True
+                old_items = ({list_key(item, node.list_map_keys): item for item in old}
+                             if isinstance(old, list) else {})
+                return all(self.quick(item, items, old_items.get(key, _MISSING))
+                           for key, item in zip(keys, value, strict=True))
+            if node.list_type == "set" and len({repr(v) for v in value}) != len(value):
+                return False
+            if items is not None:
+                return all(self.quick(item, items, _MISSING) for item in value)
+        return True
+
     def _type_error(self, node: SchemaNode, value: Any, path: str) -> None:
         found = json_type(value)
         self.causes.append(C.invalid(
@@ -412,8 +466,18 @@ def _field_path(field_path: str) -> str:
     return out if out.startswith((".", "[")) else f".{out}"
 
 
-def check(node: SchemaNode, obj: Mapping[str, Any], *, version: tuple[int, int]) -> list[Cause]:
-    """Schema errors of `obj` against a compiled node (no CEL rules, no ratcheting)."""
-    run = _Run(version, ratchet=False)
-    run.walk(obj, node, "", _MISSING, root=True)
+def check(node: SchemaNode, obj: Mapping[str, Any], *, version: tuple[int, int],
+          old: Mapping[str, Any] | None = None) -> list[Cause]:
+    """Schema errors of `obj` against a compiled node (no CEL rules).
+
+    With `old` (an update of an object that passed this check when it was written), subtrees
+    equal to their old values are not walked again: they cannot hold new errors. A quick
+    pass answers the common valid case; the full walk builds the causes.
+    """
+    ratchet = old is not None
+    start = old if old is not None else _MISSING
+    if _Run(version, ratchet=ratchet).quick(obj, node, start, root=True):
+        return []
+    run = _Run(version, ratchet=ratchet)
+    run.walk(obj, node, "", start, root=True)
     return run.causes

@@ -54,11 +54,12 @@ class SchemaNode:
     __slots__ = (
         "additional", "all_of", "alt_types", "any_of", "default", "embedded", "enum",
         "exclusive_maximum",
-        "exclusive_minimum", "format", "has_default", "int_or_string", "items", "list_map_keys",
+        "exclusive_minimum", "fast_types", "format", "has_default", "int_or_string", "items",
+        "list_map_keys",
         "list_type", "max_items", "max_length", "max_properties", "maximum", "min_items",
         "min_length", "min_properties", "minimum", "multiple_of", "not_", "nullable", "one_of",
-        "pattern", "pattern_source", "preserve", "properties", "required", "rules", "type",
-        "unique_items",
+        "pattern", "pattern_source", "preserve", "properties", "required", "rules",
+        "scalar_types", "type", "unique_items", "value_checks",
     )
 
     def __init__(self, raw: Mapping[str, Any], build: Builder | None = None) -> None:
@@ -103,6 +104,18 @@ class SchemaNode:
         self.one_of = [build(s) for s in raw.get("oneOf") or ()]
         self.not_ = build(raw["not"]) if isinstance(raw.get("not"), Mapping) else None
         self.rules = [Rule(r) for r in raw.get("x-kubernetes-validations") or ()]
+        # For the quick validity pass: Python types accepted without a closer look (a float is
+        # an integer only when integral: left to `type_ok`), and whether any value constraint
+        # applies at all.
+        self.fast_types = _fast_types(self)
+        self.value_checks = any(x is not None for x in (
+            self.enum, self.pattern, self.format, self.minimum, self.maximum, self.multiple_of,
+            self.min_length, self.max_length, self.min_items, self.max_items,
+            self.min_properties, self.max_properties)) or self.unique_items
+        # scalar types a value of which is valid here with no further check at all
+        simple = not (self.value_checks or self.any_of or self.one_of or self.all_of
+                      or self.not_ is not None)
+        self.scalar_types = self.fast_types & _SCALARS if simple else frozenset()
 
     def child(self, key: str) -> SchemaNode | None:
         node = self.properties.get(key)
@@ -114,6 +127,27 @@ class SchemaNode:
         if self.int_or_string:
             return "integer,string" if self.type is None else self.type
         return self.type or "object"
+
+
+_PY_TYPES: dict[str, frozenset[type]] = {
+    "integer": frozenset({int}), "number": frozenset({int, float}), "string": frozenset({str}),
+    "boolean": frozenset({bool}), "array": frozenset({list}), "object": frozenset({dict}),
+}
+_ANY_TYPE = frozenset({bool, int, float, str, list, dict})
+_SCALARS = frozenset({bool, int, float, str})
+
+
+def _fast_types(node: SchemaNode) -> frozenset[type]:
+    if node.int_or_string:
+        return frozenset({int, str})
+    if node.alt_types:
+        out: set[type] = set()
+        for name in node.alt_types:
+            out |= _PY_TYPES.get(name, frozenset())
+        return frozenset(out)
+    if node.type is None:
+        return _ANY_TYPE
+    return _PY_TYPES.get(node.type, frozenset())
 
 
 def json_type(value: Any) -> str:
