@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cre.api import labels as L
@@ -68,6 +70,24 @@ def test_mpi_trainer_command_wraps_mpirun_with_env_as_x_args() -> None:
     assert t["args"][t["args"].index("-x") + 1] == "NCCL_DEBUG=INFO"
     assert "/usr/local/bin/all_reduce_perf_mpi" in t["args"]
     assert (t["numNodes"], t["numProcPerNode"]) == (2, 8)
+
+
+SHELL_REFERENCE = re.compile(r"\$(?!\()[A-Za-z_{]")
+
+
+@pytest.mark.parametrize("combo", CATALOG.combinations(), ids="-".join)
+def test_env_values_reference_no_shell_variables(combo: tuple[str, str, str]) -> None:
+    """No env value or ``mpirun -x`` assignment says ``$NAME``: nothing expands it in a pod.
+
+    Kubernetes expands only ``$(NAME)`` of variables defined earlier in the same env list, and
+    mpirun's ``-x NAME=value`` passes the value through, so ``PATH=$PATH:...`` would set PATH
+    to that literal text on every rank.
+    """
+    trainer = by_kind(render(*combo), "Job")["spec"]["workload"]["trainJob"]["trainer"]
+    args = trainer.get("args", [])
+    values = [e["value"] for e in trainer.get("env", [])]
+    values += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-x"]
+    assert [v for v in values if SHELL_REFERENCE.search(v)] == []
 
 
 def test_dcgm_command_is_recognisable() -> None:
