@@ -10,8 +10,10 @@ the same stale version and then raises), so CRE implements client-go's reflector
   list, emitting synthetic ``DELETED`` for objects that vanished during the gap and ``MODIFIED``
   for those that changed, so handlers never miss a deletion;
 * other failures reconnect after a jittered exponential backoff (0.8 s -> 30 s, reset after two
-  minutes without failures), never less than a 429's Retry-After; a watch that ends without
-  delivering anything counts as a failure, so a persistent error never spins;
+  minutes without failures), never less than a 429's Retry-After; a watch that ends within
+  ``short_watch`` seconds without delivering anything counts as a failure, so a persistent error
+  never spins (a quiet watch that simply reached its timeout is resumed at once, as client-go
+  does);
 * each state change is logged once, not once per retry.
 
 Every object is turned into a frozen projection by ``transform`` before it is stored, and handlers
@@ -78,6 +80,8 @@ class ReflectorConfig:
     backoff_reset_after: float = 120.0
     backoff_jitter: float = 1.0
     request_timeout: float = 60.0
+    #: A watch that ends sooner than this with no event at all is a failure (backs off).
+    short_watch: float = 1.0
 
     def __attrs_post_init__(self) -> None:
         if not 0 < self.watch_timeout_min <= self.watch_timeout_max:
@@ -179,12 +183,13 @@ class _Reflector(Generic[T]):
                         await self._list_and_reconcile()
                         need_list = False
                     self._set_state(ReflectorState.WATCHING)
+                    started = self._o._clock()
                     try:
                         seen = await self._watch()
                     except (TimeoutError, OSError) as exc:  # the stream's read timed out / broke
                         raise ApiError(status=0, message=f"watch stream: {exc!r}") from exc
-                    if seen == 0:
-                        raise ApiError(status=0, message="watch ended without any event")
+                    if seen == 0 and self._o._clock() - started < self._o.config.short_watch:
+                        raise ApiError(status=0, message="watch ended at once without any event")
                 except _Gone as gone:
                     # Expected now and then (the server's history moved on): relist at once,
                     # unless the watch keeps expiring before delivering anything (no spinning).

@@ -35,8 +35,9 @@ class ScriptedClient:
     """Answers lists and watches from scripts; once the watch script is used up, it idles."""
 
     def __init__(self, lists: list[dict[str, Any] | ApiError],
-                 watches: list[list[bytes] | ApiError],
-                 by_path: dict[str, tuple[list[Any], list[Any]]] | None = None) -> None:
+                 watches: list[list[bytes | float] | ApiError],
+                 by_path: dict[str, tuple[list[Any], list[Any]]] | None = None,
+                 clock: FakeClock | None = None) -> None:
         self.lists = deque(lists)
         self.watches = deque(watches)
         # Per collection path scripts (several reflectors), else the shared ones above.
@@ -45,6 +46,7 @@ class ScriptedClient:
         self.list_queries: list[dict[str, Any]] = []
         self.watch_queries: list[dict[str, Any]] = []
         self.idle = anyio.Event()
+        self.clock = clock  # a float in a watch script: that many quiet seconds pass
 
     async def request(self, method: str, path: str, *, query: Any = None,
                       timeout: float | None = None) -> dict[str, Any]:
@@ -70,6 +72,10 @@ class ScriptedClient:
 
         async def lines() -> AsyncIterator[bytes]:
             for line in script:
+                if isinstance(line, float):
+                    assert self.clock is not None
+                    self.clock.advance(line)
+                    continue
                 yield line
 
         yield lines()
@@ -210,6 +216,19 @@ async def test_empty_watches_count_as_failures_and_are_logged_once(
     assert len(backing_off) == 1
 
 
+async def test_a_quiet_watch_reaching_its_timeout_resumes_at_once(
+        clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    """A watch that delivered nothing but lasted minutes (its timeout) is resumed from the same
+    version with no backoff, no reconnect and no warning."""
+    client = ScriptedClient(lists=[_page([], "5")], watches=[[300.0], [420.0]], clock=clock)
+    sleeps = Sleeps(clock)
+    with caplog.at_level(logging.INFO, logger="cre.kube.informer"):
+        await _run_until_idle(_informer(client, clock, sleeps), client)
+    assert sleeps.waits == []
+    assert [q["resourceVersion"] for q in client.watch_queries] == ["5", "5", "5"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 async def test_unprojectable_objects_are_skipped_not_fatal(clock: FakeClock) -> None:
     """An object the transform rejects is logged and dropped; the informer keeps going."""
     client = ScriptedClient(
@@ -290,8 +309,8 @@ async def test_a_stream_read_timeout_reconnects(clock: FakeClock) -> None:
 
                 yield lines()
                 return
-            async with super().stream_lines(path, query=query, timeout=timeout) as lines:
-                yield lines
+            async with super().stream_lines(path, query=query, timeout=timeout) as inner:
+                yield inner
 
     client = TimingOut(lists=[_page([], "1")], watches=[])
     sleeps = Sleeps(clock)
