@@ -149,6 +149,7 @@ def test_profiles_build_gpu_nodes(name: str) -> None:
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == str(prof.gpus)
     assert node["status"]["allocatable"][prof.nic_resource] == str(prof.nics)
     assert ("nvidia.com/gpu.clique" in labels) == bool(prof.clique_size)
+    assert labels["kubernetes.io/arch"] == ("arm64" if prof.clique_size else "amd64")
 
 
 def test_unknown_profile_lists_known_ones() -> None:

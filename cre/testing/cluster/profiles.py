@@ -34,6 +34,7 @@ class Profile:
     loopback_gbps: float  # single-node (NVLink) bandwidth
     clique_size: int = 0  # NVLink domain size for GB200/GB300 (0 = no clique label)
     region: str = "us-east-1"  # "" = no cloud region/zone labels (on premises)
+    arch: str = "amd64"  # kubernetes.io/arch: Grace-based GB200/GB300 nodes are arm64
 
     def zone(self) -> str:
         """``topology.kubernetes.io/zone`` as the platform writes it ("" on premises)."""
@@ -64,16 +65,18 @@ PROFILES: dict[str, Profile] = {
                 busbw_gbps=480.0, loopback_gbps=480.0),
         Profile(name="aws-gb200", provider="aws", gpu_product="NVIDIA-GB200", gpus=4, nics=4,
                 nic_resource="vpc.amazonaws.com/efa", instance_type="p6e-gb200.36xlarge",
-                busbw_gbps=720.0, loopback_gbps=760.0, clique_size=18),
+                busbw_gbps=720.0, loopback_gbps=760.0, clique_size=18, arch="arm64"),
         Profile(name="gcp-h100", provider="gcp", gpu_product="NVIDIA-H100-80GB-HBM3", gpus=8,
                 nics=8, nic_resource="networking.gke.io/rdma", instance_type="a3-megagpu-8g",
                 busbw_gbps=190.0, loopback_gbps=480.0, region="us-central1"),
         Profile(name="onprem-gb200", provider="onprem", gpu_product="NVIDIA-GB200", gpus=4,
                 nics=4, nic_resource="rdma/rdma_shared_device_a", instance_type="gb200-nvl72",
-                busbw_gbps=760.0, loopback_gbps=760.0, clique_size=18, region=""),
+                busbw_gbps=760.0, loopback_gbps=760.0, clique_size=18, region="",
+                arch="arm64"),
         Profile(name="oci-gb300", provider="oci", gpu_product="NVIDIA-GB300", gpus=4, nics=4,
                 nic_resource="rdma/rdma_shared_device_a", instance_type="BM.GPU.GB300.4",
-                busbw_gbps=820.0, loopback_gbps=860.0, clique_size=18, region="us-ashburn-1"),
+                busbw_gbps=820.0, loopback_gbps=860.0, clique_size=18, region="us-ashburn-1",
+                arch="arm64"),
     )
 }
 
@@ -96,7 +99,7 @@ def node_manifest(profile: Profile, index: int) -> dict[str, Any]:
     node_labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "arm64" if "GB" in profile.gpu_product else "amd64",
+        "kubernetes.io/arch": profile.arch,
         "node.kubernetes.io/instance-type": profile.instance_type,
         labels.GPU_PRESENT: "true",
         labels.GPU_PRODUCT: profile.gpu_product,
