@@ -42,6 +42,10 @@ def test_wait_predicates() -> None:
     assert _satisfied([done, done], {"phase": "Succeeded", "count": 2})
     assert _satisfied([], {"absent": True}) and not _satisfied([done], {"absent": True})
     assert not _satisfied([], {"condition": {"type": "Complete"}})
+    tainted = {"spec": {"taints": [{"key": "node.kubernetes.io/not-ready"}]}}
+    assert _satisfied([tainted], {"field": "spec.taints.0.key",
+                                  "equals": "node.kubernetes.io/not-ready"})
+    assert not _satisfied([tainted], {"field": "spec.taints.1.key", "equals": "x"})
 
 
 def test_cli_arguments() -> None:

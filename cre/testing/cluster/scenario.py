@@ -108,10 +108,14 @@ def build_config(spec: Mapping[str, Any]) -> SimConfig:
 
 
 def _get_path(obj: Any, path: str) -> Any:
+    """``a.b.0.c``: map keys, and list positions given as integers."""
     for part in path.split("."):
-        if not isinstance(obj, Mapping):
+        if isinstance(obj, list) and part.isdigit():
+            obj = obj[int(part)] if int(part) < len(obj) else None
+        elif isinstance(obj, Mapping):
+            obj = obj.get(part)
+        else:
             return None
-        obj = obj.get(part)
     return obj
 
 
