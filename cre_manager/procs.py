@@ -186,12 +186,12 @@ class Stack:
 
     def start_cluster(self, *, profile: str = "aws-h100", nodes: int = 8,
                       time_scale: float = 1.0, fail_launcher: bool = False) -> Proc:
-        """The simulated cluster (its CLI; a launcher told to fail needs the demo's runner)."""
+        """The simulated cluster (``python -m cre.testing.cluster``); ``fail_launcher`` makes
+        every MPI launcher exit 1 with an NCCL error (its ``--fail-launcher`` flag)."""
         argv = ["--kubeconfig", str(self.kubeconfig), "--profile", profile, "--nodes",
                 str(nodes), "--time-scale", str(time_scale)]
         if fail_launcher:
-            return self._spawn("cluster", ["-m", "cre_manager.simulate", *argv,
-                                           "--fail-launcher"])
+            argv.append("--fail-launcher")
         return self._spawn("cluster", ["-m", "cre.testing.cluster", *argv])
 
     def start_manager(self, *args: str, name: str = "manager", env: dict[str, str] | None = None,

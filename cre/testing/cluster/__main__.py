@@ -3,7 +3,10 @@
 The demo starts the API emulator in one process and this in another: it registers the
 profile's nodes and plays Trainer, JobSet, the batch Job controller, the scheduler and the
 kubelets until SIGTERM/SIGINT, writing container logs through the emulator's
-``/_emulator/logs`` control API.
+``/_emulator/logs`` control API. Failures a demo or a manual test wants to show are injected
+with flags rather than with a separate runner: ``--bad-node`` degrades a node's NCCL bandwidth,
+``--fail-launcher`` makes MPI launchers exit 1 with an NCCL error (the
+``make demo SCENARIO=launcher-failure`` path).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Sequence
+from typing import Final
 
 import anyio
 
@@ -21,9 +26,17 @@ from cre.testing.cluster.clock import SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.profiles import PROFILES, get_profile
 from cre.testing.cluster.runtime import HttpLogSink, SimulatedCluster
+from cre.testing.cluster.stubs import Behaviour, Override, Role
+
+# What a failing launcher prints: the NCCL InfiniBand completion error of a broken link.
+FAILURE_MESSAGE: Final = (
+    "NCCL WARN NET/IB : Got completion from peer with error 12, opcode 0, len 0, "
+    "vendor err 129 (Recv) localGid ::ffff:10.0.0.12 remoteGid ::ffff:10.0.0.17")
+FAIL_AFTER: Final = 3.0
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The CLI options; out-of-range values stop with a message naming the flag."""
     p = argparse.ArgumentParser(prog="python -m cre.testing.cluster",
                                 description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--kubeconfig", required=True, help="kubeconfig of the API server")
@@ -33,41 +46,84 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="simulated seconds per wall second (10 = backoffs ten times faster)")
     p.add_argument("--bad-node", action="append", default=[], metavar="NODE[=FACTOR]",
                    help="scale the NCCL bandwidth of NODE (default factor 0.4)")
+    fail = p.add_argument_group("launcher failure injection")
+    fail.add_argument("--fail-launcher", action="store_true",
+                      help="MPI launcher containers exit 1 with an NCCL error (every launcher, "
+                           "unless --fail-launcher-times limits it)")
+    fail.add_argument("--fail-launcher-after", type=float, default=FAIL_AFTER, metavar="SECONDS",
+                      help=f"simulated seconds a failing launcher runs first "
+                           f"(default {FAIL_AFTER:g})")
+    fail.add_argument("--fail-launcher-times", type=int, default=None, metavar="N",
+                      help="only the next N launchers fail (default: all of them)")
+    fail.add_argument("--fail-launcher-message", default=FAILURE_MESSAGE, metavar="TEXT",
+                      help="the error line the failing launcher prints (default: an NCCL "
+                           "NET/IB completion error)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.nodes < 1:
         p.error("--nodes: must be at least 1")
     if args.time_scale <= 0:
         p.error("--time-scale: must be > 0")
+    if args.fail_launcher_after < 0:
+        p.error("--fail-launcher-after: must be >= 0")
+    if args.fail_launcher_times is not None and args.fail_launcher_times < 1:
+        p.error("--fail-launcher-times: must be at least 1")
+    for item in args.bad_node:
+        node, _, factor = item.partition("=")
+        try:
+            value = float(factor or 0.4)
+        except ValueError:
+            p.error(f"--bad-node {item!r}: FACTOR must be a number")
+        if not node or value <= 0:
+            p.error(f"--bad-node {item!r}: expected NODE[=FACTOR] with FACTOR > 0")
     return args
 
 
-async def main(args: argparse.Namespace) -> None:
+def sim_config(args: argparse.Namespace) -> SimConfig:
+    """The simulator configuration the options describe, failure overrides included."""
     bad = []
     for item in args.bad_node:
         node, _, factor = item.partition("=")
         bad.append((node, float(factor or 0.4)))
-    cfg = SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad))
+    overrides: tuple[Override, ...] = ()
+    if args.fail_launcher:
+        # What SimulatedCluster.fail_launcher registers, fixed before the cluster starts.
+        overrides = (Override(behaviour=Behaviour.FAIL, role=Role.LAUNCHER,
+                              after=args.fail_launcher_after, times=args.fail_launcher_times,
+                              message=args.fail_launcher_message, id="cli-fail-launcher"),)
+    return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),
+                     overrides=overrides)
+
+
+async def run(args: argparse.Namespace) -> None:
+    """Simulate until SIGTERM/SIGINT."""
     client = await KubeClient.from_kubeconfig(args.kubeconfig)
-    cluster = SimulatedCluster(client, config=cfg,
-                               clock=SimClock(scale=args.time_scale, start=time.time()),
-                               nodes=args.nodes, logs=HttpLogSink(client))
     try:
+        cluster = SimulatedCluster(client, config=sim_config(args),
+                                   clock=SimClock(scale=args.time_scale, start=time.time()),
+                                   nodes=args.nodes, logs=HttpLogSink(client))
         async with anyio.create_task_group() as tg:
             await tg.start(cluster.run)
             logging.getLogger("cre.testing.cluster").info(
-                "simulating %d %s nodes (time scale %g)", args.nodes, args.profile,
-                args.time_scale)
+                "simulating %d %s nodes (time scale %g)%s", args.nodes, args.profile,
+                args.time_scale, " (launchers fail)" if args.fail_launcher else "")
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     break
     finally:
-        await client.close()
+        with anyio.CancelScope(shield=True):
+            await client.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, configure logging, simulate; 0 on a signalled stop."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    anyio.run(run, args)
+    return 0
 
 
 if __name__ == "__main__":
-    ns = parse_args()
-    logging.basicConfig(level=logging.DEBUG if ns.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    anyio.run(main, ns)
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The simulator CLI's options: failure injection flags become the simulator's overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from cre.testing.cluster.__main__ import FAILURE_MESSAGE, parse_args, sim_config
+from cre.testing.cluster.config import SimConfig
+from cre.testing.cluster.stubs import Behaviour, Role
+
+KUBECONFIG = ["--kubeconfig", "/nonexistent/kubeconfig"]
+
+
+def _config(*argv: str) -> SimConfig:
+    return sim_config(parse_args([*KUBECONFIG, *argv]))
+
+
+def test_no_flag_injects_nothing() -> None:
+    """Without failure flags the cluster has no overrides and no degraded node."""
+    cfg = _config()
+    assert cfg.overrides == () and cfg.node_bandwidth == ()
+
+
+def test_fail_launcher_defaults_fail_every_launcher_with_the_nccl_error() -> None:
+    """--fail-launcher alone makes every launcher exit 1 with the NCCL error after 3 s."""
+    (ov,) = _config("--fail-launcher").overrides
+    assert (ov.behaviour, ov.role, ov.after, ov.times, ov.message) == (
+        Behaviour.FAIL, Role.LAUNCHER, 3.0, None, FAILURE_MESSAGE)
+
+
+def test_fail_launcher_options_are_passed_through() -> None:
+    """The delay, count and message of the launcher failure come from their flags."""
+    (ov,) = _config("--fail-launcher", "--fail-launcher-after", "7.5", "--fail-launcher-times",
+                     "1", "--fail-launcher-message", "boom").overrides
+    assert (ov.after, ov.times, ov.message) == (7.5, 1, "boom")
+
+
+def test_bad_node_factor() -> None:
+    """--bad-node NODE[=FACTOR] degrades that node's bandwidth (0.4 by default)."""
+    cfg = _config("--bad-node", "n1", "--bad-node", "n2=0.25")
+    assert cfg.node_bandwidth == (("n1", 0.4), ("n2", 0.25))
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--fail-launcher-times", "0"], "--fail-launcher-times: must be at least 1"),
+    (["--fail-launcher-after", "-1"], "--fail-launcher-after: must be >= 0"),
+    (["--bad-node", "n1=fast"], "--bad-node 'n1=fast': FACTOR must be a number"),
+    (["--nodes", "0"], "--nodes: must be at least 1"),
+])
+def test_bad_values_are_refused_naming_the_flag(argv: list[str], message: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """An out-of-range option stops the CLI with a message naming the flag."""
+    with pytest.raises(SystemExit) as exc:
+        parse_args([*KUBECONFIG, *argv])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
