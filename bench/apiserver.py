@@ -2,7 +2,7 @@
 
 Three processes, so the figures are the server's and not the load generator's: the emulator (the
 CLI, pinned to one CPU when there are several), the writer (this process) and the watchers (a
-child process holding every watch connection). Server CPU time is read from ``/proc`` around
+child process holding every watch connection), both kept off the server's CPU. Server CPU time is read from ``/proc`` around
 each phase, so a write's cost is reported next to the wall-clock rate, which a shared machine
 makes noisy. Watch delivery latency runs from just before a create is sent to the moment a
 watcher reads the event; the writer stamps that instant (system-wide monotonic clock) into a pod
@@ -348,6 +348,9 @@ async def _bulk(session: aiohttp.ClientSession, server: Server,
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cpus = sorted(os.sched_getaffinity(0))
     cpu = cpus[-1] if len(cpus) > 1 else None
+    if cpu is not None:
+        # keep the writer and the watcher process (which inherits this) off the server's CPU
+        os.sched_setaffinity(0, cpus[:-1])
     sources: list[tuple[str, Path | None]] = [("current", None)]
     if args.baseline_src is not None:
         sources.append(("baseline", args.baseline_src))  # made absolute by main()

@@ -19,6 +19,7 @@ from typing import Any
 from cre.testing.apiserver._shapes import EMPTY, ListRule, ListType, Shape, clone
 
 Path = tuple[str, ...]
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 # Go map-typed fields: when an update adds one, the map node itself is owned (".": {}).
 _MAP_FIELDS = frozenset({
@@ -146,6 +147,9 @@ class Walker:
         out: dict[str, Any] = {}
         if isinstance(value, dict) and value and rule is None and not (shape and shape.atomic()):
             for key, child in value.items():
+                if type(child) in _SCALARS:  # a leaf: owned, nothing below it
+                    out[f"f:{key}"] = {}
+                    continue
                 if isinstance(child, list):
                     lrule = (shape.list_rule(key) if shape else None) or ListRule()
                     sub = self.trie(child, None, rule=lrule)

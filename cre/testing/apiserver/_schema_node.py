@@ -9,6 +9,7 @@ Kubernetes JSON schemas are normalised on the way (`$ref`s resolved with recursi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -202,17 +203,22 @@ def format_ok(fmt: str, value: Any) -> bool:
     if not isinstance(value, str):
         return True
     if name == "datetime":
-        try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return False
-        return "T" in value or " " in value
+        return _datetime_ok(value)
     pattern = _FORMATS.get(name)
     if pattern is None:
         return True
     if name == "k8s-short-name" and len(value) > 63:
         return False
     return bool(pattern.match(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _datetime_ok(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in value or " " in value
 
 
 def list_key(item: Any, keys: tuple[str, ...]) -> Any:

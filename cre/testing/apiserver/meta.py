@@ -7,6 +7,7 @@ These helpers keep those rules in one place for :mod:`.objects`.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable
@@ -37,8 +38,14 @@ NO_GENERATION_KINDS = frozenset(
 )
 
 
+_RFC3339_LAST: list[Any] = [None, ""]  # (whole second, text): writes share their second
+
+
 def rfc3339(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = math.floor(t.timestamp())
+    if _RFC3339_LAST[0] != second:
+        _RFC3339_LAST[:] = [second, t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    return str(_RFC3339_LAST[1])
 
 
 def micro_time(t: datetime) -> str:

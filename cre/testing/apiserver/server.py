@@ -21,7 +21,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from . import errors
+from . import control, discovery, errors, podapi, table, watch
 from .admission import Admission
 from .convert import from_storage
 from .errors import ApiError
@@ -137,8 +137,6 @@ class ApiServer:
                 await self._gc_task
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        from . import control, discovery
-
         path = request.path
         try:
             if path.startswith("/_emulator/"):
@@ -190,8 +188,6 @@ class ApiServer:
         return Route(rt, namespace, name, sub, watch_path)
 
     async def _dispatch(self, request: web.Request, r: Route) -> web.StreamResponse:
-        from . import podapi, watch
-
         method = request.method
         q: Any = request.query
         rt = r.rt
@@ -379,8 +375,6 @@ class ApiServer:
                 )
 
     def _list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.StreamResponse:
-        from . import table
-
         items, list_rv, token, remaining = self.list_objects(rt, namespace, request.query)
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if token or rt.is_custom:
@@ -516,8 +510,6 @@ def respond(
     status: int = 200,
     warnings: list[str] | None = None,
 ) -> web.Response:
-    from . import table
-
     version = table.requested(request)
     if version:
         meta = {"resourceVersion": str(obj["metadata"].get("resourceVersion", ""))}

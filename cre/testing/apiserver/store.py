@@ -70,27 +70,46 @@ class Event:
 
 
 class Watcher:
-    """A queue fed by a bucket; the watch handler drains it."""
+    """A queue fed by a bucket; the watch handler drains it.
 
-    __slots__ = ("_event", "closed", "queue")
+    Waiting parks on one plain future (no task, no ``wait_for``): a write that reaches twenty
+    watchers wakes twenty handlers, so the per-wake cost is the fan-out cost. Events that
+    arrive before the handler runs only join the queue; it drains them in one write.
+    """
+
+    __slots__ = ("_waiter", "closed", "queue")
 
     def __init__(self) -> None:
         self.queue: deque[Event] = deque()
-        self._event = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
         self.closed = False
 
     def offer(self, ev: Event) -> None:
         self.queue.append(ev)
-        self._event.set()
+        self._wake()
 
-    async def wait(self) -> None:
-        if not self.queue and not self.closed:
-            self._event.clear()
-            await self._event.wait()
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout: float | None = None) -> None:
+        """Until an event is queued, the watcher is closed, or ``timeout`` seconds passed."""
+        if self.queue or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, self._wake)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
 
     def close(self) -> None:
         self.closed = True
-        self._event.set()
+        self._wake()
 
 
 class Bucket:

@@ -12,7 +12,6 @@ revision); ``sendInitialEvents`` ends the initial state with a bookmark annotate
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -236,7 +235,6 @@ class _Stream:
             timeout = max(min(waits) - now, 0.0) if waits else None
             if watcher.closed:
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(watcher.wait(), timeout)
+            await watcher.wait(timeout)
             if watcher.closed and not watcher.queue:
                 return
