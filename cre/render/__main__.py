@@ -14,7 +14,13 @@ from ruamel.yaml import YAML
 
 from cre.catalog import CatalogError, load_catalog
 from cre.render.job import render_job_manifest
-from cre.render.options import GangScheduler, RenderError, RenderOptions
+from cre.render.options import (
+    DEFAULT_QUEUE,
+    DEFAULT_WORKER_BACKOFF_LIMIT,
+    GangScheduler,
+    RenderError,
+    RenderOptions,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,9 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--job-name", required=True)
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--kai", action="store_true", help="schedule with the KAI gang scheduler")
-    parser.add_argument("--queue", default="default", help="gang queue (with --kai)")
+    parser.add_argument("--queue", default=DEFAULT_QUEUE, help="gang queue (with --kai)")
     parser.add_argument("--image", help="replace the workload image")
-    parser.add_argument("--worker-backoff-limit", type=int, default=3)
+    parser.add_argument("--worker-backoff-limit", type=int, default=DEFAULT_WORKER_BACKOFF_LIMIT)
     args = parser.parse_args(argv)
     nodes = [n for n in args.nodes.split(",") if n]
     try:

@@ -15,6 +15,8 @@ from cre.catalog.template import Scalar
 
 KAI_SCHEDULER = "kai-scheduler"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
+# The leaf queue a fresh KAI install creates, and GangSchedulerSpec.queue's API default.
+DEFAULT_QUEUE = "default-queue"
 # Kubernetes' own default is 6; a crash-looping sshd must not hold GPUs that long.
 MAX_WORKER_BACKOFF_LIMIT = 5
 DEFAULT_WORKER_BACKOFF_LIMIT = 3
@@ -29,7 +31,7 @@ class GangScheduler:
     """A gang scheduler: its scheduler name, queue and the queue label key."""
 
     scheduler_name: str = KAI_SCHEDULER
-    queue: str = "default"
+    queue: str = DEFAULT_QUEUE
     queue_label_key: str = KAI_QUEUE_LABEL
 
     @property

@@ -28,7 +28,7 @@ def test_cli_prints_job_then_dependencies(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0
     docs = list(YAML(typ="safe", pure=True).load_all(capsys.readouterr().out))
     assert [d["kind"] for d in docs] == ["Job", "TrainingRuntime", "ComputeDomain"]
-    assert docs[0]["spec"]["workloadMetadata"]["labels"] == {"kai.scheduler/queue": "default"}
+    assert docs[0]["spec"]["workloadMetadata"]["labels"] == {"kai.scheduler/queue": "default-queue"}
 
 
 def test_cli_reports_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from cre.api import labels as L
+from cre.api.common import GangSchedulerSpec
 from cre.render import FAIL_FAST_RULE, GangScheduler, RenderOptions
 
 from .helpers import by_kind, patches, render, rjob
@@ -99,6 +101,14 @@ def test_kai_sets_scheduler_and_queue_labels_everywhere() -> None:
         assert pod["spec"]["schedulerName"] == "kai-scheduler"
     job = by_kind(docs, "Job")
     assert job["spec"]["workloadMetadata"] == {"labels": {"kai.scheduler/queue": "q1"}}
+
+
+def test_default_queue_is_the_api_default_and_kais_leaf_queue() -> None:
+    """Without a queue the render uses ``default-queue``, as GangSchedulerSpec and KAI do."""
+    api_default = attrs.fields(GangSchedulerSpec).queue.default
+    assert GangScheduler().queue == api_default == "default-queue"
+    job = by_kind(render(MPI[0], options=RenderOptions(gang_scheduler=GangScheduler())), "Job")
+    assert job["spec"]["workloadMetadata"] == {"labels": {"kai.scheduler/queue": "default-queue"}}
 
 
 def test_other_gang_scheduler_keeps_depends_on_and_retry() -> None:
