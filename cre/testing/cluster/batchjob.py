@@ -12,7 +12,9 @@ conditions, deletion of the remaining active pods, then ``Failed`` / ``Complete`
 is terminating; ``suspend``.
 
 Simplified: failures matched by an ``Ignore`` rule neither count nor delay the replacement
-(no pod-failure backoff for them). Left out: NonIndexed work-queue semantics beyond
+(no pod-failure backoff for them); a terminating pod is counted as failed when it reaches phase
+``Failed``, not already while terminating as upstream does under ``TerminatingOrFailed``.
+Left out: NonIndexed work-queue semantics beyond
 "completions pods", ``backoffLimitPerIndex``, ``FailIndex``, ``activeDeadlineSeconds``,
 success policies, slow-start batching, the 1 s pod-event batching, ``managedBy`` other than
 skipping foreign Jobs, and Events.
