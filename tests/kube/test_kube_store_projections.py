@@ -9,7 +9,7 @@ import pytest
 from kube_pods import pod
 
 from cre.api import labels as L
-from cre.core.observed import PodView
+from cre.core.observed import PodCondition, PodView
 from cre.kube.projections import ProjectionError, node_view, object_key, pod_view, trainjob_view
 from cre.kube.store import (
     Store,
@@ -112,3 +112,34 @@ def test_job_key_maps_workers_and_launchers_to_the_job() -> None:
     assert job_key(pod_view(pod(name="w"))) == "cre/nccl-allreduce"
     assert job_key(pod_view(pod(name="l", labels={L.LAUNCHER: "j1"}))) == "cre/j1"
     assert job_key(pod_view(pod(name="x", labels={"app": "y"}))) is None
+
+
+def test_pod_view_holds_exactly_the_fields_the_issue_lists() -> None:
+    """PodView has only the pod fields CRE reads (no spec, annotations or managedFields), and the
+    init-container, deletion and termination details are carried through."""
+    fields = {f.name for f in attrs.fields(PodView)}
+    assert fields == {
+        "name", "namespace", "uid", "labels", "owner_refs", "node_name", "phase",
+        "creation_timestamp", "deletion_timestamp", "conditions", "init_container_statuses",
+        "container_statuses",
+        # Also read by the core: the watch version, and status.reason/message (evictions).
+        "resource_version", "reason", "message",
+    }, "a new PodView field must be justified in docs/design/005 and added here"
+    assert {f.name for f in attrs.fields(PodCondition)} == {"type", "status", "reason"}
+    raw = pod(name="w-1-abcde", exit_code=1)
+    raw["metadata"]["deletionTimestamp"] = "2026-03-01T10:05:00Z"
+    raw["metadata"]["annotations"] = {"big": "x" * 1000}
+    raw["status"]["initContainerStatuses"] = [{
+        "name": "init", "restartCount": 2, "state": {"terminated": {
+            "reason": "Completed", "exitCode": 0, "startedAt": "2026-03-01T10:00:01Z",
+            "finishedAt": "2026-03-01T10:00:02Z"}}}]
+    v = pod_view(raw)
+    assert v.deletion_timestamp == datetime(2026, 3, 1, 10, 5, tzinfo=UTC)
+    init = v.init_container_statuses[0]
+    assert (init.name, init.restart_count, init.init) == ("init", 2, True)
+    assert init.state is not None
+    assert (init.state.kind, init.state.reason, init.state.exit_code) == ("terminated",
+                                                                         "Completed", 0)
+    assert init.state.started_at == datetime(2026, 3, 1, 10, 0, 1, tzinfo=UTC)
+    assert init.state.finished_at == datetime(2026, 3, 1, 10, 0, 2, tzinfo=UTC)
+    assert "x" * 1000 not in repr(v)
