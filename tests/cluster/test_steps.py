@@ -7,7 +7,7 @@ from typing import Any
 from cre.kube.client import BATCH_JOBS, JOBSETS, PODS
 from cre.testing.cluster import batchjob, jobset, kubelet, nodelifecycle, scheduler, trainer
 from cre.testing.cluster.config import SimConfig
-from cre.testing.cluster.model import Bind, Create, Delete, Mark, Patch, World
+from cre.testing.cluster.model import Bind, Create, Delete, Mark, Patch, RotateLog, World
 from cre.testing.cluster.profiles import get_profile, node_manifest
 from cre.testing.cluster.workloads import trainjob_objects
 
@@ -255,6 +255,21 @@ def test_kubelet_crashloop_backoff_message() -> None:
     assert waiting["message"] == ("back-off 10s restarting failed container=node "
                                   "pod=p1_ns(uid-p1)")
     assert patch.patch["status"]["phase"] == "Running" and out.wake_at == T0 + 10
+    assert RotateLog("ns", "p1", "node") in out.actions
+
+
+def test_kubelet_rotates_the_log_when_a_run_dies_not_when_the_next_starts() -> None:
+    """The crashed run's log becomes the previous=true log as soon as lastState records it."""
+    node = node_manifest(PROF, 0)
+    p = pod("p1", phase="Running")
+    p["spec"] = {"nodeName": node["metadata"]["name"], "restartPolicy": "OnFailure",
+                 "containers": [{"name": "node", "image": "i"}]}
+    p["status"].update(startTime="2026-01-01T00:00:00Z")
+    p["status"]["containerStatuses"][0].update(restartCount=1, state={"waiting": {
+        "reason": "CrashLoopBackOff"}}, lastState={"terminated": {"exitCode": 1}})
+    world = World(objects=World.of([node, p]).objects, marks={"restartat/uid-p1/node": T0})
+    out = kubelet.step(world, T0, CFG)
+    assert not any(isinstance(a, RotateLog) for a in out.actions)
 
 
 def test_node_not_ready_taints_and_evicts_after_toleration() -> None:

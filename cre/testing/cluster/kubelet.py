@@ -176,8 +176,6 @@ def _advance(world: World, pod: Obj, node: Obj, c: Obj, cs: Obj, now: float, cfg
             if now < due:
                 b.wake(due)
                 return
-        if restarts:
-            b.add(RotateLog(ns_of(pod), name_of(pod), c["name"]))
         program = _pick(world, pod, node, c, role, cfg, b, uses)
         b.add(Mark(f"prog/{key}/{restarts}", program), Mark(f"start/{key}/{restarts}", now))
         if program.start_text:
@@ -204,6 +202,9 @@ def _advance(world: World, pod: Obj, node: Obj, c: Obj, cs: Obj, now: float, cfg
         else:
             due = now + min(cfg.crashloop_backoff * 2 ** (restarts - 1), cfg.crashloop_backoff_cap)
         cs["lastState"] = {"terminated": term}
+        # The dead run's log is what `previous=true` answers from now on (the kubelet reads
+        # lastState.terminated's container), also while the container waits in CrashLoopBackOff.
+        b.add(RotateLog(ns_of(pod), name_of(pod), c["name"]))
         if due <= now:
             cs["restartCount"] = restarts + 1
             cs["state"] = {"waiting": {"reason": "ContainerCreating"}}
