@@ -88,8 +88,10 @@ class GarbageCollector:
                     self._dirty_ns.add(ev.key[1])
                 if bucket == CRD_BUCKET:
                     self._dirty_crds.add(ev.key[1])
-        self._wake.set()
-        self.idle.clear()
+        # wake the worker only with work to do: most writes (every plain create) leave nothing
+        if self._dirty_deps or self._dirty_owners or self._dirty_ns or self._dirty_crds:
+            self._wake.set()
+            self.idle.clear()
 
     def _unlink(self, owner: str, ref: Ref) -> None:
         deps = self.dependents.get(owner)

@@ -77,14 +77,20 @@ class Watcher:
     arrive before the handler runs only join the queue; it drains them in one write.
     """
 
-    __slots__ = ("_waiter", "closed", "queue")
+    __slots__ = ("_waiter", "closed", "queue", "sink")
 
     def __init__(self) -> None:
         self.queue: deque[Event] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self.closed = False
+        # Set by a handler in steady state: delivers one event synchronously (True) or declines
+        # (False: slow client, write in progress), and the event goes through the queue.
+        self.sink: Callable[[Event], bool] | None = None
 
     def offer(self, ev: Event) -> None:
+        sink = self.sink
+        if sink is not None and not self.queue and sink(ev):
+            return
         self.queue.append(ev)
         self._wake()
 

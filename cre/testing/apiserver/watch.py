@@ -15,7 +15,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from . import errors
 from .convert import from_storage, is_new_event
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .server import ApiServer
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# bytes a client may leave unread before its events go through the handler's queue again
+DIRECT_LIMIT = 256 * 1024
 
 
 def _watch_list_default(version: str) -> bool:
@@ -129,6 +131,7 @@ async def serve(
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
+        watcher.sink = None
         bucket.watchers.discard(watcher)
     return resp
 
@@ -152,6 +155,7 @@ class _Stream:
         self.sent = 0
         self.first_table = True
         self.cache_key = f"{rt.group}/{rt.version}"
+        self.writing = False
 
     def encode_obj(self, etype: EventType, obj: Obj) -> bytes:
         view = from_storage(self.rt, obj)
@@ -193,8 +197,33 @@ class _Stream:
         return ev.encode(self.rt.api_version, etype)
 
     async def send(self, data: bytes, count: int) -> None:
-        await self.resp.write(data)
+        self.writing = True
+        try:
+            await self.resp.write(data)
+        finally:
+            self.writing = False
         self.sent += count
+
+    def deliver(self, ev: Event) -> bool:
+        """Write one event straight to the socket, in the stream's chunked framing.
+
+        Called from the write that produced the event, so a fan-out to N watchers costs N
+        socket writes and no task wake-ups. Declines (the event is queued and the handler
+        task writes it with back-pressure) while the handler is itself writing, or when the
+        client has not read what it was sent (more than `DIRECT_LIMIT` bytes buffered).
+        """
+        transport = self.request.transport
+        if (self.writing or transport is None or transport.is_closing()
+                or transport.get_write_buffer_size() > DIRECT_LIMIT):
+            return False
+        try:
+            data = self.encode_event(ev)
+        except Exception:  # the handler task meets it again when it drains its queue
+            return False
+        if data:
+            transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+            self.sent += 1
+        return True
 
     async def run(self, watcher: Watcher, opts: ListOptions) -> None:
         faults = self.server.faults.watch
@@ -208,6 +237,8 @@ class _Stream:
         interval = self.server.bookmark_interval
         next_bookmark = loop_start + interval if opts.allow_bookmarks else None
         store = self.server.store
+        if faults is None and self.resp.chunked and self.request.version >= HttpVersion11:
+            watcher.sink = self.deliver
         while True:
             if (faults is not None and faults.after_events is not None
                     and self.sent >= faults.after_events):
@@ -228,7 +259,7 @@ class _Stream:
                     await self.send(b"".join(chunks), len(chunks))
                 continue
             if next_bookmark is not None and now >= next_bookmark:
-                await self.resp.write(_bookmark(self.rt, store.rv))
+                await self.send(_bookmark(self.rt, store.rv), 0)
                 next_bookmark = now + interval
                 continue
             waits = [t for t in (deadline, next_bookmark) if t is not None]
