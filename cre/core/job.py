@@ -123,8 +123,19 @@ def reconcile_job(
                                        resource_version=ctx.rv),))
     current = true_member(job.status.conditions)
     if current is not None and current.type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
-        return ctx.plan()
+        return _terminal(ctx, current.reason)
     return _lifecycle(ctx)
+
+
+def _terminal(ctx: _Ctx, reason: str) -> Plan:
+    """A finished Job: nothing to do, except that a timed-out workload still holds its GPUs
+    until it is deleted, and the delete that followed the Failed write may have failed."""
+    view = ctx.obs.trainjob
+    ref = ctx.job.status.workload_ref
+    if (reason == JobReason.JOB_TIMED_OUT and view is not None and ref is not None
+            and owned_by(view, ctx.job) and view.uid == ref.uid):
+        return ctx.plan(deletes=_delete_workload(view))
+    return ctx.plan()
 
 
 # --- status helpers ---------------------------------------------------------------------------
@@ -208,8 +219,11 @@ def _lifecycle(ctx: _Ctx) -> Plan:
     view = obs.trainjob
     if ref is not None and _restarting(job):
         # ``ref`` names the previous workload, deleted by the restart: wait until it is gone.
+        # The delete is repeated while it is not terminating (the status write that started the
+        # restart may have landed while the delete after it failed).
         if view is not None and view.uid == ref.uid:
-            return ctx.plan(requeue_after=ctx.settings.collision_retry)
+            return ctx.plan(deletes=_delete_workload(view),
+                            requeue_after=ctx.settings.collision_retry)
         if view is None and not obs.workload_absence_confirmed:
             return ctx.plan(confirm_workload_absence=True)
         ref = None

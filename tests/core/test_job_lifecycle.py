@@ -298,8 +298,8 @@ def test_checkpoint_restart_clears_record_and_recreates_later() -> None:
     assert status.workload_start_time is None
     assert [d.uid for d in plan.deletes] == ["tj-uid-1"]
     job = attrs.evolve(job, status=status)
-    stale = trainjob(state="failed")
-    assert not reconcile_job(job, Observation(trainjob=stale), at(61)).writes
+    going = trainjob(state="failed", deleting=True)
+    assert not reconcile_job(job, Observation(trainjob=going), at(61)).writes
     assert reconcile_job(job, Observation(), at(62)).confirm_workload_absence
     again = reconcile_job(job, Observation(workload_absence_confirmed=True), at(62))
     assert [c.name for c in again.creates] == ["j1-workload"]
@@ -455,3 +455,32 @@ def test_crashlooping_worker_is_recorded_from_its_previous_run() -> None:
     assert (status.failure_class.scope, status.failure_class.reason) == (
         FailureScope.WORKLOAD, "ContainerFailed")
     assert [f.name for f in status.failed_nodes] == list(NODES)
+
+
+def test_restart_repeats_a_delete_that_did_not_land() -> None:
+    """If the restart's status write landed but its delete failed, the next pass deletes the old
+    workload again (UID precondition) instead of waiting for it forever."""
+    job = make_job(max_restarts=1, status=running_status())
+    plan = reconcile_job(job, Observation(trainjob=trainjob(state="failed")), at(60))
+    assert plan.status is not None
+    job = attrs.evolve(job, status=plan.status)
+    again = reconcile_job(job, Observation(trainjob=trainjob(state="failed")), at(61))
+    assert [(d.name, d.uid) for d in again.deletes] == [("j1-workload", "tj-uid-1")]
+    assert again.status is None and not again.creates and again.requeue_after is not None
+
+
+def test_timed_out_job_repeats_a_delete_that_did_not_land() -> None:
+    """A Job Failed by JobTimedOut whose running workload is still there (the delete after the
+    status write failed) deletes it again; a failed or foreign workload is left alone."""
+    job = make_job(timeout="1m", status=running_status(started=at(0)))
+    launcher = pod(L1, launcher=True)
+    obs = Observation(trainjob=trainjob(), launcher_pods=(launcher,), log_tails=(tail(launcher),))
+    plan = reconcile_job(job, obs, at(120))
+    assert _true(plan) == ("Failed", "JobTimedOut") and plan.status is not None
+    done = attrs.evolve(job, status=plan.status)
+    again = reconcile_job(done, obs, at(121))
+    assert [(d.name, d.uid) for d in again.deletes] == [("j1-workload", "tj-uid-1")]
+    assert again.status is None and not again.events
+    assert reconcile_job(done, attrs.evolve(obs, trainjob=trainjob(deleting=True)), at(122)).quiet
+    assert reconcile_job(done, attrs.evolve(obs, trainjob=trainjob(uid="other")), at(122)).quiet
+    assert reconcile_job(done, Observation(), at(122)).quiet
