@@ -7,10 +7,12 @@ The executor is the only place a Job Plan turns into writes, in a fixed order:
 2. the status, through the ``/status`` subresource as a full replace guarded by the Job's
    ``resourceVersion``. A 409 stops the plan: nothing computed from a stale copy is written, the
    caller re-reads live and re-runs the core;
-3. deletes, each with a UID precondition, so a same-named replacement created in the window is
+3. events, right after the status write they describe succeeded (at most one per transition,
+   by construction). Not later: the next pass sees the transition already written and would
+   never announce it if a delete or patch below failed;
+4. deletes, each with a UID precondition, so a same-named replacement created in the window is
    never deleted (a 404 or a failed precondition means the instance is already gone: fine);
-4. patches of the Job itself (finalizers), guarded by ``resourceVersion`` in the patch body;
-5. events, only once the writes above succeeded (at most one per transition, by construction).
+5. patches of the Job itself (finalizers), guarded by ``resourceVersion`` in the patch body.
 
 Other API errors propagate; the controller backs off and retries the key.
 """
@@ -139,6 +141,9 @@ class PlanExecutor:
                 raise
             written_at = self._clock()
             rv = str((answer.get("metadata") or {}).get("resourceVersion") or rv)
+        for event in plan.events:
+            await self.recorder.emit(involved=involved(job), type_=event.type,
+                                     reason=event.reason, message=event.message)
         for delete in plan.deletes:
             await self._delete(delete)
         for patch in plan.patches:
@@ -154,8 +159,5 @@ class PlanExecutor:
                     return Outcome(kind=OutcomeKind.JOB_GONE, status_written_at=written_at)
                 raise
             rv = str((answer.get("metadata") or {}).get("resourceVersion") or rv)
-        for event in plan.events:
-            await self.recorder.emit(involved=involved(job), type_=event.type,
-                                     reason=event.reason, message=event.message)
         return Outcome(kind=OutcomeKind.APPLIED, status_written_at=written_at,
                        resource_version=rv)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import attrs
 import pytest
 
 from cre.api.labels import API_VERSION, JOB_FINALIZER
@@ -16,6 +17,7 @@ from cre.core.strategies import at
 from cre.core.workload import TRAINJOB_API_VERSION, workload_name
 from cre.kube.client import EVENTS, NAMESPACES, TRAINJOBS, ApiError
 from cre.kube.executor import JOBS, OutcomeKind
+from cre.testing.apiserver import Emulator
 
 pytestmark = pytest.mark.anyio
 
@@ -95,3 +97,26 @@ async def test_conflict_rereads_live_and_recomputes(job_harness: JobHarness) -> 
     tj = await h.client.get(TRAINJOBS, workload_name("j9"), namespace=NS)
     assert served["status"]["workloadRef"]["uid"] == tj["metadata"]["uid"]
     assert await _events(h, "j9") == [("Normal", "WorkloadAdopted")]
+
+
+async def test_event_is_emitted_even_when_a_later_delete_fails(
+        job_harness: JobHarness, shared_emulator: Emulator) -> None:
+    """The event of a status write that landed is emitted even if the delete after it fails:
+    the next pass sees the transition already written and would never announce it."""
+    h = job_harness
+    await _namespace(h)
+    job = job_from_dict(await _job(h, "evt"))
+    plan = Plan(resource_version=job.metadata.resource_version or "",
+                status=attrs.evolve(job.status, restart_count=1),
+                deletes=(Delete(api_version=TRAINJOB_API_VERSION, kind="TrainJob", namespace=NS,
+                                name="gone", uid="u-1"),),
+                events=(EventSpec(type=EventType.WARNING, reason="Flip", message="m"),))
+    rule = shared_emulator.faults.add_error(500, verb="delete", resource="trainjobs")
+    try:
+        with pytest.raises(ApiError):
+            await h.controller.executor.apply(job, plan)
+    finally:
+        shared_emulator.faults.errors.remove(rule)
+    served = await h.client.get(JOBS, "evt", namespace=NS)
+    assert served["status"]["restartCount"] == 1
+    assert await _events(h, "evt") == [("Warning", "Flip")]
