@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from cre.api import from_dict, validate
 from cre.api import labels as L
-from cre.testing.schemas import validate_job_documents
+from cre.testing.schemas import structural_problems, validate_job_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = sorted((ROOT / "goldens" / "render").glob("*.json"))
@@ -72,3 +74,19 @@ def test_golden_has_fail_fast_fields(path: Path) -> None:
         assert single["backoffLimit"] == 0
         assert single["podFailurePolicy"]["rules"] == [RULE]
         assert set(patched) == {"node"}
+
+
+JOB_CRD_PATH = ROOT / "deploy" / "crds" / "cre.dev_jobs.yaml"
+JOB_SCHEMA = yaml.load(JOB_CRD_PATH.read_text(), Loader=yaml.CSafeLoader)["spec"]["versions"][0][
+    "schema"
+]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize("path", GOLDENS, ids=lambda p: p.stem)
+def test_golden_cre_job_is_a_valid_cre_job(path: Path) -> None:
+    """The rendered CRE Job parses, passes the model checks and CRE's own generated CRD schema."""
+    (job,) = [o for o in _load(path)["objects"].values() if o["apiVersion"].startswith("cre.")]
+    assert [str(e) for e in validate(from_dict(job))] == []
+    # The CRD leaves metadata to the API server (``type: object``); check everything else.
+    body = {**job, "metadata": {}}
+    assert structural_problems(body, JOB_SCHEMA) == []
