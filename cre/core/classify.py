@@ -5,8 +5,9 @@ way infra-scoped fail-fast keeps an infrastructure abort from being charged to a
 
 * ``Node``: something happened to a node under the test (NotReady, a pod disrupted by eviction or
   preemption and not replaced, a GPU health monitor firing). Only the affected nodes are blamed.
-  A disrupted pod whose slot a replacement took (the launcher retry) is not evidence: the
-  replacement's own outcome decided the run.
+  A disrupted or evicted pod whose slot a replacement took (the launcher retry) is not evidence:
+  the replacement's own outcome decided the run. The caller passes only the current workload's
+  pods (a previous generation's disruption did not decide this run).
 * ``Platform``: the cluster could not start the test (image pull, unschedulable, a DRA claim or
   ComputeDomain not ready, admission rejection). No node is blamed.
 * ``ControlPlane``: the run was ended from outside (workload deleted by someone else, name taken
@@ -123,7 +124,7 @@ def _node_evidence(
     if disrupted:
         return ClassReason.POD_DISRUPTED, tuple(disrupted)
     evicted = sorted({p.node_name for p in pods if p.reason in EVICTION_POD_REASONS
-                      and p.node_name})
+                      and p.node_name and not superseded(p, pods)})
     if evicted:
         return ClassReason.POD_EVICTED, tuple(evicted)
     hardware = any(

@@ -419,8 +419,10 @@ def _fail(
     log = _failure_record(ctx, cause=cause, view=view, recorded=status.failure_log)
     if isinstance(log, LogRequest):
         return ctx.plan(log_reads=(log,))
+    created = view.creation_timestamp if view is not None else None
+    current = tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, created))
     verdict = classify(job=ctx.job, cause=cause, message=message, failure_log=log,
-                       pods=_all_pods(ctx), nodes=ctx.obs.nodes)
+                       pods=current, nodes=ctx.obs.nodes)
     status = attrs.evolve(
         status,
         failure_log=log,

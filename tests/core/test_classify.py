@@ -102,3 +102,16 @@ def test_node_that_stopped_reporting_is_not_ready() -> None:
     verdict = classify(job=make_job(), cause=Cause.WORKLOAD_FAILED, message="m",
                        failure_log=ERROR_LOG, pods=(), nodes=(silent,))
     assert verdict.failure_class.scope == FailureScope.WORKLOAD
+
+
+def test_evicted_launcher_replaced_is_not_node_evidence() -> None:
+    """A kubelet-evicted launcher whose slot a replacement took does not make the failure Node
+    class: the replacement's own exit decided the run."""
+    first = pod("j1-workload-launcher-0-0-aaaaa", launcher=True, node="gpu-0", reason="Evicted",
+                phase="Failed")
+    retry = pod("j1-workload-launcher-0-0-bbbbb", launcher=True, node="gpu-1",
+                state=terminated(finished=at(20)))
+    verdict = classify(job=make_job(), cause=Cause.WORKLOAD_FAILED, message="m",
+                       failure_log=ERROR_LOG, pods=(first, retry), nodes=READY)
+    assert verdict.failure_class.scope == FailureScope.WORKLOAD
+    assert verdict.blamed == NODES

@@ -484,3 +484,18 @@ def test_timed_out_job_repeats_a_delete_that_did_not_land() -> None:
     assert reconcile_job(done, attrs.evolve(obs, trainjob=trainjob(deleting=True)), at(122)).quiet
     assert reconcile_job(done, attrs.evolve(obs, trainjob=trainjob(uid="other")), at(122)).quiet
     assert reconcile_job(done, Observation(), at(122)).quiet
+
+
+def test_previous_generation_disruption_is_not_node_evidence() -> None:
+    """A disrupted pod left over from the workload before a checkpoint restart does not make the
+    current workload's own failure a Node failure."""
+    old = pod("j1-workload-node-0-0-zzzzz", node="gpu-2", disruption="True", created=at(-100),
+              state=terminated(exit_code=137, finished=at(-50)))
+    launcher = pod(L1, launcher=True, state=terminated(finished=at(30)))
+    job = make_job(status=attrs.evolve(running_status(), failure_log=RECORDED))
+    obs = Observation(trainjob=trainjob(state="failed"), launcher_pods=(launcher,),
+                      worker_pods=(old,))
+    plan = reconcile_job(job, obs, at(60))
+    assert _true(plan) == ("Failed", "WorkloadFailed") and plan.status is not None
+    assert plan.status.failure_class is not None
+    assert plan.status.failure_class.scope == FailureScope.WORKLOAD
