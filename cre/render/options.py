@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from cre.api.common import GangSchedulerSpec
 from cre.catalog.template import Scalar
 
 KAI_SCHEDULER = "kai-scheduler"
@@ -33,6 +34,15 @@ class GangScheduler:
     scheduler_name: str = KAI_SCHEDULER
     queue: str = DEFAULT_QUEUE
     queue_label_key: str = KAI_QUEUE_LABEL
+
+    @classmethod
+    def from_spec(cls, spec: GangSchedulerSpec) -> GangScheduler:
+        """The render option for an API ``gangScheduler`` (Workflow, Certification, WorkloadRun)."""
+        return cls(
+            scheduler_name=spec.scheduler_name,
+            queue=spec.queue,
+            queue_label_key=spec.queue_label_key,
+        )
 
     @property
     def is_kai(self) -> bool:

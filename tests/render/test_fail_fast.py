@@ -111,6 +111,19 @@ def test_default_queue_is_the_api_default_and_kais_leaf_queue() -> None:
     assert job["spec"]["workloadMetadata"] == {"labels": {"kai.scheduler/queue": "default-queue"}}
 
 
+def test_gang_scheduler_from_an_api_spec_keeps_every_field() -> None:
+    """An API gangScheduler maps field by field, its defaults included."""
+    spec = GangSchedulerSpec(
+        scheduler_name="runai-scheduler", queue="team-a", queue_label_key="runai/queue"
+    )
+    assert GangScheduler.from_spec(spec) == GangScheduler(
+        scheduler_name="runai-scheduler", queue="team-a", queue_label_key="runai/queue"
+    )
+    assert GangScheduler.from_spec(GangSchedulerSpec(scheduler_name="kai-scheduler")) == (
+        GangScheduler()
+    )
+
+
 def test_other_gang_scheduler_keeps_depends_on_and_retry() -> None:
     """A non-KAI gang scheduler gets scheduler and queue but keeps dependsOn and backoff 1."""
     gang = GangScheduler(scheduler_name="runai-scheduler", queue="d", queue_label_key="runai/queue")
