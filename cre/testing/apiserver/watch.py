@@ -107,6 +107,7 @@ async def serve(
     if error is None:
         bucket.watchers.add(watcher)
     table_version = table.requested(request)
+    state: _Stream | None = None
     resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     resp.enable_chunked_encoding()
     try:
@@ -133,6 +134,8 @@ async def serve(
     finally:
         watcher.sink = None
         bucket.watchers.discard(watcher)
+        if state is not None:
+            state.flush()
     return resp
 
 
@@ -156,6 +159,7 @@ class _Stream:
         self.first_table = True
         self.cache_key = f"{rt.group}/{rt.version}"
         self.writing = False
+        self.pending: list[bytes] = []
 
     def encode_obj(self, etype: EventType, obj: Obj) -> bytes:
         view = from_storage(self.rt, obj)
@@ -197,6 +201,7 @@ class _Stream:
         return ev.encode(self.rt.api_version, etype)
 
     async def send(self, data: bytes, count: int) -> None:
+        self.flush()  # what was delivered directly goes first
         self.writing = True
         try:
             await self.resp.write(data)
@@ -205,12 +210,13 @@ class _Stream:
         self.sent += count
 
     def deliver(self, ev: Event) -> bool:
-        """Write one event straight to the socket, in the stream's chunked framing.
+        """Take one event from the write that produced it, without waking the handler task.
 
-        Called from the write that produced the event, so a fan-out to N watchers costs N
-        socket writes and no task wake-ups. Declines (the event is queued and the handler
-        task writes it with back-pressure) while the handler is itself writing, or when the
-        client has not read what it was sent (more than `DIRECT_LIMIT` bytes buffered).
+        Encoded lines collect until the end of the current event-loop step and then go out as
+        one chunk per watcher, so a burst of writes costs one socket write per watcher, not one
+        per event. Declines (the event is queued and the handler task writes it with
+        back-pressure) while the handler is itself writing, or when the client has not read
+        what it was sent (more than `DIRECT_LIMIT` bytes buffered).
         """
         transport = self.request.transport
         if (self.writing or transport is None or transport.is_closing()
@@ -221,9 +227,20 @@ class _Stream:
         except Exception:  # the handler task meets it again when it drains its queue
             return False
         if data:
-            transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+            if not self.pending:
+                asyncio.get_running_loop().call_soon(self.flush)
+            self.pending.append(data)
             self.sent += 1
         return True
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        data = b"".join(self.pending)
+        self.pending.clear()
+        transport = self.request.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(b"%x\r\n%b\r\n" % (len(data), data))
 
     async def run(self, watcher: Watcher, opts: ListOptions) -> None:
         faults = self.server.faults.watch
