@@ -1,10 +1,11 @@
 """Process logging: JSON lines (default) or text on stderr, with context fields and redaction.
 
 Operators ship the manager's stderr to a log pipeline that indexes fields, so every record is one
-JSON object with ``ts``, ``level``, ``logger``, ``msg``, the reconcile fields bound by
-:mod:`cre.kube.logcontext` (``controller``, ``namespace``, ``name``, ``reconcileID``) and any
-``extra=`` fields. Secrets must never reach the log: a filter scrubs bearer tokens, Authorization
-headers and token/password-like keys from messages and fields before any handler sees them.
+JSON object with ``ts``, ``level``, ``logger`` (the logger's name), ``msg``, the reconcile fields
+bound by :mod:`cre.kube.logcontext` (``controller``, ``namespace``, ``name`` - the object's name -
+and ``reconcileID``, snapshotted at emit time by its ``ContextFilter``) and any ``extra=``
+fields. Secrets must never reach the log: a filter scrubs bearer tokens, Authorization headers
+and token/password-like keys from messages and fields before any handler sees them.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import logging
 import re
 import sys
 import traceback
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Final, TextIO
 
-from cre.kube.logcontext import current_fields
+from cre.kube.logcontext import FIELDS_ATTR, ContextFilter, current_fields, record_attribute
 
 REDACTED: Final = "[REDACTED]"
 
@@ -53,7 +55,7 @@ def _redact_value(key: str, value: Any) -> Any:
         return REDACTED
     if isinstance(value, str):
         return redact_text(value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {k: _redact_value(str(k), v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_redact_value(key, v) for v in value]
@@ -76,10 +78,18 @@ class RedactionFilter(logging.Filter):
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
-    out: dict[str, Any] = dict(current_fields())
+    """The bound fields snapshotted on the record by ContextFilter (the ones bound now if no filter
+    ran), then its ``extra=`` fields; the filter's per-field copies (``objectName``) are skipped."""
+    bound: Mapping[str, Any] = (getattr(record, FIELDS_ATTR) if hasattr(record, FIELDS_ATTR)
+                                else current_fields())
+    copies = {record_attribute(key): value for key, value in bound.items()}
+    out: dict[str, Any] = dict(bound)
     for key, value in vars(record).items():
-        if key not in _STANDARD and not key.startswith("_"):
-            out[key] = value
+        if key in _STANDARD or key.startswith("_") or key == FIELDS_ATTR:
+            continue
+        if key in copies and key not in bound and copies[key] == value:
+            continue
+        out[key] = value
     return out
 
 
@@ -122,6 +132,7 @@ def setup_logging(*, fmt: LogFormat, level: str, stream: TextIO | None = None) -
     """Route the root logger to ``stream`` (stderr) in the chosen format, secrets redacted."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt is LogFormat.JSON else TextFormatter())
+    handler.addFilter(ContextFilter())  # first, so the redaction filter sees the bound fields
     handler.addFilter(RedactionFilter())
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -10,7 +10,14 @@ from collections.abc import Iterator
 import pytest
 
 from cre.kube.logcontext import ContextFilter, log_fields, reconcile_context
-from cre_manager.logs import REDACTED, LogFormat, redact_text, setup_logging
+from cre_manager.logs import (
+    REDACTED,
+    JsonFormatter,
+    LogFormat,
+    TextFormatter,
+    redact_text,
+    setup_logging,
+)
 
 
 @pytest.fixture
@@ -102,11 +109,47 @@ def test_redact_text_leaves_plain_text() -> None:
 
 
 def test_context_filter_for_library_users() -> None:
-    """ContextFilter copies bound fields onto records for any formatter."""
-    record = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
-    with log_fields(controller="job"):
+    """ContextFilter gives a %-style format every bound field, the object's name as objectName."""
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(logging.Formatter(
+        "%(name)s %(controller)s %(namespace)s/%(objectName)s %(reconcileID)s %(message)s"))
+    logger = logging.getLogger("lib.user")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with reconcile_context(controller="job", namespace="ns", name="obj-a", reconcile_id="r1"):
+            logger.warning("m")
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    assert buf.getvalue() == "lib.user job ns/obj-a r1 m\n"
+
+
+def test_context_filter_snapshots_fields_at_emit_time() -> None:
+    """Fields are taken when the record is emitted, so a record formatted later keeps them."""
+    record = logging.LogRecord("cre.x", logging.INFO, __file__, 1, "m", None, None)
+    with reconcile_context(controller="job", namespace="ns", name="obj-a", reconcile_id="r1"):
         ContextFilter().filter(record)
-    assert record.controller == "job"
+    assert record.name == "cre.x"
+    doc = json.loads(JsonFormatter().format(record))
+    assert doc["logger"] == "cre.x"
+    assert {k: doc[k] for k in ("controller", "namespace", "name", "reconcileID")} == {
+        "controller": "job", "namespace": "ns", "name": "obj-a", "reconcileID": "r1"}
+    assert "objectName" not in doc and "cre_fields" not in doc
+    text = TextFormatter().format(record)
+    assert " cre.x: m  " in text and "name=obj-a" in text and "objectName" not in text
+
+
+def test_extra_field_wins_over_bound_field() -> None:
+    """An extra= field of the same key as a bound one is what the record shows."""
+    record = logging.LogRecord("cre.x", logging.INFO, __file__, 1, "m", None, None)
+    record.namespace = "from-extra"
+    with log_fields(namespace="bound", controller="job"):
+        ContextFilter().filter(record)
+    doc = json.loads(JsonFormatter().format(record))
+    assert doc["namespace"] == "from-extra" and doc["controller"] == "job"
 
 
 def test_text_format_is_readable_and_redacted() -> None:
