@@ -12,7 +12,9 @@ Steps (one key each): ``waitFor: <state>``, ``createPod: {name, launcher, node}`
 ``disrupt: <pod>``, ``deletePod: <pod>``,
 ``log: {pod, text}``, ``sleep: <seconds>``, ``finishWorkload: {failed, message}``,
 ``deleteWorkload: {}``, ``deleteJob: {}``, ``createForeignWorkload: {}``, ``waitTrainJob: {}``,
-``waitNewTrainJob: {}`` (a TrainJob other than the one the Job referenced), ``waitGone: {}``.
+``waitNewTrainJob: {}`` (a TrainJob other than the one the Job referenced), ``waitGone: {}``,
+``waitTrainJobGone: {}`` (the controller's delete of the workload landed: it follows the status
+write, so a case that records a deleted workload waits for it rather than racing it).
 """
 
 from __future__ import annotations
@@ -88,6 +90,14 @@ async def _wait_new_trainjob(h: JobHarness, job: str) -> None:
             await anyio.sleep(0.02)
 
 
+async def _wait_trainjob_gone(h: JobHarness, job: str, *, limit: float = 20.0) -> None:
+    with anyio.fail_after(limit):
+        while True:
+            if await h.script.trainjob(job) is None:
+                return
+            await anyio.sleep(0.02)
+
+
 async def _step(h: JobHarness, job: str, step: dict[str, Any], index: int) -> None:
     if len(step) != 1:
         raise ValueError(f"steps[{index}]: expected exactly one key, got {sorted(step)}")
@@ -127,6 +137,8 @@ async def _step(h: JobHarness, job: str, step: dict[str, Any], index: int) -> No
         await _wait_new_trainjob(h, job)
     elif verb == "waitGone":
         await h.wait_job_gone(job)
+    elif verb == "waitTrainJobGone":
+        await _wait_trainjob_gone(h, job)
     else:
         raise ValueError(f"steps[{index}]: unknown step {verb!r}")
 
