@@ -16,7 +16,7 @@ from kube_pods import pod
 
 from cre.core.observed import PodView
 from cre.kube.client import NODES, PODS, ApiError
-from cre.kube.informer import EventType, Informer, ReflectorConfig
+from cre.kube.informer import EventType, Informer, ReflectorConfig, ReflectorState
 from cre.kube.projections import node_view, pod_view
 
 pytestmark = pytest.mark.anyio
@@ -47,6 +47,7 @@ class ScriptedClient:
         self.watch_queries: list[dict[str, Any]] = []
         self.idle = anyio.Event()
         self.clock = clock  # a float in a watch script: that many quiet seconds pass
+        self.open_streams = 0
 
     async def request(self, method: str, path: str, *, query: Any = None,
                       timeout: float | None = None) -> dict[str, Any]:
@@ -65,7 +66,11 @@ class ScriptedClient:
             self.idle_paths.add(path)
             if not self.by_path or self.idle_paths >= set(self.by_path):
                 self.idle.set()
-            await anyio.sleep_forever()
+            self.open_streams += 1
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self.open_streams -= 1
         script = watches.popleft()
         if isinstance(script, ApiError):
             raise script
@@ -319,3 +324,25 @@ async def test_a_stream_read_timeout_reconnects(clock: FakeClock) -> None:
     assert len(sleeps.waits) == 1
     assert client.watch_queries[-1]["resourceVersion"] == "2"
     assert list(inf.store.keys()) == ["cre/a"]
+
+
+async def test_cancellation_stops_cleanly_and_a_rerun_resumes(clock: FakeClock) -> None:
+    """Cancelling run() closes the open watch, leaves every reflector Stopped with the store
+    intact, and running again resumes the watch without relisting."""
+    client = ScriptedClient(
+        lists=[], watches=[],
+        by_path={"/api/v1/namespaces/a/pods": ([_page([pod(namespace="a", name="x", rv="3")],
+                                                       "4")], []),
+                 "/api/v1/namespaces/b/pods": ([_page([], "4")], [])})
+    inf = Informer(client, PODS, transform=pod_view, label_selector="cre.dev/job",  # type: ignore[arg-type]
+                   namespace=["a", "b"], name="t-cancel", clock=clock, sleep=Sleeps(clock),
+                   config=ReflectorConfig(page_size=2))
+    assert not inf.has_synced()
+    await _run_until_idle(inf, client)
+    assert inf.has_synced() and client.open_streams == 0
+    assert inf.states == {"a": ReflectorState.STOPPED, "b": ReflectorState.STOPPED}
+    assert sorted(inf.store.keys()) == ["a/x"]
+    client.idle, client.idle_paths = anyio.Event(), set()
+    await _run_until_idle(inf, client)
+    assert len(client.list_queries) == 2, "the rerun resumed instead of relisting"
+    assert [q["resourceVersion"] for q in client.watch_queries[-2:]] == ["4", "4"]

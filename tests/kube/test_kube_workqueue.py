@@ -139,7 +139,12 @@ async def test_metrics_use_controller_runtime_names(clock: FakeClock) -> None:
     q.add("b")
     assert REGISTRY.get_sample_value("workqueue_depth", {"name": "t-metrics"}) == 2
     assert REGISTRY.get_sample_value("workqueue_adds_total", {"name": "t-metrics"}) == 2
+    clock.advance(0.5)
     key = await q.get()
+    assert REGISTRY.get_sample_value("workqueue_queue_duration_seconds_count",
+                                     {"name": "t-metrics"}) == 1
+    assert REGISTRY.get_sample_value("workqueue_queue_duration_seconds_sum",
+                                     {"name": "t-metrics"}) == 0.5
     clock.advance(3.0)
     assert REGISTRY.get_sample_value("workqueue_longest_running_processor_seconds",
                                      {"name": "t-metrics"}) == 3.0
