@@ -346,3 +346,20 @@ async def test_cancellation_stops_cleanly_and_a_rerun_resumes(clock: FakeClock) 
     await _run_until_idle(inf, client)
     assert len(client.list_queries) == 2, "the rerun resumed instead of relisting"
     assert [q["resourceVersion"] for q in client.watch_queries[-2:]] == ["4", "4"]
+
+
+async def test_an_expired_continue_token_restarts_the_list(clock: FakeClock) -> None:
+    """A 410 on a later page (the continue token expired) starts the list over from page one,
+    at once, and the store holds exactly the fresh list."""
+    gone = ApiError(status=410, body={"reason": "Expired", "code": 410})
+    client = ScriptedClient(
+        lists=[_page([pod(name="a", rv="5"), pod(name="b", rv="6")], "10", cont="tok"), gone,
+               _page([pod(name="a", rv="5"), pod(name="c", rv="12")], "12")],
+        watches=[])
+    sleeps = Sleeps(clock)
+    inf = _informer(client, clock, sleeps)
+    await _run_until_idle(inf, client)
+    assert [q.get("continue") for q in client.list_queries] == [None, "tok", None]
+    assert sorted(inf.store.keys()) == ["cre/a", "cre/c"]
+    assert sleeps.waits == []
+    assert client.watch_queries[0]["resourceVersion"] == "12"
