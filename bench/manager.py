@@ -9,7 +9,9 @@ emulator (its CLI), both separate processes:
 * loaded: 500 CRE Jobs, each with 19 worker pods (``cre.dev/job``) and one launcher pod
   (``cre.dev/launcher``) shaped like real JobSet pods (10,000 pods), and 64 GPU nodes; time
   from spawn to ready (every cache listed), RSS when ready, and RSS once the first reconcile of
-  every Job has run (the workqueue is empty; each pass creates the Job's TrainJob).
+  every Job has run (the workqueue is empty; each pass creates the Job's TrainJob), and the
+  garbage-collector pauses (``cre_gc_pause_seconds``: count, total, mean, longest) until ready
+  and from ready until then.
 
 Targets (issue 7): ready < 5 s and RSS < 200 MiB with 10,000 pods.
 Usage: ``python -m bench manager [--jobs 500] [--pods-per-job 20] [--nodes 64]``
@@ -60,7 +62,7 @@ def job_template() -> dict[str, Any]:
 
 
 def job_body(template: dict[str, Any], name: str) -> dict[str, Any]:
-    body = json.loads(json.dumps(template).replace('"tmpl', f'"{name}'))
+    body: dict[str, Any] = json.loads(json.dumps(template).replace('"tmpl', f'"{name}'))
     body["metadata"] = {"name": name, "namespace": NS}
     return body
 
@@ -133,6 +135,45 @@ def _metric(text: str, prefix: str) -> float:
                if line.startswith(prefix))
 
 
+def _gc_histogram(text: str) -> dict[str, dict[str, Any]]:
+    """``cre_gc_pause_seconds`` per generation: count, sum (s) and cumulative buckets."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, dict[str, Any]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != "cre_gc_pause_seconds":
+            continue
+        for sample in family.samples:
+            gen = out.setdefault(sample.labels["generation"], {"count": 0.0, "sum": 0.0,
+                                                               "buckets": {}})
+            if sample.name.endswith("_count"):
+                gen["count"] = sample.value
+            elif sample.name.endswith("_sum"):
+                gen["sum"] = sample.value
+            elif sample.name.endswith("_bucket"):
+                gen["buckets"][float(sample.labels["le"])] = sample.value
+    return out
+
+
+def gc_pauses(text: str, since: str | None = None) -> dict[str, Any]:
+    """Per generation: collections, total and mean pause (ms), and the bucket bound holding the
+    longest pause, from ``cre_gc_pause_seconds`` (minus an earlier scrape ``since``)."""
+    now, before = _gc_histogram(text), _gc_histogram(since or "")
+    out: dict[str, Any] = {}
+    for generation, gen in sorted(now.items()):
+        base = before.get(generation, {"count": 0.0, "sum": 0.0, "buckets": {}})
+        count = int(gen["count"] - base["count"])
+        if not count:
+            continue
+        total_ms = (gen["sum"] - base["sum"]) * 1000
+        longest = min(le for le, v in gen["buckets"].items()
+                      if v - base["buckets"].get(le, 0.0) >= count)
+        out[f"gen{generation}"] = {"count": count, "sum_ms": round(total_ms, 1),
+                                   "mean_ms": round(total_ms / count, 2),
+                                   "max_ms_le": longest * 1000}
+    return out
+
+
 def settled(proc: ManagerProc, jobs: int) -> bool:
     status, text = proc.get("metrics", "/metrics")
     if status != 200:
@@ -159,13 +200,17 @@ def main() -> None:
             str(stack.kubeconfig), jobs=args.jobs, per_job=args.pods_per_job,
             nodes=args.nodes)), 2)
         loaded, ready_s, rss = start_and_measure(stack, "loaded")
+        at_ready = loaded.get("metrics", "/metrics")[1]
         started = time.monotonic()
         wait_until(lambda: settled(loaded, args.jobs), timeout=600, interval=0.5,
                    what="every Job's first reconcile", alive=loaded.check_alive)
         result["loaded"] = {
             "ready_seconds": round(ready_s, 3), "rss_mib_at_ready": round(rss, 1),
             "first_reconcile_of_all_jobs_seconds": round(time.monotonic() - started, 2),
-            "rss_mib_after_reconciles": round(rss_mib(loaded.pid), 1)}
+            "rss_mib_after_reconciles": round(rss_mib(loaded.pid), 1),
+            "gc_pauses_to_ready": gc_pauses(at_ready),
+            "gc_pauses_ready_to_settled": gc_pauses(loaded.get("metrics", "/metrics")[1],
+                                                    since=at_ready)}
         loaded.stop()
     loaded_fig = result["loaded"]
     result["targets"] = {"ready_seconds": READY_TARGET_S, "rss_mib": RSS_TARGET_MIB}

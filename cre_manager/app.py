@@ -22,6 +22,7 @@ from cre_manager.checks import check_api, check_catalog, check_resources
 from cre_manager.config import ManagerConfig, parse_config
 from cre_manager.controllers import CONTROLLERS, required_resources
 from cre_manager.errors import ConfigError, ExitCode, StartupError
+from cre_manager.gcstats import freeze_heap, install_pause_metrics
 from cre_manager.logs import setup_logging
 from cre_manager.manager import Manager
 from cre_manager.runnable import Supervised
@@ -57,7 +58,8 @@ async def run_manager(config: ManagerConfig) -> ExitCode:
                                 CONTROLLERS[name].restart) for name in config.controllers]
         elector = (LeaderElector(client, config.leader_election)
                    if config.leader_election is not None else None)
-        code = await Manager(config=config, runnables=runnables, elector=elector).run()
+        code = await Manager(config=config, runnables=runnables, elector=elector,
+                             on_synced=freeze_heap).run()
     except StartupError as exc:
         log.error(exc.message, extra={"exitCode": int(exc.code)})
         code = exc.code
@@ -76,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cre-manager: {exc.message}", file=sys.stderr)
         return int(exc.code)
     setup_logging(fmt=config.log_format, level=config.log_level)
+    install_pause_metrics()
+    # The ~90,000 objects the imports left behind live as long as the process: freezing them now
+    # keeps every full collection while the informers list from walking them again (halves the GC
+    # pauses before ready at 10,000 pods; docs/design/008-manager.md). The Manager freezes again
+    # once the caches have synced.
+    freeze_heap(after="start-up")
     code: ExitCode = anyio.run(run_manager, config, backend="asyncio")
     logging.shutdown()
     return int(code)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import anyio
@@ -31,6 +31,7 @@ log = logging.getLogger("cre_manager")
 LEADER_STATUS = Gauge("leader_election_master_status",
                       "1 while this replica holds the leader-election lease, else 0", ["name"])
 WATCHDOG_SLACK = 15.0  # beyond the grace period, for releasing the lease and closing servers
+SYNC_POLL = 0.1  # how often the on_synced task looks at has_synced() (it has no event to await)
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -44,8 +45,12 @@ class Manager:
     """Runs the given runnables (behind leader election when configured) until told to stop."""
 
     def __init__(self, *, config: ManagerConfig, runnables: Sequence[Supervised],
-                 elector: LeaderElector | None) -> None:
+                 elector: LeaderElector | None,
+                 on_synced: Callable[[], object] | None = None) -> None:
+        """``on_synced`` runs once each time the controllers start, when all have synced (the
+        process front passes :func:`cre_manager.gcstats.freeze_heap`)."""
         self._config = config
+        self._on_synced = on_synced
         self._runnables = list(runnables)
         self._elector = elector
         self._stop = anyio.Event()
@@ -193,6 +198,8 @@ class Manager:
                 for sup in self._runnables:
                     ctg.start_soon(partial(sup.run, stopping=lambda: self._stopping),
                                    name=f"runnable:{sup.name}")
+                if self._on_synced is not None:
+                    ctg.start_soon(self._call_when_synced, self._on_synced, name="on-synced")
                 await self._stop.wait()
                 graceful = [s for s in self._runnables if s.stop()]
                 log.info("stopping controllers", extra={
@@ -206,3 +213,9 @@ class Manager:
                 ctg.cancel_scope.cancel()
         finally:
             self._controllers_running = False
+
+    async def _call_when_synced(self, hook: Callable[[], object]) -> None:
+        # has_synced() is a plain predicate on every runnable; there is no event to await.
+        while not all(s.has_synced() for s in self._runnables):  # noqa: ASYNC110
+            await anyio.sleep(SYNC_POLL)
+        hook()

@@ -281,3 +281,31 @@ async def test_draining_finishes_in_flight_and_takes_no_new_keys(kubeconfig: Pat
         ctrl.release.set()
     assert result == [ExitCode.OK]
     assert ctrl.finished == ["a"]
+
+
+async def test_on_synced_runs_once_all_runnables_have_synced(
+        kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on_synced hook (the heap freeze in the process) waits for every runnable's caches."""
+    monkeypatch.setattr("cre_manager.manager.SYNC_POLL", 0.0)  # every poll is one checkpoint
+    first, second = Forever(), Forever()
+    called = anyio.Event()
+    calls: list[tuple[bool, bool]] = []
+
+    def hook() -> None:
+        calls.append((first.synced, second.synced))
+        called.set()
+
+    manager = Manager(config=_config(kubeconfig), elector=None, on_synced=hook,
+                      runnables=[Supervised("a", first), Supervised("b", second)])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(manager.run)
+        await first.running.wait()
+        await second.running.wait()
+        first.synced = True
+        for _ in range(50):  # the hook's poll runs between these checkpoints
+            await anyio.lowlevel.checkpoint()
+        assert calls == []
+        second.synced = True
+        await called.wait()
+        manager.request_stop()
+    assert calls == [(True, True)]
