@@ -244,10 +244,11 @@ def _default_lease_namespace(env: Mapping[str, str]) -> str:
 
 
 def _leader_election(r: _Resolver, env: Mapping[str, str]) -> LeaderElectionConfig | None:
+    """The election settings, or None without ``--leader-elect``. Every ``--leader-elect-*``
+    value is validated either way: a typo must not wait to surface until election is enabled."""
     text, src = r.get("--leader-elect", "false")
     assert text is not None
-    if not _truthy(text, flag="--leader-elect", env=src):
-        return None
+    enabled = _truthy(text, flag="--leader-elect", env=src)
     name, name_src = r.get("--leader-elect-lease-name", DEFAULT_LEASE_NAME)
     if not name or not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
         raise ConfigError("--leader-elect-lease-name", f"{name!r} is not a DNS subdomain name",
@@ -268,6 +269,8 @@ def _leader_election(r: _Resolver, env: Mapping[str, str]) -> LeaderElectionConf
         raise ConfigError("--leader-elect-renew-deadline", f"must be greater than {JITTER_FACTOR}"
                           f" x --leader-elect-retry-period ({deadline}s <= {retry}s x 1.2)")
     assert identity is not None
+    if not enabled:
+        return None
     return LeaderElectionConfig(lease_name=name, lease_namespace=ns, identity=identity,
                                 lease_duration=duration, renew_deadline=deadline,
                                 retry_period=retry)

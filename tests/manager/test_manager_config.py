@@ -93,6 +93,11 @@ def test_leader_election_from_environment(kubeconfig: Path) -> None:
     (["--leader-elect", "--leader-elect-lease-namespace", "Not OK"], None,
      "--leader-elect-lease-namespace", "not a namespace name"),
     ([], {"CRE_LEADER_ELECT": "maybe"}, "--leader-elect", "not a boolean"),
+    # Validated even while election is off, so the typo shows before it is switched on.
+    (["--leader-elect-retry-period", "abc"], None, "--leader-elect-retry-period",
+     "not a duration"),
+    ([], {"CRE_LEADER_ELECT_LEASE_NAME": "Bad Name"}, "--leader-elect-lease-name",
+     "not a DNS subdomain name"),
 ])
 def test_bad_values_name_the_flag(kubeconfig: Path, argv: list[str], env: dict[str, str] | None,
                                   flag: str, words: str) -> None:
