@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from datetime import datetime
 
 from e2e_helpers import apply_job, create_namespace, gpu_nodes, metric, wait_phase
 
@@ -11,6 +12,7 @@ from cre_manager.procs import ManagerProc, Stack, wait_until
 
 LEASE_NS, LEASE = "cre-system", "cre-manager.cre.dev"
 # Short timings so the hand-over happens quickly; same ratios as the 15 s / 10 s / 2 s defaults.
+LEASE_SECONDS, RETRY_SECONDS = 3.0, 0.5
 TIMINGS = ("--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
            "--leader-elect-retry-period", "500ms")
 
@@ -50,9 +52,16 @@ def test_only_the_leader_reconciles_and_a_killed_leader_hands_over(
 
     first.send(signal.SIGKILL)  # no release: the standby must wait the lease out
     first.wait(30)
+    last = stack.kubectl_json("get", "lease", "-n", LEASE_NS, LEASE)["spec"]
+    assert last["holderIdentity"] == "alpha"
     wait_until(lambda: _holder(stack) == "beta", timeout=60, what="beta to take over")
-    transitions = stack.kubectl_json("get", "lease", "-n", LEASE_NS, LEASE)["spec"]
-    assert transitions["leaseTransitions"] == 1
+    taken = stack.kubectl_json("get", "lease", "-n", LEASE_NS, LEASE)["spec"]
+    assert taken["leaseTransitions"] == 1
+    # Hand-over within the lease duration of alpha's last renewal (plus one jittered retry of
+    # beta's and a second of scheduling slack on shared CPUs), read from the Lease itself.
+    gap = (datetime.fromisoformat(taken["acquireTime"])
+           - datetime.fromisoformat(last["renewTime"])).total_seconds()
+    assert LEASE_SECONDS - 0.5 <= gap <= LEASE_SECONDS + RETRY_SECONDS * 1.2 + 1.0, gap
 
     apply_job(stack, "le-two", nodes=nodes)
     wait_phase(stack, "le-two", "Succeeded")
