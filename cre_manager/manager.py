@@ -100,7 +100,16 @@ class Manager:
     # -- life cycle --------------------------------------------------------------------------------
 
     async def run(self) -> ExitCode:
-        """Serve, elect, run controllers; returns the process exit code."""
+        """Serve, elect, run controllers; returns the process exit code. A failure in a part
+        outside the controllers (a server, the signal handler) stops everything and is logged
+        like a controller's, exit code CRASHED, rather than escaping as a bare traceback."""
+        try:
+            return await self._run()
+        except Exception as exc:
+            log.error("manager failed", exc_info=_leaf(exc))
+            return ExitCode.CRASHED
+
+    async def _run(self) -> ExitCode:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals, tg)
             for name, address, serve in (

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import aiohttp
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import pytest
 
@@ -309,3 +310,25 @@ async def test_on_synced_runs_once_all_runnables_have_synced(
         await called.wait()
         manager.request_stop()
     assert calls == [(True, True)]
+
+
+async def test_a_crashing_server_stops_everything_and_exits_crashed(
+        kubeconfig: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A part outside the controllers failing (here the metrics server) cancels the runnables,
+    is logged with its error, and the exit code is CRASHED."""
+    runnable = Forever()
+
+    async def broken_metrics(address: object, *,
+                             task_status: anyio.abc.TaskStatus[object]) -> None:
+        task_status.started(None)
+        await runnable.running.wait()
+        raise RuntimeError("metrics server exploded")
+
+    monkeypatch.setattr("cre_manager.manager.serve_metrics", broken_metrics)
+    manager = Manager(config=_config(kubeconfig), runnables=[Supervised("job", runnable)],
+                      elector=None)
+    assert await manager.run() is ExitCode.CRASHED
+    assert runnable.cancelled
+    (record,) = [r for r in caplog.records if r.getMessage() == "manager failed"]
+    assert record.exc_info is not None and "exploded" in str(record.exc_info[1])
