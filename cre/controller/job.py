@@ -404,6 +404,10 @@ class JobController:
             try:
                 outcome = await self.executor.apply(job, plan)
             except WorkloadCreateError as exc:
+                if exc.rejected:
+                    # Refused for good: the core fails the Job (Platform, AdmissionRejected).
+                    obs = attrs.evolve(obs, create_rejected=exc.cause.message or str(exc.cause))
+                    continue
                 await self.recorder.emit(involved=involved(job), type_="Warning",
                                          reason="WorkloadCreationError", message=str(exc))
                 raise

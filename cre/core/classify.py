@@ -43,6 +43,7 @@ class Cause(enum.StrEnum):
     TIMEOUT = "Timeout"
     WORKLOAD_DELETED = "WorkloadDeleted"
     NAME_COLLISION = "WorkloadNameCollision"
+    CREATE_REJECTED = "WorkloadCreateRejected"
 
 
 class ClassReason(enum.StrEnum):
@@ -175,6 +176,9 @@ def classify(
     if cause == Cause.NAME_COLLISION:
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.CONTROL_PLANE, reason=ClassReason.NAME_COLLISION, message=message))
+    if cause == Cause.CREATE_REJECTED:
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.ADMISSION_REJECTED, message=message))
     node = _node_evidence(job, pods, nodes)
     if node is not None:
         reason, blamed = node

@@ -215,6 +215,11 @@ def _lifecycle(ctx: _Ctx) -> Plan:
     job, obs = ctx.job, ctx.obs
     if obs.create_conflict is not None:
         return _name_taken(ctx, obs.create_conflict)
+    if obs.create_rejected is not None:
+        message = (f"The API server refused to create workload {workload_name(ctx.name)}: "
+                   f"{obs.create_rejected}")
+        return _fail(ctx, cause=Cause.CREATE_REJECTED, reason=JobReason.WORKLOAD_CREATION_ERROR,
+                     message=message, view=None)
     ref = job.status.workload_ref
     view = obs.trainjob
     if ref is not None and _restarting(job):
@@ -386,6 +391,10 @@ def _failure_record(
     if cause == Cause.NAME_COLLISION:
         return FailureLog(reason=JobReason.WORKLOAD_NAME_COLLISION,
                           tail="the workload was never created: its name is held by another object")
+    if cause == Cause.CREATE_REJECTED:
+        return FailureLog(reason=JobReason.WORKLOAD_CREATION_ERROR,
+                          tail=fl.trim_tail("the workload was never created: the API server "
+                                            f"refused it ({ctx.obs.create_rejected})"))
     if cause == Cause.TIMEOUT:
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
                                 fl.eligible(ctx.obs.worker_pods, created))

@@ -51,7 +51,8 @@ class Observation:
     such object); ``workload_absence_confirmed`` says a live read confirmed that absence.
     ``pods_read_live`` says ``worker_pods`` and ``launcher_pods`` come from a live list.
     ``create_conflict`` is the live object holding the workload's name when the shell's create
-    returned AlreadyExists (``None`` when no create conflicted). ``nodes`` are the GPU nodes of
+    returned AlreadyExists (``None`` when no create conflicted); ``create_rejected`` is the message
+    of a create the API server refused for good. ``nodes`` are the GPU nodes of
     the group and those hosting the Job's pods, as far as the cache holds them. Launcher pods
     come first wherever pods are combined, so a same-second tie picks the launcher.
     """
@@ -61,6 +62,9 @@ class Observation:
     # The pod lists were read live (not from the caches), because the core asked for it.
     pods_read_live: bool = False
     create_conflict: TrainJobView | None = None
+    # The API server refused the workload's create for good (admission webhook denial or
+    # validation, not a transient error): its message. The Job fails, Platform class.
+    create_rejected: str | None = None
     worker_pods: tuple[PodView, ...] = ()
     launcher_pods: tuple[PodView, ...] = ()
     nodes: tuple[NodeView, ...] = ()

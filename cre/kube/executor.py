@@ -59,13 +59,22 @@ class Outcome:
 
 
 class WorkloadCreateError(Exception):
-    """Creating a child failed for a reason other than AlreadyExists (webhook not ready, quota):
-    transient for the Job, retried with backoff."""
+    """Creating a child failed for a reason other than AlreadyExists. Transient causes (webhook
+    not reachable, throttling, quota) are retried with backoff; a :attr:`rejected` one will fail
+    the same way every time."""
 
     def __init__(self, create: Create, cause: ApiError) -> None:
         super().__init__(f"creating {create.kind} {create.namespace}/{create.name}: {cause}")
         self.create = create
         self.cause = cause
+
+    @property
+    def rejected(self) -> bool:
+        """The object itself was refused: schema validation (400/422) or an admission webhook
+        that denied it (403 naming the webhook). RBAC 403s and server errors are not."""
+        status, text = self.cause.status, self.cause.message.lower()
+        return status in (400, 422) or (status == 403 and "admission webhook" in text
+                                        and "denied" in text)
 
 
 def _utcnow() -> datetime:

@@ -219,3 +219,23 @@ async def test_conflicting_status_writes_still_converge_with_one_event_each(
     events = [(e["type"], e["reason"]) for e in await h.events("j1")]
     assert events in ([("Normal", "WorkloadCreated"), ("Warning", "WorkloadFailed")],
                       [("Normal", "WorkloadAdopted"), ("Warning", "WorkloadFailed")])
+
+
+async def test_workload_refused_by_validation_fails_as_platform(job_harness: JobHarness) -> None:
+    """A TrainJob the API server refuses for good (schema validation) fails the Job at once,
+    Platform class AdmissionRejected, blaming no node, instead of being retried forever."""
+    h = job_harness
+    body = {"apiVersion": "cre.dev/v1alpha1", "kind": "Job",
+            "metadata": {"name": "bad", "namespace": h.namespace,
+                         "annotations": {"cre.dev/group-nodes": "gpu-0,gpu-1"}},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": 5}}}}}
+    await h.client.create(JOBS, body, namespace=h.namespace)
+    job = await h.wait_job("bad", is_true("Failed"))
+    cond = condition(job, "Failed")
+    assert cond is not None and cond["reason"] == "WorkloadCreationError"
+    status = job["status"]
+    assert status["failureClass"]["scope"] == "Platform"
+    assert status["failureClass"]["reason"] == "AdmissionRejected"
+    assert not status.get("failedNodes")
+    assert status["failureLog"]["reason"] == "WorkloadCreationError"
+    assert await h.script.trainjob("bad") is None

@@ -499,3 +499,18 @@ def test_previous_generation_disruption_is_not_node_evidence() -> None:
     assert _true(plan) == ("Failed", "WorkloadFailed") and plan.status is not None
     assert plan.status.failure_class is not None
     assert plan.status.failure_class.scope == FailureScope.WORKLOAD
+
+
+def test_workload_refused_for_good_is_platform_failure() -> None:
+    """A create the API server refused for good fails the Job with WorkloadCreationError, a
+    Platform AdmissionRejected class, no blamed node and a Warning event."""
+    obs = Observation(create_rejected='admission webhook "v.trainer" denied the request: bad')
+    plan = reconcile_job(make_job(), obs, at(0))
+    assert _true(plan) == ("Failed", "WorkloadCreationError")
+    assert plan.status is not None and plan.status.failure_class is not None
+    assert plan.status.failure_class.scope == FailureScope.PLATFORM
+    assert plan.status.failure_class.reason == "AdmissionRejected"
+    assert plan.status.failed_nodes == () and not plan.creates
+    assert plan.status.failure_log is not None and "denied the request" in (
+        plan.status.failure_log.tail)
+    assert [e.type for e in plan.events] == [EventType.WARNING]
