@@ -2,11 +2,12 @@
 
 Three processes, so the figures are the server's and not the load generator's: the emulator (the
 CLI, pinned to one CPU when there are several), the writer (this process) and the watchers (a
-child process holding every watch connection), both kept off the server's CPU. Server CPU time is read from ``/proc`` around
-each phase, so a write's cost is reported next to the wall-clock rate, which a shared machine
-makes noisy. Watch delivery latency runs from just before a create is sent to the moment a
-watcher reads the event; the writer stamps that instant (system-wide monotonic clock) into a pod
-annotation and the watchers find it in the raw event line without decoding the whole event.
+child process holding every watch connection), both kept off the server's CPU. Server CPU time
+is read from ``/proc`` around each phase, so a write's cost is reported next to the wall-clock
+rate, which a shared machine makes noisy. Watch delivery latency runs from just before a create
+is sent to the moment a watcher reads the event; the writer stamps that instant (system-wide
+monotonic clock) into a pod annotation and the watchers find it in the raw event line without
+decoding the whole event.
 
 Rated phases are open-loop: create ``i`` is not sent before ``start + i / rate``; the achieved
 rate is reported next to the requested one, so an overloaded run is visible as such.
@@ -316,8 +317,11 @@ async def _fanout(session: aiohttp.ClientSession, server: Server, *, watchers: i
         assert ready == b"ready"
         with _Phase(server.proc.pid) as phase:
             achieved = await _writes(server.url, count=events, concurrency=concurrency,
-                                     prefix=f"w{rate:g}-", rate=rate)
+                                     prefix=f"w{rv}-", rate=rate)
             raw = await loop.run_in_executor(None, parent.recv_bytes)
+    except BaseException:
+        proc.terminate()  # its watchers would wait for events that never come
+        raise
     finally:
         await loop.run_in_executor(None, proc.join)
     ordered = sorted(orjson.loads(raw))
