@@ -125,6 +125,7 @@ class JobController:
         self.client = client
         self.settings = settings
         self.log_timeout = log_timeout
+        kube_metrics.init_controller_series(CONTROLLER)
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self._clock = clock
         ns = list(namespaces) if namespaces is not None else None

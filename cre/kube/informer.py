@@ -373,6 +373,7 @@ class Informer(Generic[T]):
         # Metric children looked up once: the per-event path stays cheap.
         self._event_counters: dict[str, Counter] = {}
         self._objects_gauge = metrics.INFORMER_OBJECTS.labels(informer=self.name)
+        metrics.init_informer_series(self.name)
         if namespace is None or not resource.namespaced:
             namespaces: list[str | None] = [None]
         elif isinstance(namespace, str):

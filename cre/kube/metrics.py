@@ -62,3 +62,22 @@ INFORMER_EVENTS: Final = Counter(
     ["informer", "type"])
 INFORMER_OBJECTS: Final = Gauge(
     "cre_informer_objects", "Objects currently held in an informer's store", ["informer"])
+
+
+def init_workqueue_series(name: str) -> None:
+    """Create a workqueue's counters at 0, so rate() and absence alerts work before any event."""
+    WORKQUEUE_ADDS.labels(name=name)
+    WORKQUEUE_RETRIES.labels(name=name)
+
+
+def init_controller_series(controller: str) -> None:
+    """Create a controller's reconcile series at 0, as controller-runtime does at start-up."""
+    for result in ("success", "error", "requeue", "requeue_after"):
+        RECONCILE_TOTAL.labels(controller=controller, result=result)
+    RECONCILE_ERRORS.labels(controller=controller)
+
+
+def init_informer_series(informer: str) -> None:
+    """Create an informer's relist and reconnect counters at 0."""
+    INFORMER_RELISTS.labels(informer=informer)
+    INFORMER_RECONNECTS.labels(informer=informer)

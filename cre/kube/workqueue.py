@@ -57,6 +57,7 @@ class WorkQueue(Generic[K]):
         self._changed = anyio.Event()
         self._metrics = enable_metrics
         if enable_metrics:
+            metrics.init_workqueue_series(name)
             metrics.WORKQUEUE_DEPTH.labels(name=name).set(0)
             metrics.WORKQUEUE_LONGEST_RUNNING.labels(name=name).set_function(
                 self.longest_running_seconds)
