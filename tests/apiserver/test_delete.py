@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from cre.testing.apiserver import Emulator
+from cre.testing.apiserver.meta import parse_time
 
 from .conftest import PODS, Client, pod
 
@@ -65,6 +67,31 @@ async def test_graceful_pod_deletion(client: Client) -> None:
     status, _, _ = await client.get(PODS + "/p")
     assert status == 200
     _, body, _ = await client.delete(PODS + "/p?gracePeriodSeconds=0")
+    status, _, _ = await client.get(PODS + "/p")
+    assert status == 404
+
+
+async def test_final_delete_of_pod_with_finalizer_stores_zero_grace(client: Client) -> None:
+    """The kubelet's grace-0 delete of a finalized pod stores 0; dropping the finalizer deletes."""
+    body = pod("p", node="n1")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    await client.post(PODS, body)
+    _, first, _ = await client.delete(PODS + "/p", {"gracePeriodSeconds": 30})
+    assert first["metadata"]["deletionGracePeriodSeconds"] == 30
+    await client.patch(PODS + "/p/status", {"status": {"phase": "Failed"}},
+                       "application/merge-patch+json")
+    _, again, _ = await client.delete(PODS + "/p")
+    assert again["metadata"]["deletionGracePeriodSeconds"] == 30
+    _, final, _ = await client.delete(PODS + "/p", {"gracePeriodSeconds": 0})
+    assert final["metadata"]["deletionGracePeriodSeconds"] == 0
+    first_ts = parse_time(first["metadata"]["deletionTimestamp"])
+    final_ts = parse_time(final["metadata"]["deletionTimestamp"])
+    assert first_ts - final_ts == timedelta(seconds=30)
+    status, _, _ = await client.get(PODS + "/p")
+    assert status == 200
+    status, _, _ = await client.patch(PODS + "/p", {"metadata": {"finalizers": None}},
+                                      "application/merge-patch+json")
+    assert status == 200
     status, _, _ = await client.get(PODS + "/p")
     assert status == 404
 

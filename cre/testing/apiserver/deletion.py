@@ -4,7 +4,8 @@ Follows ``k8s.io/apiserver/pkg/registry/rest/delete.go`` and the generic store: 
 answer 409 naming the Kind; an object with finalizers (or a policy finalizer ``orphan`` /
 ``foregroundDeletion``) only gets ``deletionTimestamp``; pods are deleted gracefully
 (``CheckGracefulDelete``: the request's period, else ``terminationGracePeriodSeconds``, 0 when
-unscheduled or finished) and a later, shorter delete shortens the grace period.
+unscheduled or finished) and a later, shorter delete shortens the grace period, storing 0 as
+0 so a pod held only by finalizers goes when the last one is removed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import attrs
 
 from . import errors
 from .convert import from_storage
-from .meta import rfc3339
+from .meta import parse_time, rfc3339
 from .resources import ResourceType
 from .store import Key, Obj
 
@@ -83,16 +84,22 @@ def delete(
         if not old_meta.get("deletionTimestamp"):
             return start_deleting(objs, rt, key, old, finalizers, 0, opts), False
         return from_storage(rt, old), False
-    grace = grace_period(objs, rt, old, opts.grace_period)
     if old_meta.get("deletionTimestamp"):
+        # Already being deleted: CheckGracefulDelete is not consulted again; only a shorter
+        # requested period counts, and it is stored as given (0 included), so the object goes
+        # as soon as its last finalizer is removed.
         current = old_meta.get("deletionGracePeriodSeconds") or 0
-        if grace is not None and grace < current:
-            if grace == 0 and not finalizers:
+        requested = opts.grace_period
+        if requested is not None and requested < 0:
+            requested = 1
+        if rt.graceful_delete and current and requested is not None and requested < current:
+            if requested == 0 and not finalizers:
                 return remove(objs, rt, key, old, opts), True
-            return start_deleting(objs, rt, key, old, finalizers, max(grace, 1), opts), False
+            return start_deleting(objs, rt, key, old, finalizers, requested, opts), False
         if not finalizers and not current:
             return remove(objs, rt, key, old, opts), True
         return from_storage(rt, old), False
+    grace = grace_period(objs, rt, old, opts.grace_period)
     if finalizers or (grace or 0) > 0:
         return start_deleting(objs, rt, key, old, finalizers, grace or 0, opts), False
     return remove(objs, rt, key, old, opts), True
@@ -121,10 +128,15 @@ def start_deleting(
     grace: int,
     opts: DeleteOptions,
 ) -> Obj:
-    now = objs.clock()
     meta = dict(old["metadata"])
-    if not meta.get("deletionTimestamp") or grace:
-        meta["deletionTimestamp"] = rfc3339(now + timedelta(seconds=grace))
+    if meta.get("deletionTimestamp"):
+        # Shortening (delete.go BeforeDelete): move the timestamp back by the old period and
+        # forward by the new one.
+        previous = int(meta.get("deletionGracePeriodSeconds") or 0)
+        moved = parse_time(meta["deletionTimestamp"]) + timedelta(seconds=grace - previous)
+        meta["deletionTimestamp"] = rfc3339(moved)
+    else:
+        meta["deletionTimestamp"] = rfc3339(objs.clock() + timedelta(seconds=grace))
     meta["deletionGracePeriodSeconds"] = grace
     if finalizers:
         meta["finalizers"] = finalizers
