@@ -77,10 +77,7 @@ class MemoryCluster:
 
     def apply(self, action: Action, now: float) -> None:
         if isinstance(action, Mark):
-            if action.value is None:
-                self.marks.pop(action.key, None)
-            else:
-                self.marks[action.key] = action.value
+            action.apply_to(self.marks)
         elif isinstance(action, AppendLog):
             log_key = (action.namespace, action.pod, action.container)
             self.logs[log_key] = self.logs.get(log_key, "") + action.text

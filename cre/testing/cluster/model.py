@@ -142,6 +142,13 @@ class Mark:
     key: str
     value: Any
 
+    def apply_to(self, marks: dict[str, Any]) -> None:
+        """Record this mark in ``marks``, the way every backend keeps them."""
+        if self.value is None:
+            marks.pop(self.key, None)
+        else:
+            marks[self.key] = self.value
+
 
 Action = Create | Patch | Delete | Bind | AppendLog | RotateLog | Mark
 

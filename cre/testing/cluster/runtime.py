@@ -118,10 +118,7 @@ class SimulatedCluster:
     async def apply(self, action: Action, now: float) -> None:
         c = self.client
         if isinstance(action, Mark):
-            if action.value is None:
-                self.marks.pop(action.key, None)
-            else:
-                self.marks[action.key] = action.value
+            action.apply_to(self.marks)
         elif isinstance(action, AppendLog):
             await self.logs.append(action.namespace, action.pod, action.container, action.text)
         elif isinstance(action, RotateLog):
