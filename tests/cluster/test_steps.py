@@ -239,13 +239,19 @@ def test_scheduler_binds_or_reports_unschedulable() -> None:
                    "2 Preemption is not helpful for scheduling.")
 
 
-def test_kubelet_crashloop_backoff_message() -> None:
-    """A second failure under OnFailure waits in CrashLoopBackOff with the kubelet's message."""
+def onfailure_pod_on_node0() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Node 0 and a running ``OnFailure`` pod ``p1`` bound to it (container state left to set)."""
     node = node_manifest(PROF, 0)
     p = pod("p1", phase="Running")
     p["spec"] = {"nodeName": node["metadata"]["name"], "restartPolicy": "OnFailure",
                  "containers": [{"name": "node", "image": "i"}]}
     p["status"].update(startTime="2026-01-01T00:00:00Z")
+    return node, p
+
+
+def test_kubelet_crashloop_backoff_message() -> None:
+    """A second failure under OnFailure waits in CrashLoopBackOff with the kubelet's message."""
+    node, p = onfailure_pod_on_node0()
     p["status"]["containerStatuses"][0].update(restartCount=1, state={"terminated": {
         "exitCode": 1, "reason": "Error"}})
     out = kubelet.step(World.of([node, p]), T0, CFG)
@@ -260,11 +266,7 @@ def test_kubelet_crashloop_backoff_message() -> None:
 
 def test_kubelet_rotates_the_log_when_a_run_dies_not_when_the_next_starts() -> None:
     """The crashed run's log becomes the previous=true log as soon as lastState records it."""
-    node = node_manifest(PROF, 0)
-    p = pod("p1", phase="Running")
-    p["spec"] = {"nodeName": node["metadata"]["name"], "restartPolicy": "OnFailure",
-                 "containers": [{"name": "node", "image": "i"}]}
-    p["status"].update(startTime="2026-01-01T00:00:00Z")
+    node, p = onfailure_pod_on_node0()
     p["status"]["containerStatuses"][0].update(restartCount=1, state={"waiting": {
         "reason": "CrashLoopBackOff"}}, lastState={"terminated": {"exitCode": 1}})
     world = World(objects=World.of([node, p]).objects, marks={"restartat/uid-p1/node": T0})
