@@ -5,7 +5,11 @@ It watches CRE Jobs, the TrainJobs they own, the two label-scoped pod caches (wo
 and maps every change to a Job key on one workqueue, so a key is never reconciled twice at once.
 A launcher pod's first non-zero termination enqueues its Job at once (``add``, no rate limit or
 delay): JobSet deletes that pod about half a second later, and the failure log must be read
-before that.
+before that. Every pod's non-zero termination (launcher or worker, current state or
+``lastState``) also starts a log prefetch, and a failed pod deleted before the Job's failure was
+recorded is kept as a tombstone (``cre.controller.tombstones``), so the core still sees the
+candidate and its tail. Worker failures are not written to status while the run goes on (the
+core only captures launchers early); their tails wait in memory for the verdict.
 
 One reconcile is a short loop around :func:`cre.core.job.reconcile_job`: when the Plan asks for
 log tails or for a live confirmation that the workload is gone, they are fetched and the core
@@ -32,12 +36,13 @@ from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
 from cre.controller import metrics as job_metrics
 from cre.controller.prefetch import LogPrefetcher
+from cre.controller.tombstones import Tombstones
 from cre.core import failurelog as fl
 from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, LogRequest, Observation, Plan
-from cre.core.workload import has_launcher, workload_name
+from cre.core.workload import workload_name
 from cre.kube import metrics as kube_metrics
 from cre.kube.client import NODES, TRAINJOBS, ApiError, KubeClient
 from cre.kube.events import EventRecorder
@@ -73,6 +78,8 @@ MAX_STEPS: Final = 12
 WORKER_POD_COALESCE: Final = 0.2
 # Tombstones of failed launchers kept per Job (a retry makes two; more is a runaway).
 MAX_DEPARTED: Final = 8
+# Tombstones of failed workers kept per Job (the earliest failures win on overflow).
+MAX_DEPARTED_WORKERS: Final = 16
 
 
 def _utcnow() -> datetime:
@@ -106,10 +113,19 @@ def _sorted_pods(pods: Sequence[PodView]) -> tuple[PodView, ...]:
     return tuple(sorted(pods, key=lambda p: (p.creation_timestamp or far, p.name)))
 
 
-def _with_departed(cached: Sequence[PodView], departed: dict[str, PodView] | None
+def new_failures(old: PodView | None, new: PodView) -> list[tuple[str, bool]]:
+    """The failed containers of ``new`` whose termination ``old`` did not show yet (a first
+    exit, or one more crash of a container restarted in place), as ``(container, previous)``."""
+    seen = {(name, state.finished_at, previous)
+            for name, state, previous in (fl.failed_terminations(old) if old else [])}
+    return [(name, previous) for name, state, previous in fl.failed_terminations(new)
+            if (name, state.finished_at, previous) not in seen]
+
+
+def _with_departed(cached: Sequence[PodView], departed: dict[str, PodView]
                    ) -> tuple[PodView, ...]:
     names = {p.name for p in cached}
-    gone = [p for p in (departed or {}).values() if p.name not in names]
+    gone = [p for p in departed.values() if p.name not in names]
     return _sorted_pods([*cached, *gone])
 
 
@@ -143,9 +159,9 @@ class JobController:
         self._stop_requested = False
         # The last status this controller wrote, by Job key (to skip its watch echo).
         self._written: dict[str, JobStatus] = {}
-        # Failed launchers deleted before a reconcile read them, by Job key (tombstones).
-        self._departed: dict[str, dict[str, PodView]] = {}
-        self._departed_workers: dict[str, dict[str, PodView]] = {}
+        # Failed pods deleted before the Job's failure was recorded, by Job key (tombstones).
+        self.departed_launchers = Tombstones(per_job=MAX_DEPARTED)
+        self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.executor = PlanExecutor(client, self.recorder, clock=clock)
@@ -202,8 +218,7 @@ class JobController:
         if etype == EventType.DELETED:
             job_metrics.forget_job(obj.metadata.namespace or "", obj.metadata.name or "")
             self.queue.forget(_key(obj.metadata.namespace, obj.metadata.name))
-            self._departed.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
-            self._departed_workers.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
+            self._forget_failures(_key(obj.metadata.namespace, obj.metadata.name))
             self._written.pop(_key(obj.metadata.namespace, obj.metadata.name), None)
             return
         key = _key(obj.metadata.namespace, obj.metadata.name)
@@ -236,16 +251,17 @@ class JobController:
         if obj is None or not job:
             return
         key = _key(obj.namespace, job)
-        owner = self.jobs.store.get(key)
-        single_pod = owner is not None and not has_launcher(owner)
-        if etype == EventType.DELETED and single_pod and has_failed_container(old):
-            assert old is not None
-            self._remember(self._departed_workers, key, old)
+        if etype == EventType.DELETED and old is not None and has_failed_container(old):
+            # Deleted (by JobSet, or by the worker Job past its backoffLimit) before the Job's
+            # failure may have been recorded: keep its last state for the verdict.
+            self.departed_workers.remember(key, old)
+        if new is not None:
+            # Read the log now: the pod may be gone by the time the workload is declared
+            # failed. A single-pod workload's pod is its "launcher" and is captured early.
+            for container, previous in new_failures(old, new):
+                self.prefetcher.request(new, container, previous=previous, owner=key,
+                                        refresh=True)
         if new is not None and has_failed_container(new) and not has_failed_container(old):
-            if single_pod:
-                # A single-pod workload: this pod is the one JobSet is about to delete.
-                for container, previous in failed_containers(new):
-                    self.prefetcher.request(new, container, previous=previous)
             self.queue.add(key)
         else:
             self.queue.add_after(key, WORKER_POD_COALESCE)
@@ -257,22 +273,27 @@ class JobController:
             return
         key = _key(obj.namespace, job)
         if etype == EventType.DELETED and old is not None and has_failed_container(old):
-            self._remember(self._departed, key, old)
-        if new is not None and has_failed_container(new) and not has_failed_container(old):
+            self.departed_launchers.remember(key, old)
+        if new is not None:
             # The pod is about to be deleted: read its log now, not when a worker is free.
-            for container, previous in failed_containers(new):
-                self.prefetcher.request(new, container, previous=previous)
+            for container, previous in new_failures(old, new):
+                self.prefetcher.request(new, container, previous=previous, owner=key,
+                                        refresh=True)
         # Every launcher change, and above all its first non-zero exit, goes straight to a
         # worker (no delay, no rate limit).
         self.queue.add(key)
 
-    @staticmethod
-    def _remember(departed: dict[str, dict[str, PodView]], key: str, pod: PodView) -> None:
-        """Keep the last state of a failed pod JobSet deleted, possibly before any reconcile
-        saw it, so its exit is still recorded (the log read then explains the pod is gone)."""
-        kept = departed.setdefault(key, {})
-        if len(kept) < MAX_DEPARTED:
-            kept[pod.name] = pod
+    def _forget_failures(self, key: str) -> None:
+        """Drop the tombstones and prefetched tails of Job ``key`` (terminal, being deleted or
+        gone: no failure of it will be recorded any more)."""
+        self.departed_launchers.forget(key)
+        self.departed_workers.forget(key)
+        self.prefetcher.forget(key)
+
+    def tombstones(self, key: str) -> frozenset[str]:
+        """The names of the failed pods of Job ``key`` kept after their deletion."""
+        return frozenset(self.departed_launchers.pods(key)) | frozenset(
+            self.departed_workers.pods(key))
 
     def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
         if new is None or etype == EventType.DELETED:
@@ -328,10 +349,12 @@ class JobController:
         """The Observation of ``job`` from the caches (no live reads, no log tails)."""
         ns, name = job.metadata.namespace or "", job.metadata.name or ""
         key = _key(ns, name)
+        # A Job being deleted drains its pods: a tombstone is no running pod to wait for.
+        draining = job.metadata.deletion_timestamp is not None
         workers = _with_departed(self.workers.store.by_index(INDEX_JOB, key),
-                                 self._departed_workers.get(key))
+                                 {} if draining else self.departed_workers.pods(key))
         launchers = _with_departed(self.launchers.store.by_index(INDEX_LAUNCHER, key),
-                                   self._departed.get(key))
+                                   {} if draining else self.departed_launchers.pods(key))
         hosts = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
         nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
         return Observation(trainjob=self.trainjobs.store.get(_key(ns, workload_name(name))),
@@ -383,9 +406,8 @@ class JobController:
         job = self.jobs.store.get(key)
         if job is None:
             return None
-        if is_terminal(job):
-            self._departed.pop(key, None)
-            self._departed_workers.pop(key, None)
+        if is_terminal(job) or job.metadata.deletion_timestamp is not None:
+            self._forget_failures(key)
         obs = self.observe(job)
         for _ in range(MAX_STEPS):
             plan = reconcile_job(job, obs, self._clock(), settings=self.settings)
@@ -428,6 +450,8 @@ class JobController:
                       key, len(plan.creates), len(plan.deletes), len(plan.patches),
                       "a status write" if plan.status is not None else "no status write")
             self._record(job, plan, outcome)
+            if plan.status is not None and is_terminal(attrs.evolve(job, status=plan.status)):
+                self._forget_failures(key)  # the verdict is written: nothing left to record
             return plan.requeue_after
         raise RuntimeError(f"job {key}: no applicable plan after {MAX_STEPS} steps")
 

@@ -252,6 +252,21 @@ class JobHarness:
         raise AssertionError(f"Job {self.namespace}/{name}: condition not reached within "
                              f"{limit}s; last status: {json.dumps(last.get('status'))}")
 
+    async def wait_until(self, check: Callable[[], bool], *, what: str,
+                         limit: float = 20.0) -> None:
+        """Poll the controller's own state until ``check`` holds (``limit`` is a safety net
+        only; when it runs out the error names ``what`` was awaited)."""
+        with anyio.move_on_after(limit):
+            while True:
+                if check():
+                    return
+                await anyio.sleep(0.01)
+        raise AssertionError(f"{self.namespace}: {what} not reached within {limit}s")
+
+    def job_key(self, name: str) -> str:
+        """The controller's key for Job ``name`` in this namespace."""
+        return f"{self.namespace}/{name}"
+
     async def wait_job_gone(self, name: str, *, limit: float = 20.0) -> None:
         """Poll until the Job no longer exists (its finalizer was removed)."""
         with anyio.fail_after(limit):

@@ -8,7 +8,16 @@ import pytest
 
 from cre.controller.job import JobController
 from cre.controller.scenario import JobHarness
-from cre.core.strategies import at, make_job, pod, running_status, terminated, trainjob
+from cre.core.observed import PodView
+from cre.core.strategies import (
+    at,
+    crashloop,
+    make_job,
+    pod,
+    running_status,
+    terminated,
+    trainjob,
+)
 from cre.kube.informer import EventType
 
 pytestmark = pytest.mark.anyio
@@ -102,15 +111,38 @@ async def test_launcher_failure_starts_a_log_prefetch(job_harness: JobHarness) -
     assert len(c.prefetcher) == 1
 
 
-async def test_failed_worker_of_single_pod_workload_stays_observable(
-        job_harness: JobHarness) -> None:
-    """A single-pod workload's failed pod deleted unseen is kept; an MPI worker's is not."""
-    c = _idle_controller(job_harness)
+async def test_failed_worker_deleted_unseen_stays_observable(job_harness: JobHarness) -> None:
+    """A failed worker deleted before the verdict is kept, for single-pod and MPI workloads
+    alike; a worker that never failed is not, and a Job being deleted sees no tombstone."""
     failed = pod("j1-workload-node-0-0-b", state=terminated(finished=at(3)))
-    c.jobs.store._put("team-a/j1", make_job(launcher=False), "1")
-    c._on_worker(EventType.DELETED, failed, None)
-    assert [p.name for p in c.observe(make_job(launcher=False)).worker_pods] == [failed.name]
-    mpi = _idle_controller(job_harness)
-    mpi.jobs.store._put("team-a/j1", make_job(), "1")
-    mpi._on_worker(EventType.DELETED, failed, None)
-    assert mpi.observe(make_job()).worker_pods == ()
+    for job in (make_job(launcher=False), make_job()):
+        c = _idle_controller(job_harness)
+        c.jobs.store._put("team-a/j1", job, "1")
+        c._on_worker(EventType.DELETED, failed, None)
+        c._on_worker(EventType.DELETED, pod("j1-workload-node-0-1-c"), None)
+        assert [p.name for p in c.observe(job).worker_pods] == [failed.name]
+        assert c.tombstones("team-a/j1") == {failed.name}
+        deleting = attrs.evolve(job, metadata=attrs.evolve(job.metadata, deletion_timestamp=at(9)))
+        assert c.observe(deleting).worker_pods == ()
+
+
+async def test_worker_failure_prefetches_each_new_crash(job_harness: JobHarness) -> None:
+    """A worker's non-zero exit starts a log read at once, and one more crash of a container
+    restarted in place reads its previous log again; an unchanged failure reads nothing."""
+    c = _idle_controller(job_harness)
+    running = pod("j1-workload-node-0-0-b")
+    first = pod("j1-workload-node-0-0-b", state=crashloop(),
+                last_state=terminated(finished=at(3)))
+    second = pod("j1-workload-node-0-0-b", state=crashloop(),
+                 last_state=terminated(finished=at(9)))
+    requests: list[tuple[str, str, bool, str, bool]] = []
+
+    def record(pod: PodView, container: str, *, previous: bool = False, owner: str = "",
+               refresh: bool = False) -> None:
+        requests.append((pod.name, container, previous, owner, refresh))
+
+    c.prefetcher.request = record  # type: ignore[method-assign]
+    c._on_worker(EventType.MODIFIED, running, first)
+    c._on_worker(EventType.MODIFIED, first, first)
+    c._on_worker(EventType.MODIFIED, first, second)
+    assert requests == [("j1-workload-node-0-0-b", "node", True, "team-a/j1", True)] * 2

@@ -239,3 +239,54 @@ async def test_workload_refused_by_validation_fails_as_platform(job_harness: Job
     assert not status.get("failedNodes")
     assert status["failureLog"]["reason"] == "WorkloadCreationError"
     assert await h.script.trainjob("bad") is None
+
+
+async def test_crashlooping_worker_deleted_before_the_verdict_is_recorded(
+        job_harness: JobHarness) -> None:
+    """A worker that crash-loops and is deleted (its Job past backoffLimit) before the workload
+    fails is not written while the run goes on, yet the verdict names it with its crashed run's
+    tail; the Job's tombstones and prefetched tails are dropped once it is Failed."""
+    h = job_harness
+    key = h.job_key("j1")
+    await h.create_job("j1", group_nodes=("gpu-0", "gpu-1"))
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(L1, job="j1", launcher=True, node="gpu-0")
+    await h.script.create_pod(W0, job="j1", launcher=False, node="gpu-1")
+    await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+    await h.script.crashloop(W0, exit_code=1, log="sshd: fatal: Cannot bind any address.\n")
+    await h.wait_until(lambda: W0 in h.controller.prefetcher.pods_of(key), what="prefetch")
+    await h.script.delete_pod(W0)
+    await h.wait_until(lambda: W0 in h.controller.tombstones(key), what="tombstone")
+    await h.controller.reconcile(key)  # a pass that sees the deleted worker while running
+    job = await h.job("j1")
+    assert "failureLog" not in job["status"] and is_true("InProgress")(job)
+    await h.script.finish_workload("j1", failed=True, message="worker job failed")
+    job = await h.wait_job("j1", is_true("Failed"))
+    record = _failure_log(job)
+    assert (record["podName"], record["containerName"], record["nodeName"],
+            record["exitCode"], record["reason"]) == (W0, "node", "gpu-1", 1, "Error")
+    assert record["tail"] == "sshd: fatal: Cannot bind any address.\n"
+    assert job["status"]["failureClass"]["scope"] == "Workload"
+    assert h.controller.tombstones(key) == frozenset()
+    assert h.controller.prefetcher.pods_of(key) == frozenset()
+
+
+async def test_failed_worker_deleted_unprefetched_still_names_the_pod(
+        job_harness: JobHarness) -> None:
+    """A failed worker whose deletion is the first thing the controller hears of it is still
+    the recorded candidate (pod, exit, reason), its tail explaining that the log was gone."""
+    h = job_harness
+    key = h.job_key("j1")
+    await h.create_job("j1", group_nodes=("gpu-1",))
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(W0, job="j1", launcher=False, node="gpu-1")
+    await h.wait_job("j1", lambda j: _reason(j, "InProgress") == "WorkloadRunning")
+    h.controller.prefetcher.bind(None)  # the exit's log read never happens
+    await h.script.terminate(W0, exit_code=3, log="lost\n")
+    await h.script.delete_pod(W0)
+    await h.wait_until(lambda: W0 in h.controller.tombstones(key), what="tombstone")
+    await h.script.finish_workload("j1", failed=True, message="worker job failed")
+    job = await h.wait_job("j1", is_true("Failed"))
+    record = _failure_log(job)
+    assert (record["podName"], record["exitCode"], record["reason"]) == (W0, 3, "Error")
+    assert "could not be read" in record["tail"]
