@@ -87,6 +87,17 @@ def _config(kubeconfig: Path, grace: str = "30s") -> ManagerConfig:
                          "--shutdown-grace-period", grace], {"KUBECONFIG": str(kubeconfig)})
 
 
+def _start(tg: anyio.abc.TaskGroup, manager: Manager) -> list[ExitCode]:
+    """Run ``manager`` in ``tg``; the returned list receives its exit code once it ends."""
+    result: list[ExitCode] = []
+
+    async def run() -> None:
+        result.append(await manager.run())
+
+    tg.start_soon(run)
+    return result
+
+
 async def _get(manager: Manager, server: str, path: str) -> tuple[int, str]:
     bound = manager.bound[server]
     async with aiohttp.ClientSession() as http, \
@@ -144,12 +155,7 @@ async def test_drain_waits_for_in_flight_work(kubeconfig: Path) -> None:
                       runnables=[Supervised("job", draining), Supervised("other", plain)],
                       elector=None)
     async with anyio.create_task_group() as tg:
-        result: list[ExitCode] = []
-
-        async def run() -> None:
-            result.append(await manager.run())
-
-        tg.start_soon(run)
+        result = _start(tg, manager)
         await draining.running.wait()
         await plain.running.wait()
         manager.request_stop()
@@ -166,12 +172,7 @@ async def test_grace_period_bounds_the_drain(kubeconfig: Path) -> None:
     manager = Manager(config=_config(kubeconfig, grace="100ms"),
                       runnables=[Supervised("job", stuck)], elector=None)
     async with anyio.create_task_group() as tg:
-        result: list[ExitCode] = []
-
-        async def run() -> None:
-            result.append(await manager.run())
-
-        tg.start_soon(run)
+        result = _start(tg, manager)
         await stuck.running.wait()
         manager.request_stop()
     assert result == [ExitCode.OK]
@@ -267,12 +268,7 @@ async def test_draining_finishes_in_flight_and_takes_no_new_keys(kubeconfig: Pat
     manager = Manager(config=_config(kubeconfig), runnables=[Supervised("job", Draining(ctrl))],
                       elector=None)
     async with anyio.create_task_group() as tg:
-        result: list[ExitCode] = []
-
-        async def run() -> None:
-            result.append(await manager.run())
-
-        tg.start_soon(run)
+        result = _start(tg, manager)
         ctrl.queue.add("a")
         await ctrl.started["a"].wait()
         manager.request_stop()
