@@ -367,6 +367,17 @@ async def _server_rv(session: aiohttp.ClientSession, url: str) -> str:
         return str((await r.json())["metadata"]["resourceVersion"])
 
 
+async def _events_per_s(inf: Informer[Any], done: anyio.Event, count: int) -> int:
+    """Run ``inf`` until ``done`` is set: ``count`` events over the time that took, per second."""
+    async with anyio.create_task_group() as tg:
+        t0 = time.perf_counter()
+        tg.start_soon(inf.run)
+        await done.wait()
+        rate = round(count / (time.perf_counter() - t0))
+        tg.cancel_scope.cancel()
+    return rate
+
+
 async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float, rounds: int,
                    gc_freeze: bool = True) -> dict[str, Any]:
     """Initial sync rate, ``rounds`` latency runs (a bare watch in its own process reads the
@@ -397,12 +408,7 @@ async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float
                                                  namespaces=[NS], name="bench-cre", config=cfg,
                                                  caller="bench")
         inf.add_handler(handler)
-        async with anyio.create_task_group() as tg:
-            t0 = time.perf_counter()
-            tg.start_soon(inf.run)
-            await done.wait()
-            out["initial_sync_objects_per_s"] = round(pods / (time.perf_counter() - t0))
-            tg.cancel_scope.cancel()
+        out["initial_sync_objects_per_s"] = await _events_per_s(inf, done, pods)
         # 2) latency at `rate` events/s. Long-lived objects (imported modules, the synced
         # cache) go to the permanent GC generation, as a latency-minded manager does after
         # start-up; otherwise a full collection over them is a 50-130 ms pause here.
@@ -434,12 +440,7 @@ async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float
         rv_before = inf.resource_version(NS)
         await _create_pods(session, url, pods, start=pods)
         seen, target, done = 0, pods, anyio.Event()
-        async with anyio.create_task_group() as tg:
-            t0 = time.perf_counter()
-            tg.start_soon(inf.run)
-            await done.wait()
-            out["watch_events_per_s"] = round(pods / (time.perf_counter() - t0))
-            tg.cancel_scope.cancel()
+        out["watch_events_per_s"] = await _events_per_s(inf, done, pods)
         out["watch_resumed_from"] = rv_before
     await client.close()
     for key in ("latency_rounds", "raw_watch_floor_rounds"):
