@@ -87,3 +87,50 @@ async def test_latency_is_configurable_over_http(client: Client, emu: Emulator) 
     assert status == 200 and desc["latency"] == 0.01
     assert emu.faults.latency == 0.01
     assert (await client.get(PODS))[0] == 200
+
+
+async def test_drop_watches_ends_open_streams(client: Client, emu: Emulator) -> None:
+    """drop_watches ends the open pod watch (and only watches of the named resource)."""
+    _, created, _ = await client.post(PODS, pod("p"))
+    rv = created["metadata"]["resourceVersion"]
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}{PODS}?watch=true&resourceVersion={rv}") as r:
+        await client.post(PODS, pod("q"))
+        first = json.loads(await r.content.readline())
+        assert emu.faults.drop_watches("configmaps") == 0
+        assert emu.faults.drop_watches() == 1
+        rest = await r.content.read()
+    assert first["type"] == "ADDED" and rest == b""
+
+
+async def test_drop_watches_over_http(client: Client, emu: Emulator) -> None:
+    """POST /_emulator/faults {"dropWatches": true} ends every open watch stream."""
+    _, created, _ = await client.post(PODS, pod("p"))
+    rv = created["metadata"]["resourceVersion"]
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}{PODS}?watch=true&resourceVersion={rv}") as r:
+        await client.post(PODS, pod("q"))
+        await r.content.readline()
+        status, desc, _ = await client.post("/_emulator/faults", {"dropWatches": True})
+        assert status == 200 and desc["injected"] == 1
+        assert await r.content.read() == b""
+
+
+async def test_gone_status_answers_resume_with_http_410(client: Client, emu: Emulator) -> None:
+    """watchGoneStatus answers the next resume with an HTTP 410 Expired Status, then streams."""
+    _, created, _ = await client.post(PODS, pod("p"))
+    rv = created["metadata"]["resourceVersion"]
+    status, _, _ = await client.post("/_emulator/faults", {"watchGoneStatus": 1})
+    assert status == 200
+    url = f"{emu.url}{PODS}?watch=true&resourceVersion={rv}"
+    async with aiohttp.ClientSession() as s:
+        async with s.get(url) as r:
+            body = await r.json()
+        assert r.status == 410
+        assert body["kind"] == "Status" and body["reason"] == "Expired" and body["code"] == 410
+        assert body["message"].startswith(f"too old resource version: {rv} (")
+        async with s.get(url) as r:
+            await client.post(PODS, pod("q"))
+            ev = json.loads(await r.content.readline())
+        assert r.status == 200 and ev["type"] == "ADDED"
+    assert emu.faults.gone_status_remaining == 0

@@ -59,9 +59,7 @@ async def delete_pod(client: KubeClient, name: str, namespace: str = "cre") -> N
 
 def drop_watches(emu: Emulator) -> None:
     """End every open watch stream now, as a load balancer or apiserver restart would."""
-    for bucket in emu.server.store.buckets.values():
-        for watcher in list(bucket.watchers):
-            watcher.close()
+    emu.faults.drop_watches()
 
 
 def relists(name: str) -> float:

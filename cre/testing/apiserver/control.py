@@ -9,7 +9,9 @@ configures faults through these endpoints (the in-process equivalent is the
 * ``POST /_emulator/logs/{namespace}/{pod}/{container}/rotate`` — a restart: the current log
   becomes the ``previous=true`` log; ``204``.
 * ``GET /_emulator/faults`` — the current fault configuration (JSON);
-  ``POST /_emulator/faults`` — apply a JSON spec (see :meth:`Faults.configure`);
+  ``POST /_emulator/faults`` — apply a JSON spec (see :meth:`Faults.configure`), e.g.
+  ``{"dropWatches": true}`` (or a plural) ends open watch streams now and
+  ``{"watchGoneStatus": 1}`` answers the next watch resume with an HTTP 410 Status;
   ``DELETE /_emulator/faults`` — clear every fault.
 * ``GET /_emulator/state`` — ``{"resourceVersion": ..., "kubernetesVersion": ..., "now": ...}``.
 * ``POST /_emulator/gc`` — run the garbage collector until nothing is pending; ``204``.

@@ -1,5 +1,9 @@
 """Fault injection: seeded error rates, latency, dropped watches, forced 410s and outages.
 
+Two kinds of 410 exist on a real server and clients must handle both: an ``ERROR`` event inside
+a 200 watch stream (the watch cache, ``force_410_on_resume``) and a plain HTTP 410 ``Expired``
+Status answered before any stream starts (``gone_status_on_resume``).
+
 Controllers must survive a flaky API server; the reliability tests drive these knobs, either
 from Python (``emulator.faults``) or over HTTP (``/_emulator/faults``). Every random decision
 comes from one ``random.Random(seed)``, so a run is reproducible for a given request order.
@@ -10,12 +14,15 @@ from __future__ import annotations
 import enum
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from . import errors
 from .errors import ApiError
+
+if TYPE_CHECKING:
+    from .store import Store
 
 
 class FaultKind(enum.StrEnum):
@@ -57,8 +64,16 @@ class Faults:
         self.latency: float = 0.0
         self.watch: WatchFaults | None = None
         self.force_410_on_resume: bool = False
+        # The next N watch resumes (a resourceVersion other than "" / "0") get HTTP 410.
+        self.gone_status_remaining: int = 0
+        self.gone_status_resource: str = "*"
         self._outage_until: float = 0.0
         self.injected: int = 0
+        self._store: Store | None = None
+
+    def attach(self, store: Store) -> None:
+        """Bind the store whose open watches :meth:`drop_watches` ends (done by the server)."""
+        self._store = store
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:
@@ -67,6 +82,8 @@ class Faults:
         self.latency = 0.0
         self.watch = None
         self.force_410_on_resume = False
+        self.gone_status_remaining = 0
+        self.gone_status_resource = "*"
         self._outage_until = 0.0
 
     def add_error(
@@ -81,6 +98,37 @@ class Faults:
         rule = ErrorRule(FaultKind(str(code)), rate, verb, resource, retry_after)
         self.errors.append(rule)
         return rule
+
+    def drop_watches(self, resource: str | None = None) -> int:
+        """End every open watch stream now (of ``resource``, a plural, or all), as a load
+        balancer or an apiserver restart would; returns how many were ended."""
+        if self._store is None:
+            return 0
+        dropped = 0
+        for (_group, plural), bucket in self._store.buckets.items():
+            if resource not in (None, "*", plural):
+                continue
+            for watcher in list(bucket.watchers):
+                watcher.close()
+                dropped += 1
+        self.injected += dropped
+        return dropped
+
+    def gone_status_on_resume(self, times: int = 1, *, resource: str = "*") -> None:
+        """Answer the next ``times`` watch requests that resume from a resourceVersion with an
+        HTTP 410 ``Expired`` Status instead of a stream (``resource``: a plural or ``*``)."""
+        if times < 0:
+            raise ValueError(f"gone_status_on_resume: times must be >= 0, got {times}")
+        self.gone_status_remaining = times
+        self.gone_status_resource = resource
+
+    def take_gone_status(self, resource: str) -> bool:
+        """Whether this watch resume is one of the ones to answer with HTTP 410 (consumes one)."""
+        if self.gone_status_remaining <= 0 or self.gone_status_resource not in ("*", resource):
+            return False
+        self.gone_status_remaining -= 1
+        self.injected += 1
+        return True
 
     def outage(self, seconds: float) -> None:
         """Answer every API request with 503 for the next ``seconds`` (monotonic time)."""
@@ -132,6 +180,16 @@ class Faults:
             self.force_410_on_resume = bool(spec["force410OnResume"])
         if "outageSeconds" in spec:
             self.outage(float(spec["outageSeconds"]))
+        if "watchGoneStatus" in spec:
+            g = spec["watchGoneStatus"]
+            if isinstance(g, dict):
+                self.gone_status_on_resume(int(g.get("times", 1)),
+                                           resource=str(g.get("resource", "*")))
+            else:
+                self.gone_status_on_resume(int(g))
+        if spec.get("dropWatches"):
+            d = spec["dropWatches"]
+            self.drop_watches(None if d is True else str(d))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -147,6 +205,8 @@ class Faults:
                 "resource": self.watch.resource,
             },
             "force410OnResume": self.force_410_on_resume,
+            "watchGoneStatus": {"times": self.gone_status_remaining,
+                                "resource": self.gone_status_resource},
             "inOutage": self.in_outage,
             "injected": self.injected,
         }

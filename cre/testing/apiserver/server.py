@@ -92,6 +92,7 @@ class ApiServer:
         self.gc = GarbageCollector(self.objects)
         self.logs = LogStore(clock)
         self.faults = Faults(seed)
+        self.faults.attach(self.store)
         self.openapi_generation = 0
         self._gc_task: asyncio.Task[None] | None = None
         ns_rt = self.registry.get("", "v1", "namespaces")

@@ -92,6 +92,8 @@ async def serve(
             initial = [o for k, o in sorted(bucket.objects.items()) if filt.matches(o)]
     else:
         want = int(rv_text or 0)
+        if server.faults.take_gone_status(rt.plural):
+            raise errors.expired(f"too old resource version: {want} ({store.rv})")
         if server.faults.force_410_on_resume or want < bucket.evicted_rv:
             error = errors.expired(
                 f"too old resource version: {want} ({max(bucket.evicted_rv, want + 1) - 1})"
