@@ -31,6 +31,17 @@ RESERVED_LABEL_KEYS: Final = frozenset({"app.kubernetes.io/managed-by"})
 RESERVED_LABEL_PREFIX: Final = "cre.dev/"
 
 
+def is_reserved_label_key(key: str) -> bool:
+    """Whether ``key`` is a label key CRE keeps for itself, which users may not set."""
+    return key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIX)
+
+
+def unreserved_label_key_cel(var: str) -> str:
+    """The CEL test that the label key ``var`` is not reserved (``is_reserved_label_key``)."""
+    keys = " && ".join(f"{var} != '{key}'" for key in sorted(RESERVED_LABEL_KEYS))
+    return f"{keys} && !{var}.startsWith('{RESERVED_LABEL_PREFIX}')"
+
+
 class NodeSelectorOperator(enum.StrEnum):
     """Operators of a node selector requirement CRE evaluates itself."""
 
@@ -89,8 +100,7 @@ class GangSchedulerSpec:
 
     CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
         CelRule(
-            "!has(self.queueLabelKey) || (self.queueLabelKey != 'app.kubernetes.io/managed-by'"
-            " && !self.queueLabelKey.startsWith('cre.dev/'))",
+            f"!has(self.queueLabelKey) || ({unreserved_label_key_cel('self.queueLabelKey')})",
             "queueLabelKey is reserved for CRE",
         ),
     )
@@ -111,8 +121,7 @@ class WorkloadMetadata:
 
     CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
         CelRule(
-            "!has(self.labels) || self.labels.all(k, k != 'app.kubernetes.io/managed-by'"
-            " && !k.startsWith('cre.dev/'))",
+            f"!has(self.labels) || self.labels.all(k, {unreserved_label_key_cel('k')})",
             "labels may not use keys reserved for CRE (app.kubernetes.io/managed-by, cre.dev/*)",
         ),
     )

@@ -64,11 +64,7 @@ def label_keys(*, reserved: bool = False) -> st.SearchStrategy[str]:
     keys = name | prefixed
     if reserved:
         return keys
-    return keys.filter(
-        lambda k: (
-            k not in common.RESERVED_LABEL_KEYS and not k.startswith(common.RESERVED_LABEL_PREFIX)
-        )
-    )
+    return keys.filter(lambda k: not common.is_reserved_label_key(k))
 
 
 def labels(max_size: int = 4) -> st.SearchStrategy[dict[str, str]]:

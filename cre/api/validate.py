@@ -23,13 +23,12 @@ from cre.api.certification import CategoryResources, ResourceValues
 from cre.api.common import (
     LABEL_VALUE,
     QUALIFIED_NAME,
-    RESERVED_LABEL_KEYS,
-    RESERVED_LABEL_PREFIX,
     THRESHOLD_KEYS,
     GangSchedulerSpec,
     NodeSelectorOperator,
     NodeSelectorRequirement,
     WorkloadMetadata,
+    is_reserved_label_key,
 )
 from cre.api.conditions import EXCLUSIVE_TRIO
 from cre.api.converter import emitted, from_dict
@@ -213,7 +212,7 @@ def _label_errors(labels: Mapping[str, str], path: str, *, reserved: bool) -> It
                 "([prefix/]name, name at most 63 characters)",
                 value=key,
             )
-        if reserved and (key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIX)):
+        if reserved and is_reserved_label_key(key):
             yield FieldError(path=where, message="label key is reserved for CRE", value=key)
         if len(value) > 63 or re.fullmatch(LABEL_VALUE[1:-1], value) is None:
             yield FieldError(
@@ -235,7 +234,7 @@ def _check_template_metadata(model: TemplateMetadata, path: str) -> Iterator[Fie
 def _check_gang(model: GangSchedulerSpec, path: str) -> Iterator[FieldError]:
     key = model.queue_label_key
     where = join(path, "queueLabelKey")
-    if key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIX):
+    if is_reserved_label_key(key):
         yield FieldError(path=where, message="label key is reserved for CRE", value=key)
     if len(key.rpartition("/")[0]) > 253:
         yield FieldError(
