@@ -9,7 +9,9 @@ holds, so the recorded output does not depend on timing; ``sleep`` is scripted c
 
 Steps (one key each): ``waitFor: <state>``, ``createPod: {name, launcher, node}``,
 ``terminate: {pod, exitCode, log, reason}``, ``waiting: {pod, reason, message}``,
-``disrupt: <pod>``, ``deletePod: <pod>``,
+``crashloop: {pod, exitCode, log}`` (exit moved to lastState, CrashLoopBackOff),
+``disrupt: <pod>``, ``deletePod: <pod>``, ``waitPrefetched: <pod>`` (the controller holds the
+failed container's log), ``waitTombstone: <pod>`` (the controller saw the failed pod deleted),
 ``log: {pod, text}``, ``sleep: <seconds>``, ``finishWorkload: {failed, message}``,
 ``deleteWorkload: {}``, ``deleteJob: {}``, ``createForeignWorkload: {}``, ``waitTrainJob: {}``,
 ``waitNewTrainJob: {}`` (a TrainJob other than the one the Job referenced), ``waitGone: {}``,
@@ -110,6 +112,17 @@ async def _step(h: JobHarness, job: str, step: dict[str, Any], index: int) -> No
     elif verb == "terminate":
         await h.script.terminate(arg["pod"], exit_code=int(arg["exitCode"]),
                                  log=str(arg.get("log", "")), reason=arg.get("reason", "Error"))
+    elif verb == "crashloop":
+        await h.script.crashloop(arg["pod"], exit_code=int(arg["exitCode"]),
+                                 log=str(arg.get("log", "")))
+    elif verb == "waitPrefetched":
+        # The controller read the failed container's log (before the pod is deleted).
+        await h.wait_until(lambda: str(arg) in h.controller.prefetcher.pods_of(h.job_key(job)),
+                           what=f"steps[{index}]: log prefetch of {arg}")
+    elif verb == "waitTombstone":
+        # The controller saw the failed pod's deletion and kept its last state.
+        await h.wait_until(lambda: str(arg) in h.controller.tombstones(h.job_key(job)),
+                           what=f"steps[{index}]: tombstone of {arg}")
     elif verb == "log":
         h.script.append_log(h.namespace, arg["pod"], arg.get("container", "node"),
                             str(arg["text"]))
