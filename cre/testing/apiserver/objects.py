@@ -4,7 +4,8 @@ This is the part of ``k8s.io/apiserver/pkg/registry/generic/registry/store.go`` 
 per-kind strategies that a controller can observe: server-set metadata, optimistic concurrency,
 the status subresource split, ``generation`` moving only on spec changes, no-op writes that do
 not bump the revision, finalizers holding a deleted object, graceful pod deletion, and
-``dryRun=All``. HTTP parsing lives in :mod:`.server`; garbage collection in :mod:`.gc`.
+``dryRun=All``. HTTP parsing lives in :mod:`.server`; PATCH and apply in :mod:`.patchverb`;
+DELETE in :mod:`.deletion`; garbage collection in :mod:`.gc`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any
 
 import attrs
 
-from . import crdstatus, deletion, errors, patching
+from . import crdstatus, deletion, errors, patching, patchverb
 from .admission import Admission
 from .convert import core_event_defaults, from_storage, to_storage
 from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
-from .errors import ApiError, StatusCause
+from .errors import StatusCause
 from .meta import (
     dedup_owner_refs,
     generate_name,
@@ -395,8 +396,6 @@ class Objects:
                 fn(stored, True)
         return from_storage(rt, stored)
 
-    # -- patch ---------------------------------------------------------------------------------
-
     def patch(
         self,
         rt: ResourceType,
@@ -408,105 +407,11 @@ class Objects:
         *,
         subresource: str | None = None,
     ) -> tuple[Obj, bool]:
-        """PATCH by content type: ``json``, ``merge``, ``strategic`` or ``apply``."""
-        key = self.key_of(rt, namespace, name)
-        old = self.store.get(rt.bucket, key)
-        if patch_type == "apply":
-            return self._apply(rt, namespace, name, key, old, patch, opts, subresource)
-        if old is None:
-            raise errors.not_found(rt.qualified, name)
-        current = from_storage(rt, old)
-        try:
-            if patch_type == "json":
-                patched = patching.apply_json_patch(current, patch)
-            elif patch_type == "merge":
-                patched = patching.apply_merge_patch(current, patch)
-            else:
-                patched = patching.apply_strategic_merge_patch(current, patch, kind=rt.kind)
-        except patching.PatchError as exc:
-            raise _patch_error(exc, patch_type) from exc
-        meta = patched.get("metadata")
-        if not isinstance(meta, dict):
-            meta = patched["metadata"] = {}
-        rv = meta.get("resourceVersion")
-        if rv and rv != old["metadata"].get("resourceVersion"):
-            raise errors.conflict(rt.qualified, name)
-        if meta.get("name") != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
-                f"({name})"
-            )
-        self._check_body_identity(rt, namespace, patched)
-        new = self._merge_for_write(rt, old, patched, subresource)
-        new = patching.record_update(
-            current, new, manager=opts.manager, operation="Update", subresource=subresource,
-            now=self.now(), schema=self.admission.schema_of(rt),
-        )
-        return self._commit(rt, key, old, new, opts), False
+        """PATCH by content type: ``json``, ``merge``, ``strategic`` or ``apply``; see
+        :mod:`.patchverb`. Returns (object, created)."""
+        return patchverb.patch(self, rt, namespace, name, patch_type, patch, opts,
+                               subresource=subresource)
 
-    def _apply(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        name: str,
-        key: Key,
-        old: Obj | None,
-        applied: Any,
-        opts: WriteOptions,
-        subresource: str | None,
-    ) -> tuple[Obj, bool]:
-        if not isinstance(applied, dict):
-            raise errors.bad_request("error decoding patch: apply patch must be an object")
-        self._check_body_identity(rt, namespace, applied)
-        meta = applied["metadata"]
-        if meta.get("name") not in (None, name):
-            raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
-                f"({name})"
-            )
-        meta["name"] = name
-        live = None if old is None else from_storage(rt, old)
-        try:
-            if subresource == "status":
-                reset = tuple(k for k in applied if k not in ("status", "metadata", "apiVersion",
-                                                              "kind"))
-            else:
-                reset = ("status",) if "status" in rt.subresources else ()
-            result = patching.server_side_apply(
-                live, applied, manager=opts.manager, force=opts.force, subresource=subresource,
-                now=self.now(), schema=self.admission.schema_of(rt), reset_fields=reset,
-            )
-        except patching.ApplyConflict as exc:
-            raise _apply_conflict(exc) from exc
-        except patching.PatchError as exc:
-            raise _patch_error(exc, "apply") from exc
-        if old is None:
-            if subresource is not None:
-                raise errors.not_found(rt.qualified, name)
-            result["metadata"].pop("resourceVersion", None)
-            managed = result["metadata"].get("managedFields")
-            created = self.create(rt, namespace, result, opts)
-            if managed is not None and created["metadata"].get("managedFields") != managed:
-                # keep the apply ownership, not the Update entry that create records
-                created = self._restore_managed(rt, key, created, managed, opts)
-            return created, True
-        rv = meta.get("resourceVersion")
-        if rv and rv != old["metadata"].get("resourceVersion"):
-            raise errors.conflict(rt.qualified, name)
-        new = self._merge_for_write(rt, old, result, subresource)
-        return self._commit(rt, key, old, new, opts), False
-
-    def _restore_managed(
-        self, rt: ResourceType, key: Key, created: Obj, managed: Any, opts: WriteOptions
-    ) -> Obj:
-        fixed = {**created, "metadata": {**created["metadata"], "managedFields": managed}}
-        if opts.dry_run:
-            return fixed
-        stored = self.store.get(rt.bucket, key)
-        assert stored is not None
-        # Same revision: the create and its ownership record are one write.
-        stored["metadata"]["managedFields"] = managed
-        return fixed
     def delete(
         self, rt: ResourceType, namespace: str, name: str, opts: DeleteOptions
     ) -> tuple[Obj, bool]:
@@ -548,30 +453,6 @@ def _same_ignoring_managed(old: Obj, new: Obj) -> bool:
 
 def _go_strings(values: list[str]) -> str:
     return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
-
-
-def _patch_error(exc: patching.PatchError, patch_type: str) -> ApiError:
-    if exc.code == 413:
-        return errors.ApiError(
-            code=413,
-            reason=errors.Reason.REQUEST_ENTITY_TOO_LARGE,
-            message=f"Request entity too large: {exc.message}",
-        )
-    if exc.code == 400:
-        return errors.bad_request(f"error decoding patch: {exc.message}")
-    if patch_type == "json":
-        return errors.generic_invalid()
-    return errors.ApiError(code=exc.code, reason=errors.Reason.INVALID, message=exc.message,
-                           details={})
-
-
-def _apply_conflict(exc: patching.ApplyConflict) -> ApiError:
-    return ApiError(
-        code=409,
-        reason=errors.Reason.CONFLICT,
-        message=exc.message,
-        details={"causes": exc.causes()},
-    )
 
 
 __all__ = ["CRD_CLEANUP_FINALIZER", "DeleteOptions", "Objects", "WriteOptions", "micro_time"]
