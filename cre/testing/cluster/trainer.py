@@ -242,8 +242,7 @@ def build_jobset(tj: Mapping[str, Any], runtime: Mapping[str, Any]) -> Obj:
                     {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"}])
     js_spec["suspend"] = bool(tspec.get("suspend"))
     js_meta: Obj = {"name": name_of(tj), "namespace": ns_of(tj),
-                    "ownerReferences": [owner_ref({"apiVersion": "trainer.kubeflow.org/v1alpha1",
-                                                   "kind": "TrainJob", "metadata": meta(tj)})]}
+                    "ownerReferences": _owned_by(tj)}
     if js_labels:
         js_meta["labels"] = js_labels
     if js_annotations:
@@ -292,15 +291,18 @@ def _mpi_volumes(tj: Mapping[str, Any], pod_spec: Obj, node: Obj, *, launcher: b
     node["volumeMounts"] = strategic_merge(node.get("volumeMounts") or [], mounts)
 
 
+def _owned_by(tj: Mapping[str, Any]) -> list[Obj]:
+    """``ownerReferences`` naming the TrainJob as controller (JobSet, hostfile, SSH Secret)."""
+    return [owner_ref({"apiVersion": TRAINJOBS.api_version, "kind": TRAINJOBS.kind,
+                       "metadata": meta(tj)})]
+
+
 def ssh_secret(tj: Mapping[str, Any]) -> Obj:
     """The MPI SSH Secret (placeholder key material; nothing in the simulator uses SSH)."""
     return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
             "immutable": True,
             "metadata": {"name": f"{name_of(tj)}-mpi-ssh-auth", "namespace": ns_of(tj),
-                         "ownerReferences": [owner_ref({"apiVersion":
-                                                        "trainer.kubeflow.org/v1alpha1",
-                                                        "kind": "TrainJob",
-                                                        "metadata": meta(tj)})]},
+                         "ownerReferences": _owned_by(tj)},
             "stringData": {"ssh-privatekey": "-----BEGIN EC PRIVATE KEY-----\nsimulated\n"
                            "-----END EC PRIVATE KEY-----\n",
                            "ssh-publickey": f"ecdsa-sha2-nistp521 c2ltdWxhdGVk {name_of(tj)}\n"}}
@@ -319,8 +321,5 @@ def hostfile_configmap(tj: Mapping[str, Any], runtime: Mapping[str, Any], js: Ob
                       for i in range(count)]
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": f"{name_of(tj)}-mpi-hostfile", "namespace": ns_of(tj),
-                         "ownerReferences": [owner_ref({"apiVersion":
-                                                        "trainer.kubeflow.org/v1alpha1",
-                                                        "kind": "TrainJob",
-                                                        "metadata": meta(tj)})]},
+                         "ownerReferences": _owned_by(tj)},
             "data": {"hostfile": "\n".join(lines) + "\n"}}
