@@ -119,6 +119,16 @@ def _get_path(obj: Any, path: str) -> Any:
     return obj
 
 
+def _selectors(item: Mapping[str, Any]) -> dict[str, str]:
+    """The list/watch query selecting the objects a ``wait`` item names (labels, name)."""
+    query: dict[str, str] = {}
+    if item.get("labels"):
+        query["labelSelector"] = ",".join(f"{k}={v}" for k, v in item["labels"].items())
+    if item.get("name"):
+        query["fieldSelector"] = f"metadata.name={item['name']}"
+    return query
+
+
 def _matches(obj: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
     meta = obj.get("metadata") or {}
     if item.get("name") and meta.get("name") != item["name"]:
@@ -161,11 +171,7 @@ class ScenarioRun:
 
     async def _list(self, res: Resource, item: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
                                                                           str]:
-        query: dict[str, str] = {}
-        if item.get("labels"):
-            query["labelSelector"] = ",".join(f"{k}={v}" for k, v in item["labels"].items())
-        if item.get("name"):
-            query["fieldSelector"] = f"metadata.name={item['name']}"
+        query = _selectors(item)
         ns = None if not res.namespaced else self.namespace
         got = await self.client.list(res, namespace=ns, query=query)
         items = sorted(got.get("items", []), key=lambda o: (
@@ -202,11 +208,7 @@ class ScenarioRun:
 
     async def _next_event(self, res: Resource, item: Mapping[str, Any], rv: str) -> None:
         """Return after the first watch event past ``rv`` for the awaited objects."""
-        query: dict[str, str] = {"watch": "true", "resourceVersion": rv}
-        if item.get("labels"):
-            query["labelSelector"] = ",".join(f"{k}={v}" for k, v in item["labels"].items())
-        if item.get("name"):
-            query["fieldSelector"] = f"metadata.name={item['name']}"
+        query = {"watch": "true", "resourceVersion": rv, **_selectors(item)}
         ns = None if not res.namespaced else self.namespace
         try:
             async with self.client.stream_lines(res.path(namespace=ns), query=query) as lines:
