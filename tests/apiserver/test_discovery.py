@@ -69,3 +69,24 @@ async def test_pod_table(client: Client) -> None:
     assert cols == ["Name", "Ready", "Status", "Restarts", "Age"]
     assert body["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", "0"]
     assert body["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+
+
+async def test_pod_table_wide_columns(client: Client) -> None:
+    """The wide pod columns are IP (first podIPs), Node, Nominated Node and Readiness Gates."""
+    body = pod("p", node="n1")
+    body["spec"]["readinessGates"] = [{"conditionType": "example.com/a"},
+                                      {"conditionType": "example.com/b"}]
+    await client.post(PODS, body)
+    await client.patch(PODS + "/p/status", {"status": {
+        "podIPs": [{"ip": "10.0.0.7"}], "nominatedNodeName": "n2",
+        "conditions": [{"type": "example.com/a", "status": "True"},
+                       {"type": "example.com/b", "status": "False"}]}},
+        "application/merge-patch+json")
+    await client.post(PODS, pod("q"))
+    _, table, _ = await client.get(PODS, headers={"Accept": TABLE})
+    wide = [i for i, c in enumerate(table["columnDefinitions"]) if c["priority"] == 1]
+    assert [table["columnDefinitions"][i]["name"] for i in wide] == [
+        "IP", "Node", "Nominated Node", "Readiness Gates"]
+    rows = {r["cells"][0]: [r["cells"][i] for i in wide] for r in table["rows"]}
+    assert rows == {"p": ["10.0.0.7", "n1", "n2", "1/2"],
+                    "q": ["<none>", "<none>", "<none>", "<none>"]}

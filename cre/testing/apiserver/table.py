@@ -100,6 +100,28 @@ def _col(name: str, *, type_: str = "string", fmt: str = "", desc: str = "", pri
 Column = tuple[dict[str, Any], Any]  # definition, cell function (server, obj) -> value
 
 
+def _pod_ip(pod: Obj) -> str:
+    """The first of ``status.podIPs`` (the printer reads that list, not ``podIP``)."""
+    ips = (pod.get("status") or {}).get("podIPs") or []
+    first = ips[0].get("ip") if ips and isinstance(ips[0], dict) else None
+    return str(first) if first else "<none>"
+
+
+def _readiness_gates(pod: Obj) -> str:
+    """``<true>/<total>`` over ``spec.readinessGates``, ``<none>`` without gates."""
+    gates = (pod.get("spec") or {}).get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    true = 0
+    for gate in gates:
+        for cond in conditions:
+            if cond.get("type") == gate.get("conditionType"):
+                true += cond.get("status") == "True"
+                break
+    return f"{true}/{len(gates)}"
+
+
 def _builtin_columns(rt: ResourceType) -> list[Column]:
     name = (_col("Name", fmt="name", desc=NAME_DESC), lambda s, o: o["metadata"].get("name", ""))
     age = (_col("Age", desc=AGE_DESC),
@@ -118,9 +140,15 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
             age,
             (_col("IP", desc="IP address allocated to the pod. Routable at least within the "
                   "cluster. Empty if not yet allocated.", priority=1),
-             lambda s, o: (o.get("status") or {}).get("podIP") or "<none>"),
+             lambda s, o: _pod_ip(o)),
             (_col("Node", desc="Name of the node this pod is assigned to.", priority=1),
              lambda s, o: (o.get("spec") or {}).get("nodeName") or "<none>"),
+            (_col("Nominated Node", desc="The node a preempting pod expects to be scheduled "
+                  "on once its victims are gone; not a guarantee.", priority=1),
+             lambda s, o: (o.get("status") or {}).get("nominatedNodeName") or "<none>"),
+            (_col("Readiness Gates", desc="Extra pod conditions that must be True for the pod "
+                  "to be ready.", priority=1),
+             lambda s, o: _readiness_gates(o)),
         ]
     if rt.kind == "Node" and rt.group == "":
         return [
