@@ -171,6 +171,15 @@ def _jobset() -> dict[str, Any]:
     return js
 
 
+def _child_job(rjob: str, *, uid: str, condition: str) -> dict[str, Any]:
+    """Job 0 of replicated job ``rjob`` of ``_jobset()`` (attempt 0), ``condition`` True."""
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": f"ar-workload-{rjob}-0", "namespace": "ns", "uid": uid,
+        "labels": {jobset.RJOB_NAME: rjob, jobset.RESTART_ATTEMPT: "0"},
+        "ownerReferences": [{"uid": "js-uid", "controller": True}]},
+        "status": {"conditions": [{"type": condition, "status": "True"}]}}
+
+
 def test_jobset_creates_workers_first_and_launcher_on_ready() -> None:
     """dependsOn Ready: only the node Job at first; the launcher once the node Job is ready."""
     js = _jobset()
@@ -188,11 +197,7 @@ def test_jobset_creates_workers_first_and_launcher_on_ready() -> None:
 def test_jobset_success_policy_and_failure() -> None:
     """The launcher completing completes the JobSet; a failed Job fails it with FailedJobs."""
     js = _jobset()
-    done = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-        "name": "ar-workload-launcher-0", "namespace": "ns", "uid": "l",
-        "labels": {jobset.RJOB_NAME: "launcher", jobset.RESTART_ATTEMPT: "0"},
-        "ownerReferences": [{"uid": "js-uid", "controller": True}]},
-        "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    done = _child_job("launcher", uid="l", condition="Complete")
     out = jobset.step(World.of([js, done]), T0, CFG)
     (p,) = [a for a in out.actions if isinstance(a, Patch) and a.resource == JOBSETS]
     assert p.patch["status"]["conditions"][-1]["reason"] == "AllJobsCompleted"
@@ -209,11 +214,7 @@ def test_jobset_restart_bumps_attempt() -> None:
     """With failurePolicy maxRestarts 1 a failed Job raises status.restarts instead of failing."""
     js = _jobset()
     js["spec"]["failurePolicy"] = {"maxRestarts": 1}
-    failed = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-        "name": "ar-workload-node-0", "namespace": "ns", "uid": "n",
-        "labels": {jobset.RJOB_NAME: "node", jobset.RESTART_ATTEMPT: "0"},
-        "ownerReferences": [{"uid": "js-uid", "controller": True}]},
-        "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
+    failed = _child_job("node", uid="n", condition="Failed")
     out = jobset.step(World.of([js, failed]), T0, CFG)
     (p,) = [a for a in out.actions if isinstance(a, Patch) and a.resource == JOBSETS]
     assert p.patch["status"]["restarts"] == 1
