@@ -30,6 +30,17 @@ async def _apply(cluster: Any) -> None:
         await cluster.client.create(res, obj)
 
 
+async def _running_launcher(cluster: Any) -> str:
+    """Apply the TrainJob with launchers that hang; the name of the first Running launcher."""
+    cluster.add_override(Override(behaviour=Behaviour.HANG, role=Role.LAUNCHER))
+    await _apply(cluster)
+    world = await cluster.wait_for(lambda w: any(
+        (p.get("status") or {}).get("phase") == "Running" for p in _launchers(w)))
+    name: str = next(p for p in _launchers(world)
+                     if p["status"]["phase"] == "Running")["metadata"]["name"]
+    return name
+
+
 async def test_trainjob_runs_to_completion_with_logs(
         simulated_cluster: SimulatedCluster) -> None:
     """Nodes register Ready, a TrainJob completes, and the launcher log is readable over HTTP."""
@@ -50,12 +61,7 @@ async def test_trainjob_runs_to_completion_with_logs(
 async def test_eviction_and_node_not_ready(kube_emulator: Emulator) -> None:
     """An evicted launcher fails with DisruptionTarget True; a NotReady node gets tainted."""
     async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
-        cluster.add_override(Override(behaviour=Behaviour.HANG, role=Role.LAUNCHER))
-        await _apply(cluster)
-        world = await cluster.wait_for(lambda w: any(
-            (p.get("status") or {}).get("phase") == "Running" for p in _launchers(w)))
-        victim = next(p for p in _launchers(world) if p["status"]["phase"] == "Running")
-        name = victim["metadata"]["name"]
+        name = await _running_launcher(cluster)
         await cluster.evict_pod("default", name)
 
         def evicted(w: World) -> bool:
@@ -75,12 +81,7 @@ async def test_preemption_sets_disruption_target_then_the_pod_fails(
         kube_emulator: Emulator) -> None:
     """A preempted launcher carries DisruptionTarget PreemptionByScheduler and ends Failed."""
     async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
-        cluster.add_override(Override(behaviour=Behaviour.HANG, role=Role.LAUNCHER))
-        await _apply(cluster)
-        world = await cluster.wait_for(lambda w: any(
-            (p.get("status") or {}).get("phase") == "Running" for p in _launchers(w)))
-        name = next(p for p in _launchers(world)
-                    if p["status"]["phase"] == "Running")["metadata"]["name"]
+        name = await _running_launcher(cluster)
         await cluster.preempt_pod("default", name)
         seen: dict[str, Any] = {}
 
