@@ -104,8 +104,8 @@ async def test_json_patch_failure_is_generic_422(client: Client) -> None:
 async def test_server_side_apply_conflict_and_force(client: Client) -> None:
     """Apply by a second manager on a field another owns is 409 unless force=true."""
     cms = "/api/v1/namespaces/default/configmaps"
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
-            "data": {"k": "1"}}
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                            "data": {"k": "1"}}
     status, _, _ = await client.patch(cms + "/c?fieldManager=one", body,
                                       "application/apply-patch+yaml")
     assert status == 201
@@ -134,3 +134,58 @@ async def test_node_status_and_cluster_scope(client: Client, emu: Emulator) -> N
     status, body, _ = await client.put("/api/v1/nodes/n1/status", node)
     assert status == 200, body
     assert body["status"]["conditions"][0]["type"] == "Ready"
+
+
+async def test_job_defaults_and_generated_selector(client: Client) -> None:
+    """A created Job reads back with SetDefaults_Job fields, the template's labels, and a
+    selector on its uid matched by the labels added to its pod template."""
+    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"metadata": {"labels": {"app": "x"}},
+                                  "spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "x"}]}}}}
+    status, job, _ = await client.post(JOBS, body)
+    assert status == 201, job
+    uid = job["metadata"]["uid"]
+    spec = job["spec"]
+    assert {k: spec[k] for k in ("completions", "parallelism", "backoffLimit", "completionMode",
+                                 "suspend", "podReplacementPolicy")} == {
+        "completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
+        "suspend": False, "podReplacementPolicy": "TerminatingOrFailed"}
+    assert job["metadata"]["labels"] == {"app": "x"}
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert spec["template"]["metadata"]["labels"] == {
+        "app": "x", "job-name": "j", "batch.kubernetes.io/job-name": "j",
+        "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid}
+    status, other, _ = await client.post(JOBS, {
+        **job_with_condition_rule(), "metadata": {"name": "k"},
+        "spec": {**job_with_condition_rule()["spec"], "parallelism": 3,
+                 "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+                     "operator": "In", "values": [42]}}]}}})
+    assert status == 201, other
+    assert "completions" not in other["spec"]
+    assert other["spec"]["podReplacementPolicy"] == "Failed"
+    assert other["metadata"]["labels"] == {
+        "job-name": "k", "batch.kubernetes.io/job-name": "k",
+        "controller-uid": other["metadata"]["uid"],
+        "batch.kubernetes.io/controller-uid": other["metadata"]["uid"]}
+
+
+async def test_job_table_columns(client: Client, emu: Emulator) -> None:
+    """The Job table has Status, Completions (with "of N" for work queues), Duration, Age and
+    the wide template columns."""
+    await client.post(JOBS, {**job_with_condition_rule(), "metadata": {"name": "k"},
+                             "spec": {**job_with_condition_rule()["spec"], "parallelism": 3,
+                                      "podFailurePolicy": None}})
+    await client.patch(JOBS + "/k/status", {"status": {
+        "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:01:30Z",
+        "succeeded": 1, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True"},
+            {"type": "Complete", "status": "True"}]}}, "application/merge-patch+json")
+    table_type = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    _, table, _ = await client.get(JOBS, headers={"Accept": table_type})
+    names = [c["name"] for c in table["columnDefinitions"]]
+    assert names == ["Name", "Status", "Completions", "Duration", "Age", "Containers", "Images",
+                     "Selector"]
+    cells = table["rows"][0]["cells"]
+    assert cells[:4] == ["k", "Complete", "1/1 of 3", "90s"]
+    assert cells[5:7] == ["c", "x"]

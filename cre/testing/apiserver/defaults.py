@@ -1,4 +1,5 @@
-"""Server-side defaults of apps/v1 workloads and PDBs, applied on every write as decoding does.
+"""Server-side defaults of apps/v1 workloads, batch/v1 Jobs and PDBs, applied on every write as
+decoding does; plus the selector a Job gets on create.
 
 The real server runs each group's generated defaulting functions when it decodes a request, so a
 Deployment stored without ``replicas`` or ``strategy`` reads back with them, and clients that
@@ -7,9 +8,10 @@ fields as on a cluster. This module fills the top-level spec defaults of ``pkg/a
 (replicas, revision history, Deployment strategy and progress deadline, StatefulSet management
 and update strategies, DaemonSet update strategy) and the status counters that Go's non-pointer
 int32 fields always serialize (a ReplicaSet's ``status.replicas``, a PodDisruptionBudget's
-``disruptionsAllowed`` ...). Left out: the pod-template defaults
-(``dnsPolicy``, ``schedulerName``, per-container ``terminationMessagePath`` ...), which no CRE
-path reads.
+``disruptionsAllowed`` ...); a Job's ``SetDefaults_Job`` fields and its generated selector and
+template labels. Left out: defaulting ``onPodConditions[].status`` (version-dependent), and
+the pod-template defaults (``dnsPolicy``, ``schedulerName``, per-container
+``terminationMessagePath`` ...), which no CRE path reads.
 """
 
 from __future__ import annotations
@@ -69,8 +71,60 @@ def _replicaset(spec: Obj) -> None:
     _fill(spec, {"replicas": 1})
 
 
+def _job(spec: Obj) -> None:
+    """``SetDefaults_Job``: both counts 1 when both are unset, otherwise parallelism 1;
+    backoffLimit 6 (MaxInt32 with backoffLimitPerIndex); NonIndexed; not suspended; pods
+    replaced once terminating unless a podFailurePolicy asks to wait for them to fail."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    limit = _MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6
+    replacement = "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed"
+    _fill(spec, {"parallelism": 1, "backoffLimit": limit, "completionMode": "NonIndexed",
+                 "suspend": False, "podReplacementPolicy": replacement})
+
+
+_MAX_INT32 = 2**31 - 1
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def generate_job_selector(job: Obj) -> None:
+    """On create, unless ``spec.manualSelector`` is true: label the pod template with the job's
+    name and uid (legacy and ``batch.kubernetes.io/`` keys, user values kept) and select on
+    ``batch.kubernetes.io/controller-uid`` (``pkg/registry/batch/job/strategy.go``)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector") is True:
+        return
+    meta = job.get("metadata") or {}
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return
+    tmeta = template.setdefault("metadata", {})
+    if not isinstance(tmeta, dict):
+        return
+    labels = tmeta.get("labels")
+    if isinstance(labels, dict) and labels and not meta.get("labels"):
+        # Decoding the request already copied the template's labels to the Job; a Job whose
+        # template had none gets the generated ones when it is read back (apply_builtin_defaults).
+        meta["labels"] = dict(labels)
+    if not isinstance(labels, dict):
+        labels = tmeta["labels"] = {}
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, str(meta.get("name", "")))
+    for key in JOB_UID_LABELS:
+        labels.setdefault(key, str(meta.get("uid", "")))
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    match = selector.get("matchLabels")
+    if not isinstance(match, dict):
+        match = selector["matchLabels"] = {}
+    match.setdefault(JOB_UID_LABELS[1], str(meta.get("uid", "")))
+
+
 _BY_KIND = {"Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset,
             "ReplicaSet": _replicaset}
+_BY_GROUP_KIND = {**{("apps", k): fn for k, fn in _BY_KIND.items()}, ("batch", "Job"): _job}
 
 
 # Status counters that are plain (non-pointer, non-omitempty) int32s in Go: a decoded status
@@ -89,7 +143,7 @@ def apply_builtin_defaults(obj: Obj) -> Obj:
     """`obj` with the defaults of its kind filled in (a copy when anything changes)."""
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
     kind = str(obj.get("kind", ""))
-    fill = _BY_KIND.get(kind) if group == "apps" else None
+    fill = _BY_GROUP_KIND.get((group, kind))
     counters = _ZERO_STATUS.get((group, kind), ())
     out = obj
     spec = obj.get("spec")
@@ -99,6 +153,13 @@ def apply_builtin_defaults(obj: Obj) -> Obj:
         if new_spec != spec:
             out = dict(out)
             out["spec"] = new_spec
+    if (group, kind) == ("batch", "Job") and isinstance(spec, dict):
+        # A Job without labels takes its pod template's (as decoded, before selector generation).
+        tlabels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+        meta = obj.get("metadata") or {}
+        if isinstance(tlabels, dict) and tlabels and not meta.get("labels"):
+            out = dict(out)
+            out["metadata"] = {**meta, "labels": dict(tlabels)}
     status = obj.get("status")
     if counters and isinstance(status, dict) and any(c not in status for c in counters):
         out = dict(out)

@@ -21,6 +21,7 @@ import attrs
 from . import crdstatus, deletion, errors, patching, patchverb
 from .admission import Admission
 from .convert import core_event_defaults, from_storage, to_storage
+from .defaults import generate_job_selector
 from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
 from .errors import StatusCause
 from .meta import (
@@ -164,6 +165,8 @@ class Objects:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = generate_name(str(meta["generateName"]), self.rng)
             generated = True
+        if rt.kind == "Job" and rt.group == "batch":
+            generate_job_selector(body)
         causes = validate_metadata(body, namespaced=rt.namespaced)
         if causes:
             raise errors.invalid_object(rt.qualified, str(meta.get("name", "")), causes)

@@ -166,8 +166,9 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
     if rt.kind == "Job" and rt.group == "batch":
         return [name, (_col("Status", desc="Status of the job."), lambda s, o: _job_status(o)),
                 (_col("Completions", desc="The completion status of the job."),
-                 lambda s, o: f"{(o.get('status') or {}).get('succeeded', 0)}/"
-                 f"{(o.get('spec') or {}).get('completions', 1)}"), age]
+                 lambda s, o: _job_completions(o)),
+                (_col("Duration", desc="Time required to complete the job."),
+                 _job_duration), age, *_TEMPLATE_COLUMNS]
     if rt.kind == "Lease":
         return [name, (_col("Holder", desc="The holder of the lease."),
                        lambda s, o: (o.get("spec") or {}).get("holderIdentity", "")), age]
@@ -454,6 +455,33 @@ def _job_status(job: Obj) -> str:
         if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
             return str(c["type"])
     return "Running"
+
+
+def _job_completions(job: Obj) -> str:
+    """``succeeded/completions``; without completions ``succeeded/1`` (``of <parallelism>``
+    when more than one pod runs at a time), as the Job printer writes it."""
+    succeeded = int((job.get("status") or {}).get("succeeded") or 0)
+    spec = job.get("spec") or {}
+    if spec.get("completions") is not None:
+        return f"{succeeded}/{spec['completions']}"
+    parallelism = int(spec.get("parallelism") or 0)
+    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+
+
+def _job_duration(server: ApiServer, job: Obj) -> str:
+    """From ``startTime`` to ``completionTime`` (or now); empty before the job started."""
+    status = job.get("status") or {}
+    if not status.get("startTime"):
+        return ""
+    try:
+        start = parse_time(str(status["startTime"]))
+        end = (parse_time(str(status["completionTime"])) if status.get("completionTime")
+               else server.clock())
+    except ValueError:
+        return ""
+    if end.tzinfo is None:
+        end = end.replace(tzinfo=UTC)
+    return human_duration(max((end - start).total_seconds(), 0))
 
 
 def now_utc() -> datetime:
