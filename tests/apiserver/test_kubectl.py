@@ -191,6 +191,44 @@ async def test_logs(kubectl: Kubectl, emu_crds: Emulator) -> None:
     assert out == "three\n"
 
 
+async def test_logs_previous_and_follow(kubectl: Kubectl, emu_crds: Emulator) -> None:
+    """kubectl logs --previous reads the rotated log; logs -f streams lines appended later."""
+    await kubectl.apply(POD)
+    await kubectl.run("patch", "pod", "web", "--type", "merge", "-p", '{"spec":{"nodeName":"n1"}}')
+    emu_crds.append_log("default", "web", "c", "crashed\n")
+    emu_crds.rotate_log("default", "web", "c")
+    emu_crds.append_log("default", "web", "c", "restarted\n")
+    _, out, _ = await kubectl.run("logs", "web", "--previous")
+    assert out == "crashed\n"
+    assert KUBECTL is not None
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "logs", "-f", "web", env=kubectl.env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        first = (await proc.stdout.readline()).decode()
+        emu_crds.append_log("default", "web", "c", "streamed\n")
+        second = (await proc.stdout.readline()).decode()
+    finally:
+        proc.kill()
+        await proc.wait()
+    assert (first, second) == ("restarted\n", "streamed\n")
+
+
+async def test_delete_cascade_background(kubectl: Kubectl, emu_crds: Emulator) -> None:
+    """--cascade=background deletes the owner at once; the GC then removes the dependent."""
+    await kubectl.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owner\n")
+    uid = (await kubectl.json("get", "cm", "owner"))["metadata"]["uid"]
+    await kubectl.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dep\n"
+                        f"  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: owner, "
+                        f"uid: {uid}}}\n")
+    _, out, _ = await kubectl.run("delete", "cm", "owner", "--cascade=background")
+    assert out == 'configmap "owner" deleted\n'
+    await emu_crds.settle()
+    names = [c["metadata"]["name"] for c in (await kubectl.json("get", "cm"))["items"]]
+    assert names == []
+
+
 async def test_explain_custom_resource(kubectl: Kubectl) -> None:
     """kubectl explain renders a CRD's schema from /openapi/v3."""
     _, out, _ = await kubectl.run("explain", "trainjobs.spec.trainer")
