@@ -251,6 +251,9 @@ class JobController:
         if obj is None or not job:
             return
         key = _key(obj.namespace, job)
+        if self._settled(key):
+            self.queue.add_after(key, WORKER_POD_COALESCE)
+            return
         if etype == EventType.DELETED and old is not None and has_failed_container(old):
             # Deleted (by JobSet, or by the worker Job past its backoffLimit) before the Job's
             # failure may have been recorded: keep its last state for the verdict.
@@ -272,9 +275,11 @@ class JobController:
         if obj is None or not job:
             return
         key = _key(obj.namespace, job)
-        if etype == EventType.DELETED and old is not None and has_failed_container(old):
+        settled = self._settled(key)
+        if not settled and etype == EventType.DELETED and old is not None and has_failed_container(
+                old):
             self.departed_launchers.remember(key, old)
-        if new is not None:
+        if new is not None and not settled:
             # The pod is about to be deleted: read its log now, not when a worker is free.
             for container, previous in new_failures(old, new):
                 self.prefetcher.request(new, container, previous=previous, owner=key,
@@ -282,6 +287,12 @@ class JobController:
         # Every launcher change, and above all its first non-zero exit, goes straight to a
         # worker (no delay, no rate limit).
         self.queue.add(key)
+
+    def _settled(self, key: str) -> bool:
+        """Whether the cached Job ``key`` already has its verdict or is being deleted (a pod
+        failure of it will not be recorded: no tombstone, no log read)."""
+        job = self.jobs.store.get(key)
+        return job is not None and (is_terminal(job) or job.metadata.deletion_timestamp is not None)
 
     def _forget_failures(self, key: str) -> None:
         """Drop the tombstones and prefetched tails of Job ``key`` (terminal, being deleted or

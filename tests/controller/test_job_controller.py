@@ -12,6 +12,8 @@ from cre.controller.scenario import JobHarness, condition, is_true
 from cre.core.workload import workload_name
 from cre.kube.client import ApiError
 from cre.kube.executor import JOBS
+from cre.kube.informer import EventType
+from cre.kube.projections import pod_view
 from cre.testing.apiserver import Emulator
 
 pytestmark = pytest.mark.anyio
@@ -19,6 +21,7 @@ pytestmark = pytest.mark.anyio
 L1 = "j1-workload-launcher-0-0-aaaaa"
 L2 = "j1-workload-launcher-0-0-bbbbb"
 W0 = "j1-workload-node-0-0-ccccc"
+W1 = "j1-workload-node-0-1-ddddd"
 
 
 def _failure_log(job: dict[str, Any]) -> dict[str, Any]:
@@ -267,8 +270,15 @@ async def test_crashlooping_worker_deleted_before_the_verdict_is_recorded(
             record["exitCode"], record["reason"]) == (W0, "node", "gpu-1", 1, "Error")
     assert record["tail"] == "sshd: fatal: Cannot bind any address.\n"
     assert job["status"]["failureClass"]["scope"] == "Workload"
-    assert h.controller.tombstones(key) == frozenset()
-    assert h.controller.prefetcher.pods_of(key) == frozenset()
+    # Dropped by the pass that wrote the verdict, right after its status write landed.
+    await h.wait_until(lambda: not (h.controller.tombstones(key)
+                                    or h.controller.prefetcher.pods_of(key)),
+                       what="tombstones and tails dropped after the verdict")
+    await h.wait_until(lambda: h.controller._settled(key), what="the cache shows the verdict")
+    await h.script.create_pod(W1, job="j1", launcher=False, node="gpu-0")
+    late = pod_view(await h.script.terminate(W1, exit_code=143, log="sshd: terminated\n"))
+    h.controller._on_worker(EventType.DELETED, late, None)
+    assert h.controller.tombstones(key) == frozenset()  # nothing kept for a settled Job
 
 
 async def test_failed_worker_deleted_unprefetched_still_names_the_pod(
