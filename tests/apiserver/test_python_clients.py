@@ -30,15 +30,17 @@ TRAINJOB: dict[str, Any] = {
 }
 
 
-def _official(emu: Emulator) -> kclient.ApiClient:
-    return kconfig.new_client_from_config(config_file=str(emu.kubeconfig_path))
+def _official(emu: Emulator) -> Any:
+    # The generated clients are typed loosely (models vs dicts, optional metadata): Any here.
+    return kconfig.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(emu.kubeconfig_path))
 
 
 async def test_official_client_crud_watch_and_logs(emu_crds: Emulator) -> None:
     """kubernetes (sync): create, label-selected list, conflict, watch, logs, CR merge patch."""
     def scenario() -> dict[str, Any]:
         api = _official(emu_crds)
-        core = kclient.CoreV1Api(api)
+        core: Any = kclient.CoreV1Api(api)
         out: dict[str, Any] = {}
         core.create_namespaced_pod("default", pod("p1", labels={"app": "a"}, node="n1"))
         core.create_namespaced_pod("default", pod("p2", labels={"app": "b"}))
@@ -51,14 +53,15 @@ async def test_official_client_crud_watch_and_logs(emu_crds: Emulator) -> None:
         except kclient.ApiException as exc:
             out["conflict"] = exc.status
         events = []
-        for ev in kwatch.Watch().stream(core.list_namespaced_pod, "default",
+        watcher: Any = kwatch.Watch()  # type: ignore[no-untyped-call]
+        for ev in watcher.stream(core.list_namespaced_pod, "default",
                                         resource_version=pods.metadata.resource_version,
                                         timeout_seconds=1):
             events.append((ev["type"], ev["object"].metadata.name))
         out["events"] = events
         emu_crds.append_log("default", "p1", "main", "hello\n")
         out["log"] = core.read_namespaced_pod_log("p1", "default")
-        custom = kclient.CustomObjectsApi(api)
+        custom: Any = kclient.CustomObjectsApi(api)
         custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "default",
                                                "trainjobs", TRAINJOB)
         patched = custom.patch_namespaced_custom_object(
@@ -80,7 +83,7 @@ async def test_asyncio_client_watch_and_errors(emu_crds: Emulator) -> None:
     """kubernetes_asyncio: Watch sees ADDED/DELETED; a dict CR patch sent as JSON patch is 400."""
     api = await aconfig.new_client_from_config(config_file=str(emu_crds.kubeconfig_path))
     async with api:
-        core = aclient.CoreV1Api(api)
+        core: Any = aclient.CoreV1Api(api)
         lst = await core.list_namespaced_pod("default")
         rv = lst.metadata.resource_version
         await core.create_namespaced_pod("default", pod("p1"))
@@ -91,7 +94,7 @@ async def test_asyncio_client_watch_and_errors(emu_crds: Emulator) -> None:
             async for ev in stream:
                 seen.append((ev["type"], ev["object"].metadata.name))
         assert seen == [("ADDED", "p1"), ("DELETED", "p1")]
-        custom = aclient.CustomObjectsApi(api)
+        custom: Any = aclient.CustomObjectsApi(api)
         await custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1",
                                                      "default", "trainjobs", TRAINJOB)
         with pytest.raises(aclient.ApiException) as exc:
