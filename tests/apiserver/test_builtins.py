@@ -26,7 +26,7 @@ def job_with_condition_rule() -> dict[str, Any]:
 
 @pytest.mark.parametrize(("version", "expected"), [("1.33", 422), ("1.36", 201)])
 async def test_pod_failure_policy_status_by_version(version: str, expected: int) -> None:
-    """onPodConditions without status is rejected at 1.33 and accepted at 1.36."""
+    """onPodConditions without status is rejected at 1.33; at 1.36 it is defaulted to True."""
     async with serve(kubernetes_version=version) as emu, aiohttp.ClientSession() as s:
         client = Client(s, emu.url)
         status, body, _ = await client.post(JOBS, job_with_condition_rule())
@@ -34,6 +34,9 @@ async def test_pod_failure_policy_status_by_version(version: str, expected: int)
         if expected == 422:
             fields = [c["field"] for c in body["details"]["causes"]]
             assert fields == ["spec.podFailurePolicy.rules[0].onPodConditions[0].status"]
+        else:
+            pattern = body["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]
+            assert pattern == {"type": "DisruptionTarget", "status": "True"}
 
 
 async def test_invalid_pod_is_422(client: Client) -> None:

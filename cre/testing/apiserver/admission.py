@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import validation
+from ._causes import parse_version
 from .defaults import apply_builtin_defaults
 from .errors import ApiError, StatusCause, invalid_object
 from .resources import ResourceType
@@ -67,7 +68,7 @@ class Admission:
             obj = schema.default(pruned)
             causes = [_cause(c) for c in schema.validate(obj, old)]
         else:
-            obj = apply_builtin_defaults(obj)
+            obj = apply_builtin_defaults(obj, release=parse_version(self.kubernetes_version))
             causes = [
                 _cause(c)
                 for c in validation.validate_builtin(

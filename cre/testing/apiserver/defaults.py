@@ -9,9 +9,9 @@ fields as on a cluster. This module fills the top-level spec defaults of ``pkg/a
 and update strategies, DaemonSet update strategy) and the status counters that Go's non-pointer
 int32 fields always serialize (a ReplicaSet's ``status.replicas``, a PodDisruptionBudget's
 ``disruptionsAllowed`` ...); a Job's ``SetDefaults_Job`` fields and its generated selector and
-template labels. Left out: defaulting ``onPodConditions[].status`` (version-dependent), and
-the pod-template defaults (``dnsPolicy``, ``schedulerName``, per-container
-``terminationMessagePath`` ...), which no CRE path reads.
+template labels; from 1.35 a missing ``onPodConditions[].status`` becomes ``True`` (1.33/1.34
+reject it in validation instead). Left out: the pod-template defaults (``dnsPolicy``,
+``schedulerName``, per-container ``terminationMessagePath`` ...), which no CRE path reads.
 """
 
 from __future__ import annotations
@@ -69,6 +69,15 @@ def _daemonset(spec: Obj) -> None:
 
 def _replicaset(spec: Obj) -> None:
     _fill(spec, {"replicas": 1})
+
+
+def _pod_failure_status(spec: Obj) -> None:
+    """From 1.35 ``onPodConditions[].status`` is optional and defaults to ``True``."""
+    policy = spec.get("podFailurePolicy")
+    for rule in (policy.get("rules") or []) if isinstance(policy, dict) else []:
+        for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+            if isinstance(pattern, dict) and not pattern.get("status"):
+                pattern["status"] = "True"
 
 
 def _job(spec: Obj) -> None:
@@ -139,8 +148,9 @@ _ZERO_STATUS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-def apply_builtin_defaults(obj: Obj) -> Obj:
-    """`obj` with the defaults of its kind filled in (a copy when anything changes)."""
+def apply_builtin_defaults(obj: Obj, *, release: tuple[int, int] = (1, 33)) -> Obj:
+    """`obj` with the defaults of its kind at Kubernetes `release` filled in (a copy when
+    anything changes)."""
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
     kind = str(obj.get("kind", ""))
     fill = _BY_GROUP_KIND.get((group, kind))
@@ -150,6 +160,8 @@ def apply_builtin_defaults(obj: Obj) -> Obj:
     if fill is not None and isinstance(spec, dict):
         new_spec = clone(spec)
         fill(new_spec)
+        if fill is _job and release >= (1, 35):
+            _pod_failure_status(new_spec)
         if new_spec != spec:
             out = dict(out)
             out["spec"] = new_spec
