@@ -192,3 +192,33 @@ async def test_job_table_columns(client: Client, emu: Emulator) -> None:
     cells = table["rows"][0]["cells"]
     assert cells[:4] == ["k", "Complete", "1/1 of 3", "90s"]
     assert cells[5:7] == ["c", "x"]
+
+
+async def test_pod_and_template_spec_defaults(client: Client) -> None:
+    """Pods and pod templates read back with the PodSpec and container defaults filled in."""
+    body = pod("p")
+    body["spec"]["containers"] = [
+        {"name": "a", "image": "nginx", "ports": [{"containerPort": 80}]},
+        {"name": "b", "image": "registry.local:5000/x:1.2"},
+        {"name": "c", "image": "x@sha256:" + "0" * 64}]
+    del body["apiVersion"], body["kind"]
+    status, created, _ = await client.post(PODS, body)
+    assert status == 201, created
+    spec = created["spec"]
+    assert {k: spec[k] for k in ("dnsPolicy", "restartPolicy", "terminationGracePeriodSeconds",
+                                 "securityContext", "schedulerName", "enableServiceLinks")} == {
+        "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30, "securityContext": {},
+        "schedulerName": "default-scheduler", "enableServiceLinks": True}
+    a, b, c = spec["containers"]
+    assert a == {"name": "a", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                 "terminationMessagePath": "/dev/termination-log",
+                 "terminationMessagePolicy": "File", "imagePullPolicy": "Always",
+                 "resources": {}}
+    assert (b["imagePullPolicy"], c["imagePullPolicy"]) == ("IfNotPresent", "IfNotPresent")
+    _, job, _ = await client.post(JOBS, {**job_with_condition_rule(), "metadata": {"name": "t"},
+                                         "spec": {**job_with_condition_rule()["spec"],
+                                                  "podFailurePolicy": None}})
+    tspec = job["spec"]["template"]["spec"]
+    assert tspec["schedulerName"] == "default-scheduler" and "enableServiceLinks" not in tspec
+    assert tspec["containers"][0]["imagePullPolicy"] == "Always"

@@ -10,12 +10,15 @@ and update strategies, DaemonSet update strategy) and the status counters that G
 int32 fields always serialize (a ReplicaSet's ``status.replicas``, a PodDisruptionBudget's
 ``disruptionsAllowed`` ...); a Job's ``SetDefaults_Job`` fields and its generated selector and
 template labels; from 1.35 a missing ``onPodConditions[].status`` becomes ``True`` (1.33/1.34
-reject it in validation instead). Left out: the pod-template defaults (``dnsPolicy``,
-``schedulerName``, per-container ``terminationMessagePath`` ...), which no CRE path reads.
+reject it in validation instead); pods' and pod templates' ``SetDefaults_PodSpec`` /
+``SetDefaults_Container`` fields (``dnsPolicy``, ``schedulerName``, ``terminationMessagePath``,
+``imagePullPolicy`` ...). Left out: what admission plugins add on a cluster (service-account
+token volume, default tolerations, priority), probe and volume-source defaults.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ._shapes import clone
@@ -131,9 +134,51 @@ def generate_job_selector(job: Obj) -> None:
     match.setdefault(JOB_UID_LABELS[1], str(meta.get("uid", "")))
 
 
+def _container(c: Obj) -> None:
+    """``SetDefaults_Container``: termination message, pull policy (``Always`` for ``:latest``
+    or an untagged name without digest), ``resources: {}``, TCP ports."""
+    image = str(c.get("image") or "")
+    name_part = image.rsplit("/", 1)[-1]
+    tag = "" if "@" in image else (name_part.rpartition(":")[2] if ":" in name_part else "latest")
+    _fill(c, {"terminationMessagePath": "/dev/termination-log",
+              "terminationMessagePolicy": "File",
+              "imagePullPolicy": "Always" if tag == "latest" else "IfNotPresent",
+              "resources": {}})
+    for port in c.get("ports") or []:
+        if isinstance(port, dict):
+            _fill(port, {"protocol": "TCP"})
+
+
+def _pod_spec(spec: Obj) -> None:
+    """``SetDefaults_PodSpec`` and the containers' defaults (pods and pod templates alike)."""
+    _fill(spec, {"dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+                 "terminationGracePeriodSeconds": 30, "securityContext": {},
+                 "schedulerName": "default-scheduler"})
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                _container(c)
+
+
+def _pod(spec: Obj) -> None:
+    _pod_spec(spec)
+    _fill(spec, {"enableServiceLinks": True})  # SetDefaults_Pod: pods only, not templates
+
+
+def _with_template(fill: Callable[[Obj], None]) -> Callable[[Obj], None]:
+    def both(spec: Obj) -> None:
+        fill(spec)
+        template = spec.get("template")
+        tspec = template.get("spec") if isinstance(template, dict) else None
+        if isinstance(tspec, dict):
+            _pod_spec(tspec)
+    return both
+
+
 _BY_KIND = {"Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset,
             "ReplicaSet": _replicaset}
-_BY_GROUP_KIND = {**{("apps", k): fn for k, fn in _BY_KIND.items()}, ("batch", "Job"): _job}
+_BY_GROUP_KIND = {**{("apps", k): _with_template(fn) for k, fn in _BY_KIND.items()},
+                  ("batch", "Job"): _with_template(_job), ("", "Pod"): _pod}
 
 
 # Status counters that are plain (non-pointer, non-omitempty) int32s in Go: a decoded status
@@ -160,7 +205,7 @@ def apply_builtin_defaults(obj: Obj, *, release: tuple[int, int] = (1, 33)) -> O
     if fill is not None and isinstance(spec, dict):
         new_spec = clone(spec)
         fill(new_spec)
-        if fill is _job and release >= (1, 35):
+        if kind == "Job" and release >= (1, 35):
             _pod_failure_status(new_spec)
         if new_spec != spec:
             out = dict(out)
