@@ -222,3 +222,12 @@ async def test_pod_and_template_spec_defaults(client: Client) -> None:
     tspec = job["spec"]["template"]["spec"]
     assert tspec["schedulerName"] == "default-scheduler" and "enableServiceLinks" not in tspec
     assert tspec["containers"][0]["imagePullPolicy"] == "Always"
+
+
+async def test_default_kubernetes_service_exists(client: Client) -> None:
+    """Like kube-apiserver, the emulator publishes itself as the default/kubernetes Service."""
+    status, svc, _ = await client.get("/api/v1/namespaces/default/services/kubernetes")
+    assert status == 200, svc
+    assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    assert svc["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP",
+                                     "targetPort": 6443}]

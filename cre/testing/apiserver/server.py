@@ -101,6 +101,22 @@ class ApiServer:
             self.objects.create(
                 ns_rt, "", {"metadata": {"name": ns}}, WriteOptions(manager="kube-apiserver")
             )
+        svc_rt = self.registry.get("", "v1", "services")
+        assert svc_rt is not None
+        # kube-apiserver publishes itself as default/kubernetes (its controlplane controller).
+        # Its uid comes from a side generator so the seeded names and uids of everything a test
+        # creates stay what they were without it.
+        seeded, self.objects.rng = self.objects.rng, random.Random(f"{seed}/kubernetes-service")
+        self.objects.create(svc_rt, "default", {
+            "metadata": {"name": "kubernetes",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+                     "sessionAffinity": "None", "ipFamilies": ["IPv4"],
+                     "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster",
+                     "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                "targetPort": 6443}]},
+        }, WriteOptions(manager="kube-apiserver"))
+        self.objects.rng = seeded
 
     # -- CRDs ----------------------------------------------------------------------------------
 
