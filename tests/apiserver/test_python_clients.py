@@ -109,6 +109,8 @@ async def test_asyncio_client_watch_and_errors(emu_crds: Emulator) -> None:
         with pytest.raises(aclient.ApiException) as exc:
             await core.read_namespaced_pod("nope", "default")
         assert exc.value.status == 404
+        version: Any = await aclient.VersionApi(api).get_code()  # GET /version/
+        assert version.minor == "33"
 
 
 async def test_asyncio_leader_election_on_lease(emu: Emulator) -> None:

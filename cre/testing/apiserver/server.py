@@ -162,7 +162,8 @@ class ApiServer:
                 await asyncio.sleep(self.faults.latency)
             if path in ("/healthz", "/readyz", "/livez"):
                 return web.Response(text="ok")
-            if path == "/version" or path.startswith("/openapi") or path in ("/api", "/apis"):
+            # "/version/" is what the generated Python clients' VersionApi asks for.
+            if path in ("/version", "/version/", "/api", "/apis") or path.startswith("/openapi"):
                 return discovery.handle(self, request)
             parts = [p for p in path.split("/") if p]
             if parts[:2] == ["api", "v1"]:
