@@ -90,3 +90,21 @@ async def test_pod_table_wide_columns(client: Client) -> None:
     rows = {r["cells"][0]: [r["cells"][i] for i in wide] for r in table["rows"]}
     assert rows == {"p": ["10.0.0.7", "n1", "n2", "1/2"],
                     "q": ["<none>", "<none>", "<none>", "<none>"]}
+
+
+async def test_service_table_columns(client: Client) -> None:
+    """Services print Type, Cluster-IP, External-IP, Port(s), Age and (wide) Selector."""
+    await client.post("/api/v1/namespaces/default/services", {
+        "metadata": {"name": "lb"},
+        "spec": {"type": "LoadBalancer", "selector": {"b": "2", "a": "1"},
+                 "ports": [{"port": 80, "nodePort": 30080}, {"port": 53, "protocol": "UDP",
+                                                             "nodePort": 30053}]}})
+    _, table, _ = await client.get("/api/v1/namespaces/default/services",
+                                   headers={"Accept": TABLE})
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]
+    rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
+    assert rows["kubernetes"][1:5] == ["ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    assert rows["lb"][1] == "LoadBalancer" and rows["lb"][3:5] == [
+        "<pending>", "80:30080/TCP,53:30053/UDP"]
+    assert rows["lb"][6] == "a=1,b=2"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from . import _cells as cells
 from .jsonpath import JsonPathError, evaluate
 from .meta import parse_time
 from .resources import ResourceType
@@ -100,28 +101,6 @@ def _col(name: str, *, type_: str = "string", fmt: str = "", desc: str = "", pri
 Column = tuple[dict[str, Any], Any]  # definition, cell function (server, obj) -> value
 
 
-def _pod_ip(pod: Obj) -> str:
-    """The first of ``status.podIPs`` (the printer reads that list, not ``podIP``)."""
-    ips = (pod.get("status") or {}).get("podIPs") or []
-    first = ips[0].get("ip") if ips and isinstance(ips[0], dict) else None
-    return str(first) if first else "<none>"
-
-
-def _readiness_gates(pod: Obj) -> str:
-    """``<true>/<total>`` over ``spec.readinessGates``, ``<none>`` without gates."""
-    gates = (pod.get("spec") or {}).get("readinessGates") or []
-    if not gates:
-        return "<none>"
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    true = 0
-    for gate in gates:
-        for cond in conditions:
-            if cond.get("type") == gate.get("conditionType"):
-                true += cond.get("status") == "True"
-                break
-    return f"{true}/{len(gates)}"
-
-
 def _builtin_columns(rt: ResourceType) -> list[Column]:
     name = (_col("Name", fmt="name", desc=NAME_DESC), lambda s, o: o["metadata"].get("name", ""))
     age = (_col("Age", desc=AGE_DESC),
@@ -130,9 +109,9 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
         return [
             name,
             (_col("Ready", desc="The aggregate readiness state of this pod for accepting "
-                  "traffic."), lambda s, o: _pod_ready(o)),
+                  "traffic."), lambda s, o: cells.pod_ready(o)),
             (_col("Status", desc="The aggregate status of the containers in this pod."),
-             lambda s, o: _pod_status(o)),
+             lambda s, o: cells.pod_status(o)),
             (_col("Restarts", desc="The number of times the containers in this pod have been "
                   "restarted and when the last container in this pod has restarted."),
              lambda s, o: str(sum(int(c.get("restartCount", 0)) for c in
@@ -140,7 +119,7 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
             age,
             (_col("IP", desc="IP address allocated to the pod. Routable at least within the "
                   "cluster. Empty if not yet allocated.", priority=1),
-             lambda s, o: _pod_ip(o)),
+             lambda s, o: cells.pod_ip(o)),
             (_col("Node", desc="Name of the node this pod is assigned to.", priority=1),
              lambda s, o: (o.get("spec") or {}).get("nodeName") or "<none>"),
             (_col("Nominated Node", desc="The node a preempting pod expects to be scheduled "
@@ -148,13 +127,13 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
              lambda s, o: (o.get("status") or {}).get("nominatedNodeName") or "<none>"),
             (_col("Readiness Gates", desc="Extra pod conditions that must be True for the pod "
                   "to be ready.", priority=1),
-             lambda s, o: _readiness_gates(o)),
+             lambda s, o: cells.readiness_gates(o)),
         ]
     if rt.kind == "Node" and rt.group == "":
         return [
             name,
-            (_col("Status", desc="The status of the node"), lambda s, o: _node_status(o)),
-            (_col("Roles", desc="The roles of the node"), lambda s, o: _node_roles(o)),
+            (_col("Status", desc="The status of the node"), lambda s, o: cells.node_status(o)),
+            (_col("Roles", desc="The roles of the node"), lambda s, o: cells.node_roles(o)),
             age,
             (_col("Version", desc="Kubelet Version reported by the node."),
              lambda s, o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion",
@@ -164,11 +143,15 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
         return [name, (_col("Status", desc="The status of the namespace"),
                        lambda s, o: (o.get("status") or {}).get("phase", "")), age]
     if rt.kind == "Job" and rt.group == "batch":
-        return [name, (_col("Status", desc="Status of the job."), lambda s, o: _job_status(o)),
+        return [name, (_col("Status", desc="Status of the job."), lambda s, o: cells.job_status(o)),
                 (_col("Completions", desc="The completion status of the job."),
-                 lambda s, o: _job_completions(o)),
+                 lambda s, o: cells.job_completions(o)),
                 (_col("Duration", desc="Time required to complete the job."),
                  _job_duration), age, *_TEMPLATE_COLUMNS]
+    if rt.kind == "Service" and rt.group == "":
+        return [name, *_SERVICE_COLUMNS, age,
+                (_col("Selector", desc="Labels of the pods this service routes to.",
+                      priority=1), lambda s, o: cells.service_selector(o))]
     if rt.kind == "Lease":
         return [name, (_col("Holder", desc="The holder of the lease."),
                        lambda s, o: (o.get("spec") or {}).get("holderIdentity", "")), age]
@@ -197,37 +180,25 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
     return [name, age]
 
 
-def _field(obj: Obj, *path: str, default: Any = 0) -> Any:
-    node: Any = obj
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return default if node is None else node
-
-
 def _status_col(name: str, desc: str, field: str) -> Column:
-    return (_col(name, type_="integer", desc=desc), lambda s, o: _field(o, "status", field))
-
-
-def _containers(obj: Obj, key: str) -> str:
-    spec = _field(obj, "spec", "template", "spec", default={})
-    return ",".join(str(c.get(key, "")) for c in spec.get("containers") or ())
+    return (_col(name, type_="integer", desc=desc), lambda s, o: cells.field(o, "status", field))
 
 
 # apps/v1 columns of pkg/printers/internalversion (wide columns have priority 1).
 _TEMPLATE_COLUMNS: list[Column] = [
     (_col("Containers", desc="Names of each container in the template.", priority=1),
-     lambda s, o: _containers(o, "name")),
+     lambda s, o: cells.containers(o, "name")),
     (_col("Images", desc="Images referenced by each container in the template.", priority=1),
-     lambda s, o: _containers(o, "image")),
+     lambda s, o: cells.containers(o, "image")),
     (_col("Selector", desc="Label selector for pods. Existing ReplicaSets whose pods are "
           "selected by this will be the ones affected by this deployment.", priority=1),
-     lambda s, o: _selector_text(o)),
+     lambda s, o: cells.selector_text(o)),
 ]
 _WORKLOAD_COLUMNS: dict[str, list[Column]] = {
     "Deployment": [
         (_col("Ready", desc="Number of the pod with ready state"),
-         lambda s, o: f"{_field(o, 'status', 'readyReplicas')}/"
-         f"{_field(o, 'spec', 'replicas', default=1)}"),
+         lambda s, o: f"{cells.field(o, 'status', 'readyReplicas')}/"
+         f"{cells.field(o, 'spec', 'replicas', default=1)}"),
         _status_col("Up-to-date", "Total number of non-terminated pods targeted by this "
                     "deployment that have the desired template spec.", "updatedReplicas"),
         _status_col("Available", "Total number of available pods (ready for at least "
@@ -235,15 +206,15 @@ _WORKLOAD_COLUMNS: dict[str, list[Column]] = {
     ],
     "ReplicaSet": [
         (_col("Desired", type_="integer", desc="Number of desired pods."),
-         lambda s, o: _field(o, "spec", "replicas", default=1)),
+         lambda s, o: cells.field(o, "spec", "replicas", default=1)),
         _status_col("Current", "Number of actual replicas.", "replicas"),
         _status_col("Ready", "The number of ready replicas for this replica set.",
                     "readyReplicas"),
     ],
     "StatefulSet": [
         (_col("Ready", desc="Number of the pod with ready state"),
-         lambda s, o: f"{_field(o, 'status', 'readyReplicas')}/"
-         f"{_field(o, 'spec', 'replicas', default=1)}"),
+         lambda s, o: f"{cells.field(o, 'status', 'readyReplicas')}/"
+         f"{cells.field(o, 'spec', 'replicas', default=1)}"),
     ],
     "DaemonSet": [
         _status_col("Desired", "The desired number of daemon pods.", "desiredNumberScheduled"),
@@ -256,48 +227,30 @@ _WORKLOAD_COLUMNS: dict[str, list[Column]] = {
         (_col("Node Selector", desc="NodeSelector is a selector which must be true for the pod "
               "to fit on a node."),
          lambda s, o: ",".join(f"{k}={v}" for k, v in sorted(
-             _field(o, "spec", "template", "spec", "nodeSelector", default={}).items()))
+             cells.field(o, "spec", "template", "spec", "nodeSelector", default={}).items()))
          or "<none>"),
     ],
 }
 _ROLE_REF: Column = (
     _col("Role", desc="RoleRef is the reference to the role granted by this binding."),
-    lambda s, o: f"{_field(o, 'roleRef', 'kind', default='')}/"
-    f"{_field(o, 'roleRef', 'name', default='')}")
+    lambda s, o: f"{cells.field(o, 'roleRef', 'kind', default='')}/"
+    f"{cells.field(o, 'roleRef', 'name', default='')}")
 _SUBJECT_COLUMNS: list[Column] = [
     (_col("Users", desc="Users in the binding.", priority=1),
-     lambda s, o: _subjects(o, "User")),
+     lambda s, o: cells.subjects(o, "User")),
     (_col("Groups", desc="Groups in the binding.", priority=1),
-     lambda s, o: _subjects(o, "Group")),
+     lambda s, o: cells.subjects(o, "Group")),
     (_col("ServiceAccounts", desc="ServiceAccounts in the binding.", priority=1),
-     lambda s, o: _subjects(o, "ServiceAccount")),
+     lambda s, o: cells.subjects(o, "ServiceAccount")),
 ]
 _PDB_COLUMNS: list[Column] = [
     (_col("Min Available", desc="The minimum number of pods that must be available."),
-     lambda s, o: str(_field(o, "spec", "minAvailable", default="N/A"))),
+     lambda s, o: str(cells.field(o, "spec", "minAvailable", default="N/A"))),
     (_col("Max Unavailable", desc="The maximum number of pods that may be unavailable."),
-     lambda s, o: str(_field(o, "spec", "maxUnavailable", default="N/A"))),
+     lambda s, o: str(cells.field(o, "spec", "maxUnavailable", default="N/A"))),
     _status_col("Allowed Disruptions", "Calculated number of pods that may be disrupted at "
                 "this time.", "disruptionsAllowed"),
 ]
-
-
-def _subjects(binding: Obj, kind: str) -> str:
-    names = []
-    for subject in binding.get("subjects") or ():
-        if subject.get("kind") != kind:
-            continue
-        name = str(subject.get("name", ""))
-        if kind == "ServiceAccount":
-            name = f"{subject.get('namespace', '')}/{name}"
-        names.append(name)
-    return ", ".join(names)
-
-
-def _selector_text(obj: Obj) -> str:
-    from .scale import selector_string
-
-    return selector_string(_field(obj, "spec", "selector", default=None)) or "<none>"
 
 
 def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
@@ -385,87 +338,15 @@ def build(
     return out
 
 
-def _pod_ready(pod: Obj) -> str:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    total = len(spec.get("containers") or [])
-    ready = sum(1 for c in status.get("containerStatuses") or []
-                if c.get("ready") and "running" in (c.get("state") or {}))
-    return f"{ready}/{total}"
-
-
-def _pod_status(pod: Obj) -> str:
-    status = pod.get("status") or {}
-    reason = status.get("reason") or status.get("phase") or ""
-    init = False
-    for i, c in enumerate(status.get("initContainerStatuses") or []):
-        state = c.get("state") or {}
-        term, wait = state.get("terminated"), state.get("waiting")
-        if term and term.get("exitCode") == 0:
-            continue
-        init = True
-        if term:
-            reason = "Init:" + (term.get("reason") or f"ExitCode:{term.get('exitCode')}")
-        elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
-            reason = "Init:" + wait["reason"]
-        else:
-            total = len((pod.get("spec") or {}).get("initContainers") or [])
-            reason = f"Init:{i}/{total}"
-        break
-    if not init:
-        running = False
-        for c in reversed(status.get("containerStatuses") or []):
-            state = c.get("state") or {}
-            if (state.get("waiting") or {}).get("reason"):
-                reason = state["waiting"]["reason"]
-            elif state.get("terminated"):
-                term = state["terminated"]
-                reason = term.get("reason") or (
-                    f"Signal:{term['signal']}" if term.get("signal")
-                    else f"ExitCode:{term.get('exitCode')}")
-            elif "running" in state and c.get("ready"):
-                running = True
-        if reason == "Completed" and running:
-            reason = "Running"
-    if pod["metadata"].get("deletionTimestamp") and status.get("phase") not in (
-        "Succeeded", "Failed"
-    ):
-        reason = "Terminating"
-    return str(reason)
-
-
-def _node_status(node: Obj) -> str:
-    cond = next((c for c in (node.get("status") or {}).get("conditions") or []
-                 if c.get("type") == "Ready"), None)
-    text = "Unknown" if cond is None else ("Ready" if cond.get("status") == "True" else "NotReady")
-    if (node.get("spec") or {}).get("unschedulable"):
-        text += ",SchedulingDisabled"
-    return text
-
-
-def _node_roles(node: Obj) -> str:
-    labels = node["metadata"].get("labels") or {}
-    roles = {k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")}
-    if labels.get("kubernetes.io/role"):
-        roles.add(labels["kubernetes.io/role"])
-    return ",".join(sorted(r for r in roles if r)) or "<none>"
-
-
-def _job_status(job: Obj) -> str:
-    for c in (job.get("status") or {}).get("conditions") or []:
-        if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
-            return str(c["type"])
-    return "Running"
-
-
-def _job_completions(job: Obj) -> str:
-    """``succeeded/completions``; without completions ``succeeded/1`` (``of <parallelism>``
-    when more than one pod runs at a time), as the Job printer writes it."""
-    succeeded = int((job.get("status") or {}).get("succeeded") or 0)
-    spec = job.get("spec") or {}
-    if spec.get("completions") is not None:
-        return f"{succeeded}/{spec['completions']}"
-    parallelism = int(spec.get("parallelism") or 0)
-    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+_SERVICE_COLUMNS: list[Column] = [
+    (_col("Type", desc="How the service is exposed."),
+     lambda s, o: str((o.get("spec") or {}).get("type") or "ClusterIP")),
+    (_col("Cluster-IP", desc="The service's address inside the cluster."),
+     lambda s, o: str((o.get("spec") or {}).get("clusterIP") or "<none>")),
+    (_col("External-IP", desc="Addresses outside the cluster (load balancer, external IPs)."),
+     lambda s, o: cells.service_external_ip(o)),
+    (_col("Port(s)", desc="The ports the service exposes."), lambda s, o: cells.service_ports(o)),
+]
 
 
 def _job_duration(server: ApiServer, job: Obj) -> str:
