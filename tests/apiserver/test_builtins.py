@@ -231,3 +231,23 @@ async def test_default_kubernetes_service_exists(client: Client) -> None:
     assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
     assert svc["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP",
                                      "targetPort": 6443}]
+
+
+async def test_service_defaults_and_allocation(client: Client) -> None:
+    """A Service gets its defaults, a cluster IP and node ports; a headless one keeps None."""
+    svcs = "/api/v1/namespaces/default/services"
+    status, np, _ = await client.post(svcs, {"metadata": {"name": "np"}, "spec": {
+        "type": "NodePort", "selector": {"a": "1"}, "ports": [{"port": 80}]}})
+    assert status == 201, np
+    spec = np["spec"]
+    assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80,
+                              "nodePort": 30000}]
+    assert spec["clusterIP"] == spec["clusterIPs"][0] and spec["clusterIP"].startswith("10.96.")
+    assert (spec["sessionAffinity"], spec["internalTrafficPolicy"],
+            spec["externalTrafficPolicy"], spec["ipFamilies"], spec["ipFamilyPolicy"]) == (
+        "None", "Cluster", "Cluster", ["IPv4"], "SingleStack")
+    _, headless, _ = await client.post(svcs, {"metadata": {"name": "h"}, "spec": {
+        "clusterIP": "None", "selector": {"a": "1"}, "ports": [{"port": 22}]}})
+    assert headless["spec"]["clusterIP"] == "None"
+    assert headless["spec"]["clusterIPs"] == ["None"] and headless["spec"]["type"] == "ClusterIP"
+    assert "nodePort" not in headless["spec"]["ports"][0]

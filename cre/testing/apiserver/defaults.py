@@ -175,10 +175,52 @@ def _with_template(fill: Callable[[Obj], None]) -> Callable[[Obj], None]:
     return both
 
 
+def _service(spec: Obj) -> None:
+    """``SetDefaults_Service``: ClusterIP type, no session affinity, TCP ports whose target is
+    the port itself, cluster-wide internal traffic (not for ExternalName)."""
+    _fill(spec, {"type": "ClusterIP", "sessionAffinity": "None"})
+    if spec["type"] != "ExternalName":
+        _fill(spec, {"internalTrafficPolicy": "Cluster"})
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            _fill(port, {"protocol": "TCP"})
+            if "targetPort" not in port and "port" in port:
+                port["targetPort"] = port["port"]
+
+
+class ServiceAllocator:
+    """Cluster IPs (from 10.96.0.10, in order) and node ports (from 30000) for new Services, as
+    the API server's allocators hand them out; deterministic so test runs repeat."""
+
+    def __init__(self) -> None:
+        self._next_ip = 10
+        self._next_port = 30000
+
+    def allocate(self, svc: Obj) -> None:
+        spec = svc.get("spec")
+        if not isinstance(spec, dict):
+            return
+        kind = spec.get("type") or "ClusterIP"
+        if kind == "ExternalName":
+            return
+        if not spec.get("clusterIP"):
+            n, self._next_ip = self._next_ip, self._next_ip + 1
+            spec["clusterIP"] = f"10.96.{n // 256 % 256}.{n % 256}"
+        if not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        _fill(spec, {"ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"})
+        if kind in ("NodePort", "LoadBalancer"):
+            _fill(spec, {"externalTrafficPolicy": "Cluster"})
+            for port in spec.get("ports") or []:
+                if isinstance(port, dict) and not port.get("nodePort"):
+                    port["nodePort"], self._next_port = self._next_port, self._next_port + 1
+
+
 _BY_KIND = {"Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset,
             "ReplicaSet": _replicaset}
 _BY_GROUP_KIND = {**{("apps", k): _with_template(fn) for k, fn in _BY_KIND.items()},
-                  ("batch", "Job"): _with_template(_job), ("", "Pod"): _pod}
+                  ("batch", "Job"): _with_template(_job), ("", "Pod"): _pod,
+                  ("", "Service"): _service}
 
 
 # Status counters that are plain (non-pointer, non-omitempty) int32s in Go: a decoded status

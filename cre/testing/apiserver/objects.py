@@ -21,7 +21,7 @@ import attrs
 from . import crdstatus, deletion, errors, patching, patchverb
 from .admission import Admission
 from .convert import core_event_defaults, from_storage, to_storage
-from .defaults import generate_job_selector
+from .defaults import ServiceAllocator, generate_job_selector
 from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
 from .errors import StatusCause
 from .meta import (
@@ -67,6 +67,7 @@ class Objects:
         self.clock = clock
         self.rng = rng
         self.crd_listeners: list[Callable[[Obj, bool], None]] = []
+        self.services = ServiceAllocator()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -167,6 +168,8 @@ class Objects:
             generated = True
         if rt.kind == "Job" and rt.group == "batch":
             generate_job_selector(body)
+        if rt.kind == "Service" and rt.group == "" and not opts.dry_run:
+            self.services.allocate(body)
         causes = validate_metadata(body, namespaced=rt.namespaced)
         if causes:
             raise errors.invalid_object(rt.qualified, str(meta.get("name", "")), causes)
