@@ -13,6 +13,16 @@ from datetime import datetime
 
 import attrs
 
+Labels = tuple[tuple[str, str], ...]
+
+
+def label_value(labels: Labels, key: str) -> str | None:
+    """The value of ``key`` in a projection's kept labels, or ``None``."""
+    for k, v in labels:
+        if k == key:
+            return v
+    return None
+
 
 @attrs.frozen(slots=True)
 class OwnerRef:
@@ -83,10 +93,7 @@ class PodView:
 
     def label(self, key: str) -> str | None:
         """The value of one kept label, or ``None``."""
-        for k, v in self.labels:
-            if k == key:
-                return v
-        return None
+        return label_value(self.labels, key)
 
     def condition(self, type_: str) -> PodCondition | None:
         """The condition of this type, or ``None``."""
@@ -112,10 +119,7 @@ class NodeView:
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""
-        for k, v in self.labels:
-            if k == key:
-                return v
-        return None
+        return label_value(self.labels, key)
 
 
 @attrs.frozen(slots=True)
@@ -146,10 +150,7 @@ class TrainJobView:
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""
-        for k, v in self.labels:
-            if k == key:
-                return v
-        return None
+        return label_value(self.labels, key)
 
     def condition(self, type_: str) -> ObjectCondition | None:
         """The condition of this type, or ``None``."""
