@@ -80,6 +80,8 @@ WORKER_POD_COALESCE: Final = 0.2
 MAX_DEPARTED: Final = 8
 # Tombstones of failed workers kept per Job (the earliest failures win on overflow).
 MAX_DEPARTED_WORKERS: Final = 16
+# Jobs informer index: the nodes of a Job's group (its ``cre.dev/group-nodes`` annotation).
+INDEX_GROUP_NODE: Final = "group-node"
 
 
 def _utcnow() -> datetime:
@@ -89,6 +91,12 @@ def _utcnow() -> datetime:
 def job_from_dict(raw: dict[str, Any]) -> Job:
     """The Job model of a served object (the informer drops objects that do not validate)."""
     return structure(raw, Job)
+
+
+def job_group_nodes(job: Job) -> tuple[str, ...]:
+    """Index function: the group nodes of ``job``, so a node event finds the Jobs it concerns
+    even when none of their pods is bound to it yet."""
+    return group_nodes(job)
 
 
 def _key(namespace: str | None, name: str | None) -> str:
@@ -145,8 +153,9 @@ class JobController:
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self._clock = clock
         ns = list(namespaces) if namespaces is not None else None
-        self.jobs: Informer[Job] = Informer(client, JOBS, transform=job_from_dict, namespace=ns,
-                                            name="cre-jobs")
+        self.jobs: Informer[Job] = Informer(
+            client, JOBS, transform=job_from_dict, namespace=ns,
+            indexers={INDEX_GROUP_NODE: job_group_nodes}, name="cre-jobs")
         self.trainjobs: Informer[TrainJobView] = Informer(
             client, TRAINJOBS, transform=trainjob_view, namespace=ns, label_selector=JOB,
             name="cre-trainjobs")
@@ -307,17 +316,23 @@ class JobController:
             self.departed_workers.pods(key))
 
     def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
+        """A GPU node's readiness, schedulability or labels changed (a heartbeat-only update
+        does not count): enqueue the non-terminal Jobs whose group lists it and the Jobs with a
+        pod bound to it."""
         if new is None or etype == EventType.DELETED:
             return
         if old is not None and (old.ready, old.unschedulable, old.labels) == (
             new.ready, new.unschedulable, new.labels
         ):
             return
+        grouped = {_key(j.metadata.namespace, j.metadata.name)
+                   for j in self.jobs.store.by_index(INDEX_GROUP_NODE, new.name)
+                   if not is_terminal(j)}
         keys = {p.label(JOB) and _key(p.namespace, p.label(JOB))
                 for p in self.workers.store.by_index(INDEX_NODE, new.name)}
         keys |= {p.label(LAUNCHER) and _key(p.namespace, p.label(LAUNCHER))
                  for p in self.launchers.store.by_index(INDEX_NODE, new.name)}
-        for key in sorted(k for k in keys if k):
+        for key in sorted({k for k in keys if k} | grouped):
             self.queue.add(key)
 
     # --- the reconcile loop -------------------------------------------------------------------
