@@ -83,6 +83,7 @@ class JobReason(enum.StrEnum):
     UNKNOWN_THRESHOLD_KEY = "UnknownThresholdKey"
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
     JOB_TIMED_OUT = "JobTimedOut"
+    INVALID_SPEC = "InvalidSpec"
 
 
 class FailedNodeReason(enum.StrEnum):

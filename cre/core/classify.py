@@ -44,6 +44,7 @@ class Cause(enum.StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     NAME_COLLISION = "WorkloadNameCollision"
     CREATE_REJECTED = "WorkloadCreateRejected"
+    INVALID_SPEC = "InvalidSpec"
 
 
 class ClassReason(enum.StrEnum):
@@ -63,6 +64,7 @@ class ClassReason(enum.StrEnum):
     ADMISSION_REJECTED = "AdmissionRejected"
     WORKLOAD_DELETED = "WorkloadDeleted"
     NAME_COLLISION = "WorkloadNameCollision"
+    INVALID_SPEC = "InvalidSpec"
 
 
 IMAGE_PULL_REASONS: Final = frozenset(
@@ -179,6 +181,10 @@ def classify(
     if cause == Cause.CREATE_REJECTED:
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.PLATFORM, reason=ClassReason.ADMISSION_REJECTED, message=message))
+    if cause == Cause.INVALID_SPEC:
+        # CRE refused the spec before any workload ran: no node is to blame.
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.INVALID_SPEC, message=message))
     node = _node_evidence(job, pods, nodes)
     if node is not None:
         reason, blamed = node

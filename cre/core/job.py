@@ -29,9 +29,11 @@ from typing import Any, Final
 import attrs
 
 from cre.api.conditions import ConditionType, JobReason, Phase
+from cre.api.errors import describe
 from cre.api.job import FailureLog, Job, JobStatus
 from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ConditionStatus
+from cre.api.validate import validate
 from cre.core import failurelog as fl
 from cre.core.classify import Cause, classify, merge_failed_nodes
 from cre.core.observed import PodView, TrainJobView
@@ -211,6 +213,12 @@ def _capture(ctx: _Ctx, failure: fl.FailedContainer) -> FailureLog | LogRequest:
 # --- lifecycle --------------------------------------------------------------------------------
 
 
+def spec_errors(job: Job) -> tuple[str, ...]:
+    """Every problem :func:`cre.api.validate.validate` finds in the Job's ``spec`` (threshold
+    keys, CEL syntax, cross-field rules the CRD schema cannot express), as ``path: problem``."""
+    return tuple(str(e) for e in validate(job) if e.path == "spec" or e.path.startswith("spec."))
+
+
 def _lifecycle(ctx: _Ctx) -> Plan:
     job, obs = ctx.job, ctx.obs
     if obs.create_conflict is not None:
@@ -222,6 +230,14 @@ def _lifecycle(ctx: _Ctx) -> Plan:
                      message=message, view=None)
     ref = job.status.workload_ref
     view = obs.trainjob
+    if ref is None and view is None:
+        invalid = spec_errors(job)
+        if invalid:
+            # A spec the API server accepted (the CRD schema cannot say everything) but CRE
+            # cannot run: fail before creating anything, naming every bad field.
+            message = f"{describe(job, 'Job')} has an invalid spec: {'; '.join(invalid)}"
+            return _fail(ctx, cause=Cause.INVALID_SPEC, reason=JobReason.INVALID_SPEC,
+                         message=message, view=None)
     if ref is not None and _restarting(job):
         # ``ref`` names the previous workload, deleted by the restart: wait until it is gone.
         # The delete is repeated while it is not terminating (the status write that started the
@@ -391,6 +407,9 @@ def _failure_record(
     if cause == Cause.NAME_COLLISION:
         return FailureLog(reason=JobReason.WORKLOAD_NAME_COLLISION,
                           tail="the workload was never created: its name is held by another object")
+    if cause == Cause.INVALID_SPEC:
+        return FailureLog(reason=JobReason.INVALID_SPEC,
+                          tail="the workload was never created: the Job's spec is invalid")
     if cause == Cause.CREATE_REJECTED:
         return FailureLog(reason=JobReason.WORKLOAD_CREATION_ERROR,
                           tail=fl.trim_tail("the workload was never created: the API server "
