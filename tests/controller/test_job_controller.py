@@ -46,6 +46,7 @@ async def test_creates_owned_workload_and_reports_in_progress(job_harness: JobHa
     job = await h.wait_job("j1", is_true("InProgress"))
     assert "cre.dev/finalizer" in job["metadata"]["finalizers"]
     assert job["status"]["workloadRef"]["name"] == workload_name("j1")
+    await h.wait_event("j1", "WorkloadCreated")  # events follow the status write
     events = await h.events("j1")
     assert [(e["type"], e["reason"]) for e in events] == [("Normal", "WorkloadCreated")]
 
@@ -72,6 +73,7 @@ async def test_launcher_deleted_half_a_second_after_failing_is_captured(
     assert _failure_log(job)["podName"] == L1
     assert job["status"]["failureClass"]["scope"] == "Workload"
     assert {n["name"] for n in job["status"]["failedNodes"]} == {"gpu-0", "gpu-1"}
+    await h.wait_event("j1", "WorkloadFailed")  # events follow the status write
     events = await h.events("j1")
     assert [(e["type"], e["reason"]) for e in events] == [
         ("Normal", "WorkloadCreated"), ("Warning", "WorkloadFailed")]
@@ -219,6 +221,8 @@ async def test_conflicting_status_writes_still_converge_with_one_event_each(
     assert injected > 0
     assert "[stub] simulated failure" in _failure_log(job)["tail"]
     # A 409 right after the create makes the re-run adopt the workload it just created.
+    # Events follow the status write, so the Failed condition can be seen before its event.
+    await h.wait_event("j1", "WorkloadFailed")
     events = [(e["type"], e["reason"]) for e in await h.events("j1")]
     assert events in ([("Normal", "WorkloadCreated"), ("Warning", "WorkloadFailed")],
                       [("Normal", "WorkloadAdopted"), ("Warning", "WorkloadFailed")])
