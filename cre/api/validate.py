@@ -175,10 +175,11 @@ def _attr(cls: type, key: str) -> str:
 
 
 @functools.cache
-def _cel() -> Any:
-    import celpy  # imported on first use: parsing CEL is the only thing it is needed for
+def _cel_compile(expr: str) -> None:
+    """Compile ``expr`` (the same CEL implementation the API emulator evaluates rules with)."""
+    import cel  # imported on first use: parsing CEL is the only thing it is needed for
 
-    return celpy.Environment()
+    cel.compile(expr)
 
 
 def _thresholds(values: Mapping[str, str], path: str) -> Iterator[FieldError]:
@@ -195,8 +196,8 @@ def _thresholds(values: Mapping[str, str], path: str) -> Iterator[FieldError]:
             yield FieldError(path=where, message="threshold expression is empty", value=expr)
             continue
         try:
-            _cel().compile(expr)
-        except Exception as exc:  # celpy raises its own parse error types
+            _cel_compile(expr)
+        except ValueError as exc:  # the parser's message
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             yield FieldError(path=where, message=f"invalid CEL expression: {first}", value=expr)
 

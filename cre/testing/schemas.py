@@ -13,9 +13,9 @@ checks both, and reports every problem with the schema set, object and field pat
   Kubernetes JSON schemas of ``kubernetes-validate`` in strict mode for 1.30 through 1.37.
 
 CEL rules (``x-kubernetes-validations``) that do not mention ``oldSelf`` (create-time rules) are
-evaluated with cel-python; transition rules need an old object and are skipped. Left out:
-string formats; ComputeDomain has no vendored CRD and is not checked. Test-kit grade: it
-reads the CRD files, so it lives here and not in the pure layers.
+evaluated with the API emulator's CEL implementation; transition rules need an old object and
+are skipped. Left out: string formats; ComputeDomain has no vendored CRD and is not checked.
+Test-kit grade: it reads the CRD files, so it lives here and not in the pure layers.
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import celpy
 import jsonschema  # type: ignore[import-untyped]
-from celpy.adapter import json_to_cel
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 from ruamel.yaml import YAML
 
 from cre.testing import crds
+from cre.testing.apiserver._cel import Program, compile_expression
 
 KUBE_VERSIONS: tuple[str, ...] = tuple(f"1.{m}.0" for m in range(30, 38))
 CRD_SETS: Mapping[str, Path] = {
@@ -91,9 +90,8 @@ def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
 
 
 @functools.cache
-def _cel_program(rule: str) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(rule))
+def _cel_program(rule: str) -> Program:
+    return compile_expression(rule)
 
 
 def cel_problems(value: Any, schema: Mapping[str, Any], where: str) -> list[str]:
@@ -103,8 +101,8 @@ def cel_problems(value: Any, schema: Mapping[str, Any], where: str) -> list[str]
         rule = item["rule"]
         if "oldSelf" in rule:
             continue
-        result = _cel_program(rule).evaluate({"self": json_to_cel(value)})
-        if not (isinstance(result, celpy.celtypes.BoolType) and bool(result)):
+        result = _cel_program(rule).run({"self": value})
+        if result is not True:
             message = item.get("message") or f"failed rule {rule}"
             problems.append(f"{where}: {message} (CEL: {rule})")
     return problems

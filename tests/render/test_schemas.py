@@ -159,3 +159,20 @@ def test_create_time_cel_rules_are_evaluated() -> None:
     spec = by_kind(docs, "Job")["spec"]["workload"]["trainJob"]
     named = validate_rendered([], train_job_specs=[("Bad_Name", spec)])
     assert named and all("CEL" in p.message and p.path == "(root)" for p in named)
+
+
+def test_create_time_cel_rules_are_evaluated_and_transition_rules_skipped() -> None:
+    """A broken create-time x-kubernetes-validations rule is reported with its message; an
+    oldSelf rule needs an old object and is skipped."""
+    from cre.testing.schemas import cel_problems
+
+    schema = {"x-kubernetes-validations": [
+        {"rule": "self.a > 1", "message": "a too small"},
+        {"rule": "size(self.n) <= 3"},
+        {"rule": "self == oldSelf", "message": "immutable"},
+    ]}
+    assert cel_problems({"a": 0, "n": "abcd"}, schema, "spec") == [
+        "spec: a too small (CEL: self.a > 1)",
+        "spec: failed rule size(self.n) <= 3 (CEL: size(self.n) <= 3)",
+    ]
+    assert cel_problems({"a": 5, "n": "ab"}, schema, "spec") == []
