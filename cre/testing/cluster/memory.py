@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cre.kube.client import PODS
+from cre.testing.apiserver.patching import apply_merge_patch
 from cre.testing.cluster import engine
 from cre.testing.cluster.clock import fmt_time, parse_time
 from cre.testing.cluster.config import SimConfig
@@ -37,19 +38,6 @@ from cre.testing.cluster.model import (
 )
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return deep(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
 
 
 class MemoryCluster:
@@ -90,7 +78,7 @@ class MemoryCluster:
             store = self.objects[action.resource.plural]
             okey = f"{action.namespace}/{action.name}" if action.namespace else action.name
             if okey in store:
-                store[okey] = merge_patch(store[okey], action.patch)
+                store[okey] = apply_merge_patch(store[okey], action.patch)
                 self._bump(store[okey])
                 self._maybe_remove(action.resource.plural, okey)
         elif isinstance(action, Bind):
