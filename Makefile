@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean
+.PHONY: test demo goldens lint typecheck check venv clean install-check
 
 venv: $(STAMP)
 
@@ -22,6 +22,7 @@ goldens: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check cre cre_manager tests integration bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict cre cre_manager
@@ -29,7 +30,12 @@ typecheck: $(STAMP)
 check: test lint typecheck
 
 demo: $(STAMP)
-	$(BIN)/python -m cre_manager.demo $(if $(SCENARIO),--scenario $(SCENARIO),)
+	$(BIN)/python -m cre.testing.demo $(if $(SCENARIO),--scenario $(SCENARIO),)
+
+# `pip install .` without extras in a throw-away venv: the manager and the library work without
+# pytest, hypothesis, rich or the test kit's dependencies.
+install-check:
+	PY=$(PY) .ci/install-check
 
 clean:
 	rm -rf $(VENV)

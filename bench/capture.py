@@ -22,12 +22,12 @@ from typing import Any
 
 import anyio
 
-from cre.controller.scenario import JobHarness, condition, running_harness
 from cre.core.plan import JobSettings
 from cre.kube.executor import JOBS
 from cre.kube.informer import EventType, Informer
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
+from cre.testing.jobharness import JobHarness, condition, running_harness
 
 MARKER = "[stub] simulated failure"
 

@@ -51,10 +51,10 @@ import aiohttp
 import anyio
 
 from cre.api import labels as L
+from cre.core.projections import pod_view
 from cre.kube.client import KubeClient
 from cre.kube.informer import EventType, Informer, ReflectorConfig
 from cre.kube.pods import scoped_pod_informer
-from cre.kube.projections import pod_view
 
 NS = "bench"
 SELECTOR = "bench.cre.dev/pod"

@@ -32,7 +32,7 @@ from typing import Any
 from bench.informer import realistic_pod
 from cre.api import labels as L
 from cre.kube.client import NAMESPACES, NODES, PODS, KubeClient, Resource
-from cre_manager.procs import ManagerProc, Stack, wait_until
+from cre.testing.procs import ManagerProc, Stack, wait_until
 
 NS = "bench"
 JOBS = Resource(L.GROUP, L.VERSION, "jobs", kind="Job")

@@ -1,6 +1,5 @@
 """cre.controller: the glue per kind — caches -> Observation -> pure core -> Plan -> executor.
 
-:class:`cre.controller.job.JobController` runs the Job tier. :mod:`cre.controller.scenario`
-scripts the cluster side of a run (pods, TrainJob conditions) for tests, goldens and benchmarks;
-:mod:`cre.controller.golden` is the ``type: job`` golden-case runner.
+:class:`cre.controller.job.JobController` runs the Job tier. The test kit drives it through
+:mod:`cre.testing.jobharness` (a scripted cluster side for tests, goldens and benchmarks).
 """

@@ -42,6 +42,7 @@ from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, LogRequest, Observation, Plan
+from cre.core.projections import node_view, trainjob_view
 from cre.core.workload import workload_name
 from cre.kube import metrics as kube_metrics
 from cre.kube.client import NODES, TRAINJOBS, ApiError, KubeClient
@@ -65,7 +66,6 @@ from cre.kube.pods import (
     read_pod_log,
     worker_pod_informer,
 )
-from cre.kube.projections import node_view, trainjob_view
 from cre.kube.workqueue import QueueShutDown, WorkQueue
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 No I/O, no clock, no randomness: the controllers in ``cre.controller`` build the Observation
 from their caches and apply the Plan. The Job tier's entry point is
 :func:`cre.core.job.reconcile_job`; hypothesis strategies and builders for its inputs live in
-:mod:`cre.core.strategies` (requires hypothesis).
+:mod:`cre.testing.strategies.job` (requires hypothesis).
 """
 
 from cre.core.job import reconcile_job

@@ -2,7 +2,7 @@
 
 The informer layer is a library in its own right: :class:`Informer` (list + watch with 410
 relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the projections in
-:mod:`cre.kube.projections`, the two scoped pod caches in :mod:`cre.kube.pods` and the
+:mod:`cre.core.projections`, the two scoped pod caches in :mod:`cre.kube.pods` and the
 :class:`WorkQueue`. Metrics live in :mod:`cre.kube.metrics`.
 """
 

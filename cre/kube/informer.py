@@ -38,10 +38,10 @@ import anyio
 import attrs
 from prometheus_client import Counter
 
+from cre.core.projections import ProjectionError, object_key
 from cre.kube import metrics
 from cre.kube.client import JSON, ApiError, KubeClient, Resource
 from cre.kube.guard import require_pod_scope
-from cre.kube.projections import ProjectionError, object_key
 from cre.kube.store import Indexer, Store
 
 T = TypeVar("T")

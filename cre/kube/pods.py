@@ -18,10 +18,10 @@ import anyio
 
 from cre.api import labels as L
 from cre.core.observed import LogTail, PodView
+from cre.core.projections import pod_view
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.guard import require_pod_scope
 from cre.kube.informer import Informer, ReflectorConfig
-from cre.kube.projections import pod_view
 from cre.kube.store import (
     Indexer,
     namespaced_label_indexer,

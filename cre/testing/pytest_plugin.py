@@ -2,14 +2,45 @@
 
 Adds ``--update-goldens`` for the golden-file harness. Fixtures for the API emulator and the
 cluster simulator are re-exported here as those modules provide them.
+
+The entry point loads this module in every pytest run of an environment where CRE is installed,
+including one without the ``testing`` extra (the emulator's dependencies). There the fixtures
+still exist but fail with the command that installs what they need, instead of every test
+session failing at start-up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
-from cre.testing.apiserver.pytest_fixtures import kube_emulator
-from cre.testing.cluster.pytest_fixtures import simulated_cluster
+#: Top-level modules the ``testing`` extra provides (``pip install 'cre[testing]'``).
+TESTING_EXTRA: frozenset[str] = frozenset(
+    {"jsonschema", "kubernetes_validate", "jsonpatch", "jsonpointer", "orjson", "yaml"})
+
+try:
+    from cre.testing.apiserver.pytest_fixtures import kube_emulator
+    from cre.testing.cluster.pytest_fixtures import simulated_cluster
+except ModuleNotFoundError as exc:
+    if (exc.name or "").partition(".")[0] not in TESTING_EXTRA:
+        raise
+    _missing = exc.name
+
+    def _needs_extra(fixture: str) -> str:
+        return (f"the {fixture} fixture needs CRE's test kit dependencies: "
+                f"pip install 'cre[testing]' ({_missing} is not installed)")
+
+    @pytest.fixture
+    def kube_emulator() -> Iterator[Any]:
+        pytest.fail(_needs_extra("kube_emulator"), pytrace=False)
+        yield None  # pragma: no cover
+
+    @pytest.fixture
+    def simulated_cluster() -> Iterator[Any]:
+        pytest.fail(_needs_extra("simulated_cluster"), pytrace=False)
+        yield None  # pragma: no cover
 
 __all__ = ["kube_emulator", "pytest_addoption", "simulated_cluster"]
 

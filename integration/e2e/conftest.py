@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from e2e_helpers import NODES, SIM_TIME_SCALE, gpu_nodes
 
-from cre_manager.procs import Stack, wait_until
+from cre.testing.procs import Stack, wait_until
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cre_manager.procs import Stack, wait_until
+from cre.testing.procs import Stack, wait_until
 
 NODES = 8
 SIM_TIME_SCALE = 10.0

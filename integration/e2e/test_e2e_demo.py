@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from cre_manager.procs import REPO
+from cre.testing.procs import REPO
 
 
 def _demo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cre_manager.demo", "--time-scale", "10", *args],
+    return subprocess.run([sys.executable, "-m", "cre.testing.demo", "--time-scale", "10", *args],
                           capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from e2e_helpers import apply_job, create_namespace, gpu_nodes, metric, wait_phase
 
 from cre.kube.leader import LeaderRecord
-from cre_manager.procs import ManagerProc, Stack, wait_until
+from cre.testing.procs import ManagerProc, Stack, wait_until
 
 LEASE_NS, LEASE = "cre-system", "cre-manager.cre.dev"
 # Short timings so the hand-over happens quickly; same ratios as the 15 s / 10 s / 2 s defaults.

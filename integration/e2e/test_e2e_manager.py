@@ -14,7 +14,7 @@ from e2e_helpers import (
 )
 
 from cre.kube.leader import LeaderRecord
-from cre_manager.procs import Stack, wait_until
+from cre.testing.procs import Stack, wait_until
 
 GRACE = 10.0
 

@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 from cre.api import crdgen
 from cre.api.converter import to_dict
 from cre.api.kinds import KINDS, KindInfo
-from cre.api.strategies import models
+from cre.testing.strategies.api import models
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "deploy" / "crds"

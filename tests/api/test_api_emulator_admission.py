@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from cre.api.converter import structure, to_dict
 from cre.api.crdgen import build_crd
 from cre.api.kinds import BY_KIND, KINDS, KindInfo
-from cre.api.strategies import models
 from cre.testing.apiserver.validation import CRDSchema, validate_crd_definition
+from cre.testing.strategies.api import models
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

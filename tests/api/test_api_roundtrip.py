@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from cre.api.converter import from_dict, structure, to_dict
 from cre.api.kinds import KINDS, KindInfo
-from cre.api.strategies import any_object, models
 from cre.api.validate import validate
+from cre.testing.strategies.api import any_object, models
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

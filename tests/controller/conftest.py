@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from cre.controller.scenario import JobHarness, running_harness
 from cre.testing.apiserver import Emulator, serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
+from cre.testing.jobharness import JobHarness, running_harness
 
 _namespaces = itertools.count()
 

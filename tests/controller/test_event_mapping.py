@@ -7,9 +7,10 @@ import attrs
 import pytest
 
 from cre.controller.job import JobController
-from cre.controller.scenario import JobHarness
 from cre.core.observed import PodView
-from cre.core.strategies import (
+from cre.kube.informer import EventType
+from cre.testing.jobharness import JobHarness
+from cre.testing.strategies.job import (
     at,
     crashloop,
     make_job,
@@ -18,7 +19,6 @@ from cre.core.strategies import (
     terminated,
     trainjob,
 )
-from cre.kube.informer import EventType
 
 pytestmark = pytest.mark.anyio
 

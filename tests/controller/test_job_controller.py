@@ -8,13 +8,13 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
-from cre.controller.scenario import JobHarness, condition, is_true
+from cre.core.projections import pod_view
 from cre.core.workload import workload_name
 from cre.kube.client import ApiError
 from cre.kube.executor import JOBS
 from cre.kube.informer import EventType
-from cre.kube.projections import pod_view
 from cre.testing.apiserver import Emulator
+from cre.testing.jobharness import JobHarness, condition, is_true
 
 pytestmark = pytest.mark.anyio
 

@@ -8,12 +8,12 @@ import pytest
 
 from cre.controller.job import MAX_DEPARTED_WORKERS, JobController
 from cre.controller.prefetch import LogPrefetcher
-from cre.controller.scenario import JobHarness
 from cre.controller.tombstones import Tombstones
 from cre.core.plan import LogRequest
-from cre.core.strategies import at, make_job, pod, terminated
+from cre.core.projections import pod_view
 from cre.kube.informer import EventType
-from cre.kube.projections import pod_view
+from cre.testing.jobharness import JobHarness
+from cre.testing.strategies.job import at, make_job, pod, terminated
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,9 @@ import pytest
 
 from cre.controller.job import failed_containers
 from cre.controller.prefetch import LogPrefetcher
-from cre.controller.scenario import JobHarness
 from cre.core.plan import LogRequest
-from cre.kube.projections import pod_view
+from cre.core.projections import pod_view
+from cre.testing.jobharness import JobHarness
 
 pytestmark = pytest.mark.anyio
 

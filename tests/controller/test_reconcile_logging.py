@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from cre.controller.scenario import JobHarness, is_true
+from cre.testing.jobharness import JobHarness, is_true
 from cre_manager.logs import JsonFormatter
 
 pytestmark = pytest.mark.anyio

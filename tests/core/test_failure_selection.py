@@ -8,7 +8,7 @@ import pytest
 
 from cre.core import failurelog as fl
 from cre.core.observed import PodView
-from cre.core.strategies import T0, at, crashloop, pod, tail, terminated
+from cre.testing.strategies.job import T0, at, crashloop, pod, tail, terminated
 
 L1 = "j1-workload-launcher-0-0-aaaaa"
 L2 = "j1-workload-launcher-0-0-bbbbb"

@@ -8,8 +8,8 @@ from cre.api.conditions import ConditionType, FailureScope
 from cre.api.job import Job
 from cre.core.job import reconcile_job, spec_errors
 from cre.core.plan import EventType, Observation
-from cre.core.strategies import at, make_job, trainjob
 from cre.core.trio import true_member
+from cre.testing.strategies.job import at, make_job, trainjob
 
 
 def _with_thresholds(job: Job, thresholds: dict[str, str]) -> Job:

@@ -10,7 +10,9 @@ from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER, MANAGED_BY
 from cre.api.meta import ConditionStatus
 from cre.core.job import reconcile_job
 from cre.core.plan import EventType, Observation, Plan
-from cre.core.strategies import (
+from cre.core.trio import true_member
+from cre.core.workload import workload_name
+from cre.testing.strategies.job import (
     NODES,
     apply_plan,
     at,
@@ -22,8 +24,6 @@ from cre.core.strategies import (
     terminated,
     trainjob,
 )
-from cre.core.trio import true_member
-from cre.core.workload import workload_name
 
 L1 = "j1-workload-launcher-0-0-aaaaa"
 L2 = "j1-workload-launcher-0-0-bbbbb"

@@ -14,7 +14,7 @@ from cre.api.meta import ConditionStatus
 from cre.core.classify import group_nodes
 from cre.core.job import reconcile_job
 from cre.core.plan import Observation, Plan
-from cre.core.strategies import apply_plan, jobs, observations, plan_summary, times
+from cre.testing.strategies.job import apply_plan, jobs, observations, plan_summary, times
 
 COMMON = settings(max_examples=150, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow])

@@ -20,6 +20,7 @@ from kube_emu import (
 
 from cre.api import labels as L
 from cre.core.observed import PodView
+from cre.core.projections import pod_view
 from cre.kube.client import PODS
 from cre.kube.informer import EventType, Informer
 from cre.kube.pods import (
@@ -31,7 +32,6 @@ from cre.kube.pods import (
     scoped_pod_informer,
     worker_pod_informer,
 )
-from cre.kube.projections import pod_view
 from cre.testing.apiserver.faults import WatchFaults
 
 pytestmark = pytest.mark.anyio

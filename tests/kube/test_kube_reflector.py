@@ -15,9 +15,9 @@ from kube_fakes import FakeClock
 from kube_pods import pod
 
 from cre.core.observed import PodView
+from cre.core.projections import node_view, pod_view
 from cre.kube.client import NODES, PODS, ApiError
 from cre.kube.informer import EventType, Informer, ReflectorConfig, ReflectorState
-from cre.kube.projections import node_view, pod_view
 
 pytestmark = pytest.mark.anyio
 

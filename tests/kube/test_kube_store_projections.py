@@ -10,7 +10,7 @@ from kube_pods import pod
 
 from cre.api import labels as L
 from cre.core.observed import PodCondition, PodView
-from cre.kube.projections import ProjectionError, node_view, object_key, pod_view, trainjob_view
+from cre.core.projections import ProjectionError, node_view, object_key, pod_view, trainjob_view
 from cre.kube.store import (
     Store,
     UnknownIndex,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from cre.core.projections import pod_view
 from cre.kube.client import NODES, PODS
 from cre.kube.guard import UnscopedPodRead, require_pod_scope
 from cre.kube.informer import Informer
 from cre.kube.pods import live_list_pods
-from cre.kube.projections import pod_view
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = {"cre/kube/pods.py"}

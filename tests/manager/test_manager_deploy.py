@@ -10,9 +10,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from cre.api.crdgen import render_all
+from cre.testing.procs import REPO, Stack
 from cre_manager.config import parse_config
 from cre_manager.controllers import CONTROLLERS, required_resources
-from cre_manager.procs import REPO, Stack
 
 DEPLOY = REPO / "deploy"
 

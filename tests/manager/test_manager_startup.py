@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cre.testing.procs import REPO, Stack
 from cre_manager.errors import ExitCode
-from cre_manager.procs import REPO, Stack
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ Runner = Callable[[Path, dict[str, Any]], Any]
 RUNNERS: dict[str, str] = {
     "render": "cre.testing.golden.render_runner:run",
     "scenario": "cre.testing.cluster.scenario:run_case",
-    "job": "cre.controller.golden:run",
+    "job": "cre.testing.golden.job_runner:run",
 }
 
 

@@ -32,7 +32,7 @@ import attrs
 
 from cre.testing.crds import LATEST as UPSTREAM_CRDS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CRE_CRDS = REPO / "deploy" / "crds"
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
-from cre_manager.procs import Stack, StackError, wait_until
+from cre.testing.procs import Stack, StackError, wait_until
 
 ENTRY = "communication/nccl-all-reduce"
 JOB_NAME = "nccl-all-reduce-demo"
@@ -281,7 +281,7 @@ def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cre_manager.demo", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m cre.testing.demo", description=__doc__)
     p.add_argument("--scenario", type=Scenario, choices=list(Scenario),
                    default=Scenario.SUCCESS)
     p.add_argument("--time-scale", type=float, default=5.0,
