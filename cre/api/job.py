@@ -17,7 +17,8 @@ from cre.api.common import DURATION, WorkloadMetadata
 from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
-from cre.api.meta import Condition, ObjectMeta, ObjectReference
+from cre.api.measurement import BandwidthMeasurementSpec
+from cre.api.meta import Condition, ObjectMeta, ObjectReference, TypedLocalObjectReference
 
 
 @attrs.frozen(kw_only=True)
@@ -52,7 +53,7 @@ class CheckpointSpec:
 
 
 @attrs.frozen(kw_only=True)
-class GoodputMeasurementSpec:
+class GoodputMeasurementRequest:
     """Ask for a GoodputMeasurement of this Job."""
 
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
@@ -60,12 +61,18 @@ class GoodputMeasurementSpec:
 
 
 @attrs.frozen(kw_only=True)
-class BandwidthMeasurementSpec:
+class BandwidthMeasurementRequest:
     """Ask for a BandwidthMeasurement of this Job (``testType`` labels its metrics)."""
 
+    # The same fields as cre.api.measurement.BandwidthMeasurementSpec less its jobRef (the Job
+    # asking is the one measured); for_job() builds that spec, a test keeps the two in step.
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
     sample_interval: str = attrs.field(default="60s", metadata=c(pattern=DURATION))
     test_type: str | None = None
+
+    def for_job(self, job_ref: TypedLocalObjectReference) -> BandwidthMeasurementSpec:
+        """The spec of the BandwidthMeasurement this request asks for, measuring ``job_ref``."""
+        return BandwidthMeasurementSpec(job_ref=job_ref, **attrs.asdict(self, recurse=False))
 
 
 @attrs.frozen(kw_only=True)
@@ -92,10 +99,10 @@ class JobSpec:
     scheduling_stall_grace_seconds: int = attrs.field(
         default=300, metadata=c(minimum=1, int_format="int32")
     )
-    goodput_measurement: GoodputMeasurementSpec | None = attrs.field(
+    goodput_measurement: GoodputMeasurementRequest | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
-    bandwidth_measurement: BandwidthMeasurementSpec | None = attrs.field(
+    bandwidth_measurement: BandwidthMeasurementRequest | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
     thresholds: Mapping[str, str] = attrs.field(factory=dict)

@@ -25,7 +25,7 @@ from cre.api.common import (
 )
 from cre.api.conditions import Phase
 from cre.api.fields import CelRule, c
-from cre.api.job import BandwidthMeasurementSpec, GoodputMeasurementSpec
+from cre.api.job import BandwidthMeasurementRequest, GoodputMeasurementRequest
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_SUBDOMAIN,
@@ -155,8 +155,8 @@ class WorkloadRunSpec:
     init_containers: tuple[Mapping[str, Any], ...] = _opaque_list("corev1 Container list")
     orchestration: RunOrchestration | None = None
     thresholds: Mapping[str, str] = attrs.field(factory=dict)
-    goodput_measurement: GoodputMeasurementSpec | None = None
-    bandwidth_measurement: BandwidthMeasurementSpec | None = None
+    goodput_measurement: GoodputMeasurementRequest | None = None
+    bandwidth_measurement: BandwidthMeasurementRequest | None = None
     overrides: tuple[OverrideSpec, ...] = ()
     gang_scheduler: GangSchedulerSpec | None = None
     workload_metadata: WorkloadMetadata | None = None

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import pytest
 
 from cre.api.conditions import ConditionType, FailureScope, JobReason, Phase
 from cre.api.converter import from_dict, structure, to_dict, unstructure
 from cre.api.errors import ValidationError
-from cre.api.job import FailureClass, FailureLog, Job, JobStatus
-from cre.api.meta import Condition, ConditionStatus
+from cre.api.job import BandwidthMeasurementRequest, FailureClass, FailureLog, Job, JobStatus
+from cre.api.measurement import BandwidthMeasurementSpec
+from cre.api.meta import Condition, ConditionStatus, TypedLocalObjectReference
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -76,3 +78,22 @@ def test_status_round_trip() -> None:
     assert data["status"]["conditions"][0]["reason"] == "WorkloadFailed"
     assert structure(data, Job) == job
     assert unstructure(structure(data, Job)) == data
+
+
+def test_a_jobs_bandwidth_request_carries_the_measurement_spec_less_its_job_ref() -> None:
+    """The Job's request has exactly the BandwidthMeasurementSpec fields but jobRef, same schema."""
+    request = {f.name: f for f in attrs.fields(BandwidthMeasurementRequest)}
+    spec = {f.name: f for f in attrs.fields(BandwidthMeasurementSpec)}
+    assert set(spec) - set(request) == {"job_ref"}
+    for name, field in request.items():
+        assert (field.type, field.default, field.metadata) == (
+            spec[name].type, spec[name].default, spec[name].metadata), name
+
+
+def test_a_bandwidth_request_becomes_the_spec_of_the_measurement_for_its_job() -> None:
+    """for_job() names the measured Job and keeps every requested parameter."""
+    ref = TypedLocalObjectReference(api_group="cre.dev", kind="Job", name="nccl")
+    request = BandwidthMeasurementRequest(log_profile_ref="nccl", sample_interval="30s",
+                                          test_type="all_reduce")
+    assert request.for_job(ref) == BandwidthMeasurementSpec(
+        job_ref=ref, log_profile_ref="nccl", sample_interval="30s", test_type="all_reduce")
