@@ -1,8 +1,8 @@
 """cre.kube: the I/O edge — HTTP client, informers with slim stores, scoped pod reads, workqueue.
 
 The informer layer is a library in its own right: :class:`Informer` (list + watch with 410
-relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the projections in
-:mod:`cre.core.projections`, the two scoped pod caches in :mod:`cre.kube.pods` and the
+relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the pure projections
+from :mod:`cre.core` as transforms, the two scoped pod caches in :mod:`cre.kube.pods` and the
 :class:`WorkQueue`. Metrics live in :mod:`cre.kube.metrics`.
 """
 
