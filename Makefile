@@ -4,14 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean install-check
+.PHONY: test demo goldens lint typecheck check venv clean install-check docs
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -27,10 +27,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict cre cre_manager
 
-check: test lint typecheck
+check: test lint typecheck docs
 
 demo: $(STAMP)
 	$(BIN)/python -m cre.testing.demo $(if $(SCENARIO),--scenario $(SCENARIO),)
+
+# The documentation site (site/): README, changelog, design records and the API reference from
+# the docstrings; strict, so a broken reference or link fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # `pip install .` without extras in a throw-away venv: the manager and the library work without
 # pytest, hypothesis, rich or the test kit's dependencies.
