@@ -64,3 +64,24 @@ def test_the_front_doors_export_what_they_list() -> None:
         assert not missing, (module.__name__, missing)
     assert {"PodView", "NodeView", "TrainJobView", "pod_view", "node_view", "trainjob_view",
             "Observation", "Plan", "reconcile_job"} <= set(cre.core.__all__)
+
+
+def test_the_pytest_plugin_names_the_extra_when_the_test_kit_cannot_import(
+        tmp_path: Path) -> None:
+    """Without the testing extra, pytest still starts and the fixtures say what to install."""
+    (tmp_path / "test_user.py").write_text(textwrap.dedent("""\
+        def test_uses_the_emulator(kube_emulator):
+            pass
+
+        def test_unrelated():
+            pass
+        """))
+    # sys.modules[name] = None makes `import name` raise ModuleNotFoundError, as if absent.
+    code = ("import sys; sys.modules['orjson'] = None; import pytest; "
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'test_user.py']))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120, check=False)
+    out = result.stdout + result.stderr
+    assert "1 passed, 1 error" in out, out  # the fixture errors at set-up
+    assert "the kube_emulator fixture needs CRE's test kit dependencies: " \
+           "pip install 'cre[testing]' (orjson is not installed)" in out, out

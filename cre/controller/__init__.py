@@ -3,3 +3,7 @@
 :class:`cre.controller.job.JobController` runs the Job tier. The test kit drives it through
 :mod:`cre.testing.jobharness` (a scripted cluster side for tests, goldens and benchmarks).
 """
+
+from cre.controller.job import JobController
+
+__all__ = ["JobController"]
