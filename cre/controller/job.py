@@ -34,6 +34,7 @@ import attrs
 from cre.api.converter import structure
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
+from cre.api.watch import WatchEventType
 from cre.controller import metrics as job_metrics
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
@@ -54,7 +55,7 @@ from cre.kube.executor import (
     WorkloadCreateError,
     involved,
 )
-from cre.kube.informer import EventType, Informer
+from cre.kube.informer import Informer
 from cre.kube.logcontext import reconcile_context
 from cre.kube.pods import (
     INDEX_JOB,
@@ -220,11 +221,11 @@ class JobController:
 
     # --- event mapping ------------------------------------------------------------------------
 
-    def _on_job(self, etype: EventType, old: Job | None, new: Job | None) -> None:
+    def _on_job(self, etype: WatchEventType, old: Job | None, new: Job | None) -> None:
         obj = new or old
         if obj is None:
             return
-        if etype == EventType.DELETED:
+        if etype == WatchEventType.DELETED:
             job_metrics.forget_job(obj.metadata.namespace or "", obj.metadata.name or "")
             self.queue.forget(_key(obj.metadata.namespace, obj.metadata.name))
             self._forget_failures(_key(obj.metadata.namespace, obj.metadata.name))
@@ -244,7 +245,7 @@ class JobController:
         return (attrs.evolve(old.metadata, resource_version=None)
                 == attrs.evolve(new.metadata, resource_version=None))
 
-    def _on_trainjob(self, etype: EventType, old: TrainJobView | None,
+    def _on_trainjob(self, etype: WatchEventType, old: TrainJobView | None,
                      new: TrainJobView | None) -> None:
         obj = new or old
         if obj is None:
@@ -254,7 +255,7 @@ class JobController:
                 self.queue.add(_key(obj.namespace, ref.name))
                 return
 
-    def _on_worker(self, etype: EventType, old: PodView | None, new: PodView | None) -> None:
+    def _on_worker(self, etype: WatchEventType, old: PodView | None, new: PodView | None) -> None:
         obj = new or old
         job = obj.label(JOB) if obj is not None else None
         if obj is None or not job:
@@ -263,7 +264,7 @@ class JobController:
         if self._settled(key):
             self.queue.add_after(key, WORKER_POD_COALESCE)
             return
-        if etype == EventType.DELETED and old is not None and has_failed_container(old):
+        if etype == WatchEventType.DELETED and old is not None and has_failed_container(old):
             # Deleted (by JobSet, or by the worker Job past its backoffLimit) before the Job's
             # failure may have been recorded: keep its last state for the verdict.
             self.departed_workers.remember(key, old)
@@ -278,14 +279,14 @@ class JobController:
         else:
             self.queue.add_after(key, WORKER_POD_COALESCE)
 
-    def _on_launcher(self, etype: EventType, old: PodView | None, new: PodView | None) -> None:
+    def _on_launcher(self, etype: WatchEventType, old: PodView | None, new: PodView | None) -> None:
         obj = new or old
         job = obj.label(LAUNCHER) if obj is not None else None
         if obj is None or not job:
             return
         key = _key(obj.namespace, job)
         settled = self._settled(key)
-        if not settled and etype == EventType.DELETED and old is not None and has_failed_container(
+        if not settled and etype == WatchEventType.DELETED and old is not None and has_failed_container(
                 old):
             self.departed_launchers.remember(key, old)
         if new is not None and not settled:
@@ -315,11 +316,11 @@ class JobController:
         return frozenset(self.departed_launchers.pods(key)) | frozenset(
             self.departed_workers.pods(key))
 
-    def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
+    def _on_node(self, etype: WatchEventType, old: NodeView | None, new: NodeView | None) -> None:
         """A GPU node's readiness, schedulability or labels changed (a heartbeat-only update
         does not count): enqueue the non-terminal Jobs whose group lists it and the Jobs with a
         pod bound to it."""
-        if new is None or etype == EventType.DELETED:
+        if new is None or etype == WatchEventType.DELETED:
             return
         if old is not None and (old.ready, old.unschedulable, old.labels) == (
             new.ready, new.unschedulable, new.labels

@@ -10,8 +10,8 @@ from cre.core.job import reconcile_job
 from cre.core.plan import (
     Create,
     Delete,
+    EventSeverity,
     EventSpec,
-    EventType,
     JobSettings,
     LogRequest,
     Observation,
@@ -22,8 +22,8 @@ from cre.core.plan import (
 __all__ = [
     "Create",
     "Delete",
+    "EventSeverity",
     "EventSpec",
-    "EventType",
     "JobSettings",
     "LogRequest",
     "Observation",
@@ -31,3 +31,15 @@ __all__ = [
     "Plan",
     "reconcile_job",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``EventType`` was this package's name for a core/v1 Event's severity until the watch event
+    # type got its own enum (cre.api.watch.WatchEventType); the old name keeps working.
+    if name == "EventType":
+        import warnings
+
+        warnings.warn("cre.core.EventType is cre.core.EventSeverity", DeprecationWarning,
+                      stacklevel=2)
+        return EventSeverity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,10 +6,10 @@ relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the 
 :class:`WorkQueue`. Metrics live in :mod:`cre.kube.metrics`.
 """
 
+from cre.api.watch import WatchEventType
 from cre.kube.guard import UnscopedPodRead
 from cre.kube.informer import (
     Backoff,
-    EventType,
     Handler,
     Informer,
     ReflectorConfig,
@@ -27,7 +27,6 @@ from cre.kube.workqueue import QueueShutDown, WorkQueue
 
 __all__ = [
     "Backoff",
-    "EventType",
     "Handler",
     "Informer",
     "ItemExponentialRateLimiter",
@@ -40,6 +39,7 @@ __all__ = [
     "TokenBucketRateLimiter",
     "UnknownIndex",
     "UnscopedPodRead",
+    "WatchEventType",
     "WorkQueue",
     "default_controller_rate_limiter",
 ]

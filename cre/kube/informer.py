@@ -38,6 +38,7 @@ import anyio
 import attrs
 from prometheus_client import Counter
 
+from cre.api.watch import WatchEventType
 from cre.kube import metrics
 from cre.kube.client import JSON, ApiError, KubeClient, Resource
 from cre.kube.guard import require_pod_scope
@@ -48,14 +49,6 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class EventType(enum.StrEnum):
-    """What happened to an object, as seen by handlers."""
-
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
-
-
 class ReflectorState(enum.StrEnum):
     STARTING = "Starting"
     LISTING = "Listing"
@@ -64,7 +57,7 @@ class ReflectorState(enum.StrEnum):
     STOPPED = "Stopped"
 
 
-Handler = Callable[[EventType, T | None, T | None], None]
+Handler = Callable[[WatchEventType, T | None, T | None], None]
 Sleep = Callable[[float], Awaitable[Any]]
 
 
@@ -251,12 +244,12 @@ class _Reflector(Generic[T]):
         for key in sorted(store.keys()):
             if (prefix is None or key.startswith(prefix)) and key not in fresh:
                 old = store._remove(key)
-                o._dispatch(EventType.DELETED, old, None)
+                o._dispatch(WatchEventType.DELETED, old, None)
         for key, (obj, rv) in fresh.items():
             if store.resource_version(key) == rv:
                 continue
             old = store._put(key, obj, rv)
-            o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
+            o._dispatch(WatchEventType.ADDED if old is None else WatchEventType.MODIFIED, old, obj)
         self._advance(list_rv)
         self._healthy()
         o._objects_gauge.set(len(store))
@@ -330,10 +323,10 @@ class _Reflector(Generic[T]):
         if etype == "DELETED":
             old = store._remove(key)
             if old is not None:
-                o._dispatch(EventType.DELETED, obj, None)
+                o._dispatch(WatchEventType.DELETED, obj, None)
         elif etype in ("ADDED", "MODIFIED"):
             old = store._put(key, obj, rv)
-            o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
+            o._dispatch(WatchEventType.ADDED if old is None else WatchEventType.MODIFIED, old, obj)
         else:
             log.warning("%s: ignoring unknown watch event type %r", self._where, etype)
         o._objects_gauge.set(len(store))
@@ -456,7 +449,7 @@ class Informer(Generic[T]):
         rv = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         return key, obj, rv
 
-    def _dispatch(self, etype: EventType, old: T | None, new: T | None) -> None:
+    def _dispatch(self, etype: WatchEventType, old: T | None, new: T | None) -> None:
         for handler in self._handlers:
             try:
                 handler(etype, old, new)

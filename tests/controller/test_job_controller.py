@@ -8,11 +8,11 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
+from cre.api.watch import WatchEventType
 from cre.controller.scenario import JobHarness, condition, is_true
 from cre.core.workload import workload_name
 from cre.kube.client import ApiError
 from cre.kube.executor import JOBS
-from cre.kube.informer import EventType
 from cre.kube.projections import pod_view
 from cre.testing.apiserver import Emulator
 
@@ -281,7 +281,7 @@ async def test_crashlooping_worker_deleted_before_the_verdict_is_recorded(
     await h.wait_until(lambda: h.controller._settled(key), what="the cache shows the verdict")
     await h.script.create_pod(W1, job="j1", launcher=False, node="gpu-0")
     late = pod_view(await h.script.terminate(W1, exit_code=143, log="sshd: terminated\n"))
-    h.controller._on_worker(EventType.DELETED, late, None)
+    h.controller._on_worker(WatchEventType.DELETED, late, None)
     assert h.controller.tombstones(key) == frozenset()  # nothing kept for a settled Job
 
 

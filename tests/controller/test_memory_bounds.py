@@ -6,13 +6,13 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from cre.api.watch import WatchEventType
 from cre.controller.job import MAX_DEPARTED_WORKERS, JobController
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.scenario import JobHarness
 from cre.controller.tombstones import Tombstones
 from cre.core.plan import LogRequest
 from cre.core.strategies import at, make_job, pod, terminated
-from cre.kube.informer import EventType
 from cre.kube.projections import pod_view
 
 pytestmark = pytest.mark.anyio
@@ -64,11 +64,11 @@ async def test_worker_tombstones_are_capped_and_dropped_with_the_job(
     c.jobs.store._put("team-a/j1", make_job(), "1")
     for i in range(MAX_DEPARTED_WORKERS + 10):
         failed = pod(f"j1-workload-node-0-{i}-x", state=terminated(finished=at(i)))
-        c._on_worker(EventType.DELETED, failed, None)
+        c._on_worker(WatchEventType.DELETED, failed, None)
     kept = c.tombstones("team-a/j1")
     assert len(kept) == MAX_DEPARTED_WORKERS
     assert "j1-workload-node-0-0-x" in kept  # the earliest failure is never the one dropped
-    c._on_job(EventType.DELETED, make_job(), None)
+    c._on_job(WatchEventType.DELETED, make_job(), None)
     assert c.tombstones("team-a/j1") == frozenset() and len(c.departed_workers) == 0
 
 
