@@ -286,8 +286,8 @@ class JobController:
             return
         key = _key(obj.namespace, job)
         settled = self._settled(key)
-        if not settled and etype == WatchEventType.DELETED and old is not None and has_failed_container(
-                old):
+        if (not settled and etype == WatchEventType.DELETED and old is not None
+                and has_failed_container(old)):
             self.departed_launchers.remember(key, old)
         if new is not None and not settled:
             # The pod is about to be deleted: read its log now, not when a worker is free.
@@ -394,11 +394,7 @@ class JobController:
             if early is not None and early.error is None:
                 tails.append(early)
                 continue
-            tail = await read_pod_log(
-                self.client, namespace=req.namespace, pod=req.pod, container=req.container,
-                tail_lines=req.tail_lines, limit_bytes=req.limit_bytes, timeout=self.log_timeout,
-                previous=req.previous, pod_uid=req.pod_uid)
-            tails.append(attrs.evolve(tail, previous=req.previous))
+            tails.append(await read_pod_log(self.client, req, timeout=self.log_timeout))
         return tuple(tails)
 
     async def _live_trainjob(self, job: Job) -> TrainJobView | None:
