@@ -5,8 +5,9 @@ unbounded. CRE needs two kinds of pod only: worker pods, labelled ``cre.dev/job`
 launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are needed). This module
 builds exactly those two informers, in all namespaces or a configured list, the uncached reads
 the Job controller confirms irreversible decisions with, and container log tails (one
-:class:`cre.core.plan.LogRequest` in, one tail out). Every Pod list and watch goes through :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails
-if any other module lists or watches Pods.
+:class:`cre.core.plan.LogRequest` in, one tail out). Every Pod list and watch goes through
+:func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails if any
+other module lists or watches Pods.
 """
 
 from __future__ import annotations
