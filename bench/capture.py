@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 
 from cre.api.watch import WatchEventType
+from cre.controller.jobshell import JOBS
 from cre.controller.scenario import JobHarness, condition, running_harness
 from cre.core.plan import JobSettings
-from cre.kube.executor import JOBS
 from cre.kube.informer import Informer
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources

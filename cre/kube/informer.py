@@ -39,9 +39,9 @@ import attrs
 from prometheus_client import Counter
 
 from cre.api.watch import WatchEventType
-from cre.kube import metrics
 from cre.kube.client import JSON, ApiError, KubeClient, Resource
 from cre.kube.guard import require_pod_scope
+from cre.kube.metrics import KubeMetrics, metrics_for
 from cre.kube.projections import ProjectionError, object_key
 from cre.kube.store import Indexer, Store
 
@@ -190,7 +190,7 @@ class _Reflector(Generic[T]):
                     gone_streak = 0 if gone.useful_events else gone_streak + 1
                     self._set_state(ReflectorState.LISTING, "resourceVersion expired (410)")
                     if gone_streak > 1:
-                        metrics.INFORMER_RECONNECTS.labels(informer=self._o.name).inc()
+                        self._o.metrics.informer_reconnects.labels(informer=self._o.name).inc()
                         await self._o._sleep(self._backoff.next())
                 except ApiError as exc:
                     if exc.gone:
@@ -198,7 +198,7 @@ class _Reflector(Generic[T]):
                     delay = self._backoff.next()
                     if exc.status == 429 and exc.retry_after:
                         delay = max(delay, exc.retry_after)
-                    metrics.INFORMER_RECONNECTS.labels(informer=self._o.name).inc()
+                    self._o.metrics.informer_reconnects.labels(informer=self._o.name).inc()
                     self._set_state(ReflectorState.BACKING_OFF, _describe(exc))
                     await self._o._sleep(delay)
         finally:
@@ -238,7 +238,7 @@ class _Reflector(Generic[T]):
             if not cont:
                 list_rv = str(meta.get("resourceVersion") or "")
                 break
-        metrics.INFORMER_RELISTS.labels(informer=o.name).inc()
+        o.metrics.informer_relists.labels(informer=o.name).inc()
         store = o.store
         prefix = f"{self.namespace}/" if self.namespace else None
         for key in sorted(store.keys()):
@@ -317,7 +317,7 @@ class _Reflector(Generic[T]):
         store = o.store
         counter = o._event_counters.get(etype)
         if counter is None:
-            counter = o._event_counters[etype] = metrics.INFORMER_EVENTS.labels(
+            counter = o._event_counters[etype] = o.metrics.informer_events.labels(
                 informer=o.name, type=etype)
         counter.inc()
         if etype == "DELETED":
@@ -348,8 +348,11 @@ class Informer(Generic[T]):
                  config: ReflectorConfig | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  rand: Callable[[], float] = random.random, sleep: Sleep = anyio.sleep,
-                 caller: str | None = None) -> None:
+                 caller: str | None = None, metrics: KubeMetrics | None = None) -> None:
+        """``metrics``: the collectors to report to (default: those of prometheus-client's
+        default registry, created on first use)."""
         require_pod_scope(resource, label_selector, caller=caller)
+        self.metrics = metrics or metrics_for()
         self.client = client
         self.resource = resource
         self.label_selector = label_selector
@@ -365,8 +368,8 @@ class Informer(Generic[T]):
         self._running = False
         # Metric children looked up once: the per-event path stays cheap.
         self._event_counters: dict[str, Counter] = {}
-        self._objects_gauge = metrics.INFORMER_OBJECTS.labels(informer=self.name)
-        metrics.init_informer_series(self.name)
+        self._objects_gauge = self.metrics.informer_objects.labels(informer=self.name)
+        self.metrics.init_informer_series(self.name)
         if namespace is None or not resource.namespaced:
             namespaces: list[str | None] = [None]
         elif isinstance(namespace, str):

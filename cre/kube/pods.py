@@ -23,6 +23,7 @@ from cre.core.plan import LogRequest
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.guard import require_pod_scope
 from cre.kube.informer import Informer, ReflectorConfig
+from cre.kube.metrics import KubeMetrics
 from cre.kube.projections import pod_view
 from cre.kube.store import (
     Indexer,
@@ -56,23 +57,24 @@ def job_key(pod: PodView) -> str | None:
 
 
 def worker_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
-                        config: ReflectorConfig | None = None,
-                        name: str = "worker-pods") -> Informer[PodView]:
+                        config: ReflectorConfig | None = None, name: str = "worker-pods",
+                        metrics: KubeMetrics | None = None) -> Informer[PodView]:
     """The worker-pod cache: pods with a ``cre.dev/job`` label (indexes job, node, owner)."""
     return Informer(client, PODS, transform=pod_view, namespace=namespaces,
                     label_selector=WORKER_SELECTOR, indexers=_indexers(L.JOB, INDEX_JOB),
-                    name=name, config=config, caller=f"{__name__}.worker_pod_informer")
+                    name=name, config=config, caller=f"{__name__}.worker_pod_informer",
+                    metrics=metrics)
 
 
 def launcher_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
-                          config: ReflectorConfig | None = None,
-                          name: str = "launcher-pods") -> Informer[PodView]:
+                          config: ReflectorConfig | None = None, name: str = "launcher-pods",
+                          metrics: KubeMetrics | None = None) -> Informer[PodView]:
     """The launcher-pod cache: pods with a ``cre.dev/launcher`` label (indexes launcher, node,
     owner)."""
     return Informer(client, PODS, transform=pod_view, namespace=namespaces,
                     label_selector=LAUNCHER_SELECTOR,
                     indexers=_indexers(L.LAUNCHER, INDEX_LAUNCHER), name=name, config=config,
-                    caller=f"{__name__}.launcher_pod_informer")
+                    caller=f"{__name__}.launcher_pod_informer", metrics=metrics)
 
 
 def scoped_pod_informer(client: KubeClient, *, label_selector: str,

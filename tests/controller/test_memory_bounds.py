@@ -3,6 +3,8 @@ not past the Job's verdict or deletion."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -13,9 +15,16 @@ from cre.controller.scenario import JobHarness
 from cre.controller.tombstones import Tombstones
 from cre.core.plan import LogRequest
 from cre.core.strategies import at, make_job, pod, terminated
+from cre.kube.informer import Informer
 from cre.kube.projections import pod_view
 
 pytestmark = pytest.mark.anyio
+
+
+def _fire(informer: Informer[Any], etype: WatchEventType, old: Any, new: Any) -> None:
+    """Deliver one watch event through the informer's handlers (the controller's wiring:
+    predicates, then the handler)."""
+    informer._dispatch(etype, old, new)
 
 
 class FakeClock:
@@ -64,11 +73,11 @@ async def test_worker_tombstones_are_capped_and_dropped_with_the_job(
     c.jobs.store._put("team-a/j1", make_job(), "1")
     for i in range(MAX_DEPARTED_WORKERS + 10):
         failed = pod(f"j1-workload-node-0-{i}-x", state=terminated(finished=at(i)))
-        c._on_worker(WatchEventType.DELETED, failed, None)
+        _fire(c.workers, WatchEventType.DELETED, failed, None)
     kept = c.tombstones("team-a/j1")
     assert len(kept) == MAX_DEPARTED_WORKERS
     assert "j1-workload-node-0-0-x" in kept  # the earliest failure is never the one dropped
-    c._on_job(WatchEventType.DELETED, make_job(), None)
+    _fire(c.jobs, WatchEventType.DELETED, make_job(), None)
     assert c.tombstones("team-a/j1") == frozenset() and len(c.departed_workers) == 0
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from cre.api.labels import API_VERSION, GROUP_NODES
 from cre.controller.job import JobController
+from cre.controller.jobshell import JOBS
 from cre.controller.scenario import JobHarness
 from cre.kube.client import NAMESPACES, NODES, ApiError, KubeClient
-from cre.kube.executor import JOBS
 
 pytestmark = pytest.mark.anyio
 
