@@ -3,7 +3,10 @@
 The informer layer is a library in its own right: :class:`Informer` (list + watch with 410
 relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the projections in
 :mod:`cre.kube.projections`, the two scoped pod caches in :mod:`cre.kube.pods` and the
-:class:`WorkQueue`. Metrics live in :mod:`cre.kube.metrics`.
+:class:`WorkQueue`. The generic controller runtime every controller runs on (Controller,
+Reconciler, event handlers, predicates, the bounded core/shell loop) is :mod:`cre.kube.runtime`.
+Metrics live in :mod:`cre.kube.metrics`, on a registry the caller chooses; importing this
+package registers none.
 """
 
 from cre.api.watch import WatchEventType
