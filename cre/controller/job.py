@@ -23,7 +23,7 @@ the condition it belongs to land in one status write.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -32,8 +32,8 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from cre.api.job import Job
-from cre.api.labels import GPU_PRESENT, GROUP, JOB, LAUNCHER
-from cre.api.watch import WatchEventType
+from cre.api.labels import GPU_PRESENT, GROUP, JOB
+from cre.controller.jobevents import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.jobshell import (
     JOBS,
     JobReads,
@@ -45,7 +45,6 @@ from cre.controller.jobshell import (
 from cre.controller.metrics import job_metrics_for
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
-from cre.core import failurelog as fl
 from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import NodeView, PodView, TrainJobView
@@ -59,7 +58,6 @@ from cre.kube.metrics import metrics_for
 from cre.kube.pods import (
     INDEX_JOB,
     INDEX_LAUNCHER,
-    INDEX_NODE,
     launcher_pod_informer,
     worker_pod_informer,
 )
@@ -68,17 +66,15 @@ from cre.kube.runtime import (
     DONE,
     Again,
     Controller,
-    KeyQueue,
     OwnStatusEcho,
     Result,
-    WatchEvent,
     converge,
     enqueue_mapped,
     enqueue_owner,
     key_of,
     object_key,
 )
-from cre.kube.workqueue import PRIORITY_URGENT, WorkQueue
+from cre.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +82,10 @@ CONTROLLER: Final = "job"
 COMPONENT: Final = "cre.dev/job-controller"
 # Passes of the core per reconcile (log reads, live reads, create answers, conflicts).
 MAX_PASSES: Final = 8
-# Noisy worker pod updates are coalesced for this long; launcher failures skip the wait.
-WORKER_POD_COALESCE: Final = 0.2
 # Tombstones of failed launchers kept per Job (a retry makes two; more is a runaway).
 MAX_DEPARTED: Final = 8
 # Tombstones of failed workers kept per Job (the earliest failures win on overflow).
 MAX_DEPARTED_WORKERS: Final = 16
-# Jobs informer index: the nodes of a Job's group (its ``cre.dev/group-nodes`` annotation).
-INDEX_GROUP_NODE: Final = "group-node"
 
 __all__ = ["JOBS", "JobController", "job_from_dict", "job_group_nodes"]
 
@@ -108,38 +100,13 @@ def job_group_nodes(job: Job) -> tuple[str, ...]:
     return group_nodes(job)
 
 
-def has_failed_container(pod: PodView | None) -> bool:
-    """Whether any init or regular container of ``pod`` has a non-zero termination that
-    counts (current, or the ``lastState`` of a container not running again)."""
-    return pod is not None and bool(fl.failed_terminations(pod))
-
-
-def new_failures(old: PodView | None, new: PodView) -> list[tuple[str, bool]]:
-    """The failed containers of ``new`` whose termination ``old`` did not show yet (a first
-    exit, or one more crash of a container restarted in place), as ``(container, previous)``."""
-    seen = {(name, state.finished_at, previous)
-            for name, state, previous in (fl.failed_terminations(old) if old else [])}
-    return [(name, previous) for name, state, previous in fl.failed_terminations(new)
-            if (name, state.finished_at, previous) not in seen]
-
-
 def _with_departed(cached: Sequence[PodView], departed: dict[str, PodView]
                    ) -> tuple[PodView, ...]:
     names = {p.name for p in cached}
     return by_creation([*cached, *(p for p in departed.values() if p.name not in names)])
 
 
-def _node_changed(event: WatchEvent[NodeView]) -> bool:
-    """A GPU node's readiness, schedulability or labels changed (a heartbeat-only update does
-    not count; a deleted node has no Job left to tell)."""
-    old, new = event.old, event.new
-    if new is None or event.type == WatchEventType.DELETED:
-        return False
-    return old is None or (old.ready, old.unschedulable, old.labels) != (
-        new.ready, new.unschedulable, new.labels)
-
-
-class JobController:
+class JobController(JobEvents):
     """Reconciles ``cre.dev/v1alpha1`` Jobs in ``namespaces`` (``None``: all namespaces).
 
     ``registry``: where the metrics go (default: prometheus-client's default registry).
@@ -186,7 +153,7 @@ class JobController:
         self.controller.watch(self.trainjobs, enqueue_owner(kind="Job", group=GROUP))
         self.controller.watch(self.workers, self.on_worker)
         self.controller.watch(self.launchers, self.on_launcher)
-        self.controller.watch(self.nodes, enqueue_mapped(self._jobs_on_node), _node_changed)
+        self.controller.watch(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed)
 
     @property
     def queue(self) -> WorkQueue[str]:
@@ -219,100 +186,6 @@ class JobController:
         """Take no new keys; finish the reconciles in flight and what is queued, then let
         :meth:`run` return."""
         self.controller.stop()
-
-    # --- event mapping ------------------------------------------------------------------------
-
-    def on_job(self, event: WatchEvent[Job], queue: KeyQueue) -> None:
-        """A Job changed (its own status echo is filtered out before): reconcile it; a deleted
-        one only has its memory dropped."""
-        key = key_of(event.obj)
-        if event.type == WatchEventType.DELETED:
-            meta = event.obj.metadata
-            self.metrics.forget_job(meta.namespace or "", meta.name or "")
-            self.queue.forget(key)
-            self._forget_failures(key)
-            self.status_echo.forget(key)
-            return
-        queue.add(key)
-
-    def on_worker(self, event: WatchEvent[PodView], queue: KeyQueue) -> None:
-        """A worker pod changed: remember it if it was deleted failed, prefetch a new failure's
-        log, enqueue its Job (at once on a first failure, coalesced otherwise)."""
-        old, new = event.old, event.new
-        job = event.obj.label(JOB)
-        if not job:
-            return
-        key = object_key(event.obj.namespace, job)
-        if self._settled(key):
-            queue.add_after(key, WORKER_POD_COALESCE)
-            return
-        if event.type == WatchEventType.DELETED and has_failed_container(old):
-            # Deleted (by JobSet, or by the worker Job past its backoffLimit) before the Job's
-            # failure may have been recorded: keep its last state for the verdict.
-            assert old is not None
-            self.departed_workers.remember(key, old)
-        if new is not None:
-            # Read the log now: the pod may be gone by the time the workload is declared
-            # failed. A single-pod workload's pod is its "launcher" and is captured early.
-            self._prefetch(key, old, new)
-        if has_failed_container(new) and not has_failed_container(old):
-            queue.add(key, priority=PRIORITY_URGENT)
-        else:
-            queue.add_after(key, WORKER_POD_COALESCE)
-
-    def on_launcher(self, event: WatchEvent[PodView], queue: KeyQueue) -> None:
-        """A launcher pod changed: remember it if it was deleted failed, prefetch a new
-        failure's log, and enqueue its Job at once (ahead of routine work on a new failure)."""
-        old, new = event.old, event.new
-        job = event.obj.label(LAUNCHER)
-        if not job:
-            return
-        key = object_key(event.obj.namespace, job)
-        settled = self._settled(key)
-        if not settled and event.type == WatchEventType.DELETED and has_failed_container(old):
-            assert old is not None
-            self.departed_launchers.remember(key, old)
-        failed = new is not None and not settled and self._prefetch(key, old, new)
-        # Every launcher change, and above all its first non-zero exit, goes straight to a
-        # worker (no delay, no rate limit).
-        queue.add(key, priority=PRIORITY_URGENT if failed else 0)
-
-    def _prefetch(self, key: str, old: PodView | None, new: PodView) -> bool:
-        """Start reading the log of every new failure of ``new``; whether there was one."""
-        fresh = new_failures(old, new)
-        for container, previous in fresh:
-            self.prefetcher.request(new, container, previous=previous, owner=key, refresh=True)
-        return bool(fresh)
-
-    def _jobs_on_node(self, event: WatchEvent[NodeView]) -> Iterable[str]:
-        """The non-terminal Jobs whose group lists the node, and the Jobs with a pod on it."""
-        name = event.obj.name
-        for job in self.jobs.store.by_index(INDEX_GROUP_NODE, name):
-            if not is_terminal(job):
-                yield key_of(job)
-        for pods, label in ((self.workers, JOB), (self.launchers, LAUNCHER)):
-            for pod in pods.store.by_index(INDEX_NODE, name):
-                value = pod.label(label)
-                if value:
-                    yield object_key(pod.namespace, value)
-
-    def _settled(self, key: str) -> bool:
-        """Whether the cached Job ``key`` already has its verdict or is being deleted (a pod
-        failure of it will not be recorded: no tombstone, no log read)."""
-        job = self.jobs.store.get(key)
-        return job is not None and (is_terminal(job) or job.metadata.deletion_timestamp is not None)
-
-    def _forget_failures(self, key: str) -> None:
-        """Drop the tombstones and prefetched tails of Job ``key`` (terminal, being deleted or
-        gone: no failure of it will be recorded any more)."""
-        self.departed_launchers.forget(key)
-        self.departed_workers.forget(key)
-        self.prefetcher.forget(key)
-
-    def tombstones(self, key: str) -> frozenset[str]:
-        """The names of the failed pods of Job ``key`` kept after their deletion."""
-        return frozenset(self.departed_launchers.pods(key)) | frozenset(
-            self.departed_workers.pods(key))
 
     # --- the Reconciler -----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import anyio
 import attrs
 import pytest
 
-from cre.controller.job import new_failures
+from cre.controller.jobevents import new_failures
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.scenario import JobHarness
 from cre.core.plan import LogRequest
