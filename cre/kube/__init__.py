@@ -46,3 +46,15 @@ __all__ = [
     "WorkQueue",
     "default_controller_rate_limiter",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``EventType`` was the informers' name for the watch event type until it moved to
+    # cre.api.watch.WatchEventType (one enum for every layer); the old name keeps working.
+    if name == "EventType":
+        import warnings
+
+        warnings.warn("cre.kube.EventType is cre.api.watch.WatchEventType", DeprecationWarning,
+                      stacklevel=2)
+        return WatchEventType
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
