@@ -185,8 +185,10 @@ def test_handlers_map_models_and_views_to_keys() -> None:
                        controller=True),)))
     enqueue_owner(kind="Workflow", group="cre.dev")(_event(owned), q)
     enqueue_by_label("cre.dev/job", delay=0.2)(_event(pod("w-0")), q)
+    labelled = attrs.evolve(job, metadata=attrs.evolve(job.metadata, labels={"cre.dev/wf": "wf"}))
+    enqueue_by_label("cre.dev/wf")(_event(labelled), q)
     enqueue_mapped(lambda e: ["b/2", "a/1", "b/2"])(_event(job), q)
-    assert q.now == ["team-a/j1", "team-a/j1", "team-a/wf", "a/1", "b/2"]
+    assert q.now == ["team-a/j1", "team-a/j1", "team-a/wf", "team-a/wf", "a/1", "b/2"]
     assert q.later == [("team-a/j1", 0.2)]
 
 

@@ -15,7 +15,7 @@ Objects are read by duck typing, so the helpers work for CRE's attrs models (``m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -74,7 +74,8 @@ def label_of(obj: Any, label: str) -> str | None:
         value: str | None = obj.label(label)
         return value
     labels = getattr(_meta(obj), "labels", None) or {}
-    return labels.get(label) if isinstance(labels, dict) else None
+    value = labels.get(label) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 def owner_refs_of(obj: Any) -> Sequence[Any]:
