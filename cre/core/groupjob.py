@@ -46,8 +46,13 @@ def job_name(workflow: str, *, group: str, iteration: int, single: bool,
         name += f"-retry-{attempt}"
     if len(name) <= MAX_JOB_NAME:
         return name
+    # Shorten the Workflow part and keep the group/iteration/retry tail readable.
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[:MAX_JOB_NAME - 9].rstrip('-')}-{digest}"
+    tail = name[len(workflow):]
+    room = MAX_JOB_NAME - len(tail) - len(digest) - 1
+    if room < 8:
+        return f"{name[:MAX_JOB_NAME - 9].rstrip('-')}-{digest}"
+    return f"{workflow[:room].rstrip('-')}-{digest}{tail}"
 
 
 def _affinity(job: str, nodes: Sequence[str], old: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cre.api.common import NodeSelectorRequirement, TargetSpec, TaintSelector
+from cre.api.common import NodeSelectorRequirement, TaintSelector, TargetSpec
 from cre.api.conditions import WorkflowReason
 from cre.core.discovery import (
     Discovery,
@@ -16,7 +16,7 @@ from cre.core.discovery import (
     discover,
     majority_architecture,
 )
-from cre.core.observed import NodeTaint
+from cre.core.observed import NodeTaint, NodeView
 from tests.core.tierworld import gpu_node, nodes
 
 A100 = "NVIDIA-A100-SXM4-80GB"
@@ -140,9 +140,8 @@ def test_every_node_under_capacity_fails_naming_the_best() -> None:
     assert "8 nvidia.com/gpu" in result.message and "best available is 4" in result.message
 
 
-@given(st.permutations(list(nodes(6)) + [gpu_node("x", cordoned=True),
-                                         gpu_node("y", product=A100)]))
-def test_discovery_ignores_input_order(pool: list) -> None:  # type: ignore[type-arg]
+@given(st.permutations([*nodes(6), gpu_node("x", cordoned=True), gpu_node("y", product=A100)]))
+def test_discovery_ignores_input_order(pool: list[NodeView]) -> None:
     """The same nodes in any order give the same discovery."""
     assert discover(target=TargetSpec(), nodes=pool, gpus_per_node=8) == discover(
         target=TargetSpec(), nodes=sorted(pool, key=lambda n: n.name), gpus_per_node=8)

@@ -157,7 +157,7 @@ class WorkflowWorld:
 
     wf: Workflow
     nodes: tuple[NodeView, ...]
-    settings: WorkflowSettings = WorkflowSettings()
+    settings: WorkflowSettings = attrs.field(factory=WorkflowSettings)
     jobs: dict[str, Job] = attrs.field(factory=dict)
     deps: dict[tuple[str, str], ObjectView] = attrs.field(factory=dict)
     config_maps: dict[str, dict[str, bytes]] = attrs.field(factory=dict)
