@@ -27,6 +27,7 @@ from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import Constraints, c
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
+    DNS_LABEL,
     Condition,
     LocalObjectReference,
     NamespacedName,
@@ -111,8 +112,8 @@ class CategoryOptions:
 class CertificationCategory:
     """One catalog entry to run, with its own options."""
 
-    domain: str = attrs.field(metadata=c(min_length=1))
-    variant: str = attrs.field(metadata=c(min_length=1))
+    domain: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL))
+    variant: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL))
     options: CategoryOptions | None = None
 
 

@@ -335,23 +335,6 @@ def _check_dependency_when(model: WorkflowSpec, path: str) -> Iterator[FieldErro
         yield from _check_when(parsed, where)
 
 
-def _check_categories(model: Any, path: str) -> Iterator[FieldError]:
-    seen: dict[tuple[str, str], int] = {}
-    for i, cat in enumerate(model.categories):
-        where = join(join(path, "categories"), i)
-        for name in ("domain", "variant"):
-            value = getattr(cat, name)
-            if re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value) is None:
-                yield FieldError(path=join(where, name), message="must be a lower-case "
-                                 "catalog name ([a-z0-9-], starting and ending alphanumeric)",
-                                 value=value)
-        key = (cat.domain, cat.variant)
-        if key in seen:
-            yield FieldError(path=where, message=f"category {cat.domain}/{cat.variant} "
-                             f"repeats categories[{seen[key]}]")
-        seen.setdefault(key, i)
-
-
 def _check_orchestration(model: OrchestrationSpec, path: str) -> Iterator[FieldError]:
     if model.placement == "Unpinned" and model.diagnose is not None:
         yield FieldError(path=join(path, "diagnose"), message="diagnose needs Pinned placement")
@@ -507,7 +490,6 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         JobSpec: (_check_job_spec,),
         JobStatus: (_check_job_status,),
         WorkflowSpec: (_check_workflow_spec, _check_template_nodes, _check_dependency_when),
-        WhenSpec: (_check_when,),
         OrchestrationSpec: (_check_orchestration,),
         OverrideSpec: (_check_override,),
         TorchSpec: (_check_torch,),
@@ -515,7 +497,7 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         CategoryResources: (_check_resources,),
         LogPattern: (_check_log_pattern,),
         CategoryOptions: (_check_thresholds_attr,),
-        CertificationSpec: (_check_thresholds_attr, _check_categories),
+        CertificationSpec: (_check_thresholds_attr,),
         WorkloadRunSpec: (_check_thresholds_attr,),
     }
 
