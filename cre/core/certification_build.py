@@ -55,9 +55,13 @@ def shorten(name: str, limit: int = MAX_JOB_NAME) -> str:
     return f"{name[:limit - 9].rstrip('-')}-{digest}"
 
 
-def workflow_name(cert: str, category: CertificationCategory) -> str:
-    """The category's Workflow name (a DNS-1035 label Trainer's names still fit under)."""
-    return shorten(f"{cert}-{category.domain}-{category.variant}".lower())
+def workflow_name(cert: Certification, index: int) -> str:
+    """Category ``index``'s Workflow name (a DNS-1035 label Trainer's names still fit
+    under); a category that repeats an earlier one (with other options) gets its index."""
+    category = cert.spec.categories[index]
+    name = f"{cert.metadata.name or ''}-{category.domain}-{category.variant}"
+    earlier = any(entry_name(c) == entry_name(category) for c in cert.spec.categories[:index])
+    return shorten(f"{name}-{index}" if earlier else name)
 
 
 def merged_options(cert: Certification, index: int) -> CategoryOptions:
@@ -131,7 +135,7 @@ def build_workflow(
     """The Workflow manifest of category ``index`` (``BuildError`` naming the field)."""
     category = cert.spec.categories[index]
     options = merged_options(cert, index)
-    name = workflow_name(cert.metadata.name or "", category)
+    name = workflow_name(cert, index)
     namespace = cert.metadata.namespace or ""
     available = len(found.nodes)
     scale = options.test_scale or TestScale.FULL_SCALE

@@ -159,3 +159,14 @@ def test_plans_are_deterministic() -> None:
     obs = CertificationObservation(nodes=nodes(3))
     assert reconcile_certification(cert, obs, at(0), catalog=catalog()) == \
         reconcile_certification(cert, obs, at(0), catalog=catalog())
+
+
+def test_a_repeated_category_gets_its_own_workflow_name() -> None:
+    """The same entry twice (say with other options) runs as two distinct Workflows."""
+    world = CertificationWorld(cert=certification(LOOPBACK, LOOPBACK), nodes=nodes(2))
+    world.step(at(0))
+    world.finish(world.created[0], ok=True, verdict=Verdict.PASSED, now=at(1))
+    world.step(at(2))
+    world.step(at(3))
+    assert world.created == ["cert-communication-nccl-loopback",
+                             "cert-communication-nccl-loopback-1"]
