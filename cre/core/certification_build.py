@@ -86,17 +86,12 @@ def _where(index: int, field: str) -> str:
 def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
     """Problems found before anything is created: unknown categories, unsupported options."""
     problems = []
-    seen: dict[str, int] = {}
     for i, category in enumerate(cert.spec.categories):
         name = entry_name(category)
         if name not in catalog.entries:
             problems.append(f"spec.categories[{i}]: unknown category {name!r} (known: "
                             f"{', '.join(sorted(catalog.entries))})")
             continue
-        if name in seen:
-            problems.append(f"spec.categories[{i}]: category {name!r} repeats "
-                            f"spec.categories[{seen[name]}]")
-        seen.setdefault(name, i)
         options = merged_options(cert, i)
         if options.test_scale == TestScale.DIAGNOSE:
             problems.append(f"{_where(i, 'testScale')}: diagnose is not supported by this "
