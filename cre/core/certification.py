@@ -221,9 +221,14 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
                       message=f"Workflow for category {label} failed, advancing to next "
                               "category", requeue_after=ctx.settings.immediate)
     if member is not None and member.type == ConditionType.SUCCEEDED:
-        status = _set(status, index, status=CategoryState.SUCCEEDED,
-                      verdict=wf.status.verdict or Verdict.PASSED, message=member.message,
-                      **refs)
+        verdict = wf.status.verdict or Verdict.PASSED
+        message = member.message
+        incomplete = next((c for c in wf.status.conditions
+                           if c.type == ConditionType.INCOMPLETE), None)
+        if verdict == Verdict.INCOMPLETE and incomplete is not None:
+            message = f"{incomplete.reason}: {incomplete.message}"
+        status = _set(status, index, status=CategoryState.SUCCEEDED, verdict=verdict,
+                      message=message, **refs)
         return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                       reason=CertificationReason.WORKFLOW_SUCCEEDED,
                       message=f"Workflow for category {label} succeeded",
@@ -277,8 +282,9 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
 def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     verdict = D.summarize(c.verdict for c in status.category_statuses)
     incomplete = verdict == Verdict.INCOMPLETE
-    nodes_excluded = incomplete and not any(
-        "infrastructure" in (c.message or "") for c in status.category_statuses)
+    nodes_excluded = incomplete and all(
+        (c.message or "").startswith(IncompleteReason.NODES_EXCLUDED)
+        for c in status.category_statuses if c.verdict == Verdict.INCOMPLETE)
     conditions, event = set_additive(
         status.conditions, type_=ConditionType.INCOMPLETE, status=incomplete,
         reason=(IncompleteReason.NODES_EXCLUDED if nodes_excluded
