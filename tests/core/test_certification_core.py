@@ -5,6 +5,8 @@ summary verdict and the printer column."""
 from __future__ import annotations
 
 import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cre.api.conditions import CategoryState, CertificationReason, Verdict
 from cre.api.meta import TypedLocalObjectReference
@@ -170,3 +172,36 @@ def test_a_repeated_category_gets_its_own_workflow_name() -> None:
     world.step(at(3))
     assert world.created == ["cert-communication-nccl-loopback",
                              "cert-communication-nccl-loopback-1"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([ALL_REDUCE, LOOPBACK]), st.booleans(),
+                          st.sampled_from(list(Verdict))), min_size=1, max_size=4))
+def test_categories_one_at_a_time_and_the_verdict_summarises(
+        script: list[tuple[tuple[str, str], bool, Verdict]]) -> None:
+    """Whatever the categories' outcomes: one category runs at a time, in spec order, every
+    category runs, and the Certification's verdict is the worst of theirs."""
+    world = CertificationWorld(cert=certification(*(entry for entry, _, _ in script)),
+                               nodes=nodes(2))
+    finished = 0
+    for t in range(60):
+        world.step(at(t))
+        states = [c.status for c in world.cert.status.category_statuses]
+        assert states.count(CategoryState.IN_PROGRESS) <= 1
+        if world.terminal:
+            break
+        if finished < len(world.created):
+            _, ok, verdict = script[finished]
+            verdict = verdict if ok and verdict != Verdict.FAILED else (
+                Verdict.PASSED if ok else Verdict.FAILED)
+            world.finish(world.created[finished], ok=ok, verdict=verdict, now=at(t))
+            finished += 1
+    assert world.terminal
+    assert len(world.created) == len(script)
+    verdicts = [c.verdict for c in world.cert.status.category_statuses]
+    expected = (Verdict.FAILED if Verdict.FAILED in verdicts else
+                Verdict.INCOMPLETE if Verdict.INCOMPLETE in verdicts else Verdict.PASSED)
+    assert world.cert.status.verdict == expected
+    rest = reconcile_certification(world.cert, CertificationObservation(
+        nodes=world.nodes, workflows=tuple(world.workflows.values())), at(99), catalog=catalog())
+    assert rest.quiet
