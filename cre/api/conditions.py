@@ -164,6 +164,8 @@ class WorkflowReason(enum.StrEnum):
     GROUPS_CANCELLED = "GroupsCancelled"
     SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
     NO_OUTAGE = "NoOutage"
+    OVERRIDE_APPLIED = "OverrideApplied"
+    OVERRIDE_NO_OP = "OverrideNoOp"
 
 
 class CertificationReason(enum.StrEnum):

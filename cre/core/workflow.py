@@ -47,6 +47,7 @@ from cre.api.job import FailureClass, Job
 from cre.api.meta import TypedLocalObjectReference
 from cre.api.validate import validate
 from cre.api.workflow import (
+    AppliedOverride,
     DependencyRef,
     DependencyScope,
     GroupStatus,
@@ -62,6 +63,7 @@ from cre.core.deps import Dependency, DependencyError, applicable, job_copy, ren
 from cre.core.discovery import Discovery, DiscoveryFailure, discover
 from cre.core.groupjob import group_job, job_name
 from cre.core.observed import NodeView
+from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
 from cre.core.plan import Create, Delete, EventSpec, EventType
 from cre.core.tierplan import ObjectView, SelfPatch, TierPlan, Upsert
@@ -168,6 +170,17 @@ def reconcile_workflow(
     orch = wf.status.orchestration
     if orch is None or orch.total_groups == 0:
         return _start(ctx)
+    if wf.spec.overrides:
+        try:
+            effective, _ = apply_overrides(
+                wf, platform=orch.detected_platform or "",
+                arch=orch.detected_gpu_architecture or "",
+                topology_mode="topology" if wf.spec.orchestration.topology else "simple",
+                domain_count=len({d for g in wf.status.groups for d in g.domains}))
+        except OverrideError as exc:
+            return _write(ctx, wf.status, member=ConditionType.FAILED,
+                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
+        ctx = attrs.evolve(ctx, wf=effective)
     if observation.create_conflicts:
         held = ", ".join(observation.create_conflicts)
         dep = any(not c.startswith("Job/") for c in observation.create_conflicts)
@@ -261,6 +274,23 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
                       reason=WorkflowReason.INVALID_SPEC,
                       message=f"{describe(wf, 'Workflow')} has an invalid spec: "
                               f"{'; '.join(invalid)}")
+    applied: tuple[AppliedOverride, ...] = ()
+    if wf.spec.overrides:
+        # Overrides need the platform and architecture: detect them on the base target first.
+        first = discover(target=_target(wf), nodes=ctx.obs.nodes)
+        if isinstance(first, DiscoveryFailure):
+            return _write(ctx, wf.status, member=ConditionType.FAILED, reason=first.reason,
+                          message=first.message)
+        topo = wf.spec.orchestration.topology
+        domains = {n.label(topo.topology_key) for n in first.nodes} - {None} if topo else set()
+        try:
+            wf, applied = apply_overrides(wf, platform=first.platform, arch=first.architecture,
+                                          topology_mode="topology" if topo else "simple",
+                                          domain_count=len(domains))
+        except OverrideError as exc:
+            return _write(ctx, wf.status, member=ConditionType.FAILED,
+                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
+        ctx = attrs.evolve(ctx, wf=wf)
     found = discover(target=_target(wf), nodes=ctx.obs.nodes, gpus_per_node=rendered_gpus(wf))
     if isinstance(found, DiscoveryFailure):
         return _write(ctx, wf.status, member=ConditionType.FAILED, reason=found.reason,
@@ -287,7 +317,7 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
         current_iteration=1, detected_platform=found.platform,
         detected_gpu_architecture=found.architecture,
         excluded_nodes=tuple(e.name for e in found.excluded),
-        exclusion_reason=found.summary or None)
+        exclusion_reason=found.summary or None, applied_overrides=applied)
     status = attrs.evolve(wf.status, orchestration=orch, groups=tuple(
         GroupStatus(name=g.name, nodes=g.nodes, domains=g.domains,
                     domain_node_counts=dict(g.domain_node_counts), overflow=g.overflow)
@@ -298,7 +328,7 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
                f"({size} nodes/job)")
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
-                  events=_exclusion_events(found), creates=creates,
+                  events=_exclusion_events(found) + _override_events(applied), creates=creates,
                   requeue_after=ctx.settings.immediate)
 
 
@@ -313,6 +343,16 @@ def _exclusion_events(found: Discovery) -> tuple[EventSpec, ...]:
             out.append(EventSpec(type=EventType.WARNING, reason=reason,
                                  message=f"Excluded {len(names)} node(s): {shown}{more}{detail}"))
     return tuple(out)
+
+
+def _override_events(applied: tuple[AppliedOverride, ...]) -> tuple[EventSpec, ...]:
+    return tuple(
+        EventSpec(type=EventType.WARNING if a.no_op else EventType.NORMAL,
+                  reason=WorkflowReason.OVERRIDE_NO_OP if a.no_op
+                  else WorkflowReason.OVERRIDE_APPLIED,
+                  message=f"Override {a.index} ({a.when}) "
+                          + ("changed nothing" if a.no_op else f"applied: {a.patches}"))
+        for a in applied)
 
 
 def _template_json(wf: Workflow) -> Mapping[str, Any]:
