@@ -12,7 +12,7 @@ from datetime import datetime
 
 from cre.api.conditions import ConditionType
 from cre.api.meta import Condition, ConditionStatus
-from cre.core.plan import EventSpec, EventType
+from cre.core.plan import EventSeverity, EventSpec
 from cre.core.trio import bound_note, set_exclusive
 
 CONDITION_MESSAGE_LIMIT = 32768
@@ -50,7 +50,7 @@ def set_additive(
     if old is None:
         out = (*conditions, fresh)
     flipped = status and (old is None or old.status != ConditionStatus.TRUE)
-    event = EventSpec(type=EventType.WARNING if warn else EventType.NORMAL, reason=reason,
+    event = EventSpec(type=EventSeverity.WARNING if warn else EventSeverity.NORMAL, reason=reason,
                       message=bound_note(message)) if flipped else None
     return out, event
 

@@ -228,7 +228,7 @@ class FinalVerdict:
 
 def verdict_of(*, genuine_failures: int, infra_aborts: int, uncertified: int,
                excluded: int) -> FinalVerdict:
-    """The verdict table (docs/design/010): Failed beats Incomplete beats Passed."""
+    """The verdict table (docs/design/013): Failed beats Incomplete beats Passed."""
     if genuine_failures:
         reason = (IncompleteReason.INFRA_ABORTED if infra_aborts or uncertified
                   else IncompleteReason.NODES_EXCLUDED if excluded else IncompleteReason.COMPLETE)

@@ -65,7 +65,7 @@ from cre.core.groupjob import group_job, job_name
 from cre.core.observed import NodeView
 from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
-from cre.core.plan import Create, Delete, EventSpec, EventType
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import ObjectView, SelfPatch, TierPlan, Upsert
 from cre.core.trio import true_member
 
@@ -340,14 +340,14 @@ def _exclusion_events(found: Discovery) -> tuple[EventSpec, ...]:
             shown = ", ".join(e.name for e in names[:10])
             more = f" and {len(names) - 10} more" if len(names) > 10 else ""
             detail = f" ({names[0].detail})" if names[0].detail else ""
-            out.append(EventSpec(type=EventType.WARNING, reason=reason,
+            out.append(EventSpec(type=EventSeverity.WARNING, reason=reason,
                                  message=f"Excluded {len(names)} node(s): {shown}{more}{detail}"))
     return tuple(out)
 
 
 def _override_events(applied: tuple[AppliedOverride, ...]) -> tuple[EventSpec, ...]:
     return tuple(
-        EventSpec(type=EventType.WARNING if a.no_op else EventType.NORMAL,
+        EventSpec(type=EventSeverity.WARNING if a.no_op else EventSeverity.NORMAL,
                   reason=WorkflowReason.OVERRIDE_NO_OP if a.no_op
                   else WorkflowReason.OVERRIDE_APPLIED,
                   message=f"Override {a.index} ({a.when}) "

@@ -28,7 +28,7 @@ from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
 from cre.core.job import parse_duration
-from cre.core.plan import Create, Delete, EventSpec, EventType
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
 from cre.core.workflow import (
     WorkflowPlan,
@@ -148,7 +148,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         if infra:
             fc = outcome.failure_class
             p.events.append(EventSpec(
-                type=EventType.NORMAL, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
+                type=EventSeverity.NORMAL, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
                 message=f"Group {group.name}: {fc.scope if fc else ''} abort "
                         f"({fc.reason if fc else outcome.reason}) deferred, siblings continue; "
                         f"infra retry {new.infra_retries}/{ctx.policy.infra_retries}"))
@@ -156,7 +156,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
     if decision.action == D.Action.INFRA_ABORT:
         fc = outcome.failure_class
         p.events.append(EventSpec(
-            type=EventType.WARNING, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
+            type=EventSeverity.WARNING, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
             message=f"Group {group.name} ended on an infrastructure abort "
                     f"({fc.scope if fc else ''}/{fc.reason if fc else ''}) after "
                     f"{group.infra_retries} infra retries: {len(decision.uncertified)} node(s) "
@@ -179,7 +179,7 @@ def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
         cancelled.append(g.name)
     if cancelled:
         p.events.append(EventSpec(
-            type=EventType.WARNING, reason=WorkflowReason.GROUPS_CANCELLED,
+            type=EventSeverity.WARNING, reason=WorkflowReason.GROUPS_CANCELLED,
             message=f"FailFast: group {by} failed; cancelled {len(cancelled)} sibling "
                     f"group(s): {', '.join(cancelled[:10])}"))
 
