@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cre.kube.client import NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
+from cre.kube.client import BATCH_JOBS, NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster import SimulatedCluster, simulate
 from cre.testing.cluster.model import World, condition, is_true
@@ -97,3 +97,29 @@ async def test_preemption_sets_disruption_target_then_the_pod_fails(
             "default-scheduler: preempting to accommodate a higher priority pod")
         term = seen["pod"]["status"]["containerStatuses"][0]["state"]["terminated"]
         assert (term["exitCode"], term["reason"]) == (143, "Error")
+
+
+async def test_failed_deletes_are_retried(kube_emulator: Emulator) -> None:
+    """Injected 409s on Job deletes keep the finished TrainJob's sshd Jobs, then 409s on pod
+    deletes hold the finished pods Terminating; once the faults clear, the controllers' and the
+    kubelet's deletes are sent again and nothing is left behind (no stuck Terminating pod, no
+    orphaned batch Job)."""
+    faults = kube_emulator.faults
+    async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
+        faults.add_error(409, verb="delete", resource="jobs")
+        await _apply(cluster)
+        await cluster.wait_for(lambda w: is_true(w.get(TRAINJOBS, TJ) or {}, "Complete"))
+        await cluster.wait_for(lambda w: any(e.startswith("jobset: Delete")
+                                             for e in cluster.errors))
+        assert any(j["status"].get("active") for j in cluster.snapshot().all(BATCH_JOBS))
+        faults.reset()
+        faults.add_error(409, verb="delete", resource="pods")
+        await cluster.wait_for(lambda w: any(e.startswith("kubelet: Delete")
+                                             for e in cluster.errors))
+        assert any(p["metadata"].get("deletionTimestamp") for p in cluster.snapshot().all(PODS))
+        faults.reset()
+        world = await cluster.wait_for(lambda w: not any(
+            p["metadata"].get("deletionTimestamp") for p in w.all(PODS)) and all(
+            is_true(j, "Complete") for j in w.all(BATCH_JOBS)))
+        assert [p["metadata"]["name"] for p in world.all(PODS)] == [
+            p["metadata"]["name"] for p in world.all(PODS) if "launcher" in p["metadata"]["name"]]

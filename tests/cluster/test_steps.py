@@ -294,3 +294,40 @@ def test_node_not_ready_taints_and_evicts_after_toleration() -> None:
                for c in a.patch["status"]["conditions"]]
     assert "DeletionByTaintManager" in reasons
     assert any(isinstance(a, Delete) and a.resource == PODS for a in later.actions)
+
+
+def _marks(step: Any) -> dict[str, Any]:
+    return {a.key: a.value for a in step.actions if isinstance(a, Mark)}
+
+
+def test_job_expectations_hold_back_a_second_pod_until_the_first_is_seen() -> None:
+    """A create whose pod was not observed yet (a dropped watch event) is not sent again; the
+    pod's arrival observes the expectation, a failed create forgets it, and it expires at 5 min."""
+    first = batchjob.step(World.of([job()]), T0, CFG)
+    (create,) = [a for a in first.actions if isinstance(a, Create)]
+    marks = _marks(first)
+    assert marks == {"jobexpect/job-uid/0": T0}
+    assert create.on_failure == (Mark("jobexpect/job-uid/0", None),)
+    unseen = batchjob.step(World.of([job(status={"active": 1})], marks=marks), T0 + 5, CFG)
+    assert not creates(unseen, "Pod")
+    assert unseen.wake_at == T0 + batchjob.EXPECTATIONS_TTL
+    running = pod("p0", phase="Running")
+    seen = batchjob.step(World.of([job(status={"active": 1}), running], marks=marks), T0 + 5,
+                         CFG)
+    assert _marks(seen) == {"jobexpect/job-uid/0": None} and not creates(seen, "Pod")
+    expired = batchjob.step(World.of([job(status={"active": 1})], marks=marks),
+                            T0 + batchjob.EXPECTATIONS_TTL, CFG)
+    assert [p["metadata"]["generateName"] for p in creates(expired, "Pod")] == ["j-0-"]
+
+
+def test_relist_keeps_objects_written_after_the_list() -> None:
+    """A LIST answered at rv 10 does not drop a pod the simulator created at rv 11 meanwhile."""
+    from cre.testing.cluster.runtime import relist
+
+    def obj(name: str, rv: int) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv)}}
+    store = {"ns/old": obj("old", 5), "ns/gone": obj("gone", 6), "ns/new": obj("new", 11)}
+    relist(store, [obj("old", 9)], "10", PODS)
+    assert sorted(store) == ["ns/new", "ns/old"]
+    assert store["ns/old"]["metadata"]["resourceVersion"] == "9"
+    assert store["ns/old"]["kind"] == "Pod"

@@ -99,6 +99,8 @@ async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
                     await backend.apply(act, t)
                 except Exception as exc:  # one failed write must not stop the cluster
                     await on_error(name, act, exc)
+                    for undo in getattr(act, "on_failure", ()):
+                        await backend.apply(undo, t)
         if not changed:
             break
     return wake

@@ -89,8 +89,7 @@ def _sync_pod(world: World, pod: Obj, node: Obj, now: float, cfg: SimConfig,
     status: Obj = deep(pod.get("status") or {})
     if _phase(pod) in TERMINAL:
         if deleting(pod) and f"kdel/{uid_of(pod)}" not in world.marks:
-            b.add(Delete(PODS, ns_of(pod), name_of(pod), uid=uid_of(pod), grace_seconds=0),
-                  Mark(f"kdel/{uid_of(pod)}", now))
+            b.add(*final_delete(pod, now))
         return
     spec = pod.get("spec") or {}
     inits = list(spec.get("initContainers") or [])
@@ -338,9 +337,15 @@ def _kill(world: World, pod: Obj, status: Obj, now: float, b: StepBuilder) -> No
     status["phase"] = phase
     status["conditions"] = _conditions(status, {}, {}, phase, True, now)
     b.add(Patch(PODS, ns_of(pod), name_of(pod), {"status": status}, subresource="status"),
-          Mark(f"finish/{uid_of(pod)}", now),
-          Delete(PODS, ns_of(pod), name_of(pod), uid=uid_of(pod), grace_seconds=0),
-          Mark(f"kdel/{uid_of(pod)}", now))
+          Mark(f"finish/{uid_of(pod)}", now), *final_delete(pod, now))
+
+
+def final_delete(pod: Obj, now: float) -> tuple[Mark, Delete]:
+    """The kubelet's grace-0 delete of a finished pod, remembered so it is sent once; a delete
+    that fails forgets the mark, so the next tick sends it again (no pod stuck Terminating)."""
+    mark = f"kdel/{uid_of(pod)}"
+    return (Mark(mark, now), Delete(PODS, ns_of(pod), name_of(pod), uid=uid_of(pod),
+                                    grace_seconds=0, on_failure=(Mark(mark, None),)))
 
 
 def _will_restart(cs: Mapping[str, Any], policy: str) -> bool:

@@ -78,10 +78,15 @@ class World:
 
 @attrs.frozen(slots=True)
 class Create:
-    """Create ``body`` (``metadata.generateName`` allowed)."""
+    """Create ``body`` (``metadata.generateName`` allowed).
+
+    ``on_failure`` marks are applied when the write fails (a controller lowering its
+    expectations, as the real one does when a create errors).
+    """
 
     resource: Resource
     body: Obj
+    on_failure: tuple[Mark, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -97,7 +102,11 @@ class Patch:
 
 @attrs.frozen(slots=True)
 class Delete:
-    """Delete one object, with an optional UID precondition, propagation and grace period."""
+    """Delete one object, with an optional UID precondition, propagation and grace period.
+
+    ``on_failure`` marks are applied when the delete fails (e.g. forgetting a "deleted" mark so
+    the next tick deletes again, as the kubelet's status manager retries).
+    """
 
     resource: Resource
     namespace: str | None
@@ -105,6 +114,7 @@ class Delete:
     uid: str | None = None
     propagation: str | None = None
     grace_seconds: int | None = None
+    on_failure: tuple[Mark, ...] = ()
 
 
 @attrs.frozen(slots=True)

@@ -93,6 +93,22 @@ def _rv(obj: Obj) -> int:
     return int(raw) if raw.isdigit() else 0
 
 
+def relist(store: dict[str, Obj], items: list[Obj], list_rv: str, res: Resource) -> None:
+    """Replace ``store`` with a fresh listing taken at ``list_rv``, keeping newer objects.
+
+    A write answered while the LIST was in flight is already in the store with a
+    resourceVersion above the listing's; dropping it would hide an object the simulated
+    controllers just created (and make one create it twice). The watch that resumes from
+    ``list_rv`` delivers those changes again, deletions included.
+    """
+    floor = int(list_rv) if list_rv.isdigit() else 0
+    newer = {k: o for k, o in store.items() if floor and _rv(o) > floor}
+    store.clear()
+    store.update({key_of(o): {**o, "apiVersion": res.api_version, "kind": res.kind}
+                  for o in items})
+    store.update(newer)
+
+
 class SimulatedCluster:
     """Nodes of one profile plus the simulated controllers, against one API server."""
 
@@ -150,7 +166,9 @@ class SimulatedCluster:
                                      uid=action.uid, propagation_policy=action.propagation,
                                      grace_period_seconds=action.grace_seconds)
             except ApiError as exc:
-                if exc.not_found or exc.conflict:
+                # Gone already, or the UID precondition names an object since replaced: done.
+                # Any other error (an injected 409, 429, 5xx) fails the write so it is retried.
+                if exc.not_found or (exc.conflict and "precondition" in exc.message.lower()):
                     return
                 raise
             if got.get("kind") == action.resource.kind and got.get("metadata", {}).get(
@@ -179,11 +197,8 @@ class SimulatedCluster:
         while True:
             try:
                 listing = await self.client.list(res)
-                fresh = {key_of(o): {**o, "apiVersion": res.api_version, "kind": res.kind}
-                         for o in listing.get("items", [])}
-                self.stores[res.plural].clear()
-                self.stores[res.plural].update(fresh)
                 rv = str(listing.get("metadata", {}).get("resourceVersion", ""))
+                relist(self.stores[res.plural], listing.get("items", []), rv, res)
                 if first:
                     first = False
                     synced.set()
