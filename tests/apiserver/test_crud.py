@@ -228,3 +228,20 @@ async def test_annotations_over_256_kib_in_total_are_422(client: Client) -> None
                                           "field": "metadata.annotations",
                                           "message": "Too long: may not be more than 262144 "
                                                      "bytes"}]
+
+
+@pytest.mark.parametrize(("rv", "status"), [("v1", 201), ("0", 201), ("", 201), ("-3", 201),
+                                             ("99999999999999999999", 201), ("42", 500)])
+async def test_create_ignores_a_resource_version_that_is_not_a_number(
+        client: Client, rv: str, status: int) -> None:
+    """Only a resourceVersion that parses as a non-zero uint64 fails a create (500, as etcd3's
+    store); anything else is dropped and the object gets the server's revision."""
+    body = pod("p")
+    body["metadata"]["resourceVersion"] = rv
+    got, obj, _ = await client.post(PODS, body)
+    assert got == status
+    if status == 201:
+        assert obj["metadata"]["resourceVersion"].isdigit()
+        assert obj["metadata"]["resourceVersion"] != "0"
+    else:
+        assert obj["message"] == "resourceVersion should not be set on objects to be created"

@@ -144,7 +144,9 @@ class Objects:
 
     def create(self, rt: ResourceType, namespace: str, body: Obj, opts: WriteOptions) -> Obj:
         meta = self._check_body_identity(rt, namespace, body)
-        if meta.get("resourceVersion"):
+        # etcd3's Create refuses only a resourceVersion that parses as a non-zero uint64; any
+        # other value ("v1", "0", "") is dropped with the rest of the storage-owned fields.
+        if _parsed_rv(meta.pop("resourceVersion", None)):
             raise errors.unknown_500("resourceVersion should not be set on objects to be created")
         if rt.namespaced:
             self._check_namespace(rt, str(meta.get("namespace", "")))
@@ -462,3 +464,12 @@ def _go_strings(values: list[str]) -> str:
 
 
 __all__ = ["CRD_CLEANUP_FINALIZER", "DeleteOptions", "Objects", "WriteOptions", "micro_time"]
+
+
+def _parsed_rv(raw: Any) -> int:
+    """``strconv.ParseUint(rv, 10, 64)`` as the storage versioner reads it; 0 when it fails."""
+    text = str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else ""
+    if not text.isascii() or not text.isdigit():
+        return 0
+    value = int(text)
+    return value if value < 1 << 64 else 0
