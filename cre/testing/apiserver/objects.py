@@ -209,7 +209,9 @@ class Objects:
             spec = body.setdefault("spec", {})
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("restartPolicy", "Always")
-        elif rt.group in ("batch", "apps", "policy") and "status" in rt.subresources:
+        elif "status" in rt.subresources and (rt.group in ("batch", "apps", "policy") or (
+                rt.group, rt.kind) in (("", "ReplicationController"),
+                                       ("apiregistration.k8s.io", "APIService"))):
             body["status"] = {}  # admission's defaults add the kind's always-present counters
         elif rt.kind == "Service" and rt.group == "":
             body["status"] = {"loadBalancer": {}}

@@ -5,7 +5,8 @@ rather than the object itself. The real server projects the object into a ``Scal
 namespace, uid, resourceVersion, creationTimestamp; ``spec.replicas``; ``status.replicas`` and
 ``status.selector`` as a label-selector string) and turns a write of that Scale into an update of
 the object's ``spec.replicas``, with the Scale's resourceVersion as an optimistic-concurrency
-precondition. apps/v1 Deployments, ReplicaSets and StatefulSets use their own fields (a missing
+precondition. apps/v1 Deployments, ReplicaSets and StatefulSets (and core/v1
+ReplicationControllers, whose selector is a plain label map) use their own fields (a missing
 ``spec.replicas`` reads as the default 1); custom resources use the CRD's
 ``specReplicasPath``/``statusReplicasPath``/``labelSelectorPath``. Left out: server-side apply
 to ``/scale`` (answered 415) and the ``scale`` field manager's own managedFields entry (the
@@ -95,8 +96,13 @@ def to_scale(server: ApiServer, rt: ResourceType, obj: Obj) -> Obj:
     if replicas is None:
         replicas = 0 if rt.is_custom else 1
     status: Obj = {"replicas": _lookup(obj, status_path) or 0}
-    selector = (_lookup(obj, selector_path) if rt.is_custom
-                else selector_string((obj.get("spec") or {}).get("selector")))
+    raw_selector = (obj.get("spec") or {}).get("selector")
+    if rt.is_custom:
+        selector = _lookup(obj, selector_path)
+    elif rt.kind == "ReplicationController":  # a plain label map, not a LabelSelector
+        selector = selector_string({"matchLabels": raw_selector or {}})
+    else:
+        selector = selector_string(raw_selector)
     if selector:
         status["selector"] = selector
     return {

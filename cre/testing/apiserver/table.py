@@ -175,6 +175,13 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
             return [name, _ROLE_REF, age, *_SUBJECT_COLUMNS]
         return [name, (_col("Created At", type_="date"),
                        lambda s, o: o["metadata"].get("creationTimestamp", ""))]
+    if rt.kind == "ReplicationController" and rt.group == "":
+        return [name, *_RC_COLUMNS, age, *_TEMPLATE_COLUMNS]
+    if rt.kind == "APIService" and rt.group == "apiregistration.k8s.io":
+        return [name, (_col("Service", desc="The reference to the service that hosts this "
+                            "API endpoint."), lambda s, o: cells.apiservice_service(o)),
+                (_col("Available", desc="Whether this service is available."),
+                 lambda s, o: cells.apiservice_available(o)), age]
     if rt.kind == "PodDisruptionBudget" and rt.group == "policy":
         return [name, *_PDB_COLUMNS, age]
     return [name, age]
@@ -193,6 +200,13 @@ _TEMPLATE_COLUMNS: list[Column] = [
     (_col("Selector", desc="Label selector for pods. Existing ReplicaSets whose pods are "
           "selected by this will be the ones affected by this deployment.", priority=1),
      lambda s, o: cells.selector_text(o)),
+]
+_RC_COLUMNS: list[Column] = [
+    (_col("Desired", type_="integer", desc="Number of desired pods."),
+     lambda s, o: cells.field(o, "spec", "replicas", default=1)),
+    _status_col("Current", "Number of actual replicas.", "replicas"),
+    _status_col("Ready", "The number of ready replicas for this replication controller.",
+                "readyReplicas"),
 ]
 _WORKLOAD_COLUMNS: dict[str, list[Column]] = {
     "Deployment": [
