@@ -31,7 +31,7 @@ from .logs import LogStore
 from .objects import Objects, WriteOptions
 from .query import check_dry_run, decode_continue, delete_options, encode_continue, list_options
 from .resources import Registry, ResourceType, builtin_types, crd_types
-from .store import Obj, Store, dumps
+from .store import Event, EventType, Obj, Store, dumps
 
 JSON = "application/json"
 PATCH_TYPES = {
@@ -47,6 +47,7 @@ CR_PATCH_TYPES = [
 ]
 BODY_TYPES = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "",
               "text/plain", "application/octet-stream"}
+COMPACT_INTERVAL = 5.0  # seconds between watch-history compactions
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # resources with their own field-selector list (others answer the "not a known field" form)
 _OWN_FIELD_LISTS = {"pods", "events", "nodes", "namespaces", "secrets", "services", "jobs"}
@@ -91,10 +92,12 @@ class ApiServer:
         self.objects.crd_listeners.append(self._crd_changed)
         self.gc = GarbageCollector(self.objects)
         self.logs = LogStore(clock)
+        self.store.listeners.append(self._forget_pod_logs)
         self.faults = Faults(seed)
         self.faults.attach(self.store)
         self.openapi_generation = 0
         self._gc_task: asyncio.Task[None] | None = None
+        self._compact_task: asyncio.Task[None] | None = None
         ns_rt = self.registry.get("", "v1", "namespaces")
         assert ns_rt is not None
         for ns in DEFAULT_NAMESPACES:
@@ -146,12 +149,25 @@ class ApiServer:
 
     async def _start(self, _app: web.Application) -> None:
         self._gc_task = asyncio.get_running_loop().create_task(self.gc.run())
+        self._compact_task = asyncio.get_running_loop().create_task(self._compact_loop())
+
+    async def _compact_loop(self) -> None:
+        """Trim watch history to its fresh window now and then (as etcd compacts)."""
+        while True:
+            await asyncio.sleep(COMPACT_INTERVAL)
+            if self.store.compact():
+                _return_freed_memory()
+
+    def _forget_pod_logs(self, bucket: tuple[str, str], ev: Event) -> None:
+        if bucket == ("", "pods") and ev.type is EventType.DELETED:
+            self.logs.clear_pod(ev.key[0], ev.key[1])
 
     async def _stop(self, _app: web.Application) -> None:
-        if self._gc_task is not None:
-            self._gc_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._gc_task
+        for task in (self._gc_task, self._compact_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -427,6 +443,22 @@ class ApiServer:
             {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta_out,
              "items": items}
         )
+
+
+def _return_freed_memory() -> None:
+    """Hand freed heap pages back to the OS (glibc's ``malloc_trim``; a no-op elsewhere), so
+    the process's RSS follows what compaction released instead of staying at its peak."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = getattr(libc, "malloc_trim", None)
+    except OSError:
+        return
+    if trim is not None:
+        trim(0)
 
 
 class _PlainNotFound(ApiError):
