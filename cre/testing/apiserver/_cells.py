@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .selectors import selector_string
+
 Obj = dict[str, Any]
 
 
@@ -59,8 +61,6 @@ def subjects(binding: Obj, kind: str) -> str:
 
 
 def selector_text(obj: Obj) -> str:
-    from .scale import selector_string
-
     raw = field(obj, "spec", "selector", default=None)
     if obj.get("kind") == "ReplicationController" and isinstance(raw, dict):
         raw = {"matchLabels": raw}  # a plain label map

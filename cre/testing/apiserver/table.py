@@ -20,7 +20,7 @@ from .meta import parse_time
 from .resources import ResourceType
 
 if TYPE_CHECKING:
-    from .server import ApiServer
+    from .context import ServerContext
 
 Obj = dict[str, Any]
 NAME_DESC = (
@@ -77,7 +77,7 @@ def human_duration(seconds: float) -> str:
     return f"{y}y"
 
 
-def _age(server: ApiServer, ts: Any) -> str:
+def _age(server: ServerContext, ts: Any) -> str:
     if not ts:
         return "<unknown>"
     try:
@@ -267,7 +267,7 @@ _PDB_COLUMNS: list[Column] = [
 ]
 
 
-def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
+def _crd_columns(server: ServerContext, rt: ResourceType) -> list[Column]:
     crd = server.store.get(("apiextensions.k8s.io", "customresourcedefinitions"),
                            ("", rt.crd_name))
     cols: list[dict[str, Any]] = []
@@ -294,7 +294,7 @@ def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
 
 
 def _cell_fn(path: str, ctype: str) -> Any:
-    def cell(server: ApiServer, obj: Obj) -> Any:
+    def cell(server: ServerContext, obj: Obj) -> Any:
         try:
             values = evaluate(path, obj)
         except JsonPathError:
@@ -322,7 +322,7 @@ def _cell_fn(path: str, ctype: str) -> Any:
 
 
 def build(
-    server: ApiServer,
+    server: ServerContext,
     rt: ResourceType,
     items: list[Obj],
     meta: dict[str, Any],
@@ -363,7 +363,7 @@ _SERVICE_COLUMNS: list[Column] = [
 ]
 
 
-def _job_duration(server: ApiServer, job: Obj) -> str:
+def _job_duration(server: ServerContext, job: Obj) -> str:
     """From ``startTime`` to ``completionTime`` (or now); empty before the job started."""
     status = job.get("status") or {}
     if not status.get("startTime"):
