@@ -320,14 +320,37 @@ def test_job_expectations_hold_back_a_second_pod_until_the_first_is_seen() -> No
     assert [p["metadata"]["generateName"] for p in creates(expired, "Pod")] == ["j-0-"]
 
 
-def test_relist_keeps_objects_written_after_the_list() -> None:
-    """A LIST answered at rv 10 does not drop a pod the simulator created at rv 11 meanwhile."""
-    from cre.testing.cluster.runtime import relist
+def test_mirror_keeps_the_newest_state_of_an_object() -> None:
+    """A write answered with rv 11 is not undone by a list or event still carrying rv 9 (a
+    relist in flight); a newer object under the same name (new uid) always replaces it."""
+    from cre.testing.cluster.clock import SimClock
+    from cre.testing.cluster.runtime import SimulatedCluster
 
-    def obj(name: str, rv: int) -> dict[str, Any]:
-        return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv)}}
-    store = {"ns/old": obj("old", 5), "ns/gone": obj("gone", 6), "ns/new": obj("new", 11)}
-    relist(store, [obj("old", 9)], "10", PODS)
-    assert sorted(store) == ["ns/new", "ns/old"]
-    assert store["ns/old"]["metadata"]["resourceVersion"] == "9"
-    assert store["ns/old"]["kind"] == "Pod"
+    def obj(rv: int, uid: str = "u1") -> dict[str, Any]:
+        return {"metadata": {"name": "p", "namespace": "ns", "uid": uid,
+                             "resourceVersion": str(rv)}}
+    cluster = SimulatedCluster(None, config=CFG, clock=SimClock(), nodes=0,  # type: ignore[arg-type]
+                               logs=None)  # type: ignore[arg-type]
+    cluster._reflect(PODS, obj(11))
+    cluster._reflect(PODS, obj(9))
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["resourceVersion"] == "11"
+    cluster._reflect(PODS, obj(9), deleted=True)  # a stale deletion of the same object
+    assert "ns/p" in cluster.stores["pods"]
+    cluster._reflect(PODS, obj(5, uid="u2"))
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["uid"] == "u2"
+    cluster._reflect(PODS, obj(12, uid="u2"), deleted=True)
+    assert "ns/p" not in cluster.stores["pods"]
+
+
+def test_only_the_simulator_may_watch_every_pod() -> None:
+    """The pod-scope guard waives exactly the simulator's runtime module; any other caller of an
+    unscoped pod informer (this test, even naming the runtime as its caller) is refused."""
+    import pytest
+
+    from cre.kube.guard import WAIVED_CALLERS, UnscopedPodRead
+    from cre.kube.informer import Informer
+
+    assert set(WAIVED_CALLERS) == {"cre.testing.cluster.runtime"}
+    with pytest.raises(UnscopedPodRead, match="refusing an unscoped Pod informer"):
+        Informer(None, PODS, transform=dict,  # type: ignore[arg-type]
+                 caller="cre.testing.cluster.runtime:run")
