@@ -183,9 +183,8 @@ def _advance(world: World, pod: Obj, node: Obj, c: Obj, cs: Obj, now: float, cfg
                   ready=program.ready_after == 0.0, imageID=_image_id(c),
                   containerID=_cid(pod, c["name"], restarts))
         state = cs["state"]
-        world = World(objects=world.objects, marks={**world.marks,
-                                                    f"prog/{key}/{restarts}": program,
-                                                    f"start/{key}/{restarts}": now})
+        world = world.with_marks({**world.marks, f"prog/{key}/{restarts}": program,
+                                  f"start/{key}/{restarts}": now})
     if "running" in state:
         running = world.marks.get(f"prog/{key}/{restarts}")
         started = world.marks.get(f"start/{key}/{restarts}")
@@ -264,8 +263,8 @@ def _workers_ready(world: World, pod: Obj) -> bool:
     """Whether every worker pod of the pod's JobSet (or CRE job) exists and is Ready."""
     mine = labels_of(pod)
     group = mine.get(JOBSET_NAME)
-    workers = [p for p in world.all(PODS) if ns_of(p) == ns_of(pod) and p is not pod
-               and group and labels_of(p).get(JOBSET_NAME) == group
+    workers = [p for p in (world.labelled(PODS, ns_of(pod), JOBSET_NAME, group) if group
+                           else ()) if p is not pod
                and labels_of(p).get(RJOB_NAME) != mine.get(RJOB_NAME)
                and not deleting(p) and _phase(p) not in TERMINAL]
     ready = [p for p in workers if (condition(p, "Ready") or {}).get("status") == "True"]
@@ -301,10 +300,9 @@ def _peers(world: World, pod: Obj) -> tuple[str, ...]:
     """``<hostname>.<subdomain> slots=<gpus>`` of the group's worker pods, as the hostfile."""
     group = labels_of(pod).get(JOBSET_NAME)
     out = []
-    for p in world.all(PODS):
+    for p in world.labelled(PODS, ns_of(pod), JOBSET_NAME, group) if group else ():
         spec = p.get("spec") or {}
-        if (group and ns_of(p) == ns_of(pod) and labels_of(p).get(JOBSET_NAME) == group
-                and labels_of(p).get(RJOB_NAME) == "node" and spec.get("hostname")):
+        if labels_of(p).get(RJOB_NAME) == "node" and spec.get("hostname"):
             out.append(f"{spec['hostname']}.{spec.get('subdomain', group)}")
     return tuple(sorted(set(out)))
 
@@ -313,9 +311,9 @@ def _group_nodes(world: World, pod: Obj) -> list[str]:
     group = labels_of(pod).get(JOBSET_NAME)
     if not group:
         return []
-    found = {str((p.get("spec") or {}).get("nodeName")) for p in world.all(PODS)
-             if ns_of(p) == ns_of(pod) and labels_of(p).get(JOBSET_NAME) == group
-             and labels_of(p).get(RJOB_NAME) != "launcher" and (p.get("spec") or {}).get(
+    found = {str((p.get("spec") or {}).get("nodeName"))
+             for p in world.labelled(PODS, ns_of(pod), JOBSET_NAME, group)
+             if labels_of(p).get(RJOB_NAME) != "launcher" and (p.get("spec") or {}).get(
                  "nodeName") and _phase(p) not in TERMINAL}
     return sorted(found)
 
