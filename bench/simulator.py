@@ -96,8 +96,10 @@ async def run_http(args: argparse.Namespace, prof: cProfile.Profile | None) -> d
                 raise SystemExit("the API emulator exited at start-up")
             await asyncio.sleep(0.05)
         docs = workload(args.profile, args.nodes, args.jobs, args.group)
+        config = SimConfig(profile=get_profile(args.profile),
+                           write_concurrency=args.write_concurrency)
         async with simulate(kubeconfig=str(kubeconfig), profile=args.profile, nodes=args.nodes,
-                            scale=args.time_scale) as cluster:
+                            scale=args.time_scale, config=config) as cluster:
             client = await KubeClient.from_kubeconfig(str(kubeconfig))
             wall, cpu = time.perf_counter(), time.process_time()
             sim_start = cluster.clock.now()
@@ -143,6 +145,8 @@ def main() -> None:
     p.add_argument("--group", type=int, default=8, help="nodes per TrainJob")
     p.add_argument("--time-scale", type=float, default=20.0,
                    help="simulated seconds per wall second (http backend)")
+    p.add_argument("--write-concurrency", type=int, default=8,
+                   help="simulator writes in flight per step (http backend; 1: in order)")
     p.add_argument("--cprofile", metavar="FILE", help="write a cProfile of the run to FILE")
     args = p.parse_args()
     prof = cProfile.Profile() if args.cprofile else None
@@ -153,7 +157,8 @@ def main() -> None:
     if prof is not None:
         prof.dump_stats(args.cprofile)
     print(json.dumps({"benchmark": "simulator", "backend": args.backend, "nodes": args.nodes,
-                      "jobs": args.jobs, "group": args.group, "pid": os.getpid(), **result}))
+                      "jobs": args.jobs, "group": args.group,
+                      "write_concurrency": args.write_concurrency, "pid": os.getpid(), **result}))
 
 
 if __name__ == "__main__":

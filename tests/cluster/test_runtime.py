@@ -123,3 +123,55 @@ async def test_failed_deletes_are_retried(kube_emulator: Emulator) -> None:
             is_true(j, "Complete") for j in w.all(BATCH_JOBS)))
         assert [p["metadata"]["name"] for p in world.all(PODS)] == [
             p["metadata"]["name"] for p in world.all(PODS) if "launcher" in p["metadata"]["name"]]
+
+
+async def test_concurrent_writes_keep_each_objects_order() -> None:
+    """With write_concurrency > 1 a step's writes run on one chain per object: each object's
+    writes stay in step order, marks land at once, a failed write still undoes its marks."""
+    import anyio
+
+    from cre.testing.cluster import engine
+    from cre.testing.cluster.config import SimConfig
+    from cre.testing.cluster.model import Delete, Mark, Patch, Step
+
+    applied: list[tuple[str, str]] = []
+    marks: dict[str, Any] = {}
+
+    class Backend:
+        def snapshot(self) -> World:
+            return World(objects={}, marks=dict(marks))
+
+        async def apply(self, action: Any, now: float) -> None:
+            if isinstance(action, Mark):
+                action.apply_to(marks)
+                return
+            await anyio.sleep(0.01 if action.name == "a" else 0)
+            if isinstance(action, Delete) and action.name == "b":
+                raise RuntimeError("injected")
+            applied.append((type(action).__name__, action.name))
+
+    actions = (Patch(PODS, "ns", "a", {"status": {"phase": "Running"}}, subresource="status"),
+               Patch(PODS, "ns", "b", {"status": {}}, subresource="status"),
+               Mark("kdel/b", 1.0),
+               Delete(PODS, "ns", "b", on_failure=(Mark("kdel/b", None),)),
+               Delete(PODS, "ns", "a"))
+    calls: list[int] = []
+
+    def once(world: World, now: float, cfg: Any) -> Step:
+        calls.append(1)
+        return Step(actions=actions if len(calls) == 1 else ())
+
+    errors: list[str] = []
+
+    async def on_error(name: str, act: Any, exc: Exception) -> None:
+        errors.append(f"{name}: {exc}")
+
+    original = engine.CONTROLLERS
+    engine.CONTROLLERS = (("test", once),)
+    try:
+        await engine.atick(Backend(), lambda: 0.0, SimConfig(write_concurrency=4), on_error)
+    finally:
+        engine.CONTROLLERS = original
+    assert applied.index(("Patch", "a")) < applied.index(("Delete", "a"))
+    assert applied[0] == ("Patch", "b")  # b's chain did not wait for a's slow patch
+    assert errors == ["test: injected"] and "kdel/b" not in marks

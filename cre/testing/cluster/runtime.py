@@ -201,7 +201,7 @@ class SimulatedCluster:
 
     def _poke(self) -> None:
         self._dirty.set()
-        self._changed.set()
+        self._notify()
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -249,6 +249,8 @@ class SimulatedCluster:
                     await self._dirty.wait()
 
     def _notify(self) -> None:
+        """Wake every ``wait_for`` once; the next waiters park on a fresh event (re-using a set
+        event made each waiter spin until the next tick replaced it)."""
         self._changed.set()
         self._changed = anyio.Event()
 
