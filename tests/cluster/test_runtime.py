@@ -175,3 +175,40 @@ async def test_concurrent_writes_keep_each_objects_order() -> None:
     assert applied.index(("Patch", "a")) < applied.index(("Delete", "a"))
     assert applied[0] == ("Patch", "b")  # b's chain did not wait for a's slow patch
     assert errors == ["test: injected"] and "kdel/b" not in marks
+
+
+async def test_a_step_that_raises_does_not_stop_the_others() -> None:
+    """A controller step raising on input it did not expect is reported (no action) and
+    skipped; the controllers after it still run in the same tick."""
+    from cre.testing.cluster import engine
+    from cre.testing.cluster.config import SimConfig
+    from cre.testing.cluster.model import Mark, Step
+
+    marks: dict[str, Any] = {}
+
+    class Backend:
+        def snapshot(self) -> World:
+            return World(objects={}, marks=dict(marks))
+
+        async def apply(self, action: Any, now: float) -> None:
+            action.apply_to(marks)
+
+    def broken(world: World, now: float, cfg: Any) -> Step:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    def fine(world: World, now: float, cfg: Any) -> Step:
+        return Step(actions=(Mark("ran", True),))
+
+    reported: list[tuple[str, Any, str]] = []
+
+    async def on_error(name: str, act: Any, exc: Exception) -> None:
+        reported.append((name, act, str(exc)))
+
+    original = engine.CONTROLLERS
+    engine.CONTROLLERS = (("broken", broken), ("fine", fine))
+    try:
+        await engine.atick(Backend(), lambda: 0.0, SimConfig(), on_error)
+    finally:
+        engine.CONTROLLERS = original
+    assert marks == {"ran": True}
+    assert reported[0] == ("broken", None, "cannot convert float infinity to integer")

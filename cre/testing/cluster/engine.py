@@ -94,8 +94,14 @@ def tick(backend: SyncBackend, now: float, cfg: SimConfig) -> float | None:
 
 
 async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
-                on_error: Callable[[str, Action, Exception], Awaitable[None]]) -> float | None:
-    """:func:`tick` for an async backend; ``now`` is re-read per controller (time moves)."""
+                on_error: Callable[[str, Action | None, Exception], Awaitable[None]]
+                ) -> float | None:
+    """:func:`tick` for an async backend; ``now`` is re-read per controller (time moves).
+
+    A controller step that raises (a simulator bug meeting input it did not expect) is
+    reported through ``on_error`` with no action and skipped for this round; the cluster and
+    the other controllers keep running, as a real control plane outlives one bad object.
+    """
     wake: float | None = None
     for _ in range(MAX_ROUNDS):
         changed = False
@@ -103,7 +109,11 @@ async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
         for name, ctrl in CONTROLLERS:
             world = backend.snapshot()
             t = now()
-            result = ctrl(world, t, cfg)
+            try:
+                result = ctrl(world, t, cfg)
+            except Exception as exc:
+                await on_error(name, None, exc)
+                continue
             wake = _merge_wake(wake, result.wake_at)
             if _changes(result.actions, world):
                 changed = True
@@ -119,7 +129,8 @@ async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
 
 
 async def _apply_one(backend: AsyncBackend, name: str, act: Action, t: float,
-                     on_error: Callable[[str, Action, Exception], Awaitable[None]]) -> None:
+                     on_error: Callable[[str, Action | None, Exception], Awaitable[None]]
+                     ) -> None:
     try:
         await backend.apply(act, t)
     except Exception as exc:  # one failed write must not stop the cluster
@@ -144,7 +155,7 @@ def _target(act: Action, position: int) -> tuple[str, ...]:
 
 
 async def _apply_chains(backend: AsyncBackend, name: str, actions: Sequence[Action], t: float,
-                        on_error: Callable[[str, Action, Exception], Awaitable[None]],
+                        on_error: Callable[[str, Action | None, Exception], Awaitable[None]],
                         limit: int) -> None:
     """Apply one step's actions with up to ``limit`` writes in flight: marks at once in step
     order, every object's writes in step order on its own chain (batched status writes)."""

@@ -217,11 +217,18 @@ class SimulatedCluster:
             await self.client.patch(NODES, body["metadata"]["name"], {"status": status},
                                     subresource="status")
 
-    async def _on_error(self, controller: str, action: Action, exc: Exception) -> None:
-        text = f"{controller}: {type(action).__name__} failed: {exc}"
+    async def _on_error(self, controller: str, action: Action | None, exc: Exception) -> None:
+        if action is None:  # the step itself raised: report it once with its traceback
+            text = f"{controller}: step failed: {exc!r}"
+            self._failed_writes = True
+            if text in self.errors:
+                return
+            log.warning("%s", text, exc_info=exc)
+        else:
+            text = f"{controller}: {type(action).__name__} failed: {exc}"
+            log.info("%s", text)
         self.errors.append(text)
         self._failed_writes = True
-        log.info("%s", text)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Register nodes, sync the mirrors, then simulate until cancelled."""
