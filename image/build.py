@@ -56,6 +56,8 @@ MIRRORS: Final = (
     f"deb http://deb.debian.org/debian {SUITE}-updates main",
     f"deb http://deb.debian.org/debian-security {SUITE}-security main",
 )
+# Bump when rootfs_tarball's post-processing changes (the hook and package list are hashed).
+ROOTFS_REVISION: Final = "2"
 # base-files: /etc/os-release; netbase: /etc/services and /etc/protocols (getaddrinfo).
 RUNTIME_PACKAGES: Final = ("base-files", "netbase", "python3.11-minimal", "libpython3.11-stdlib")
 BASES: Final = {
@@ -193,7 +195,7 @@ def _digest(*parts: bytes | str) -> str:
 
 def base_key(kind: str) -> str:
     """What the base's content depends on: suite, mirrors, packages and the hook."""
-    return _digest(SUITE, *MIRRORS, *BASES[kind], HOOK.read_bytes())[:12]
+    return _digest(ROOTFS_REVISION, SUITE, *MIRRORS, *BASES[kind], HOOK.read_bytes())[:12]
 
 
 def base_ref(kind: str) -> str:
@@ -220,6 +222,11 @@ def rootfs_tarball(kind: str) -> Path:
                 shutil.rmtree(path)
             elif path.exists() or path.is_symlink():
                 path.unlink()
+        for node in (root / "dev").iterdir():  # the runtime provides /dev
+            if node.is_dir() and not node.is_symlink():
+                shutil.rmtree(node)
+            else:
+                node.unlink()
         for rel in _EMPTIED:
             (root / rel).write_bytes(b"")
         partial = Path(tmp) / "rootfs.tar"

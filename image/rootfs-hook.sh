@@ -45,9 +45,17 @@ cat > "$root/etc/group" <<'GROUP'
 root:x:0:
 nonroot:x:65532:
 GROUP
+# Nothing else is writable: base-files makes /var/tmp and /var/lock world-writable and
+# /var/local group-writable (staff).
 mkdir -p "$root/tmp" "$root/root"
 chmod 1777 "$root/tmp"
 chmod 0700 "$root/root"
+for dir in var/tmp var/lock var/local; do
+    if [ -d "$root/$dir" ] && [ ! -L "$root/$dir" ]; then
+        chown 0:0 "$root/$dir"
+        chmod 0755 "$root/$dir"
+    fi
+done
 
 # The standard library's bytecode, compiled now: the root filesystem is read-only at run time,
 # and compiling the imports on every start would cost about a second.

@@ -151,7 +151,6 @@ def oci_config(*, rootfs: Path, image: Mapping[str, Any], args: Sequence[str] | 
             "cwd": image.get("WorkingDir") or "/",
             "capabilities": {k: list(caps) for k in ("bounding", "effective", "permitted")},
             "noNewPrivileges": sc.get("allowPrivilegeEscalation") is False,
-            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1048576, "soft": 1048576}],
         },
         "root": {"path": str(rootfs), "readonly": bool(sc.get("readOnlyRootFilesystem"))},
         "hostname": field_refs.get("metadata.name", "cre-manager"),
