@@ -66,7 +66,8 @@ BASES: Final = {
 }
 # Left behind by mmdebstrap's own set-up (apt's configuration and state, the stand-in
 # start-stop-daemon), or written by the runtime at start (hostname, resolv.conf: kept empty).
-_LEFTOVERS: Final = ("etc/apt", "var/lib/apt", "var/cache/apt", "var/log/apt", "var/lib/dpkg/status",
+_LEFTOVERS: Final = ("etc/apt", "var/lib/apt", "var/cache/apt", "var/log/apt",
+                     "var/lib/dpkg/status",
                      "var/lib/dpkg/arch", "sbin/start-stop-daemon", "etc/dpkg/dpkg.cfg.d")
 _EMPTIED: Final = ("etc/resolv.conf", "etc/hostname")
 

@@ -1,10 +1,10 @@
 """Build stage of the Containerfile: CRE's virtualenv at /opt/cre, from pinned, hashed wheels.
 
 Run by ``python3`` inside the build base (the image has no shell, so there is no shell script):
-a virtualenv, the lock file's exact pins installed offline from the wheels ``make image``
-downloaded (``dist/wheels``) with ``--require-hashes``, binary wheels only (no compiler), CRE's wheel without dependencies, ``pip check`` that the pins
-satisfy CRE's requirements, then pip and setuptools removed: the runtime image gets the
-virtualenv and no package manager.
+a virtualenv; the lock file's exact pins installed offline from the wheels ``make image``
+downloaded (``dist/wheels``), with ``--require-hashes`` and binary wheels only (no compiler);
+CRE's wheel without dependencies; ``pip check`` that the pins satisfy CRE's requirements; then
+pip and setuptools removed: the runtime image gets the virtualenv and no package manager.
 """
 
 import os

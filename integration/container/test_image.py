@@ -9,13 +9,10 @@ cluster, and the manager must become ready, reconcile a Job and exit 0 on SIGTER
 from __future__ import annotations
 
 import json
-import signal
 import stat
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 import cre
 from cre.kube.leader import LeaderRecord
