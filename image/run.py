@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any, Final
 
 from ruamel.yaml import YAML
 
+from cre_manager.procs import ManagerProc, wait_until
 from image.build import REPO, STORAGE, ImageError, image_config
 
 DEPLOYMENT: Final = REPO / "deploy" / "manager" / "deployment.yaml"
@@ -36,6 +38,7 @@ DEFAULT_CAPS: Final = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNE
                        "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
                        "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE")
 _QUANTITY: Final = re.compile(r"^(\d+)(Ki|Mi|Gi)?$")
+KUBECONFIG: Final = "/etc/cre/kubeconfig"
 
 
 def deployment() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -182,6 +185,7 @@ class PodContainer:
         self.working = WorkingContainer(ref)
         self.popen: subprocess.Popen[bytes] | None = None
         self.config: dict[str, Any] = {}
+        self.started_at = 0.0  # time.monotonic() when runc was started
 
     def start(self) -> subprocess.Popen[bytes]:
         self.working.__enter__()
@@ -196,11 +200,31 @@ class PodContainer:
                                  args=self.args, env=self.env, field_refs=self.field_refs,
                                  binds=binds)
         (bundle / "config.json").write_text(json.dumps(self.config, indent=1))
+        self.started_at = time.monotonic()
         with self.log_path.open("wb") as out:
             self.popen = subprocess.Popen(["runc", "run", "--bundle", str(bundle), self.id],
                                           stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL)
         return self.popen
+
+    def manager(self, *, timeout: float = 60.0) -> ManagerProc:
+        """Start the container; returns the manager once its servers listen (their addresses
+        read from its ``serving`` log records)."""
+        popen = self.start()
+        proc = ManagerProc(name="container", popen=popen, log_path=self.log_path)
+
+        def bound() -> bool:
+            servers = {r.get("server"): r.get("address") for r in proc.json_records()
+                       if r.get("msg") == "serving"}
+            if "health" in servers and "metrics" in servers:
+                proc.health_url = f"http://{servers['health']}"
+                proc.metrics_url = f"http://{servers['metrics']}"
+                return True
+            return False
+
+        wait_until(bound, timeout=timeout, what="the container to serve", interval=0.01,
+                   alive=proc.check_alive)
+        return proc
 
     def kill(self, signal_name: str = "TERM") -> None:
         """``runc kill``: the signal the kubelet sends through the runtime."""
@@ -213,3 +237,16 @@ class PodContainer:
         subprocess.run(["runc", "delete", "--force", self.id], capture_output=True, check=False)
         self.working.__exit__(None, None, None)
 
+
+def deployment_args(*, grace: str | None = None) -> list[str]:
+    """The Deployment's args, with the servers on ephemeral loopback ports (the container shares
+    the host's network here) and the kubeconfig the runner mounts at :data:`KUBECONFIG`."""
+    _, container = deployment()
+    replaced = ("--metrics-bind-address", "--health-probe-bind-address",
+                *(("--shutdown-grace-period",) if grace else ()))
+    args = [a for a in container.get("args") or [] if not a.startswith(replaced)]
+    args += ["--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
+             f"--kubeconfig={KUBECONFIG}"]
+    if grace:
+        args.append(f"--shutdown-grace-period={grace}")
+    return args

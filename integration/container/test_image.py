@@ -16,9 +16,9 @@ from pathlib import Path
 
 import cre
 from cre.kube.leader import LeaderRecord
-from cre_manager.procs import ManagerProc, Stack, wait_until
+from cre_manager.procs import Stack, wait_until
 from image.build import LOCK, image_config
-from image.run import PodContainer, WorkingContainer
+from image.run import KUBECONFIG, PodContainer, WorkingContainer, deployment, deployment_args
 
 NODES = 4
 GRACE_S = 20
@@ -123,30 +123,7 @@ def _job_phase(stack: Stack, name: str) -> str:
     return str((job.get("status") or {}).get("phase") or "")
 
 
-def _bound(proc: ManagerProc) -> bool:
-    servers = {r.get("server"): r.get("address") for r in proc.json_records()
-               if r.get("msg") == "serving"}
-    if "health" in servers and "metrics" in servers:
-        proc.health_url = f"http://{servers['health']}"
-        proc.metrics_url = f"http://{servers['metrics']}"
-        return True
-    return False
-
-
-def deployment_args(pod_args: list[str]) -> list[str]:
-    """The Deployment's args with the servers on ephemeral loopback ports (the container
-    shares the host's network here) and the emulator's kubeconfig."""
-    args = [a for a in pod_args if not a.startswith(("--metrics-bind-address",
-                                                      "--health-probe-bind-address",
-                                                      "--shutdown-grace-period"))]
-    return [*args, "--metrics-bind-address=127.0.0.1:0",
-            "--health-probe-bind-address=127.0.0.1:0", f"--shutdown-grace-period={GRACE_S}s",
-            "--kubeconfig=/etc/cre/kubeconfig"]
-
-
 def test_runs_as_deployed_ready_reconciles_and_stops_on_sigterm(image_ref: str) -> None:
-    from image.run import deployment
-
     _, container = deployment()
     assert container["image"] == f"cre-manager:{cre.__version__}"
     with Stack() as stack:
@@ -156,20 +133,17 @@ def test_runs_as_deployed_ready_reconciles_and_stops_on_sigterm(image_ref: str) 
                    interval=0.2, alive=sim.check_alive)
         _create_namespace(stack, "cre-system")
         pod = PodContainer(image_ref, workdir=stack.workdir,
-                           args=deployment_args(container["args"]),
+                           args=deployment_args(grace=f"{GRACE_S}s"),
                            field_refs={"metadata.namespace": "cre-system",
                                        "metadata.name": "cre-manager-7d9f-abcde"},
-                           files={"/etc/cre/kubeconfig": stack.kubeconfig})
+                           files={KUBECONFIG: stack.kubeconfig})
         try:
-            popen = pod.start()
+            proc = pod.manager()
             config = pod.config
             assert config["root"]["readonly"] is True
             assert config["process"]["user"]["uid"] == 65532
             assert config["process"]["capabilities"]["effective"] == []
             assert config["process"]["noNewPrivileges"] is True
-            proc = ManagerProc(name="container", popen=popen, log_path=pod.log_path)
-            wait_until(lambda: _bound(proc), timeout=60, what="the container to serve",
-                       alive=proc.check_alive)
             wait_until(proc.ready, timeout=60, what="the container to be ready",
                        alive=proc.check_alive)
             status, body = proc.get("health", "/readyz?verbose")
@@ -188,7 +162,7 @@ def test_runs_as_deployed_ready_reconciles_and_stops_on_sigterm(image_ref: str) 
                        what="Job image-ok to succeed", interval=0.5, alive=proc.check_alive)
 
             pod.kill("TERM")
-            assert popen.wait(GRACE_S + 30) == 0, proc.tail()
+            assert proc.wait(GRACE_S + 30) == 0, proc.tail()
             records = proc.json_records()
             assert records[-1]["msg"] == "cre-manager exiting", records[-3:]
             assert records[-1]["exitCode"] == 0
