@@ -395,11 +395,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("bases", help="the two base images (cached root filesystems)")
     build = sub.add_parser("build", help=f"{NAME}:<version> and its OCI archive in dist/")
     build.add_argument("--force", action="store_true", help="rebuild even if inputs match")
+    sub.add_parser("context", help="what `docker build` needs: the two root filesystem "
+                   "tarballs (mmdebstrap only), dist/cre-<version>-*.whl and dist/wheels/")
     sub.add_parser("version", help="the image tag's version")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "version":
             print(version())
+        elif args.cmd == "context":
+            if shutil.which("mmdebstrap") is None:
+                raise ToolsMissing(["mmdebstrap"], "not installed")
+            for kind in BASES:
+                print(f"{kind}: {rootfs_tarball(kind)}")
+            print(f"wheel: {build_wheel(version())}")
+            print(f"wheels: {wheelhouse()}")
         elif args.cmd == "tools":
             ensure_tools()
         elif args.cmd == "bases":

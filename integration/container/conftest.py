@@ -30,7 +30,7 @@ def image_ref() -> str:
     return build_image(archive=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def image_root(image_ref: str) -> Iterator[WorkingContainer]:
     """A working container of the image with its root filesystem mounted (for inspection)."""
     with WorkingContainer(image_ref) as ctr:

@@ -15,6 +15,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -95,3 +96,21 @@ def test_containerfile_user_entrypoint_and_labels() -> None:
     for label in ("version", "revision", "source", "licenses"):
         assert f"org.opencontainers.image.{label}=" in final, label
     assert "RUN " not in final, "the runtime stage has no shell to RUN anything with"
+
+
+def test_missing_tools_name_their_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where buildah etc. cannot be installed (not root), the error names the packages; the
+    image tests skip with this message."""
+    import image.build as build
+
+    real_which = build.shutil.which
+    monkeypatch.setattr(build.shutil, "which",
+                        lambda cmd: None if cmd in ("buildah", "runc") else real_which(cmd))
+    monkeypatch.setattr(build.os, "geteuid", lambda: 1000)
+    with pytest.raises(build.ToolsMissing) as err:
+        build.ensure_tools()
+    assert err.value.packages == ("buildah", "runc")
+    assert "apt-get install buildah runc" in str(err.value)
+    assert "needs root" in str(err.value)
+    with pytest.raises(build.ToolsMissing, match="not installed"):
+        build.ensure_tools(install=False)
