@@ -131,7 +131,7 @@ def ensure_tools(*, install: bool = True) -> None:
         raise ToolsMissing(missing, "not installed, and installing them needs root")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     print(f"image: installing {' '.join(missing)} with apt-get", file=sys.stderr)
-    cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+    cmd = ["apt-get", "install", "-y", "-q", *missing]
     if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False).returncode != 0:
         subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL,
                        check=False)
@@ -359,7 +359,7 @@ def build_image(*, archive: bool = True, force: bool = False) -> str:
         print(f"image: buildah build {ref}", file=sys.stderr)
         # No --layers: every intermediate layer is a full copy on vfs; the whole image is
         # cached instead, by the key of its inputs.
-        buildah("build", *ISOLATION, "--quiet", "--file", str(CONTAINERFILE),
+        buildah("build", *ISOLATION, "--quiet", "--force-rm", "--file", str(CONTAINERFILE),
                 "--build-arg", f"BUILD_BASE={bases['build']}",
                 "--build-arg", f"RUNTIME_BASE={bases['runtime']}",
                 "--build-arg", f"VERSION={ver}", "--build-arg", f"REVISION={rev}",
