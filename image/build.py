@@ -359,7 +359,8 @@ def build_image(*, archive: bool = True, force: bool = False) -> str:
         print(f"image: buildah build {ref}", file=sys.stderr)
         # No --layers: every intermediate layer is a full copy on vfs; the whole image is
         # cached instead, by the key of its inputs.
-        buildah("build", *ISOLATION, "--quiet", "--force-rm", "--file", str(CONTAINERFILE),
+        buildah("build", *ISOLATION, "--quiet", "--no-cache", "--force-rm",
+                "--file", str(CONTAINERFILE),
                 "--build-arg", f"BUILD_BASE={bases['build']}",
                 "--build-arg", f"RUNTIME_BASE={bases['runtime']}",
                 "--build-arg", f"VERSION={ver}", "--build-arg", f"REVISION={rev}",
