@@ -4,7 +4,9 @@ Run by ``python3`` inside the build base (the image has no shell, so there is no
 a virtualenv; the lock file's exact pins installed offline from the wheels ``make image``
 downloaded (``dist/wheels``), with ``--require-hashes`` and binary wheels only (no compiler);
 CRE's wheel without dependencies; ``pip check`` that the pins satisfy CRE's requirements; then
-pip and setuptools removed: the runtime image gets the virtualenv and no package manager.
+pip and setuptools removed (the runtime image gets the virtualenv and no package manager) and
+everything compiled to unchecked hash-based bytecode (valid on a read-only root whatever the
+files' mtimes).
 """
 
 import os
@@ -38,6 +40,11 @@ def main() -> None:
     run(python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wanted[0]))
     run(python, "-m", "pip", "check")
     run(python, "-m", "pip", "uninstall", "--quiet", "--yes", "pip", "setuptools")
+    # pip's bytecode is timestamp-based, and layer copies need not keep mtimes: the read-only
+    # root would then recompile every import on every start. Hash-based, unchecked bytecode is
+    # valid whatever the mtimes (nothing edits the image's sources).
+    run(python, "-m", "compileall", "-q", "-f", "--invalidation-mode", "unchecked-hash",
+        str(VENV / "lib"))
 
 
 if __name__ == "__main__":

@@ -58,8 +58,10 @@ for dir in var/tmp var/lock var/local; do
 done
 
 # The standard library's bytecode, compiled now: the root filesystem is read-only at run time,
-# and compiling the imports on every start would cost about a second.
-chroot "$root" /usr/bin/python3.11 -m compileall -q /usr/lib/python3.11 >/dev/null
+# and compiling the imports on every start would cost about a second. Hash-based and unchecked:
+# the tarball's mtimes are clamped (reproducible), which would make timestamp-based .pyc stale.
+chroot "$root" /usr/bin/python3.11 -m compileall -q --invalidation-mode unchecked-hash \
+    /usr/lib/python3.11 >/dev/null
 
 # Documentation, manuals, translations: nothing a controller reads. (apt's own files go after
 # mmdebstrap's cleanup, in image/build.py.)

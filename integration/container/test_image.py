@@ -31,6 +31,17 @@ def test_version_flag_prints_the_package_version(image_root: WorkingContainer) -
     assert result.stdout.strip() == f"cre-manager {cre.__version__}"
 
 
+def test_imports_load_bytecode_on_the_read_only_root(image_root: WorkingContainer) -> None:
+    """Every module the manager imports comes from bytecode shipped in the image: a stale or
+    missing .pyc would be recompiled (and not written) on every start."""
+    result = image_root.run("python3", "-v", "-c", "import cre_manager.app")
+    assert result.returncode == 0, result.stderr[-2000:]
+    compiled = [ln for ln in result.stderr.splitlines()
+                if "bytecode is stale" in ln or ln.startswith("# code object from /")]
+    assert not compiled, compiled[:10]
+    assert result.stderr.count(".pyc matches ") > 500
+
+
 def test_config_labels_user_and_entrypoint(image_ref: str) -> None:
     config = image_config(image_ref)
     assert image_ref == f"cre-manager:{cre.__version__}"
