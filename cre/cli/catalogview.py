@@ -58,7 +58,8 @@ def lookup(catalog: Catalog, name: str) -> CatalogEntry:
 def print_list(console: Console, catalog: Catalog) -> None:
     """The entries as a table."""
     table = Table(title="CRE catalog", title_justify="left")
-    for column in ("entry", "kind", "platforms", "architectures", "default nodes"):
+    table.add_column("entry", no_wrap=True)
+    for column in ("kind", "platforms", "architectures", "default nodes"):
         table.add_column(column, overflow="fold")
     for row in entry_rows(catalog):
         table.add_row(row.entry, row.kind, ", ".join(row.platforms),
@@ -71,7 +72,8 @@ def print_entry(console: Console, catalog: Catalog, name: str) -> None:
     entry = lookup(catalog, name)
     console.print(f"[bold]{entry.name}[/bold]  ({entry.file})")
     console.print(entry.description)
-    console.print(f"kind: {entry.runtime.value}    fabric overrides: {'yes' if entry.fabric else 'no'}"
+    fabric = "yes" if entry.fabric else "no"
+    console.print(f"kind: {entry.runtime.value}    fabric overrides: {fabric}"
                   f"    default nodes: {DEFAULT_NODES}")
     if entry.measurement is not None:
         m = entry.measurement

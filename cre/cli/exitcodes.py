@@ -32,6 +32,8 @@ class ExitCode(enum.IntEnum):
     API = 7
     # The CLI's optional dependencies are missing: pip install 'cre[cli]'.
     MISSING_EXTRA = 8
+    # A bug in cre itself (the message says how to see the traceback: CRE_DEBUG=1).
+    INTERNAL = 70
     # Interrupted (Ctrl-C), as shells report SIGINT.
     INTERRUPTED = 130
 

@@ -77,7 +77,8 @@ def typed_parameters(entry: CatalogEntry, raw: Mapping[str, str]) -> dict[str, S
         if param is None:
             known = ", ".join(sorted(entry.parameters)) or "none"
             raise CliError(
-                ExitCode.CATALOG, f"{entry.name}: --option {key}: unknown parameter (known: {known})"
+                ExitCode.CATALOG,
+                f"{entry.name}: --option {key}: unknown parameter (known: {known})",
             )
         default = param.default
         if isinstance(default, bool):
@@ -100,7 +101,8 @@ def gang_scheduler(request: RenderRequest) -> GangScheduler | None:
     """The gang scheduler option, or None; a queue without a scheduler is a usage error."""
     if request.gang_scheduler is None:
         if request.queue is not None or request.queue_label_key is not None:
-            raise CliError(ExitCode.USAGE, "--queue/--queue-label-key need --kai or --gang-scheduler")
+            raise CliError(ExitCode.USAGE,
+                           "--queue/--queue-label-key need --kai or --gang-scheduler")
         return None
     return GangScheduler(
         scheduler_name=request.gang_scheduler,
