@@ -66,7 +66,8 @@ class Problem:
     sources: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}: {self.path or '(document)'}: {self.message}"
+        message = " ".join(self.message.split())  # one problem, one line
+        where = f"{self.file}:{self.line}: {self.path or '(document)'}: {message}"
         return f"{where} [{', '.join(self.sources)}]" if self.sources else where
 
 
@@ -119,10 +120,12 @@ class _Collector:
         self.found: dict[tuple[int, str, str], list[str]] = {}
 
     def add(self, path: str | Keys, message: str, *, source: str = "",
-            relocate: Relocate = _identity) -> None:
+            relocate: Relocate = _identity, shown: str | None = None) -> None:
+        """Record a problem at ``path`` (``shown`` as given when the validator's own path
+        spelling is kept, e.g. ``spec.thresholds[busBandwidthGBps]``)."""
         keys = relocate(tokens(path) if isinstance(path, str) else list(path))
         line, real = resolve(self.doc.node, keys, default=self.doc.line)
-        sources = self.found.setdefault((line, show_path(real), message), [])
+        sources = self.found.setdefault((line, shown or show_path(real), message), [])
         if source and source not in sources:
             sources.append(source)
 
@@ -175,7 +178,7 @@ def _cre_schema(kind: str) -> dict[str, Any] | None:
 def _cre_object(out: _Collector, obj: Mapping[str, Any], *, versions: Sequence[str]) -> None:
     errors = validate_cre(obj)
     for error in errors:
-        out.add(error.path, error.message)
+        out.add(error.path, error.message, shown=error.path)
     kind = str(obj["kind"])
     schema = _cre_schema(kind)
     if not errors and schema is not None:

@@ -85,7 +85,11 @@ def load_documents(path: str) -> list[Document]:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark is not None else path
-        problem = exc.problem or exc.context or "invalid YAML"
+        problem = exc.problem or "invalid YAML"
+        if exc.context:
+            started = exc.context_mark
+            at = f" (line {started.line + 1})" if started is not None and started != mark else ""
+            problem = f"{exc.context}{at}: {problem}"
         raise CliError(ExitCode.INPUT, f"{where}: invalid YAML: {problem}") from None
     except YAMLError as exc:
         raise CliError(ExitCode.INPUT, f"{path}: invalid YAML: {exc}") from None
