@@ -184,7 +184,10 @@ def validate(files: Sequence[str], versions: Sequence[str]) -> int:
     Example:
       cre validate certification.yaml workflow.yaml --kubernetes-version 1.33
     """
-    problems = validate_files(files, versions=kube_versions(versions))
+    found = validate_files(files, versions=kube_versions(versions))
+    for note in (p for p in found if p.note):
+        click.echo(str(note), err=True)
+    problems = [p for p in found if not p.note]
     for problem in problems:
         click.echo(str(problem))
     if problems:

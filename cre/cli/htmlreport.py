@@ -87,6 +87,14 @@ def size_label(size: int) -> str:
     return f"{size} B"
 
 
+def nice_step(rough: float) -> float:
+    """A round axis step (1, 2 or 5 times a power of ten) of at least ``rough``."""
+    if rough <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(rough))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= rough)
+
+
 def chart_svg(category: CategoryReport, chart_id: str) -> str:
     """The bandwidth chart of one category (empty when nothing was measured)."""
     series = [g for g in category.groups if g.points]
@@ -95,8 +103,9 @@ def chart_svg(category: CategoryReport, chart_id: str) -> str:
     sizes = sorted({p.size_bytes for g in series for p in g.points if p.size_bytes > 0})
     lo, hi = math.log2(sizes[0]), math.log2(sizes[-1])
     hi = hi if hi > lo else lo + 1
-    top = max([p.bus_bw for g in series for p in g.points] + [category.threshold_gbps or 0.0])
-    top = top * 1.1 if top > 0 else 1.0
+    highest = max([p.bus_bw for g in series for p in g.points] + [category.threshold_gbps or 0.0])
+    step = nice_step(highest * 1.05 / 5)
+    top = step * max(1, math.ceil(highest * 1.05 / step))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(size: int) -> float:
@@ -109,11 +118,11 @@ def chart_svg(category: CategoryReport, chart_id: str) -> str:
              f'xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
              f'aria-label="bus bandwidth by message size, {_e(category.entry)}">']
-    for i in range(6):  # y grid and labels
-        value = top * i / 5
+    for i in range(round(top / step) + 1):  # y grid and labels at round values
+        value = step * i
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(value):.1f}" '
                      f'y2="{y(value):.1f}"/><text x="{LEFT - 6}" y="{y(value) + 4:.1f}" '
-                     f'text-anchor="end">{value:.0f}</text>')
+                     f'text-anchor="end">{value:g}</text>')
     step = max(1, math.ceil(len(sizes) / 8))
     for size in sizes[::step]:  # x ticks at measured sizes (log scale)
         parts.append(f'<line class="axis" x1="{x(size):.1f}" x2="{x(size):.1f}" '

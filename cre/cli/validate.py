@@ -64,10 +64,13 @@ class Problem:
     path: str
     message: str
     sources: tuple[str, ...] = ()
+    # Not a problem: something that could not be checked offline (printed, not counted).
+    note: bool = False
 
     def __str__(self) -> str:
         message = " ".join(self.message.split())  # one problem, one line
         where = f"{self.file}:{self.line}: {self.path or '(document)'}: {message}"
+        where = f"note: {where}" if self.note else where
         return f"{where} [{', '.join(self.sources)}]" if self.sources else where
 
 
@@ -118,14 +121,17 @@ class _Collector:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
         self.found: dict[tuple[int, str, str], list[str]] = {}
+        self.notes: dict[tuple[int, str, str], list[str]] = {}
 
     def add(self, path: str | Keys, message: str, *, source: str = "",
-            relocate: Relocate = _identity, shown: str | None = None) -> None:
+            relocate: Relocate = _identity, shown: str | None = None,
+            note: bool = False) -> None:
         """Record a problem at ``path`` (``shown`` as given when the validator's own path
         spelling is kept, e.g. ``spec.thresholds[busBandwidthGBps]``)."""
         keys = relocate(tokens(path) if isinstance(path, str) else list(path))
         line, real = resolve(self.doc.node, keys, default=self.doc.line)
-        sources = self.found.setdefault((line, shown or show_path(real), message), [])
+        found = self.notes if note else self.found
+        sources = found.setdefault((line, shown or show_path(real), message), [])
         if source and source not in sources:
             sources.append(source)
 
@@ -135,10 +141,12 @@ class _Collector:
             self.add(p.path, p.message, source=p.schema, relocate=relocate)
 
     def problems(self) -> list[Problem]:
+        """Problems and notes, in line order."""
         return sorted(
             Problem(file=self.doc.file, line=line, path=path, message=message,
-                    sources=_compact(sources))
-            for (line, path, message), sources in self.found.items()
+                    sources=_compact(sources), note=found is self.notes)
+            for found in (self.found, self.notes)
+            for (line, path, message), sources in found.items()
         )
 
 
@@ -216,7 +224,7 @@ def _foreign_object(out: _Collector, obj: Mapping[str, Any], *, versions: Sequen
         out.add_schema(schemas.kube_problems(obj, versions), relocate=relocate)
     else:
         out.add("apiVersion", f"{api} {obj.get('kind')}: no schema known offline, not checked",
-                relocate=relocate)
+                relocate=relocate, note=True)
 
 
 def _trainer_object(out: _Collector, obj: Mapping[str, Any], *, versions: Sequence[str],
