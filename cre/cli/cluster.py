@@ -80,8 +80,8 @@ def namespace_of(conn: Connection) -> str:
     if conn.namespace:
         return conn.namespace
     path = _kubeconfig_path(conn.kubeconfig)
-    if path is None:
-        return "default"
+    if path is None or not all(os.path.exists(p) for p in path.split(os.pathsep) if p):
+        return "default"  # the connection reports the missing file
     try:
         contexts, current = list_kube_config_contexts(path)
     except (ConfigException, OSError, ValueError, TypeError):

@@ -27,3 +27,25 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def kubectl_complete() -> int:
+    """``kubectl_complete-cre``: what kubectl (1.26+) runs to complete ``kubectl cre ...``.
+
+    kubectl passes the words after ``cre`` (the last one being completed) and reads cobra's
+    protocol back: one candidate per line, then ``:4`` (no file completion).
+    """
+    try:
+        from click.shell_completion import ShellComplete
+
+        from cre.cli.app import COMPLETE_VAR, cli
+    except ModuleNotFoundError:
+        print(":4")
+        return 0
+    words = sys.argv[1:]
+    incomplete = words[-1] if words else ""
+    complete = ShellComplete(cli, {}, "kubectl cre", COMPLETE_VAR)
+    for item in complete.get_completions(words[:-1], incomplete):
+        print(item.value)
+    print(":4")
+    return 0

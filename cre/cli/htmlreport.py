@@ -91,8 +91,8 @@ def nice_step(rough: float) -> float:
     """A round axis step (1, 2 or 5 times a power of ten) of at least ``rough``."""
     if rough <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(rough))
-    return next(m * power for m in (1, 2, 5, 10) if m * power >= rough)
+    power = 10.0 ** math.floor(math.log10(rough))
+    return float(next(m * power for m in (1, 2, 5, 10) if m * power >= rough))
 
 
 def chart_svg(category: CategoryReport, chart_id: str) -> str:
