@@ -151,3 +151,12 @@ def test_missing_extra_is_one_line(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=False)
     assert_one_line(result, ExitCode.MISSING_EXTRA, "pip install 'cre[cli]'", "click")
+
+
+async def test_refused_request(gpu_cert: Emulator) -> None:
+    """The API server answers with an error status: exit 7 naming the object and the status
+    (the emulator injects 500; 401/403 take the same path with "refused the request")."""
+    gpu_cert.faults.add_error(500, verb="get", resource="certifications")
+    result = await anyio.to_thread.run_sync(lambda: cre_process(
+        "report", "gpu-cert", "-n", "team-a", "--kubeconfig", str(gpu_cert.kubeconfig_path)))
+    assert_one_line(result, ExitCode.API, "cre: Certification team-a/gpu-cert: 500 ")

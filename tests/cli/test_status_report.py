@@ -4,12 +4,17 @@ emulator holding the golden fixture) and show it; the report's JSON is a reviewe
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import anyio
 import pytest
 
+from cre.cli.cluster import CERTIFICATIONS
+from cre.cli.session import write_html_report
+from cre.kube.client import KubeClient
 from cre.testing.apiserver import Emulator
 
-from .conftest import ROOT, RunCli, in_thread
+from .conftest import ROOT, Run, RunCli, in_thread
 
 GOLDEN = ROOT / "goldens" / "cli" / "report-gpu-cert.json"
 pytestmark = pytest.mark.anyio
@@ -75,3 +80,47 @@ async def test_report_json_matches_its_golden(gpu_cert: Emulator, cre: RunCli,
         GOLDEN.write_text(run.out, encoding="utf-8")
     assert GOLDEN.is_file(), f"{GOLDEN} missing: run pytest {__file__} --update-goldens"
     assert run.out == GOLDEN.read_text(encoding="utf-8")
+
+
+async def test_watch_redraws_until_the_certification_finishes(gpu_cert: Emulator,
+                                                              cre: RunCli) -> None:
+    """``--watch`` keeps polling a running Certification and returns once it is terminal,
+    showing the final state."""
+    client = await KubeClient.from_kubeconfig(str(gpu_cert.kubeconfig_path))
+    try:
+        cert = await client.get(CERTIFICATIONS, "gpu-cert", namespace="team-a")
+        finished = cert["status"]
+        running = {**finished, "phase": "Running", "verdict": None}
+        await client.patch(CERTIFICATIONS, "gpu-cert", {"status": running}, namespace="team-a",
+                           subresource="status")
+        async with anyio.create_task_group() as tg:
+            result: list[Run] = []
+
+            async def watch() -> None:
+                result.append(await in_thread(
+                    cre, "status", "gpu-cert", "-n", "team-a", "--watch", "--interval", "0.05",
+                    "--kubeconfig", str(gpu_cert.kubeconfig_path)))
+
+            tg.start_soon(watch)
+            await anyio.sleep(1.0)
+            assert not result, "watch returned while the Certification was running"
+            await client.patch(CERTIFICATIONS, "gpu-cert", {"status": finished},
+                               namespace="team-a", subresource="status")
+            with anyio.fail_after(60):
+                while not result:
+                    await anyio.sleep(0.05)
+    finally:
+        await client.close()
+    assert result[0].code == 0, result[0].err
+    assert "verdict Failed" in result[0].out
+
+
+async def test_write_html_report_for_programs(gpu_cert: Emulator, tmp_path: Path) -> None:
+    """The function the demo calls writes the same page ``cre report --html`` writes."""
+    target = tmp_path / "report.html"
+    path = await anyio.to_thread.run_sync(lambda: write_html_report(
+        "gpu-cert", path=target, namespace="team-a",
+        kubeconfig=str(gpu_cert.kubeconfig_path)))
+    assert path == target
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "CRE report: team-a/gpu-cert" in text
