@@ -93,13 +93,15 @@ async def test_watch_redraws_until_the_certification_finishes(gpu_cert: Emulator
         running = {**finished, "phase": "Running", "verdict": None}
         await client.patch(CERTIFICATIONS, "gpu-cert", {"status": running}, namespace="team-a",
                            subresource="status")
+        result: list[Run] = []
+        returned = anyio.Event()
         async with anyio.create_task_group() as tg:
-            result: list[Run] = []
 
             async def watch() -> None:
                 result.append(await in_thread(
                     cre, "status", "gpu-cert", "-n", "team-a", "--watch", "--interval", "0.05",
                     "--kubeconfig", str(gpu_cert.kubeconfig_path)))
+                returned.set()
 
             tg.start_soon(watch)
             await anyio.sleep(1.0)
@@ -107,8 +109,7 @@ async def test_watch_redraws_until_the_certification_finishes(gpu_cert: Emulator
             await client.patch(CERTIFICATIONS, "gpu-cert", {"status": finished},
                                namespace="team-a", subresource="status")
             with anyio.fail_after(60):
-                while not result:
-                    await anyio.sleep(0.05)
+                await returned.wait()
     finally:
         await client.close()
     assert result[0].code == 0, result[0].err
