@@ -6,5 +6,5 @@ shipped catalog and files; ``status`` and ``report`` read a cluster through
 click for the command line, rich for the terminal, jsonschema and kubernetes-validate for the
 offline schema checks. Importing this package loads none of them; ``cre.cli.app`` does.
 
-For programs (the demo ends with the HTML report): :func:`cre.cli.report.write_html_report`.
+For programs (the demo ends with the HTML report): :func:`cre.cli.session.write_html_report`.
 """
