@@ -246,6 +246,11 @@ def build_report(snap: Snapshot) -> Report:
             groups=tuple(groups),
             nodes=tuple(sorted(nodes, key=lambda n: (n.node, n.group))),
         ))
+    for pending in cert.spec.categories[len(cert.status.category_statuses):]:
+        categories.append(CategoryReport(  # not started yet: no status entry
+            entry=f"{pending.domain}/{pending.variant}", state="Pending", verdict=None,
+            message=None, workflow=None, platform=None, architecture=None, thresholds={},
+            threshold_gbps=None, groups=(), nodes=()))
     cond = headline(cert.status.conditions)
     return Report(
         name=cert.metadata.name or "",

@@ -94,7 +94,6 @@ def status_tree(snap: Snapshot, now: datetime) -> Tree:
     tree = Tree(line(title, phase=cert.status.phase or "Pending", verdict=cert.status.verdict,
                      reason=cond.reason if cond else None,
                      since=age(cert.metadata.creation_timestamp, now)))
-    listed = {(c.domain, c.variant) for c in cert.status.category_statuses}
     for category in cert.status.category_statuses:
         branch = tree.add(line(f"{category.domain}/{category.variant}", phase=category.status,
                                verdict=category.verdict, reason=category.message))
@@ -104,9 +103,8 @@ def status_tree(snap: Snapshot, now: datetime) -> Tree:
             _workflow(branch, workflow, snap, now)
         elif ref is not None:
             branch.add(line(f"Workflow {ref.name}", phase="not found"))
-    for spec_category in cert.spec.categories:  # not started yet: no status entry
-        if (spec_category.domain, spec_category.variant) not in listed:
-            tree.add(line(f"{spec_category.domain}/{spec_category.variant}", phase="Pending"))
+    for pending in cert.spec.categories[len(cert.status.category_statuses):]:
+        tree.add(line(f"{pending.domain}/{pending.variant}", phase="Pending"))  # not started
     return tree
 
 

@@ -160,3 +160,9 @@ async def test_refused_request(gpu_cert: Emulator) -> None:
     result = await anyio.to_thread.run_sync(lambda: cre_process(
         "report", "gpu-cert", "-n", "team-a", "--kubeconfig", str(gpu_cert.kubeconfig_path)))
     assert_one_line(result, ExitCode.API, "cre: Certification team-a/gpu-cert: 500 ")
+
+
+def test_no_kubeconfig_anywhere() -> None:
+    """No flag, no $KUBECONFIG, no ~/.kube/config and not in a pod: exit 5 saying so."""
+    assert_one_line(cre_process("status"), ExitCode.UNREACHABLE,
+                    "no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod")

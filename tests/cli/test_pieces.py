@@ -108,3 +108,14 @@ def test_api_errors_map_to_exit_codes(status: int, code: ExitCode, fragment: str
                    message="GET /x: ClientConnectorError('refused')" if status == 0 else "")
     error = api_failure(exc, host="https://k:6443", what="Certification a/b")
     assert error.code == code and fragment in error.message
+
+
+def test_categories_not_started_show_as_pending() -> None:
+    """A Certification whose controller has not written a status yet lists its categories."""
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in fixture_documents()}
+    raw = {k: v for k, v in docs[("Certification", "gpu-cert")].items() if k != "status"}
+    report = build_report(Snapshot(certification=from_dict(raw)))
+    assert [(c.entry, c.state) for c in report.categories] == [
+        ("communication/nccl-all-reduce", "Pending"), ("diagnostics/dcgm-level1", "Pending")]
+    assert report.result == "PENDING"
+    assert "diagnostics/dcgm-level1" in render_html(report)
