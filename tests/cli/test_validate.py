@@ -119,3 +119,38 @@ def test_rendered_output_and_the_fixture_are_valid(tmp_path: Path, cre: RunCli) 
     note, summary = run.err.strip().splitlines()
     assert note.startswith(f"note: {path}:") and "ComputeDomain: no schema known offline" in note
     assert summary == "2 file(s) valid"
+
+
+def test_what_a_workflow_carries_is_checked_where_it_is_written(tmp_path: Path,
+                                                                 cre: RunCli) -> None:
+    """A Workflow's job template TrainJob spec and its dependency objects are validated as the
+    objects they become, with paths and lines inside the Workflow."""
+    render = cre("render", "communication/nccl-all-reduce", "--platform", "aws", "--arch",
+                 "h100", "--node-count", "2")
+    yaml = YAML(typ="safe", pure=True)
+    job, runtime = list(yaml.load_all(render.out))[:2]
+    runtime["spec"]["template"]["spec"]["bogusJobSetField"] = True
+    job["spec"]["workload"]["trainJob"]["trainer"]["bogusTrainerField"] = 1
+    workflow = {
+        "apiVersion": "cre.dev/v1alpha1", "kind": "Workflow",
+        "metadata": {"name": "wf", "namespace": "default"},
+        "spec": {"jobTemplate": {"spec": job["spec"]},
+                 "orchestration": {"target": {"nodeNames": ["node-01", "node-02"]}},
+                 "dependencies": [runtime]},
+    }
+    out = io.StringIO()
+    yaml.dump(workflow, out)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(out.getvalue())
+    lines_of = {text.strip().split(":")[0]: i + 1
+                for i, text in enumerate(out.getvalue().splitlines())}
+    run = cre("validate", str(path))
+    assert run.code == 1
+    problems = _lines(run.out)
+    assert f"{path}:{lines_of['bogusJobSetField']}: " \
+           "spec.dependencies[0].spec.template.spec.bogusJobSetField: unknown field" in \
+           "\n".join(problems)
+    assert any(p.startswith(f"{path}:{lines_of['bogusTrainerField']}: spec.jobTemplate.spec."
+                            "workload.trainJob.trainer.bogusTrainerField: unknown field")
+               for p in problems), problems
+    assert len(problems) == 2, problems
