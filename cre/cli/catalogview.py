@@ -12,7 +12,7 @@ import attrs
 from rich.console import Console
 from rich.table import Table
 
-from cre.catalog import Catalog, CatalogEntry, CatalogError
+from cre.catalog import Catalog, CatalogEntry, CatalogError, OverrideBlock, Selector
 from cre.cli.exitcodes import CliError, ExitCode
 
 DEFAULT_NODES = "all eligible"
@@ -94,5 +94,22 @@ def print_entry(console: Console, catalog: Catalog, name: str) -> None:
         options.add_row(pname, str(param.default), type(param.default).__name__,
                         param.description)
     console.print(options)
-    if entry.overrides:
-        console.print("overrides: " + ", ".join(b.label for b in entry.overrides))
+    for block in entry.overrides:
+        console.print(f"override {block.label}: {describe_block(block)}")
+
+
+def _selector(name: str, selector: Selector | None) -> str | None:
+    if selector is None:
+        return None
+    values = ", ".join(sorted(selector.values))
+    return f"{name} {'not in' if selector.negate else 'in'} {{{values}}}"
+
+
+def describe_block(block: OverrideBlock) -> str:
+    """Where a ``when:`` block applies and what it changes, in one line."""
+    where = [w for w in (_selector("platform", block.platform), _selector("arch", block.arch))
+             if w] or ["always"]
+    changes = [f"{k}={v}" for k, v in sorted(block.parameters.items())]
+    if block.spec:
+        changes.append("spec: " + ", ".join(sorted(block.spec)))
+    return f"when {' and '.join(where)}: {'; '.join(changes) or 'no change'}"
