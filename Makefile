@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock
+.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser
 
 venv: $(STAMP)
 
@@ -14,7 +14,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
-test: $(STAMP) image-tools
+# The HTML report's browser test drives Debian's chromium through Playwright (never a downloaded
+# browser): installed here when missing; where it cannot be, the test skips and names the package.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$SUDO apt-get install -y -qq --no-install-recommends chromium ) >/dev/null 2>&1 \
+	  || echo "make: could not apt-get install the Debian package chromium;" \
+	          "the HTML report's browser test will be skipped"; }
+
+test: $(STAMP) image-tools browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 goldens: $(STAMP)
