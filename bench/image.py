@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cre_manager.procs import Stack, wait_until
+from cre.testing.procs import Stack, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

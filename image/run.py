@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from ruamel.yaml import YAML
 
-from cre_manager.procs import ManagerProc, wait_until
+from cre.testing.procs import ManagerProc, wait_until
 from image.build import REPO, STORAGE, ImageError, image_config
 
 DEPLOYMENT: Final = REPO / "deploy" / "manager" / "deployment.yaml"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import cre
 from cre.kube.leader import LeaderRecord
-from cre_manager.procs import Stack, wait_until
+from cre.testing.procs import Stack, wait_until
 from image.build import LOCK, image_config
 from image.run import KUBECONFIG, PodContainer, WorkingContainer, deployment, deployment_args
 
