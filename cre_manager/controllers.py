@@ -13,7 +13,11 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from cre.api.labels import GROUP, VERSION
+from cre.catalog.loader import load_catalog
+from cre.controller.certification import CertificationController
 from cre.controller.job import JobController
+from cre.controller.workflow import WorkflowController
+from cre.core.workflow import WorkflowSettings
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
 from cre_manager.runnable import Draining, RestartPolicy, Runnable
@@ -61,6 +65,22 @@ def _job_controller(client: KubeClient, config: ManagerConfig,
                                   registry=registry))
 
 
+def _workflow_controller(client: KubeClient, config: ManagerConfig,
+                         registry: CollectorRegistry) -> Runnable:
+    settings = WorkflowSettings(infra_scoped_fail_fast=config.infra_scoped_fail_fast)
+    return Draining(WorkflowController(client, namespaces=config.namespaces or None,
+                                       max_concurrent_reconciles=config.max_concurrent_reconciles,
+                                       settings=settings, registry=registry))
+
+
+def _certification_controller(client: KubeClient, config: ManagerConfig,
+                              registry: CollectorRegistry) -> Runnable:
+    # check_catalog parsed it at start-up already: a broken catalog never gets here.
+    return Draining(CertificationController(
+        client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
+        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry))
+
+
 @attrs.frozen(slots=True)
 class ControllerSpec:
     """One controller: its ``--controllers`` name, what it needs served, how to build it (from
@@ -83,6 +103,12 @@ CONTROLLERS: dict[str, ControllerSpec] = {
                        requires=(_cre("jobs"), _trainer("trainjobs"),
                                  _trainer("trainingruntimes")),
                        build=_job_controller),
+        ControllerSpec(name="workflow",
+                       requires=(_cre("workflows"), _cre("jobs"), _trainer("trainingruntimes")),
+                       build=_workflow_controller),
+        ControllerSpec(name="certification",
+                       requires=(_cre("certifications"), _cre("workflows")),
+                       build=_certification_controller),
     )
 }
 
