@@ -34,6 +34,7 @@ from cre.api.workflow import Workflow
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
 from cre.controller.tiershell import TierExecutor, TierOutcomeKind
+from cre.controller.workflow import follow
 from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
 from cre.core.certification import (
     DEFAULT_CERTIFICATION_SETTINGS,
@@ -108,7 +109,10 @@ class CertificationController:
                  namespaces: Sequence[str] | None = None, max_concurrent_reconciles: int = 2,
                  settings: CertificationSettings = DEFAULT_CERTIFICATION_SETTINGS,
                  clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None,
+                 nodes: Informer[NodeView] | None = None) -> None:
+        """``nodes``: a GPU node cache another controller runs in this process (default: this
+        controller builds and runs its own)."""
         if max_concurrent_reconciles < 1:
             raise ValueError("CertificationController: max_concurrent_reconciles must be at "
                              f"least 1, got {max_concurrent_reconciles}")
@@ -126,7 +130,8 @@ class CertificationController:
             label_selector=L.CERTIFICATION,
             indexers={INDEX_CERTIFICATION: _certification_index}, metrics=kube,
             name="certification-workflows")
-        self.nodes: Informer[NodeView] = Informer(
+        self._shared_nodes = nodes
+        self.nodes: Informer[NodeView] = nodes or Informer(
             client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
             name="certification-gpu-nodes", metrics=kube)
         self.recorder = EventRecorder(client, component=COMPONENT)
@@ -138,7 +143,11 @@ class CertificationController:
         self.controller.watch(self.certifications, self.on_certification, self.status_echo)
         self.controller.watch(self.workflows, enqueue_owner(kind="Certification",
                                                             group=L.GROUP))
-        self.controller.watch(self.nodes, enqueue_mapped(self._in_progress_keys), node_changed)
+        if nodes is None:
+            self.controller.watch(self.nodes, enqueue_mapped(self._in_progress_keys),
+                                  node_changed)
+        else:
+            follow(self.controller, nodes, enqueue_mapped(self._in_progress_keys), node_changed)
 
     @property
     def queue(self) -> WorkQueue[str]:
@@ -146,15 +155,19 @@ class CertificationController:
         return self.controller.queue
 
     def has_synced(self) -> bool:
-        """True once every cache holds its first full list."""
-        return self.controller.has_synced()
+        """True once every cache (a shared node cache included) holds its first full list."""
+        return self.controller.has_synced() and self.nodes.has_synced()
 
     async def wait_synced(self) -> None:
         """Return once every cache holds its first full list."""
         await self.controller.wait_synced()
+        await self.nodes.wait_synced()
 
     async def run(self) -> None:
-        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue."""
+        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
+        a shared node cache, run by its owner, has synced)."""
+        if self._shared_nodes is not None:
+            await self._shared_nodes.wait_synced()
         await self.controller.run()
 
     def stop(self) -> None:

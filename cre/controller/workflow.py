@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -67,8 +67,10 @@ from cre.kube.runtime import (
     DONE,
     Again,
     Controller,
+    EventHandler,
     KeyQueue,
     OwnStatusEcho,
+    Predicate,
     Result,
     WatchEvent,
     converge,
@@ -81,12 +83,13 @@ from cre.kube.store import namespaced_label_indexer
 from cre.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CONTROLLER: Final = "workflow"
 COMPONENT: Final = "cre.dev/workflow-controller"
 MAX_PASSES: Final = 8
 
-__all__ = ["WORKFLOWS", "WorkflowController", "workflow_from_dict"]
+__all__ = ["WORKFLOWS", "SharedCaches", "WorkflowController", "workflow_from_dict"]
 
 
 def _utcnow() -> datetime:
@@ -96,6 +99,29 @@ def _utcnow() -> datetime:
 def _namespace(wf: Workflow) -> str:
     """Where the Workflow's Jobs and dependencies live (the core's rule)."""
     return wf.status.namespace or wf.spec.namespace or wf.metadata.namespace or ""
+
+
+@attrs.frozen(kw_only=True)
+class SharedCaches:
+    """Caches another controller already runs (the Job controller's label-scoped pod caches
+    and its GPU node cache): this controller reads and follows them but does not run them, so
+    a manager running both keeps one copy of each."""
+
+    workers: Informer[PodView]
+    launchers: Informer[PodView]
+    nodes: Informer[NodeView]
+
+
+def follow(controller: Controller, informer: Informer[T], handler: EventHandler[T],
+           *predicates: Predicate[T]) -> None:
+    """Pass ``informer``'s changes to ``handler`` with ``controller``'s queue, like
+    ``Controller.watch``, for an informer some other controller runs."""
+    def dispatch(etype: WatchEventType, old: T | None, new: T | None) -> None:
+        event = WatchEvent(etype, old, new)
+        if all(accept(event) for accept in predicates):
+            handler(event, controller.queue)
+
+    informer.add_handler(dispatch)
 
 
 def _settled(wf: Workflow) -> bool:
@@ -115,7 +141,10 @@ class WorkflowController:
                  max_concurrent_reconciles: int = 4,
                  settings: WorkflowSettings = DEFAULT_WORKFLOW_SETTINGS,
                  clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None,
+                 shared: SharedCaches | None = None) -> None:
+        """``shared``: the Job controller's pod and node caches, when it runs in the same
+        process (default: this controller builds and runs its own)."""
         if max_concurrent_reconciles < 1:
             raise ValueError("WorkflowController: max_concurrent_reconciles must be at least 1, "
                              f"got {max_concurrent_reconciles}")
@@ -140,12 +169,18 @@ class WorkflowController:
             client, CONFIGMAPS, transform=configmap_view, namespace=ns,
             label_selector=L.WORKFLOW, indexers=dict(by_wf), metrics=kube,
             name="workflow-configmaps")
-        self.workers = worker_pod_informer(client, ns, metrics=kube, name="workflow-workers")
-        self.launchers = launcher_pod_informer(client, ns, metrics=kube,
-                                               name="workflow-launchers")
-        self.nodes: Informer[NodeView] = Informer(
-            client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
-            name="workflow-gpu-nodes", metrics=kube)
+        self.shared = shared
+        if shared is not None:
+            self.workers, self.launchers, self.nodes = \
+                shared.workers, shared.launchers, shared.nodes
+        else:
+            self.workers = worker_pod_informer(client, ns, metrics=kube,
+                                               name="workflow-workers")
+            self.launchers = launcher_pod_informer(client, ns, metrics=kube,
+                                                   name="workflow-launchers")
+            self.nodes = Informer(client, NODES, transform=node_view,
+                                  label_selector=f"{L.GPU_PRESENT}=true",
+                                  name="workflow-gpu-nodes", metrics=kube)
         self.reads = WorkflowReads(client)
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.executor = TierExecutor(client, self.recorder, owner=WORKFLOWS,
@@ -157,10 +192,11 @@ class WorkflowController:
         self.controller.watch(self.jobs, enqueue_owner(kind="Workflow", group=L.GROUP))
         self.controller.watch(self.runtimes, enqueue_mapped(self._owner_of))
         self.controller.watch(self.configmaps, enqueue_mapped(self._owner_of))
-        self.controller.watch(self.workers, enqueue_mapped(self._pod_workflow))
-        self.controller.watch(self.launchers, enqueue_mapped(self._pod_workflow))
-        self.controller.watch(self.nodes, enqueue_mapped(self._waiting_for_nodes),
-                              node_changed)
+        connect = self.controller.watch if shared is None else \
+            (lambda inf, handler, *preds: follow(self.controller, inf, handler, *preds))
+        connect(self.workers, enqueue_mapped(self._pod_workflow))
+        connect(self.launchers, enqueue_mapped(self._pod_workflow))
+        connect(self.nodes, enqueue_mapped(self._waiting_for_nodes), node_changed)
 
     # --- runtime plumbing ------------------------------------------------------------------
 
@@ -173,16 +209,26 @@ class WorkflowController:
     def informers(self) -> tuple[Informer[Any], ...]:
         return tuple(self.controller.informers)
 
+    def _shared_informers(self) -> tuple[Informer[Any], ...]:
+        shared = self.shared
+        return () if shared is None else (shared.workers, shared.launchers, shared.nodes)
+
     def has_synced(self) -> bool:
-        """True once every cache holds its first full list."""
-        return self.controller.has_synced()
+        """True once every cache (shared ones included) holds its first full list."""
+        return self.controller.has_synced() and all(
+            i.has_synced() for i in self._shared_informers())
 
     async def wait_synced(self) -> None:
-        """Return once every cache holds its first full list."""
+        """Return once every cache (shared ones included) holds its first full list."""
         await self.controller.wait_synced()
+        for informer in self._shared_informers():
+            await informer.wait_synced()
 
     async def run(self) -> None:
-        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue."""
+        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
+        the shared caches, run by their owner, have synced)."""
+        for informer in self._shared_informers():
+            await informer.wait_synced()
         await self.controller.run()
 
     def stop(self) -> None:
