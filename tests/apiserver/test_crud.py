@@ -186,3 +186,62 @@ async def test_injected_clock_sets_timestamps(client: Client, emu: Emulator) -> 
     emu.clock.advance(60)
     _, state, _ = await client.get("/_emulator/state")
     assert state["now"] == "2030-01-02T03:05:05Z"
+
+
+async def test_bad_label_values_and_keys_are_422_with_the_real_causes(client: Client) -> None:
+    """A label value over 63 characters or with a space, and a key with two slashes, are
+    refused with apimachinery's wording on ``metadata.labels``; valid ones pass."""
+    long = "v" * 64
+    status, body, _ = await client.post(PODS, pod("bad", labels={"a": long, "b": "x y"}))
+    assert status == 422 and body["reason"] == "Invalid"
+    causes = [(c["reason"], c["field"], c["message"]) for c in body["details"]["causes"]]
+    assert causes == [
+        ("FieldValueInvalid", "metadata.labels",
+         f'Invalid value: "{long}": must be no more than 63 characters'),
+        ("FieldValueInvalid", "metadata.labels",
+         'Invalid value: "x y": a valid label must be an empty string or consist of alphanumeric '
+         "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+         "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+         "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+    ]
+    assert body["message"].startswith('Pod "bad" is invalid: [metadata.labels: Invalid value: ')
+    status, body, _ = await client.post(PODS, pod("bad", labels={"a/b/c": "v", "Ex.com/n": ""}))
+    assert status == 422
+    fields = [c["message"].split(":")[1].strip() for c in body["details"]["causes"]]
+    assert fields == ['"Ex.com/n"', '"a/b/c"']
+    ok = {"app.kubernetes.io/name": "x", "empty": "", "v": "A-b_c.9" * 9}
+    assert (await client.post(PODS, pod("good", labels=ok)))[0] == 201
+
+
+async def test_annotations_over_256_kib_in_total_are_422(client: Client) -> None:
+    """Annotations may hold 262144 bytes of keys plus values in total, not one more."""
+    path = "/api/v1/namespaces/default/configmaps"
+    fits = {"metadata": {"name": "fits", "annotations": {"a": "x" * (256 * 1024 - 1)}}}
+    assert (await client.post(path, fits))[0] == 201
+    over = {"metadata": {"name": "over", "annotations": {"a": "x" * (128 * 1024),
+                                                         "b": "y" * (128 * 1024)}}}
+    status, body, _ = await client.post(path, over)
+    assert status == 422
+    assert body["message"] == ('ConfigMap "over" is invalid: metadata.annotations: Too long: '
+                               "may not be more than 262144 bytes")
+    assert body["details"]["causes"] == [{"reason": "FieldValueTooLong",
+                                          "field": "metadata.annotations",
+                                          "message": "Too long: may not be more than 262144 "
+                                                     "bytes"}]
+
+
+@pytest.mark.parametrize(("rv", "status"), [("v1", 201), ("0", 201), ("", 201), ("-3", 201),
+                                             ("99999999999999999999", 201), ("42", 500)])
+async def test_create_ignores_a_resource_version_that_is_not_a_number(
+        client: Client, rv: str, status: int) -> None:
+    """Only a resourceVersion that parses as a non-zero uint64 fails a create (500, as etcd3's
+    store); anything else is dropped and the object gets the server's revision."""
+    body = pod("p")
+    body["metadata"]["resourceVersion"] = rv
+    got, obj, _ = await client.post(PODS, body)
+    assert got == status
+    if status == 201:
+        assert obj["metadata"]["resourceVersion"].isdigit()
+        assert obj["metadata"]["resourceVersion"] != "0"
+    else:
+        assert obj["message"] == "resourceVersion should not be set on objects to be created"

@@ -27,6 +27,20 @@ async def test_error_rate_per_verb_and_resource(client: Client, emu: Emulator) -
     assert status == 201
 
 
+async def test_conflict_rules_only_hit_writes(client: Client, emu: Emulator) -> None:
+    """A 409 rule on every verb fails creates, patches and deletes but never get/list/watch."""
+    assert (await client.post(PODS, pod("c0")))[0] == 201
+    emu.faults.add_error(409, rate=1.0)
+    for status, _, _ in (await client.get(PODS), await client.get(f"{PODS}/c0")):
+        assert status == 200
+    async with aiohttp.ClientSession() as s, s.get(
+            f"{emu.url}{PODS}?watch=true&timeoutSeconds=1") as r:
+        assert r.status == 200
+    status, body, _ = await client.post(PODS, pod("c1"))
+    assert status == 409 and body["reason"] == "Conflict"
+    assert (await client.delete(f"{PODS}/c0"))[0] == 409
+
+
 async def test_seeded_rates_are_reproducible(emu: Emulator, client: Client) -> None:
     """The same seed and request sequence fail the same requests."""
     async def run() -> list[int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cre.kube.client import NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
+from cre.kube.client import BATCH_JOBS, NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster import SimulatedCluster, simulate
 from cre.testing.cluster.model import World, condition, is_true
@@ -97,3 +97,118 @@ async def test_preemption_sets_disruption_target_then_the_pod_fails(
             "default-scheduler: preempting to accommodate a higher priority pod")
         term = seen["pod"]["status"]["containerStatuses"][0]["state"]["terminated"]
         assert (term["exitCode"], term["reason"]) == (143, "Error")
+
+
+async def test_failed_deletes_are_retried(kube_emulator: Emulator) -> None:
+    """Injected 409s on Job deletes keep the finished TrainJob's sshd Jobs, then 409s on pod
+    deletes hold the finished pods Terminating; once the faults clear, the controllers' and the
+    kubelet's deletes are sent again and nothing is left behind (no stuck Terminating pod, no
+    orphaned batch Job)."""
+    faults = kube_emulator.faults
+    async with simulate(kube_emulator, profile="aws-h100", nodes=2, scale=50) as cluster:
+        faults.add_error(409, verb="delete", resource="jobs")
+        await _apply(cluster)
+        await cluster.wait_for(lambda w: is_true(w.get(TRAINJOBS, TJ) or {}, "Complete"))
+        await cluster.wait_for(lambda w: any(e.startswith("jobset: Delete")
+                                             for e in cluster.errors))
+        assert any(j["status"].get("active") for j in cluster.snapshot().all(BATCH_JOBS))
+        faults.reset()
+        faults.add_error(409, verb="delete", resource="pods")
+        await cluster.wait_for(lambda w: any(e.startswith("kubelet: Delete")
+                                             for e in cluster.errors))
+        assert any(p["metadata"].get("deletionTimestamp") for p in cluster.snapshot().all(PODS))
+        faults.reset()
+        world = await cluster.wait_for(lambda w: not any(
+            p["metadata"].get("deletionTimestamp") for p in w.all(PODS)) and all(
+            is_true(j, "Complete") for j in w.all(BATCH_JOBS)))
+        assert [p["metadata"]["name"] for p in world.all(PODS)] == [
+            p["metadata"]["name"] for p in world.all(PODS) if "launcher" in p["metadata"]["name"]]
+
+
+async def test_concurrent_writes_keep_each_objects_order() -> None:
+    """With write_concurrency > 1 a step's writes run on one chain per object: each object's
+    writes stay in step order, marks land at once, a failed write still undoes its marks."""
+    import anyio
+
+    from cre.testing.cluster import engine
+    from cre.testing.cluster.config import SimConfig
+    from cre.testing.cluster.model import Delete, Mark, Patch, Step
+
+    applied: list[tuple[str, str]] = []
+    marks: dict[str, Any] = {}
+
+    class Backend:
+        def snapshot(self) -> World:
+            return World(objects={}, marks=dict(marks))
+
+        async def apply(self, action: Any, now: float) -> None:
+            if isinstance(action, Mark):
+                action.apply_to(marks)
+                return
+            await anyio.sleep(0.01 if action.name == "a" else 0)
+            if isinstance(action, Delete) and action.name == "b":
+                raise RuntimeError("injected")
+            applied.append((type(action).__name__, action.name))
+
+    actions = (Patch(PODS, "ns", "a", {"status": {"phase": "Running"}}, subresource="status"),
+               Patch(PODS, "ns", "b", {"status": {}}, subresource="status"),
+               Mark("kdel/b", 1.0),
+               Delete(PODS, "ns", "b", on_failure=(Mark("kdel/b", None),)),
+               Delete(PODS, "ns", "a"))
+    calls: list[int] = []
+
+    def once(world: World, now: float, cfg: Any) -> Step:
+        calls.append(1)
+        return Step(actions=actions if len(calls) == 1 else ())
+
+    errors: list[str] = []
+
+    async def on_error(name: str, act: Any, exc: Exception) -> None:
+        errors.append(f"{name}: {exc}")
+
+    original = engine.CONTROLLERS
+    engine.CONTROLLERS = (("test", once),)
+    try:
+        await engine.atick(Backend(), lambda: 0.0, SimConfig(write_concurrency=4), on_error)
+    finally:
+        engine.CONTROLLERS = original
+    assert applied.index(("Patch", "a")) < applied.index(("Delete", "a"))
+    assert applied[0] == ("Patch", "b")  # b's chain did not wait for a's slow patch
+    assert errors == ["test: injected"] and "kdel/b" not in marks
+
+
+async def test_a_step_that_raises_does_not_stop_the_others() -> None:
+    """A controller step raising on input it did not expect is reported (no action) and
+    skipped; the controllers after it still run in the same tick."""
+    from cre.testing.cluster import engine
+    from cre.testing.cluster.config import SimConfig
+    from cre.testing.cluster.model import Mark, Step
+
+    marks: dict[str, Any] = {}
+
+    class Backend:
+        def snapshot(self) -> World:
+            return World(objects={}, marks=dict(marks))
+
+        async def apply(self, action: Any, now: float) -> None:
+            action.apply_to(marks)
+
+    def broken(world: World, now: float, cfg: Any) -> Step:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    def fine(world: World, now: float, cfg: Any) -> Step:
+        return Step(actions=(Mark("ran", True),))
+
+    reported: list[tuple[str, Any, str]] = []
+
+    async def on_error(name: str, act: Any, exc: Exception) -> None:
+        reported.append((name, act, str(exc)))
+
+    original = engine.CONTROLLERS
+    engine.CONTROLLERS = (("broken", broken), ("fine", fine))
+    try:
+        await engine.atick(Backend(), lambda: 0.0, SimConfig(), on_error)
+    finally:
+        engine.CONTROLLERS = original
+    assert marks == {"ran": True}
+    assert reported[0] == ("broken", None, "cannot convert float infinity to integer")

@@ -294,3 +294,63 @@ def test_node_not_ready_taints_and_evicts_after_toleration() -> None:
                for c in a.patch["status"]["conditions"]]
     assert "DeletionByTaintManager" in reasons
     assert any(isinstance(a, Delete) and a.resource == PODS for a in later.actions)
+
+
+def _marks(step: Any) -> dict[str, Any]:
+    return {a.key: a.value for a in step.actions if isinstance(a, Mark)}
+
+
+def test_job_expectations_hold_back_a_second_pod_until_the_first_is_seen() -> None:
+    """A create whose pod was not observed yet (a dropped watch event) is not sent again; the
+    pod's arrival observes the expectation, a failed create forgets it, and it expires at 5 min."""
+    first = batchjob.step(World.of([job()]), T0, CFG)
+    (create,) = [a for a in first.actions if isinstance(a, Create)]
+    marks = _marks(first)
+    assert marks == {"jobexpect/job-uid/0": T0}
+    assert create.on_failure == (Mark("jobexpect/job-uid/0", None),)
+    unseen = batchjob.step(World.of([job(status={"active": 1})], marks=marks), T0 + 5, CFG)
+    assert not creates(unseen, "Pod")
+    assert unseen.wake_at == T0 + batchjob.EXPECTATIONS_TTL
+    running = pod("p0", phase="Running")
+    seen = batchjob.step(World.of([job(status={"active": 1}), running], marks=marks), T0 + 5,
+                         CFG)
+    assert _marks(seen) == {"jobexpect/job-uid/0": None} and not creates(seen, "Pod")
+    expired = batchjob.step(World.of([job(status={"active": 1})], marks=marks),
+                            T0 + batchjob.EXPECTATIONS_TTL, CFG)
+    assert [p["metadata"]["generateName"] for p in creates(expired, "Pod")] == ["j-0-"]
+
+
+def test_mirror_keeps_the_newest_state_of_an_object() -> None:
+    """A write answered with rv 11 is not undone by a list or event still carrying rv 9 (a
+    relist in flight); a newer object under the same name (new uid) always replaces it."""
+    from cre.testing.cluster.clock import SimClock
+    from cre.testing.cluster.runtime import SimulatedCluster
+
+    def obj(rv: int, uid: str = "u1") -> dict[str, Any]:
+        return {"metadata": {"name": "p", "namespace": "ns", "uid": uid,
+                             "resourceVersion": str(rv)}}
+    cluster = SimulatedCluster(None, config=CFG, clock=SimClock(), nodes=0,  # type: ignore[arg-type]
+                               logs=None)  # type: ignore[arg-type]
+    cluster._reflect(PODS, obj(11))
+    cluster._reflect(PODS, obj(9))
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["resourceVersion"] == "11"
+    cluster._reflect(PODS, obj(9), deleted=True)  # a stale deletion of the same object
+    assert "ns/p" in cluster.stores["pods"]
+    cluster._reflect(PODS, obj(5, uid="u2"))
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["uid"] == "u2"
+    cluster._reflect(PODS, obj(12, uid="u2"), deleted=True)
+    assert "ns/p" not in cluster.stores["pods"]
+
+
+def test_only_the_simulator_may_watch_every_pod() -> None:
+    """The pod-scope guard waives exactly the simulator's runtime module; any other caller of an
+    unscoped pod informer (this test, even naming the runtime as its caller) is refused."""
+    import pytest
+
+    from cre.kube.guard import WAIVED_CALLERS, UnscopedPodRead
+    from cre.kube.informer import Informer
+
+    assert set(WAIVED_CALLERS) == {"cre.testing.cluster.runtime"}
+    with pytest.raises(UnscopedPodRead, match="refusing an unscoped Pod informer"):
+        Informer(None, PODS, transform=dict,  # type: ignore[arg-type]
+                 caller="cre.testing.cluster.runtime:run")

@@ -171,3 +171,28 @@ def test_profiles_use_each_platforms_provider_id_and_zone(name: str, provider_id
     node = node_manifest(get_profile(name), 3)
     assert node["spec"]["providerID"] == provider_id
     assert node["metadata"]["labels"].get("topology.kubernetes.io/zone") == zone
+
+
+@pytest.mark.parametrize(("flags", "complaint"), [
+    (["-e", "infG"], "invalid size specified for 'maxbytes'"),
+    (["-b", "lots"], "invalid size specified for 'minbytes'"),
+    (["-b", "1G", "-e", "8"], "invalid sizes for 'minbytes' and 'maxbytes': 1073741824 > 8"),
+    (["-f", "x"], "invalid step factor 'x'"),
+])
+def test_unparseable_nccl_flags_fail_the_container_not_the_cluster(
+        flags: list[str], complaint: str) -> None:
+    """Flags nccl-tests refuses: the stub prints the complaint and exits non-zero (no raise)."""
+    container = {**NCCL_CMD, "args": ["/opt/nccl-tests/build/all_reduce_perf", *flags]}
+    prog = choose(ctx(container, role=Role.LAUNCHER))
+    assert prog.exit_code != 0 and prog.reason == "Error" and prog.duration == 0.0
+    assert prog.end_text == complaint + "\n"
+    # an override's banner on the same command line still renders
+    fail = choose(ctx(container), Override(behaviour=Behaviour.FAIL, after=1.0))
+    assert fail.start_text.startswith("# nThread 1 nGpus 1 minBytes 8 ")
+
+
+def test_zero_min_bytes_still_ends_the_size_table() -> None:
+    """``-b 0`` must not loop forever doubling zero: the table starts at 1 byte."""
+    container = {**NCCL_CMD, "args": ["all_reduce_perf", "-b", "0", "-e", "64"]}
+    rows = [r for r in choose(ctx(container)).end_text.splitlines() if r and r[0] != "#"]
+    assert [int(r.split()[0]) for r in rows] == [1, 2, 4, 8, 16, 32, 64]

@@ -299,6 +299,58 @@ def _workload_causes(obj: dict[str, Any]) -> Iterator[Cause]:
             yield C.not_supported("spec.template.spec.restartPolicy", policy, ("Always",))
 
 
+def _replication_controller_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """core/v1 ReplicationController: a non-empty label-map selector matching the template."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        yield C.required("spec")
+        return
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        yield C.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+    selector = spec.get("selector")
+    if not isinstance(selector, dict) or not selector:
+        yield C.required("spec.selector")
+        selector = {}
+    raw_template = spec.get("template")
+    if not isinstance(raw_template, dict):
+        yield C.required("spec.template")
+        return
+    labels = (raw_template.get("metadata") or {}).get("labels") or {}
+    if selector and isinstance(labels, dict) and not _selector_matches(
+            {"matchLabels": selector}, labels):
+        yield C.invalid("spec.template.metadata.labels", labels,
+                        "`selector` does not match template `labels`")
+    yield from _label_causes(labels, "spec.template.metadata.labels")
+    pod_spec = raw_template.get("spec")
+    yield from _pod_spec_causes(pod_spec, "spec.template.spec", require_image=True)
+    if isinstance(pod_spec, dict):
+        policy = pod_spec.get("restartPolicy") or "Always"
+        if policy != "Always":
+            yield C.not_supported("spec.template.spec.restartPolicy", policy, ("Always",))
+
+
+def _apiservice_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """apiregistration/v1 APIService: named ``<version>.<group>``, positive priorities."""
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    version, group = str(spec.get("version", "")), str(spec.get("group", ""))
+    if name and name != f"{version}.{group}":
+        yield C.invalid("metadata.name", name, f'must be `spec.version+"."+spec.group`: '
+                                               f'"{version}.{group}"')
+    if not version:
+        yield C.required("spec.version")
+    for field, top in (("groupPriorityMinimum", 20000), ("versionPriority", None)):
+        value = spec.get(field)
+        if not isinstance(value, int) or value <= 0:
+            yield C.invalid(f"spec.{field}", value if value is not None else 0,
+                            "must be positive and less than 20000" if top else
+                            "must be positive")
+        elif top is not None and value > top:
+            yield C.invalid(f"spec.{field}", value, "must be positive and less than 20000")
+
+
 def _workload_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cause]:
     new_selector = (new.get("spec") or {}).get("selector")
     if new_selector != (old.get("spec") or {}).get("selector"):
@@ -321,6 +373,10 @@ def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
         causes.extend(_job_causes(obj))
         if old is not None:
             causes.extend(_job_update_causes(obj, old))
+    elif kind == "ReplicationController" and obj.get("apiVersion") == "v1":
+        causes.extend(_replication_controller_causes(obj))
+    elif kind == "APIService":
+        causes.extend(_apiservice_causes(obj))
     elif kind in _WORKLOADS and str(obj.get("apiVersion", "")).startswith("apps/"):
         causes.extend(_workload_causes(obj))
         if old is not None:

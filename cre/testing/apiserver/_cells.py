@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .selectors import selector_string
+
 Obj = dict[str, Any]
 
 
@@ -59,9 +61,28 @@ def subjects(binding: Obj, kind: str) -> str:
 
 
 def selector_text(obj: Obj) -> str:
-    from .scale import selector_string
+    raw = field(obj, "spec", "selector", default=None)
+    if obj.get("kind") == "ReplicationController" and isinstance(raw, dict):
+        raw = {"matchLabels": raw}  # a plain label map
+    return selector_string(raw) or "<none>"
 
-    return selector_string(field(obj, "spec", "selector", default=None)) or "<none>"
+
+def apiservice_service(obj: Obj) -> str:
+    """``namespace/name`` of the backing Service, or ``Local`` for a built-in group."""
+    svc = field(obj, "spec", "service", default=None)
+    if not isinstance(svc, dict):
+        return "Local"
+    return f"{svc.get('namespace', '')}/{svc.get('name', '')}"
+
+
+def apiservice_available(obj: Obj) -> str:
+    """The Available condition's status, with its reason when it is not True."""
+    for cond in field(obj, "status", "conditions", default=None) or []:
+        if isinstance(cond, dict) and cond.get("type") == "Available":
+            status = str(cond.get("status", ""))
+            reason = cond.get("reason")
+            return status if status == "True" or not reason else f"{status} ({reason})"
+    return "Unknown"
 
 
 def pod_ready(pod: Obj) -> str:

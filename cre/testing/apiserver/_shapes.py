@@ -170,6 +170,8 @@ BUILTIN_SHAPES: Mapping[str, TreeShape] = {
     "ReplicaSet": _workload(),
     "StatefulSet": _workload(),
     "DaemonSet": _workload(),
+    "ReplicationController": _workload(),
+    "APIService": _kind(status=TreeShape(lists={"conditions": _CONDITIONS})),
     "PodDisruptionBudget": _kind(status=TreeShape(lists={"conditions": _CONDITIONS})),
     "Namespace": _kind(status=TreeShape(lists={"conditions": _CONDITIONS})),
     "ConfigMap": _kind(),

@@ -32,10 +32,10 @@ from .query import parse_bool
 from .store import dumps
 
 if TYPE_CHECKING:
-    from .server import ApiServer
+    from .context import ServerContext
 
 
-async def handle(server: ApiServer, request: web.Request) -> web.StreamResponse:
+async def handle(server: ServerContext, request: web.Request) -> web.StreamResponse:
     parts = [p for p in request.path.split("/") if p][1:]
     method = request.method
     if parts and parts[0] == "logs" and method == "POST" and len(parts) in (4, 5):

@@ -13,18 +13,18 @@ from . import errors
 from .store import Obj
 
 if TYPE_CHECKING:
-    from .objects import Objects
+    from .writectx import WriteContext
 
 CRD_QUALIFIED = errors.Qualified(
     "apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition"
 )
 
 
-def crd_terminating(objs: Objects, crd_name: str) -> bool:
+def crd_terminating(objs: WriteContext, crd_name: str) -> bool:
     crd = objs.store.get(("apiextensions.k8s.io", "customresourcedefinitions"), ("", crd_name))
     return bool(crd and crd["metadata"].get("deletionTimestamp"))
 
-def crd_created(objs: Objects, crd: Obj) -> None:
+def crd_created(objs: WriteContext, crd: Obj) -> None:
     causes = objs.admission.check_crd(crd)
     if causes:
         raise errors.invalid_object(
@@ -49,7 +49,7 @@ def crd_created(objs: Objects, crd: Obj) -> None:
         "storedVersions": storage,
     }
 
-def crd_updated(objs: Objects, old: Obj, new: Obj) -> None:
+def crd_updated(objs: WriteContext, old: Obj, new: Obj) -> None:
     if old.get("spec") != new.get("spec"):
         causes = objs.admission.check_crd(new)
         if causes:

@@ -74,6 +74,15 @@ def _replicaset(spec: Obj) -> None:
     _fill(spec, {"replicas": 1})
 
 
+def _replication_controller(spec: Obj) -> None:
+    """``SetDefaults_ReplicationController``: one replica; the selector defaults to the pod
+    template's labels."""
+    _fill(spec, {"replicas": 1})
+    tlabels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if isinstance(tlabels, dict) and tlabels and not spec.get("selector"):
+        spec["selector"] = dict(tlabels)
+
+
 def _pod_failure_status(spec: Obj) -> None:
     """From 1.35 ``onPodConditions[].status`` is optional and defaults to ``True``."""
     policy = spec.get("podFailurePolicy")
@@ -220,13 +229,15 @@ _BY_KIND = {"Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet":
             "ReplicaSet": _replicaset}
 _BY_GROUP_KIND = {**{("apps", k): _with_template(fn) for k, fn in _BY_KIND.items()},
                   ("batch", "Job"): _with_template(_job), ("", "Pod"): _pod,
-                  ("", "Service"): _service}
+                  ("", "Service"): _service,
+                  ("", "ReplicationController"): _with_template(_replication_controller)}
 
 
 # Status counters that are plain (non-pointer, non-omitempty) int32s in Go: a decoded status
 # always carries them, as 0 when the client left them out.
 _ZERO_STATUS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "ReplicaSet"): ("replicas",),
+    ("", "ReplicationController"): ("replicas",),
     ("apps", "StatefulSet"): ("replicas", "availableReplicas"),
     ("apps", "DaemonSet"): ("currentNumberScheduled", "numberMisscheduled",
                             "desiredNumberScheduled", "numberReady"),
@@ -252,8 +263,10 @@ def apply_builtin_defaults(obj: Obj, *, release: tuple[int, int] = (1, 33)) -> O
         if new_spec != spec:
             out = dict(out)
             out["spec"] = new_spec
-    if (group, kind) == ("batch", "Job") and isinstance(spec, dict):
-        # A Job without labels takes its pod template's (as decoded, before selector generation).
+    if (group, kind) in (("batch", "Job"), ("", "ReplicationController")) and isinstance(
+            spec, dict):
+        # A Job or ReplicationController without labels takes its pod template's (as decoded,
+        # before selector generation).
         tlabels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
         meta = obj.get("metadata") or {}
         if isinstance(tlabels, dict) and tlabels and not meta.get("labels"):

@@ -22,7 +22,7 @@ from .resources import ResourceType
 from .store import Key, Obj
 
 if TYPE_CHECKING:
-    from .objects import Objects
+    from .writectx import WriteContext
 
 SYSTEM_FINALIZERS = ("orphan", "foregroundDeletion")
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -40,7 +40,7 @@ class DeleteOptions:
 
 
 def delete(
-    objs: Objects, rt: ResourceType, namespace: str, name: str, opts: DeleteOptions
+    objs: WriteContext, rt: ResourceType, namespace: str, name: str, opts: DeleteOptions
 ) -> tuple[Obj, bool]:
     """DELETE: returns (object, removed-now)."""
     key = objs.key_of(rt, namespace, name)
@@ -104,7 +104,9 @@ def delete(
         return start_deleting(objs, rt, key, old, finalizers, grace or 0, opts), False
     return remove(objs, rt, key, old, opts), True
 
-def grace_period(objs: Objects, rt: ResourceType, obj: Obj, requested: int | None) -> int | None:
+
+def grace_period(objs: WriteContext, rt: ResourceType, obj: Obj,
+                 requested: int | None) -> int | None:
     if not rt.graceful_delete:
         return None
     spec = obj.get("spec") or {}
@@ -120,7 +122,7 @@ def grace_period(objs: Objects, rt: ResourceType, obj: Obj, requested: int | Non
     return int(grace)
 
 def start_deleting(
-    objs: Objects,
+    objs: WriteContext,
     rt: ResourceType,
     key: Key,
     old: Obj,
@@ -162,7 +164,7 @@ def start_deleting(
         return from_storage(rt, new)
     return from_storage(rt, objs.store.put(rt.bucket, key, new))
 
-def remove(objs: Objects, rt: ResourceType, key: Key, old: Obj, opts: DeleteOptions) -> Obj:
+def remove(objs: WriteContext, rt: ResourceType, key: Key, old: Obj, opts: DeleteOptions) -> Obj:
     if opts.dry_run:
         return from_storage(rt, old)
     final = objs.store.remove(rt.bucket, key)
@@ -170,7 +172,7 @@ def remove(objs: Objects, rt: ResourceType, key: Key, old: Obj, opts: DeleteOpti
     after_remove(objs, rt, final)
     return from_storage(rt, final)
 
-def after_remove(objs: Objects, rt: ResourceType, final: Obj) -> None:
+def after_remove(objs: WriteContext, rt: ResourceType, final: Obj) -> None:
     if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
         for fn in objs.crd_listeners:
             fn(final, False)

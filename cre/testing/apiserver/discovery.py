@@ -21,7 +21,7 @@ from .resources import ResourceType
 from .store import dumps
 
 if TYPE_CHECKING:
-    from .server import ApiServer
+    from .context import ServerContext
 
 V2_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
@@ -32,7 +32,7 @@ def _json(body: Any, *, content_type: str = "application/json") -> web.Response:
     return resp
 
 
-def handle(server: ApiServer, request: web.Request) -> web.StreamResponse:
+def handle(server: ServerContext, request: web.Request) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
     if path == "/version":
         return _json(version_info(server.kubernetes_version))
@@ -79,13 +79,13 @@ def version_info(kubernetes_version: str) -> dict[str, str]:
     }
 
 
-def _group(server: ApiServer, group: str) -> dict[str, Any]:
+def _group(server: ServerContext, group: str) -> dict[str, Any]:
     versions = server.registry.versions(group)
     gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def _resource_list(server: ApiServer, group: str, version: str) -> dict[str, Any]:
+def _resource_list(server: ServerContext, group: str, version: str) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
     for rt in server.registry.in_group_version(group, version):
         entry: dict[str, Any] = {"name": rt.plural, "singularName": rt.singular,
@@ -104,7 +104,7 @@ def _resource_list(server: ApiServer, group: str, version: str) -> dict[str, Any
             "resources": resources}
 
 
-def _verbs(server: ApiServer, rt: ResourceType) -> list[str]:
+def _verbs(server: ServerContext, rt: ResourceType) -> list[str]:
     """CRD verbs shrink while the CRD is terminating (no create/update/patch)."""
     if rt.is_custom:
         crd = server.store.get(("apiextensions.k8s.io", "customresourcedefinitions"),
@@ -129,7 +129,7 @@ def _sub_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
             "kind": rt.kind, "verbs": ["get", "patch", "update"]}
 
 
-def _aggregated(server: ApiServer, *, core: bool) -> dict[str, Any]:
+def _aggregated(server: ServerContext, *, core: bool) -> dict[str, Any]:
     items = []
     groups = [""] if core else [g for g in server.registry.groups() if g]
     for group in groups:
@@ -220,7 +220,7 @@ def _refs(node: Any, found: set[str]) -> None:
             _refs(v, found)
 
 
-def _gv_document(server: ApiServer, group: str, version: str) -> dict[str, Any]:
+def _gv_document(server: ServerContext, group: str, version: str) -> dict[str, Any]:
     defs = _builtin_defs(server.kubernetes_version)
     schemas: dict[str, Any] = {}
     paths: dict[str, Any] = {}
@@ -287,7 +287,7 @@ def _gv_document(server: ApiServer, group: str, version: str) -> dict[str, Any]:
             "paths": paths, "components": {"schemas": schemas}}
 
 
-def _openapi_v3(server: ApiServer, sub: str) -> web.StreamResponse:
+def _openapi_v3(server: ServerContext, sub: str) -> web.StreamResponse:
     gvs: list[tuple[str, str]] = []
     for group in server.registry.groups():
         for version in server.registry.versions(group):
@@ -312,8 +312,8 @@ def _openapi_v3(server: ApiServer, sub: str) -> web.StreamResponse:
                         content_type="application/json")
 
 
-def _doc_bytes(server: ApiServer, group: str, version: str) -> bytes:
-    cache: dict[tuple[int, str, str], bytes] = server.__dict__.setdefault("_openapi_cache", {})
+def _doc_bytes(server: ServerContext, group: str, version: str) -> bytes:
+    cache = server.openapi_cache
     key = (server.openapi_generation, group, version)
     data = cache.get(key)
     if data is None:
@@ -322,11 +322,11 @@ def _doc_bytes(server: ApiServer, group: str, version: str) -> bytes:
     return data
 
 
-def _doc_hash(server: ApiServer, group: str, version: str) -> str:
+def _doc_hash(server: ServerContext, group: str, version: str) -> str:
     return hashlib.sha512(_doc_bytes(server, group, version)).hexdigest()[:32].upper()
 
 
-def _openapi_v2(server: ApiServer) -> dict[str, Any]:
+def _openapi_v2(server: ServerContext) -> dict[str, Any]:
     defs: dict[str, Any] = {}
     paths: dict[str, Any] = {}
     for group in server.registry.groups():

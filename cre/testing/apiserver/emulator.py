@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
+from ruamel.yaml import YAML
 
 from . import errors
 from .errors import ApiError
@@ -204,10 +204,9 @@ def load_manifests(sources: Iterable[Path | Obj]) -> list[Obj]:
 
 @functools.lru_cache(maxsize=256)
 def _parse_yaml(path: str, mtime_ns: int, size: int) -> tuple[Obj, ...]:
-    """Documents of one YAML file (libyaml when available), cached per file version."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """Documents of one YAML file (ruamel's C loader when installed), cached per file version."""
     with open(path, encoding="utf-8") as fh:
-        docs = list(yaml.load_all(fh, Loader=loader))
+        docs = list(YAML(typ="safe").load_all(fh))
     return tuple(d for d in docs if isinstance(d, dict) and d.get("kind"))
 
 
@@ -226,7 +225,11 @@ def write_kubeconfig(path: Path, *, url: str, ca_path: Path | None) -> None:
         "current-context": "cre-emulator",
     }
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    dumper = YAML(typ="safe")
+    dumper.default_flow_style = False
+    dumper.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    with tmp.open("w", encoding="utf-8") as fh:
+        dumper.dump(config, fh)
     tmp.replace(path)
 
 

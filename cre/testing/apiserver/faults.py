@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from .store import Store
 
 
+# A 409 Conflict answers a write (an optimistic-concurrency loss, an AlreadyExists); a real server
+# never answers it to get, list or watch, so conflict rules skip the reads.
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
 class FaultKind(enum.StrEnum):
     CONFLICT = "409"
     TOO_MANY_REQUESTS = "429"
@@ -146,6 +151,8 @@ class Faults:
                                               "request", retry_after=1)
         for rule in self.errors:
             if not rule.matches(verb, resource):
+                continue
+            if rule.code is FaultKind.CONFLICT and verb not in WRITE_VERBS:
                 continue
             if self.rng.random() >= rule.rate:
                 continue

@@ -278,7 +278,7 @@ class GarbageCollector:
         if old is None:
             return
         new = mutate({**old, "metadata": dict(old["metadata"])})
-        self.objects._commit(rt, key, old, new, GC_MANAGER)
+        self.objects.commit(rt, key, old, new, GC_MANAGER)
 
 
 def _owner_uids(obj: Obj | None) -> set[str]:

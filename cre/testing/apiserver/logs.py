@@ -40,17 +40,26 @@ def _stamp(t: datetime) -> str:
 
 
 class LogStore:
-    """Log lines per container instance, with a wake-up for followers."""
+    """Log lines per container instance, with a wake-up for followers.
+
+    Lines are filed per pod, so a pod's removal from the store drops all of its containers'
+    logs at once (:meth:`clear_pod`, wired to the store by the server): a deleted pod's log is
+    unreachable on a real server too, and keeping it would grow memory with every pod ever run.
+    """
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
-        self._lines: dict[LogKey, list[LogLine]] = {}
+        self._pods: dict[tuple[str, str], dict[tuple[str, bool], list[LogLine]]] = {}
         self._changed = asyncio.Event()
+
+    def _get(self, key: LogKey) -> list[LogLine] | None:
+        namespace, pod, container, previous = key
+        return (self._pods.get((namespace, pod)) or {}).get((container, previous))
 
     def append(
         self, namespace: str, pod: str, container: str, text: str, *, previous: bool = False
     ) -> None:
-        lines = self._lines.setdefault((namespace, pod, container, previous), [])
+        lines = self._pods.setdefault((namespace, pod), {}).setdefault((container, previous), [])
         now = self.clock()
         if lines and not lines[-1].text.endswith("\n"):
             head, sep, text = text.partition("\n")
@@ -62,22 +71,26 @@ class LogStore:
 
     def rotate(self, namespace: str, pod: str, container: str) -> None:
         """A container restart: the current log becomes the previous instance's log."""
-        cur = self._lines.pop((namespace, pod, container, False), [])
-        self._lines[(namespace, pod, container, True)] = cur
+        files = self._pods.setdefault((namespace, pod), {})
+        files[(container, True)] = files.pop((container, False), [])
 
     def clear_pod(self, namespace: str, pod: str) -> None:
-        for key in [k for k in self._lines if k[0] == namespace and k[1] == pod]:
-            del self._lines[key]
+        """Forget every log of the pod (it left the store)."""
+        self._pods.pop((namespace, pod), None)
+
+    def pods(self) -> int:
+        """How many pods have logs (for memory checks)."""
+        return len(self._pods)
 
     def has(self, namespace: str, pod: str, container: str, previous: bool) -> bool:
-        return (namespace, pod, container, previous) in self._lines
+        return self._get((namespace, pod, container, previous)) is not None
 
     def count(self, namespace: str, pod: str, container: str, previous: bool) -> int:
-        return len(self._lines.get((namespace, pod, container, previous), ()))
+        return len(self._get((namespace, pod, container, previous)) or ())
 
     def render(self, key: LogKey, opts: LogOptions, *, start: int = 0) -> tuple[bytes, int]:
         """The selected log text from line ``start`` on, and the index after the last line."""
-        lines = self._lines.get(key, [])
+        lines = self._get(key) or []
         end = len(lines)
         chosen = lines[start:]
         if opts.since_time is not None or opts.since_seconds is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from ._labels import validate_annotations, validate_labels
 from .errors import StatusCause
 
 Obj = dict[str, Any]
@@ -121,6 +122,8 @@ def validate_metadata(obj: Obj, *, namespaced: bool) -> list[StatusCause]:
                 "FieldValueForbidden", "Forbidden: not allowed on this type", "metadata.namespace"
             )
         )
+    causes.extend(validate_labels(meta.get("labels")))
+    causes.extend(validate_annotations(meta.get("annotations")))
     controllers: list[str] = []
     for i, ref in enumerate(meta.get("ownerReferences") or []):
         path = f"metadata.ownerReferences[{i}]"

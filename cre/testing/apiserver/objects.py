@@ -4,8 +4,9 @@ This is the part of ``k8s.io/apiserver/pkg/registry/generic/registry/store.go`` 
 per-kind strategies that a controller can observe: server-set metadata, optimistic concurrency,
 the status subresource split, ``generation`` moving only on spec changes, no-op writes that do
 not bump the revision, finalizers holding a deleted object, graceful pod deletion, and
-``dryRun=All``. HTTP parsing lives in :mod:`.server`; PATCH and apply in :mod:`.patchverb`;
-DELETE in :mod:`.deletion`; garbage collection in :mod:`.gc`.
+``dryRun=All``. HTTP parsing lives in :mod:`.httpio`; PATCH and apply in :mod:`.patchverb`;
+DELETE in :mod:`.deletion`; garbage collection in :mod:`.gc`. The first two get this registry
+as a :class:`~.writectx.WriteContext` (they never import this module).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-
-import attrs
 
 from . import crdstatus, deletion, errors, patching, patchverb
 from .admission import Admission
@@ -35,18 +34,9 @@ from .meta import (
 )
 from .resources import Registry, ResourceType
 from .store import Key, Obj, Store
+from .writectx import WriteOptions
 
-
-@attrs.frozen
-class WriteOptions:
-    """Query options common to writes."""
-
-    manager: str = "unknown"
-    dry_run: bool = False
-    force: bool = False
-    field_validation: str = "Warn"  # Ignore | Warn | Strict
-    patch: bool = False
-    warnings: list[str] = attrs.field(factory=list)  # filled in: Warning headers to send
+__all__ = ["Objects", "WriteOptions"]
 
 
 class Objects:
@@ -105,7 +95,7 @@ class Objects:
                 "terminated",
             )
 
-    def _check_body_identity(self, rt: ResourceType, namespace: str, body: Obj) -> Obj:
+    def check_body_identity(self, rt: ResourceType, namespace: str, body: Obj) -> Obj:
         if not isinstance(body, dict):
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind})"
@@ -143,8 +133,10 @@ class Objects:
     # -- create --------------------------------------------------------------------------------
 
     def create(self, rt: ResourceType, namespace: str, body: Obj, opts: WriteOptions) -> Obj:
-        meta = self._check_body_identity(rt, namespace, body)
-        if meta.get("resourceVersion"):
+        meta = self.check_body_identity(rt, namespace, body)
+        # etcd3's Create refuses only a resourceVersion that parses as a non-zero uint64; any
+        # other value ("v1", "0", "") is dropped with the rest of the storage-owned fields.
+        if _parsed_rv(meta.pop("resourceVersion", None)):
             raise errors.unknown_500("resourceVersion should not be set on objects to be created")
         if rt.namespaced:
             self._check_namespace(rt, str(meta.get("namespace", "")))
@@ -207,7 +199,9 @@ class Objects:
             spec = body.setdefault("spec", {})
             spec.setdefault("terminationGracePeriodSeconds", 30)
             spec.setdefault("restartPolicy", "Always")
-        elif rt.group in ("batch", "apps", "policy") and "status" in rt.subresources:
+        elif "status" in rt.subresources and (rt.group in ("batch", "apps", "policy") or (
+                rt.group, rt.kind) in (("", "ReplicationController"),
+                                       ("apiregistration.k8s.io", "APIService"))):
             body["status"] = {}  # admission's defaults add the kind's always-present counters
         elif rt.kind == "Service" and rt.group == "":
             body["status"] = {"loadBalancer": {}}
@@ -250,7 +244,7 @@ class Objects:
         subresource: str | None = None,
     ) -> tuple[Obj, bool]:
         """PUT: returns (object, created)."""
-        meta = self._check_body_identity(rt, namespace, body)
+        meta = self.check_body_identity(rt, namespace, body)
         body_name = meta.get("name")
         if body_name != name:
             raise errors.bad_request(
@@ -281,7 +275,7 @@ class Objects:
                 )
         elif body_rv != old["metadata"].get("resourceVersion"):
             raise errors.conflict(rt.qualified, name)
-        new = self._merge_for_write(rt, old, body, subresource)
+        new = self.merge_for_write(rt, old, body, subresource)
         new = patching.record_update(
             from_storage(rt, old),
             new,
@@ -291,9 +285,9 @@ class Objects:
             now=self.now(),
             schema=self.admission.schema_of(rt),
         )
-        return self._commit(rt, key, old, new, opts), False
+        return self.commit(rt, key, old, new, opts), False
 
-    def _merge_for_write(
+    def merge_for_write(
         self, rt: ResourceType, old: Obj, body: Obj, subresource: str | None
     ) -> Obj:
         """Restore server-owned metadata and split status from the rest (§4.2, §4.5)."""
@@ -350,7 +344,7 @@ class Objects:
             new["spec"] = old["spec"]
         return new
 
-    def _commit(self, rt: ResourceType, key: Key, old: Obj, new: Obj, opts: WriteOptions) -> Obj:
+    def commit(self, rt: ResourceType, key: Key, old: Obj, new: Obj, opts: WriteOptions) -> Obj:
         """Validate and store an update of ``old`` to ``new``; no-ops store nothing."""
         meta = new["metadata"]
         old_meta = old["metadata"]
@@ -462,3 +456,12 @@ def _go_strings(values: list[str]) -> str:
 
 
 __all__ = ["CRD_CLEANUP_FINALIZER", "DeleteOptions", "Objects", "WriteOptions", "micro_time"]
+
+
+def _parsed_rv(raw: Any) -> int:
+    """``strconv.ParseUint(rv, 10, 64)`` as the storage versioner reads it; 0 when it fails."""
+    text = str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else ""
+    if not text.isascii() or not text.isdigit():
+        return 0
+    value = int(text)
+    return value if value < 1 << 64 else 0

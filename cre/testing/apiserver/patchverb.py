@@ -20,11 +20,11 @@ from .resources import ResourceType
 from .store import Key, Obj
 
 if TYPE_CHECKING:
-    from .objects import Objects, WriteOptions
+    from .writectx import WriteContext, WriteOptions
 
 
 def patch(
-    objs: Objects,
+    objs: WriteContext,
     rt: ResourceType,
     namespace: str,
     name: str,
@@ -62,16 +62,16 @@ def patch(
             f"the name of the object ({meta.get('name')}) does not match the name on the URL "
             f"({name})"
         )
-    objs._check_body_identity(rt, namespace, patched)
-    new = objs._merge_for_write(rt, old, patched, subresource)
+    objs.check_body_identity(rt, namespace, patched)
+    new = objs.merge_for_write(rt, old, patched, subresource)
     new = patching.record_update(
         current, new, manager=opts.manager, operation="Update", subresource=subresource,
         now=objs.now(), schema=objs.admission.schema_of(rt),
     )
-    return objs._commit(rt, key, old, new, opts), False
+    return objs.commit(rt, key, old, new, opts), False
 
 def _apply(
-    objs: Objects,
+    objs: WriteContext,
     rt: ResourceType,
     namespace: str,
     name: str,
@@ -83,7 +83,7 @@ def _apply(
 ) -> tuple[Obj, bool]:
     if not isinstance(applied, dict):
         raise errors.bad_request("error decoding patch: apply patch must be an object")
-    objs._check_body_identity(rt, namespace, applied)
+    objs.check_body_identity(rt, namespace, applied)
     meta = applied["metadata"]
     if meta.get("name") not in (None, name):
         raise errors.bad_request(
@@ -119,11 +119,11 @@ def _apply(
     rv = meta.get("resourceVersion")
     if rv and rv != old["metadata"].get("resourceVersion"):
         raise errors.conflict(rt.qualified, name)
-    new = objs._merge_for_write(rt, old, result, subresource)
-    return objs._commit(rt, key, old, new, opts), False
+    new = objs.merge_for_write(rt, old, result, subresource)
+    return objs.commit(rt, key, old, new, opts), False
 
 def _restore_managed(
-    objs: Objects, rt: ResourceType, key: Key, created: Obj, managed: Any, opts: WriteOptions
+    objs: WriteContext, rt: ResourceType, key: Key, created: Obj, managed: Any, opts: WriteOptions
 ) -> Obj:
     fixed = {**created, "metadata": {**created["metadata"], "managedFields": managed}}
     if opts.dry_run:

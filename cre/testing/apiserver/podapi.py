@@ -17,13 +17,15 @@ from aiohttp import web
 
 from . import errors
 from .errors import StatusCause
+from .httpio import json_response
 from .logs import LogOptions
 from .meta import parse_time
-from .objects import WriteOptions
 from .query import check_dry_run, delete_options, parse_bool, parse_int
+from .writectx import WriteOptions
 
 if TYPE_CHECKING:
-    from .server import ApiServer, Route
+    from .context import ServerContext
+    from .httpio import Route
 
 FOLLOW_POLL = 0.25  # seconds between checks whether a followed container has stopped
 
@@ -80,7 +82,7 @@ def _container_state(pod: dict[str, Any], name: str) -> dict[str, Any] | None:
     return None
 
 
-async def logs(server: ApiServer, request: web.Request, r: Route) -> web.StreamResponse:
+async def logs(server: ServerContext, request: web.Request, r: Route) -> web.StreamResponse:
     name, ns = r.name, r.namespace
     pod = server.objects.get(r.rt, ns, name)
     opts = _log_options(name, request.query)
@@ -148,7 +150,7 @@ async def logs(server: ApiServer, request: web.Request, r: Route) -> web.StreamR
     return resp
 
 
-def _stopped(server: ApiServer, r: Route, container: str) -> bool:
+def _stopped(server: ServerContext, r: Route, container: str) -> bool:
     pod = server.store.get(r.rt.bucket, (r.namespace, r.name))
     if pod is None:
         return True
@@ -156,9 +158,7 @@ def _stopped(server: ApiServer, r: Route, container: str) -> bool:
     return "terminated" in (state.get("state") or {})
 
 
-async def evict(server: ApiServer, request: web.Request, r: Route, body: Any) -> web.Response:
-    from .server import json_response
-
+async def evict(server: ServerContext, request: web.Request, r: Route, body: Any) -> web.Response:
     if not isinstance(body, dict):
         raise errors.bad_request("the object provided is unrecognized (must be of type Eviction)")
     if (body.get("metadata") or {}).get("name") != r.name:

@@ -5,7 +5,8 @@ rather than the object itself. The real server projects the object into a ``Scal
 namespace, uid, resourceVersion, creationTimestamp; ``spec.replicas``; ``status.replicas`` and
 ``status.selector`` as a label-selector string) and turns a write of that Scale into an update of
 the object's ``spec.replicas``, with the Scale's resourceVersion as an optimistic-concurrency
-precondition. apps/v1 Deployments, ReplicaSets and StatefulSets use their own fields (a missing
+precondition. apps/v1 Deployments, ReplicaSets and StatefulSets (and core/v1
+ReplicationControllers, whose selector is a plain label map) use their own fields (a missing
 ``spec.replicas`` reads as the default 1); custom resources use the CRD's
 ``specReplicasPath``/``statusReplicasPath``/``labelSelectorPath``. Left out: server-side apply
 to ``/scale`` (answered 415) and the ``scale`` field manager's own managedFields entry (the
@@ -21,10 +22,13 @@ from aiohttp import web
 from . import errors, patching
 from ._shapes import clone
 from .convert import from_storage
+from .httpio import json_response, read_body, write_options
 from .resources import ResourceType
+from .selectors import selector_string
 
 if TYPE_CHECKING:
-    from .server import ApiServer, Route
+    from .context import ServerContext
+    from .httpio import Route
 
 Obj = dict[str, Any]
 _SCALE = errors.Qualified(group="autoscaling", resource="scale", kind="Scale")
@@ -35,7 +39,7 @@ _PATCHES = {
 }
 
 
-def _paths(server: ApiServer, rt: ResourceType) -> tuple[str, str, str]:
+def _paths(server: ServerContext, rt: ResourceType) -> tuple[str, str, str]:
     """(spec replicas, status replicas, status selector) paths, dotted, without the dot."""
     if not rt.is_custom:
         return "spec.replicas", "status.replicas", ""
@@ -71,23 +75,7 @@ def _assign(obj: Obj, path: str, value: Any) -> None:
     node[last] = value
 
 
-def selector_string(selector: Any) -> str:
-    """A ``metav1.LabelSelector`` in the label-selector string syntax (sorted by key)."""
-    if not isinstance(selector, dict):
-        return ""
-    parts: list[tuple[str, str]] = []
-    for key, value in (selector.get("matchLabels") or {}).items():
-        parts.append((str(key), f"{key}={value}"))
-    for expr in selector.get("matchExpressions") or ():
-        key, op = str(expr.get("key", "")), expr.get("operator")
-        values = ",".join(sorted(str(v) for v in expr.get("values") or ()))
-        text = {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                "Exists": key, "DoesNotExist": f"!{key}"}.get(str(op), key)
-        parts.append((key, text))
-    return ",".join(text for _, text in sorted(parts))
-
-
-def to_scale(server: ApiServer, rt: ResourceType, obj: Obj) -> Obj:
+def to_scale(server: ServerContext, rt: ResourceType, obj: Obj) -> Obj:
     """The Scale projection of a stored object."""
     spec_path, status_path, selector_path = _paths(server, rt)
     meta = obj.get("metadata") or {}
@@ -95,8 +83,13 @@ def to_scale(server: ApiServer, rt: ResourceType, obj: Obj) -> Obj:
     if replicas is None:
         replicas = 0 if rt.is_custom else 1
     status: Obj = {"replicas": _lookup(obj, status_path) or 0}
-    selector = (_lookup(obj, selector_path) if rt.is_custom
-                else selector_string((obj.get("spec") or {}).get("selector")))
+    raw_selector = (obj.get("spec") or {}).get("selector")
+    if rt.is_custom:
+        selector = _lookup(obj, selector_path)
+    elif rt.kind == "ReplicationController":  # a plain label map, not a LabelSelector
+        selector = selector_string({"matchLabels": raw_selector or {}})
+    else:
+        selector = selector_string(raw_selector)
     if selector:
         status["selector"] = selector
     return {
@@ -109,10 +102,8 @@ def to_scale(server: ApiServer, rt: ResourceType, obj: Obj) -> Obj:
     }
 
 
-async def handle(server: ApiServer, request: web.Request, r: Route, verb: str) -> web.Response:
+async def handle(server: ServerContext, request: web.Request, r: Route, verb: str) -> web.Response:
     """GET, PUT or PATCH ``<resource>/<name>/scale``."""
-    from .server import json_response, read_body
-
     rt = r.rt
     spec_path = _paths(server, rt)[0]
     if not spec_path:
@@ -140,7 +131,7 @@ async def handle(server: ApiServer, request: web.Request, r: Route, verb: str) -
     if precondition:
         wanted["metadata"]["resourceVersion"] = precondition
     _assign(wanted, spec_path, replicas)
-    opts = server._write_opts(request)
+    opts = write_options(request)
     updated, _ = server.objects.update(rt, r.namespace, r.name, wanted, opts)
     return json_response(to_scale(server, rt, updated))
 

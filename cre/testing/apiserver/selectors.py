@@ -304,3 +304,19 @@ def field_value(obj: Mapping[str, Any], field: str) -> str:
             return ",".join(str(x.get("ip", "")) for x in cur if isinstance(x, Mapping))
         return ""
     return str(cur)
+
+
+def selector_string(selector: Any) -> str:
+    """A ``metav1.LabelSelector`` in the label-selector string syntax (sorted by key)."""
+    if not isinstance(selector, dict):
+        return ""
+    parts: list[tuple[str, str]] = []
+    for key, value in (selector.get("matchLabels") or {}).items():
+        parts.append((str(key), f"{key}={value}"))
+    for expr in selector.get("matchExpressions") or ():
+        key, op = str(expr.get("key", "")), expr.get("operator")
+        values = ",".join(sorted(str(v) for v in expr.get("values") or ()))
+        text = {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
+                "Exists": key, "DoesNotExist": f"!{key}"}.get(str(op), key)
+        parts.append((key, text))
+    return ",".join(text for _, text in sorted(parts))

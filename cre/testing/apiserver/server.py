@@ -4,7 +4,9 @@ One aiohttp catch-all handler parses Kubernetes paths (``/api/v1/namespaces/ns/p
 ``/apis/<group>/<version>/...``, the deprecated ``/watch/`` prefix), consults fault injection,
 and dispatches to the generic verbs; write semantics live in :mod:`.objects`, watches in
 :mod:`.watch`, discovery and OpenAPI in :mod:`.discovery`, tables in :mod:`.table`, logs and
-eviction in :mod:`.podapi`, the ``/_emulator/`` control API in :mod:`.control`.
+eviction in :mod:`.podapi`, the ``/_emulator/`` control API in :mod:`.control`. Those handlers
+see this server only as a :class:`~.context.ServerContext` and share request/response helpers
+through :mod:`.httpio`; none of them imports this module back.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import attrs
 import orjson
-import yaml
 from aiohttp import web
+from ruamel.yaml.error import YAMLError
+
+from cre.api.watch import WatchEventType as EventType
 
 from . import control, discovery, errors, podapi, table, watch
 from .admission import Admission
@@ -27,13 +30,24 @@ from .convert import from_storage
 from .errors import ApiError
 from .faults import Faults
 from .gc import GarbageCollector
+from .httpio import (
+    PlainNotFound,
+    Route,
+    check_fields,
+    error_response,
+    json_response,
+    load_yaml,
+    read_body,
+    respond,
+    write_options,
+)
 from .logs import LogStore
-from .objects import Objects, WriteOptions
-from .query import check_dry_run, decode_continue, delete_options, encode_continue, list_options
+from .objects import Objects
+from .query import decode_continue, delete_options, encode_continue, list_options
 from .resources import Registry, ResourceType, builtin_types, crd_types
-from .store import Obj, Store, dumps
+from .store import Event, Obj, Store
+from .writectx import WriteOptions
 
-JSON = "application/json"
 PATCH_TYPES = {
     "application/json-patch+json": "json",
     "application/merge-patch+json": "merge",
@@ -45,20 +59,8 @@ CR_PATCH_TYPES = [
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 ]
-BODY_TYPES = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "",
-              "text/plain", "application/octet-stream"}
+COMPACT_INTERVAL = 5.0  # seconds between watch-history compactions
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-# resources with their own field-selector list (others answer the "not a known field" form)
-_OWN_FIELD_LISTS = {"pods", "events", "nodes", "namespaces", "secrets", "services", "jobs"}
-
-
-@attrs.frozen
-class Route:
-    rt: ResourceType
-    namespace: str
-    name: str
-    subresource: str
-    watch_path: bool
 
 
 class ApiServer:
@@ -91,10 +93,13 @@ class ApiServer:
         self.objects.crd_listeners.append(self._crd_changed)
         self.gc = GarbageCollector(self.objects)
         self.logs = LogStore(clock)
+        self.store.listeners.append(self._forget_pod_logs)
         self.faults = Faults(seed)
         self.faults.attach(self.store)
         self.openapi_generation = 0
+        self.openapi_cache: dict[tuple[int, str, str], bytes] = {}
         self._gc_task: asyncio.Task[None] | None = None
+        self._compact_task: asyncio.Task[None] | None = None
         ns_rt = self.registry.get("", "v1", "namespaces")
         assert ns_rt is not None
         for ns in DEFAULT_NAMESPACES:
@@ -146,12 +151,25 @@ class ApiServer:
 
     async def _start(self, _app: web.Application) -> None:
         self._gc_task = asyncio.get_running_loop().create_task(self.gc.run())
+        self._compact_task = asyncio.get_running_loop().create_task(self._compact_loop())
+
+    async def _compact_loop(self) -> None:
+        """Trim watch history to its fresh window now and then (as etcd compacts)."""
+        while True:
+            await asyncio.sleep(COMPACT_INTERVAL)
+            if self.store.compact():
+                _return_freed_memory()
+
+    def _forget_pod_logs(self, bucket: tuple[str, str], ev: Event) -> None:
+        if bucket == ("", "pods") and ev.type is EventType.DELETED:
+            self.logs.clear_pod(ev.key[0], ev.key[1])
 
     async def _stop(self, _app: web.Application) -> None:
-        if self._gc_task is not None:
-            self._gc_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._gc_task
+        for task in (self._gc_task, self._compact_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -185,7 +203,7 @@ class ApiServer:
 
     def _route(self, group: str, version: str, rest: list[str]) -> Route:
         if not self.registry.in_group_version(group, version):
-            raise _PlainNotFound()
+            raise PlainNotFound()
         watch_path = False
         if rest[0] == "watch":
             watch_path, rest = True, rest[1:]
@@ -236,12 +254,12 @@ class ApiServer:
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request)
-            opts = self._write_opts(request)
+            opts = write_options(request)
             obj = self.objects.create(rt, r.namespace, body, opts)
             return respond(request, self, rt, obj, status=201, warnings=opts.warnings)
         if verb == "update":
             body = await read_body(request)
-            opts = self._write_opts(request)
+            opts = write_options(request)
             obj, created = self.objects.update(
                 rt, r.namespace, r.name, body, opts, subresource=r.subresource or None,
             )
@@ -261,24 +279,6 @@ class ApiServer:
             return await self._delete_collection(request, rt, r.namespace)
         raise _method_not_allowed(rt, verb)
 
-    def _write_opts(self, request: web.Request) -> WriteOptions:
-        q = request.query
-        manager = q.get("fieldManager") or request.headers.get("User-Agent", "").split("/")[0]
-        fv = q.get("fieldValidation")
-        if fv not in (None, "", "Ignore", "Warn", "Strict"):
-            raise errors.invalid_options("CreateOptions", [errors.StatusCause(
-                "FieldValueNotSupported",
-                f'Unsupported value: "{fv}": supported values: "Ignore", "Warn", "Strict"',
-                "fieldValidation")])
-        force = q.get("force")
-        return WriteOptions(
-            manager=manager or "unknown",
-            dry_run=check_dry_run(list(q.getall("dryRun", []))),
-            force=force in ("1", "t", "T", "true", "True", "TRUE"),
-            field_validation=fv or "Warn",
-            patch=request.method == "PATCH",
-        )
-
     async def _patch(self, request: web.Request, r: Route) -> web.StreamResponse:
         rt = r.rt
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -286,7 +286,7 @@ class ApiServer:
         if patch_type is None or (patch_type == "strategic" and rt.is_custom):
             accepted = CR_PATCH_TYPES if rt.is_custom else list(PATCH_TYPES)
             raise errors.unsupported_media_type(accepted)
-        opts = self._write_opts(request)
+        opts = write_options(request)
         if patch_type == "apply" and not request.query.get("fieldManager"):
             raise errors.invalid_options("PatchOptions", [errors.StatusCause(
                 "FieldValueRequired", "Required value: is required for apply patch",
@@ -297,8 +297,8 @@ class ApiServer:
                 "force")])
         raw = await request.read()
         try:
-            patch = yaml.safe_load(raw) if patch_type == "apply" else orjson.loads(raw)
-        except (ValueError, yaml.YAMLError) as exc:
+            patch = load_yaml(raw) if patch_type == "apply" else orjson.loads(raw)
+        except (ValueError, YAMLError) as exc:
             if patch_type == "apply":
                 raise errors.bad_request(f"error decoding patch: {exc}") from None
             raise errors.bad_request("invalid JSON patch") from None
@@ -322,7 +322,7 @@ class ApiServer:
     ) -> tuple[list[Obj], int, str, int | None]:
         """(items, list RV, continue token, remainingItemCount) for a LIST request."""
         opts = list_options(q)
-        self._check_fields(rt, opts.fields)
+        check_fields(rt, opts.fields)
         current = self.store.rv
         snapshot_rv: int | None = None
         start: tuple[str, str] | None = None
@@ -382,16 +382,6 @@ class ApiServer:
             items.append(from_storage(rt, obj))
         return items, list_rv, token, remaining
 
-    def _check_fields(self, rt: ResourceType, fields: Any) -> None:
-        for req in fields.requirements:
-            if not rt.selectable(req.field):
-                if rt.is_custom or rt.plural in _OWN_FIELD_LISTS:
-                    raise errors.bad_request(f"field label not supported: {req.field}")
-                raise errors.bad_request(
-                    f'"{req.field}" is not a known field selector: only "metadata.name", '
-                    '"metadata.namespace"'
-                )
-
     def _list(self, request: web.Request, rt: ResourceType, namespace: str) -> web.StreamResponse:
         items, list_rv, token, remaining = self.list_objects(rt, namespace, request.query)
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
@@ -429,9 +419,20 @@ class ApiServer:
         )
 
 
-class _PlainNotFound(ApiError):
-    def __init__(self) -> None:
-        super().__init__(code=404, reason=errors.Reason.NOT_FOUND, message="404 page not found")
+def _return_freed_memory() -> None:
+    """Hand freed heap pages back to the OS (glibc's ``malloc_trim``; a no-op elsewhere), so
+    the process's RSS follows what compaction released instead of staying at its peak."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = getattr(libc, "malloc_trim", None)
+    except OSError:
+        return
+    if trim is not None:
+        trim(0)
 
 
 def _bisect(keys: list[tuple[str, str]], target: tuple[str, str]) -> int:
@@ -487,55 +488,3 @@ def _success_status(rt: ResourceType, obj: Obj) -> dict[str, Any]:
     details["uid"] = obj["metadata"].get("uid", "")
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": details}
-
-
-async def read_body(request: web.Request, *, optional: bool = False) -> Any:
-    raw = await request.read()
-    if not raw.strip():
-        if optional:
-            return None
-        raise errors.bad_request("the object provided is unrecognized: empty body")
-    ctype = request.headers.get("Content-Type", JSON).split(";")[0].strip().lower()
-    if ctype not in BODY_TYPES:
-        raise errors.unsupported_media_type(["application/json", "application/yaml"])
-    try:
-        if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
-            return yaml.safe_load(raw)
-        return orjson.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise errors.bad_request(
-            f"the object provided is unrecognized: {exc} ({raw[:30]!r}...)"
-        ) from None
-
-
-def json_response(body: Any, *, status: int = 200) -> web.Response:
-    return web.Response(body=dumps(body), status=status, content_type=JSON)
-
-
-def error_response(exc: ApiError) -> web.Response:
-    if isinstance(exc, _PlainNotFound):
-        return web.Response(status=404, text="404 page not found\n")
-    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after > 0 else None
-    return web.Response(body=exc.encode(), status=exc.code, content_type=JSON, headers=headers)
-
-
-def respond(
-    request: web.Request,
-    server: ApiServer,
-    rt: ResourceType,
-    obj: Obj,
-    *,
-    status: int = 200,
-    warnings: list[str] | None = None,
-) -> web.Response:
-    version = table.requested(request)
-    if version:
-        meta = {"resourceVersion": str(obj["metadata"].get("resourceVersion", ""))}
-        resp = json_response(table.build(server, rt, [obj], meta, version, request),
-                             status=status)
-    else:
-        resp = json_response(obj, status=status)
-    for text in dict.fromkeys(warnings or ()):
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        resp.headers.add("Warning", f'299 - "{escaped}"')
-    return resp

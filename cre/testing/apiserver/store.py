@@ -10,13 +10,18 @@ history. This module does exactly that, in one process:
   events can share them without copies;
 * each bucket keeps a ring of recent :class:`Event` s (with the previous state), which serves
   watch resume and lets :meth:`Bucket.snapshot` rebuild the state at a past revision (exact
-  ``resourceVersion`` lists and continue tokens);
+  ``resourceVersion`` lists and continue tokens). Like the real watch cache it is sized by
+  freshness: it holds at most ``history`` events, and :meth:`Store.compact` drops events older
+  than ``fresh_seconds`` beyond a floor of ``HISTORY_FLOOR`` per bucket (so a burst of
+  objects that came and went does not stay in memory; a resume from before the window gets
+  the usual 410);
 * :class:`Event` caches its JSON encoding per apiVersion so N watchers cost one encode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,6 +35,8 @@ Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped o
 Obj = dict[str, Any]
 
 DEFAULT_HISTORY = 4096
+HISTORY_FLOOR = 100  # the real watch cache's lower bound (events per resource)
+FRESH_SECONDS = 75.0  # the real watch cache keeps at least this long of history
 
 
 def dumps(obj: Any) -> bytes:
@@ -46,6 +53,7 @@ class Event:
     key: Key
     obj: Obj  # the new state (for DELETED: the last state, carrying the deletion RV)
     prev: Obj | None  # the state before the change (None for ADDED)
+    at: float = 0.0  # when it was recorded (the store's monotonic clock)
     _encoded: dict[str, bytes] = attrs.field(factory=dict)
 
     def encode(self, api_version: str, event_type: EventType | None = None) -> bytes:
@@ -114,8 +122,10 @@ class Watcher:
 class Bucket:
     """The objects of one stored resource, their history, and their watchers."""
 
-    def __init__(self, name: tuple[str, str], history: int) -> None:
+    def __init__(self, name: tuple[str, str], history: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.name = name
+        self.clock = clock
         self.objects: dict[Key, Obj] = {}
         self.history: deque[Event] = deque()
         self.history_limit = history
@@ -132,11 +142,20 @@ class Bucket:
     def record(self, ev: Event) -> None:
         if ev.type is EventType.ADDED or ev.type is EventType.DELETED:
             self._sorted = None
+        ev.at = self.clock()
         self.history.append(ev)
         while len(self.history) > self.history_limit:
             self.evicted_rv = self.history.popleft().rv
         for w in self.watchers:
             w.offer(ev)
+
+    def compact(self, *, floor: int, older_than: float) -> int:
+        """Drop events recorded before ``older_than`` while more than ``floor`` remain."""
+        dropped = 0
+        while len(self.history) > floor and self.history[0].at < older_than:
+            self.evicted_rv = self.history.popleft().rv
+            dropped += 1
+        return dropped
 
     def events_after(self, rv: int) -> Iterator[Event]:
         """History events with revision > rv (the caller checked ``rv >= evicted_rv``)."""
@@ -173,16 +192,19 @@ class Bucket:
 class Store:
     """All buckets plus the global revision counter."""
 
-    def __init__(self, *, history: int = DEFAULT_HISTORY) -> None:
+    def __init__(self, *, history: int = DEFAULT_HISTORY, fresh_seconds: float = FRESH_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.rv = 0
         self.history = history
+        self.fresh_seconds = fresh_seconds
+        self.clock = clock
         self.buckets: dict[tuple[str, str], Bucket] = {}
         self.listeners: list[Callable[[tuple[str, str], Event], None]] = []
 
     def bucket(self, name: tuple[str, str]) -> Bucket:
         b = self.buckets.get(name)
         if b is None:
-            b = self.buckets[name] = Bucket(name, self.history)
+            b = self.buckets[name] = Bucket(name, self.history, self.clock)
         return b
 
     def next_rv(self) -> int:
@@ -219,6 +241,13 @@ class Store:
         for fn in self.listeners:
             fn(bucket, ev)
         return final
+
+    def compact(self) -> int:
+        """Trim every bucket's history to its fresh part (at least ``HISTORY_FLOOR`` events);
+        how many events were dropped. The server runs it periodically."""
+        older_than = self.clock() - self.fresh_seconds
+        return sum(b.compact(floor=HISTORY_FLOOR, older_than=older_than)
+                   for b in self.buckets.values())
 
     def drop_bucket(self, bucket: tuple[str, str]) -> None:
         b = self.buckets.pop(bucket, None)

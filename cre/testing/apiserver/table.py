@@ -20,7 +20,7 @@ from .meta import parse_time
 from .resources import ResourceType
 
 if TYPE_CHECKING:
-    from .server import ApiServer
+    from .context import ServerContext
 
 Obj = dict[str, Any]
 NAME_DESC = (
@@ -77,7 +77,7 @@ def human_duration(seconds: float) -> str:
     return f"{y}y"
 
 
-def _age(server: ApiServer, ts: Any) -> str:
+def _age(server: ServerContext, ts: Any) -> str:
     if not ts:
         return "<unknown>"
     try:
@@ -175,6 +175,13 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
             return [name, _ROLE_REF, age, *_SUBJECT_COLUMNS]
         return [name, (_col("Created At", type_="date"),
                        lambda s, o: o["metadata"].get("creationTimestamp", ""))]
+    if rt.kind == "ReplicationController" and rt.group == "":
+        return [name, *_RC_COLUMNS, age, *_TEMPLATE_COLUMNS]
+    if rt.kind == "APIService" and rt.group == "apiregistration.k8s.io":
+        return [name, (_col("Service", desc="The reference to the service that hosts this "
+                            "API endpoint."), lambda s, o: cells.apiservice_service(o)),
+                (_col("Available", desc="Whether this service is available."),
+                 lambda s, o: cells.apiservice_available(o)), age]
     if rt.kind == "PodDisruptionBudget" and rt.group == "policy":
         return [name, *_PDB_COLUMNS, age]
     return [name, age]
@@ -193,6 +200,13 @@ _TEMPLATE_COLUMNS: list[Column] = [
     (_col("Selector", desc="Label selector for pods. Existing ReplicaSets whose pods are "
           "selected by this will be the ones affected by this deployment.", priority=1),
      lambda s, o: cells.selector_text(o)),
+]
+_RC_COLUMNS: list[Column] = [
+    (_col("Desired", type_="integer", desc="Number of desired pods."),
+     lambda s, o: cells.field(o, "spec", "replicas", default=1)),
+    _status_col("Current", "Number of actual replicas.", "replicas"),
+    _status_col("Ready", "The number of ready replicas for this replication controller.",
+                "readyReplicas"),
 ]
 _WORKLOAD_COLUMNS: dict[str, list[Column]] = {
     "Deployment": [
@@ -253,7 +267,7 @@ _PDB_COLUMNS: list[Column] = [
 ]
 
 
-def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
+def _crd_columns(server: ServerContext, rt: ResourceType) -> list[Column]:
     crd = server.store.get(("apiextensions.k8s.io", "customresourcedefinitions"),
                            ("", rt.crd_name))
     cols: list[dict[str, Any]] = []
@@ -280,7 +294,7 @@ def _crd_columns(server: ApiServer, rt: ResourceType) -> list[Column]:
 
 
 def _cell_fn(path: str, ctype: str) -> Any:
-    def cell(server: ApiServer, obj: Obj) -> Any:
+    def cell(server: ServerContext, obj: Obj) -> Any:
         try:
             values = evaluate(path, obj)
         except JsonPathError:
@@ -308,7 +322,7 @@ def _cell_fn(path: str, ctype: str) -> Any:
 
 
 def build(
-    server: ApiServer,
+    server: ServerContext,
     rt: ResourceType,
     items: list[Obj],
     meta: dict[str, Any],
@@ -349,7 +363,7 @@ _SERVICE_COLUMNS: list[Column] = [
 ]
 
 
-def _job_duration(server: ApiServer, job: Obj) -> str:
+def _job_duration(server: ServerContext, job: Obj) -> str:
     """From ``startTime`` to ``completionTime`` (or now); empty before the job started."""
     status = job.get("status") or {}
     if not status.get("startTime"):

@@ -21,12 +21,13 @@ from cre.api.watch import WatchEventType as EventType
 
 from . import errors
 from .convert import from_storage, is_new_event
+from .httpio import check_fields
 from .query import ListOptions
 from .resources import ResourceType
 from .store import Event, Obj, Watcher, dumps
 
 if TYPE_CHECKING:
-    from .server import ApiServer
+    from .context import ServerContext
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # bytes a client may leave unread before its events go through the handler's queue again
@@ -73,11 +74,11 @@ class _Filter:
 
 
 async def serve(
-    server: ApiServer, request: web.Request, rt: ResourceType, namespace: str, opts: ListOptions
+    server: ServerContext, request: web.Request, rt: ResourceType, namespace: str, opts: ListOptions
 ) -> web.StreamResponse:
     from . import table
 
-    server._check_fields(rt, opts.fields)
+    check_fields(rt, opts.fields)
     store = server.store
     bucket = store.bucket(rt.bucket)
     filt = _Filter(rt, namespace, opts)
@@ -146,7 +147,7 @@ async def serve(
 class _Stream:
     def __init__(
         self,
-        server: ApiServer,
+        server: ServerContext,
         rt: ResourceType,
         filt: _Filter,
         resp: web.StreamResponse,

@@ -44,6 +44,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="simulated seconds per wall second (10 = backoffs ten times faster)")
+    p.add_argument("--write-concurrency", type=int, default=8, metavar="N",
+                   help="writes in flight at once per controller step (1: strictly in order)")
     p.add_argument("--bad-node", action="append", default=[], metavar="NODE[=FACTOR]",
                    help="scale the NCCL bandwidth of NODE (default factor 0.4)")
     fail = p.add_argument_group("launcher failure injection")
@@ -64,6 +66,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--nodes: must be at least 1")
     if args.time_scale <= 0:
         p.error("--time-scale: must be > 0")
+    if args.write_concurrency < 1:
+        p.error("--write-concurrency: must be at least 1")
     if args.fail_launcher_after < 0:
         p.error("--fail-launcher-after: must be >= 0")
     if args.fail_launcher_times is not None and args.fail_launcher_times < 1:
@@ -92,7 +96,7 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
                               after=args.fail_launcher_after, times=args.fail_launcher_times,
                               message=args.fail_launcher_message, id="cli-fail-launcher"),)
     return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),
-                     overrides=overrides)
+                     overrides=overrides, write_concurrency=args.write_concurrency)
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -9,7 +9,8 @@ while ``OnFailure`` restarts are left to the kubelet and bounded by the sum of r
 ``backoffLimit``; ``podFailurePolicy`` (Ignore / FailJob / Count on exit codes and pod
 conditions, first matching rule wins); the interim ``FailureTarget`` / ``SuccessCriteriaMet``
 conditions, deletion of the remaining active pods, then ``Failed`` / ``Complete`` once no pod
-is terminating; ``suspend``.
+is terminating; ``suspend``; creation expectations (no new pod for a Job while a pod it already
+asked for has not been observed, 5-minute expiry).
 
 Simplified: failures matched by an ``Ignore`` rule neither count nor delay the replacement
 (no pod-failure backoff for them); a terminating pod is counted as failed when it reaches phase
@@ -54,6 +55,7 @@ from cre.testing.cluster.model import (
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 CONTROLLER = "kubernetes.io/job-controller"
 TERMINAL = ("Succeeded", "Failed")
+EXPECTATIONS_TTL = 300.0  # seconds; upstream's ExpectationsTimeout (5 minutes)
 
 
 def step(world: World, now: float, cfg: SimConfig) -> Step:
@@ -270,12 +272,45 @@ def _sync(world: World, job: Obj, now: float, cfg: SimConfig, b: StepBuilder) ->
         if now < last_failure + delay:
             b.wake(last_failure + delay)
             missing = []
+    pending = _pending_creations(world, job, pods, completions, now, b)
+    if pending:  # expectations not yet satisfied: wait for the pods already asked for
+        missing = []
+        b.wake(min(pending) + EXPECTATIONS_TTL)
     for idx in missing:
-        b.add(Create(PODS, new_pod(job, idx)))
+        key = _expect_key(uid, idx)
+        b.add(Mark(key, now), Create(PODS, new_pod(job, idx), on_failure=(Mark(key, None),)))
     ready = sum(1 for p in active if _ready(p))
     status.update(conditions=conds or None, active=len(active) + len(missing), ready=ready,
                   terminating=len(terminating) or None)
     _write(b, job, before, status)
+
+
+def _expect_key(job_uid: str, index: int) -> str:
+    return f"jobexpect/{job_uid}/{index}"
+
+
+def _pending_creations(world: World, job: Obj, pods: list[Obj], completions: int, now: float,
+                       b: StepBuilder) -> list[float]:
+    """The Job controller's expectations: when each still-unobserved pod create was sent.
+
+    Upstream records how many creates it sent and lowers the count as the pod informer reports
+    each new pod (or as a create fails); until then it creates nothing more for that Job, so a
+    late or dropped watch event cannot make it create a second pod for the same index. Here one
+    mark per index holds the send time; a pod of that index seen in the world observes it, a
+    failed create forgets it, and after :data:`EXPECTATIONS_TTL` it expires, as upstream's do.
+    """
+    seen = {pod_index(p) for p in pods}
+    pending: list[float] = []
+    for idx in range(completions):
+        key = _expect_key(uid_of(job), idx)
+        sent = world.marks.get(key)
+        if sent is None:
+            continue
+        if idx in seen or now >= float(sent) + EXPECTATIONS_TTL:
+            b.add(Mark(key, None))
+        else:
+            pending.append(float(sent))
+    return pending
 
 
 def _terminal_target(job: Mapping[str, Any]) -> tuple[str, str, str] | None:

@@ -34,6 +34,9 @@ class SimConfig:
     overrides: tuple[Override, ...] = ()
     # Per-node bandwidth factor (1.0 healthy); a "bad" node has e.g. 0.4.
     node_bandwidth: tuple[tuple[str, float], ...] = ()
+    # HTTP backend: writes in flight at once within one controller's step (one chain per
+    # object keeps each object's writes in order). 1 applies every write in step order.
+    write_concurrency: int = 1
 
     def node_factor(self, node: str) -> float:
         for name, factor in self.node_bandwidth:

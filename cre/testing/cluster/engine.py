@@ -11,12 +11,25 @@ for unit tests (:mod:`cre.testing.cluster.memory`) or HTTP against the API emula
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
+
+import anyio
 
 from cre.testing.cluster import batchjob, jobset, kubelet, nodelifecycle, scheduler, trainer
 from cre.testing.cluster.config import SimConfig
-from cre.testing.cluster.model import Action, Mark, Step, World
+from cre.testing.cluster.model import (
+    Action,
+    AppendLog,
+    Bind,
+    Create,
+    Delete,
+    Mark,
+    Patch,
+    RotateLog,
+    Step,
+    World,
+)
 
 Controller = Callable[[World, float, SimConfig], Step]
 
@@ -81,8 +94,14 @@ def tick(backend: SyncBackend, now: float, cfg: SimConfig) -> float | None:
 
 
 async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
-                on_error: Callable[[str, Action, Exception], Awaitable[None]]) -> float | None:
-    """:func:`tick` for an async backend; ``now`` is re-read per controller (time moves)."""
+                on_error: Callable[[str, Action | None, Exception], Awaitable[None]]
+                ) -> float | None:
+    """:func:`tick` for an async backend; ``now`` is re-read per controller (time moves).
+
+    A controller step that raises (a simulator bug meeting input it did not expect) is
+    reported through ``on_error`` with no action and skipped for this round; the cluster and
+    the other controllers keep running, as a real control plane outlives one bad object.
+    """
     wake: float | None = None
     for _ in range(MAX_ROUNDS):
         changed = False
@@ -90,15 +109,71 @@ async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
         for name, ctrl in CONTROLLERS:
             world = backend.snapshot()
             t = now()
-            result = ctrl(world, t, cfg)
+            try:
+                result = ctrl(world, t, cfg)
+            except Exception as exc:
+                await on_error(name, None, exc)
+                continue
             wake = _merge_wake(wake, result.wake_at)
             if _changes(result.actions, world):
                 changed = True
-            for act in result.actions:
-                try:
-                    await backend.apply(act, t)
-                except Exception as exc:  # one failed write must not stop the cluster
-                    await on_error(name, act, exc)
+            if cfg.write_concurrency <= 1:
+                for act in result.actions:
+                    await _apply_one(backend, name, act, t, on_error)
+            else:
+                await _apply_chains(backend, name, result.actions, t, on_error,
+                                    cfg.write_concurrency)
         if not changed:
             break
     return wake
+
+
+async def _apply_one(backend: AsyncBackend, name: str, act: Action, t: float,
+                     on_error: Callable[[str, Action | None, Exception], Awaitable[None]]
+                     ) -> None:
+    try:
+        await backend.apply(act, t)
+    except Exception as exc:  # one failed write must not stop the cluster
+        await on_error(name, act, exc)
+        for undo in getattr(act, "on_failure", ()):
+            await backend.apply(undo, t)
+
+
+def _target(act: Action, position: int) -> tuple[str, ...]:
+    """The object an action writes (its chain); a generated name is its own chain."""
+    if isinstance(act, Patch | Delete):
+        return (act.resource.plural, act.namespace or "", act.name)
+    if isinstance(act, Bind):
+        return ("pods", act.namespace, act.pod)
+    if isinstance(act, AppendLog | RotateLog):
+        return ("pods", act.namespace, act.pod)
+    if isinstance(act, Create):
+        meta = act.body.get("metadata") or {}
+        if meta.get("name"):
+            return (act.resource.plural, str(meta.get("namespace", "")), str(meta["name"]))
+    return ("#", str(position))
+
+
+async def _apply_chains(backend: AsyncBackend, name: str, actions: Sequence[Action], t: float,
+                        on_error: Callable[[str, Action | None, Exception], Awaitable[None]],
+                        limit: int) -> None:
+    """Apply one step's actions with up to ``limit`` writes in flight: marks at once in step
+    order, every object's writes in step order on its own chain (batched status writes)."""
+    chains: dict[tuple[str, ...], list[Action]] = {}
+    for i, act in enumerate(actions):
+        if isinstance(act, Mark):
+            await backend.apply(act, t)
+        else:
+            chains.setdefault(_target(act, i), []).append(act)
+    if not chains:
+        return
+    gate = anyio.CapacityLimiter(limit)
+
+    async def run(chain: list[Action]) -> None:
+        async with gate:
+            for act in chain:
+                await _apply_one(backend, name, act, t, on_error)
+
+    async with anyio.create_task_group() as tg:
+        for chain in chains.values():
+            tg.start_soon(run, chain)

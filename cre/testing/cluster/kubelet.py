@@ -89,8 +89,7 @@ def _sync_pod(world: World, pod: Obj, node: Obj, now: float, cfg: SimConfig,
     status: Obj = deep(pod.get("status") or {})
     if _phase(pod) in TERMINAL:
         if deleting(pod) and f"kdel/{uid_of(pod)}" not in world.marks:
-            b.add(Delete(PODS, ns_of(pod), name_of(pod), uid=uid_of(pod), grace_seconds=0),
-                  Mark(f"kdel/{uid_of(pod)}", now))
+            b.add(*final_delete(pod, now))
         return
     spec = pod.get("spec") or {}
     inits = list(spec.get("initContainers") or [])
@@ -184,9 +183,8 @@ def _advance(world: World, pod: Obj, node: Obj, c: Obj, cs: Obj, now: float, cfg
                   ready=program.ready_after == 0.0, imageID=_image_id(c),
                   containerID=_cid(pod, c["name"], restarts))
         state = cs["state"]
-        world = World(objects=world.objects, marks={**world.marks,
-                                                    f"prog/{key}/{restarts}": program,
-                                                    f"start/{key}/{restarts}": now})
+        world = world.with_marks({**world.marks, f"prog/{key}/{restarts}": program,
+                                  f"start/{key}/{restarts}": now})
     if "running" in state:
         running = world.marks.get(f"prog/{key}/{restarts}")
         started = world.marks.get(f"start/{key}/{restarts}")
@@ -265,8 +263,8 @@ def _workers_ready(world: World, pod: Obj) -> bool:
     """Whether every worker pod of the pod's JobSet (or CRE job) exists and is Ready."""
     mine = labels_of(pod)
     group = mine.get(JOBSET_NAME)
-    workers = [p for p in world.all(PODS) if ns_of(p) == ns_of(pod) and p is not pod
-               and group and labels_of(p).get(JOBSET_NAME) == group
+    workers = [p for p in (world.labelled(PODS, ns_of(pod), JOBSET_NAME, group) if group
+                           else ()) if p is not pod
                and labels_of(p).get(RJOB_NAME) != mine.get(RJOB_NAME)
                and not deleting(p) and _phase(p) not in TERMINAL]
     ready = [p for p in workers if (condition(p, "Ready") or {}).get("status") == "True"]
@@ -302,10 +300,9 @@ def _peers(world: World, pod: Obj) -> tuple[str, ...]:
     """``<hostname>.<subdomain> slots=<gpus>`` of the group's worker pods, as the hostfile."""
     group = labels_of(pod).get(JOBSET_NAME)
     out = []
-    for p in world.all(PODS):
+    for p in world.labelled(PODS, ns_of(pod), JOBSET_NAME, group) if group else ():
         spec = p.get("spec") or {}
-        if (group and ns_of(p) == ns_of(pod) and labels_of(p).get(JOBSET_NAME) == group
-                and labels_of(p).get(RJOB_NAME) == "node" and spec.get("hostname")):
+        if labels_of(p).get(RJOB_NAME) == "node" and spec.get("hostname"):
             out.append(f"{spec['hostname']}.{spec.get('subdomain', group)}")
     return tuple(sorted(set(out)))
 
@@ -314,9 +311,9 @@ def _group_nodes(world: World, pod: Obj) -> list[str]:
     group = labels_of(pod).get(JOBSET_NAME)
     if not group:
         return []
-    found = {str((p.get("spec") or {}).get("nodeName")) for p in world.all(PODS)
-             if ns_of(p) == ns_of(pod) and labels_of(p).get(JOBSET_NAME) == group
-             and labels_of(p).get(RJOB_NAME) != "launcher" and (p.get("spec") or {}).get(
+    found = {str((p.get("spec") or {}).get("nodeName"))
+             for p in world.labelled(PODS, ns_of(pod), JOBSET_NAME, group)
+             if labels_of(p).get(RJOB_NAME) != "launcher" and (p.get("spec") or {}).get(
                  "nodeName") and _phase(p) not in TERMINAL}
     return sorted(found)
 
@@ -338,9 +335,15 @@ def _kill(world: World, pod: Obj, status: Obj, now: float, b: StepBuilder) -> No
     status["phase"] = phase
     status["conditions"] = _conditions(status, {}, {}, phase, True, now)
     b.add(Patch(PODS, ns_of(pod), name_of(pod), {"status": status}, subresource="status"),
-          Mark(f"finish/{uid_of(pod)}", now),
-          Delete(PODS, ns_of(pod), name_of(pod), uid=uid_of(pod), grace_seconds=0),
-          Mark(f"kdel/{uid_of(pod)}", now))
+          Mark(f"finish/{uid_of(pod)}", now), *final_delete(pod, now))
+
+
+def final_delete(pod: Obj, now: float) -> tuple[Mark, Delete]:
+    """The kubelet's grace-0 delete of a finished pod, remembered so it is sent once; a delete
+    that fails forgets the mark, so the next tick sends it again (no pod stuck Terminating)."""
+    mark = f"kdel/{uid_of(pod)}"
+    return (Mark(mark, now), Delete(PODS, ns_of(pod), name_of(pod), uid=uid_of(pod),
+                                    grace_seconds=0, on_failure=(Mark(mark, None),)))
 
 
 def _will_restart(cs: Mapping[str, Any], policy: str) -> bool:

@@ -52,18 +52,48 @@ class World:
 
     objects: Mapping[str, Mapping[str, Obj]] = attrs.field(factory=dict)
     marks: Mapping[str, Any] = attrs.field(factory=dict)
+    # Indexes built on first use (sorted lists, owner and label maps). A World is read by one
+    # controller step while nothing writes, so they stay valid for its lifetime; a 1,000-node
+    # cluster would otherwise rescan every pod once per Job, group and container.
+    _cache: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    def with_marks(self, marks: Mapping[str, Any]) -> World:
+        """The same objects (and their indexes) with other marks."""
+        out = World(objects=self.objects, marks=marks)
+        out._cache.update(self._cache)
+        return out
 
     def all(self, res: Resource) -> list[Obj]:
         """Every object of ``res``, sorted by key so steps are deterministic."""
-        store = self.objects.get(res.plural, {})
-        return [store[k] for k in sorted(store)]
+        found: list[Obj] | None = self._cache.get(res.plural)
+        if found is None:
+            store = self.objects.get(res.plural, {})
+            found = self._cache[res.plural] = [store[k] for k in sorted(store)]
+        return found
 
     def get(self, res: Resource, key: str) -> Obj | None:
         return self.objects.get(res.plural, {}).get(key)
 
     def owned_by(self, res: Resource, owner_uid: str) -> list[Obj]:
         """Objects of ``res`` whose controller owner reference has ``owner_uid``."""
-        return [o for o in self.all(res) if controller_uid(o) == owner_uid]
+        index: dict[str | None, list[Obj]] | None = self._cache.get(("owner", res.plural))
+        if index is None:
+            index = self._cache[("owner", res.plural)] = {}
+            for o in self.all(res):
+                index.setdefault(controller_uid(o), []).append(o)
+        return list(index.get(owner_uid, ()))
+
+    def labelled(self, res: Resource, namespace: str, key: str, value: str) -> list[Obj]:
+        """Objects of ``res`` in ``namespace`` whose label ``key`` is ``value`` (key order)."""
+        index: dict[tuple[str, str], list[Obj]] | None = self._cache.get(
+            ("label", res.plural, key))
+        if index is None:
+            index = self._cache[("label", res.plural, key)] = {}
+            for o in self.all(res):
+                found = labels_of(o).get(key)
+                if found is not None:
+                    index.setdefault((ns_of(o), found), []).append(o)
+        return list(index.get((namespace, value), ()))
 
     @classmethod
     def of(cls, objects: Iterable[Obj], marks: Mapping[str, Any] | None = None) -> World:
@@ -78,10 +108,15 @@ class World:
 
 @attrs.frozen(slots=True)
 class Create:
-    """Create ``body`` (``metadata.generateName`` allowed)."""
+    """Create ``body`` (``metadata.generateName`` allowed).
+
+    ``on_failure`` marks are applied when the write fails (a controller lowering its
+    expectations, as the real one does when a create errors).
+    """
 
     resource: Resource
     body: Obj
+    on_failure: tuple[Mark, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -97,7 +132,11 @@ class Patch:
 
 @attrs.frozen(slots=True)
 class Delete:
-    """Delete one object, with an optional UID precondition, propagation and grace period."""
+    """Delete one object, with an optional UID precondition, propagation and grace period.
+
+    ``on_failure`` marks are applied when the delete fails (e.g. forgetting a "deleted" mark so
+    the next tick deletes again, as the kubelet's status manager retries).
+    """
 
     resource: Resource
     namespace: str | None
@@ -105,6 +144,7 @@ class Delete:
     uid: str | None = None
     propagation: str | None = None
     grace_seconds: int | None = None
+    on_failure: tuple[Mark, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -182,6 +222,8 @@ class StepBuilder:
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
+    if type(m) is dict:  # the common case, without the slow ABC check
+        return m
     return m if isinstance(m, Mapping) else {}
 
 
@@ -199,6 +241,8 @@ def uid_of(obj: Mapping[str, Any]) -> str:
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     lab = meta(obj).get("labels")
+    if type(lab) is dict:
+        return lab
     return lab if isinstance(lab, Mapping) else {}
 
 
@@ -255,4 +299,13 @@ def set_condition(conds: list[Obj], new: Obj) -> list[Obj]:
 
 
 def deep(obj: Any) -> Any:
+    """A deep copy of a JSON-shaped value (dicts, lists, scalars; several times faster than
+    ``copy.deepcopy``); other containers fall back to ``copy.deepcopy``."""
+    kind = type(obj)
+    if kind is dict:
+        return {k: deep(v) for k, v in obj.items()}
+    if kind is list:
+        return [deep(v) for v in obj]
+    if kind in (str, int, float, bool) or obj is None:
+        return obj
     return copy.deepcopy(obj)

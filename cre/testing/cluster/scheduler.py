@@ -171,12 +171,67 @@ def _usage(world: World) -> dict[str, dict[str, float]]:
     return used
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def hostname_candidates(pod: Mapping[str, Any]) -> set[str] | None:
+    """The hostnames ``pod`` can only land on (a hostname nodeSelector, or every required
+    affinity term naming hostnames with ``In``), or None when any node may match.
+
+    A shortcut, not a filter: candidates still go through :func:`filter_node`, and a pod none
+    of them takes is scanned against every node so its Unschedulable message is the real one.
+    """
+    spec = pod.get("spec") or {}
+    pinned = (spec.get("nodeSelector") or {}).get(HOSTNAME)
+    if pinned is not None:
+        return {str(pinned)}
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return None
+    out: set[str] = set()
+    for term in terms:
+        names = [e.get("values") or [] for e in term.get("matchExpressions") or []
+                 if e.get("key") == HOSTNAME and e.get("operator") == "In"]
+        if not names:
+            return None
+        allowed = set(map(str, names[0]))
+        for more in names[1:]:
+            allowed &= set(map(str, more))
+        out |= allowed
+    return out
+
+
+def _place(pod: Obj, nodes: list[Obj], by_host: Mapping[str, list[int]],
+           trial: Mapping[str, Mapping[str, float]]) -> tuple[str | None, list[str]]:
+    """The first node (in name order) ``pod`` fits, else every node's reason."""
+    wanted = hostname_candidates(pod)
+    if wanted is not None:
+        for i in sorted(i for host in wanted for i in by_host.get(host, ())):
+            node = nodes[i]
+            if filter_node(pod, node, trial.get(name_of(node), {})) is None:
+                return name_of(node), []
+    reasons: list[str] = []
+    for node in nodes:
+        why = filter_node(pod, node, trial.get(name_of(node), {}))
+        if why is None:
+            return name_of(node), []
+        reasons.append(why)
+    return None, reasons
+
+
 def step(world: World, now: float, cfg: SimConfig) -> Step:
     """Bind every pending pod that fits; mark the rest Unschedulable with the real message."""
     del cfg
     b = StepBuilder()
     nodes = world.all(NODES)
     total = len(nodes)
+    by_host: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        host = labels_of(node).get(HOSTNAME)
+        if host is not None:
+            by_host.setdefault(str(host), []).append(i)
     used = _usage(world)
     pending = [p for p in world.all(PODS)
                if not (p.get("spec") or {}).get("nodeName") and not deleting(p)
@@ -196,14 +251,7 @@ def step(world: World, now: float, cfg: SimConfig) -> Step:
         placed: list[tuple[Obj, str]] = []
         failures: dict[str, list[str]] = {}
         for pod in members:
-            reasons: list[str] = []
-            chosen = None
-            for node in nodes:
-                why = filter_node(pod, node, trial.get(name_of(node), {}))
-                if why is None:
-                    chosen = name_of(node)
-                    break
-                reasons.append(why)
+            chosen, reasons = _place(pod, nodes, by_host, trial)
             if chosen is None:
                 failures[name_of(pod)] = reasons
                 continue

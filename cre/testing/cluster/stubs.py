@@ -147,6 +147,10 @@ def choose(ctx: StubContext, override: Override | None = None) -> Program:
         if binary in cmd or binary in image:
             loopback = "mpirun" not in cmd
             bw = (ctx.node_busbw if loopback else ctx.group_busbw) * factor
+            try:
+                _nccl_args(cmd)
+            except NcclArgError as exc:
+                return bad_args_program(binary, exc)
             return Program(name=binary.removesuffix("_perf"),
                            start_text=nccl_banner(ctx, cmd, loopback=loopback),
                            end_text=nccl_table(binary, cmd, busbw=bw,
@@ -232,29 +236,63 @@ def _seconds(raw: str, default: float) -> float:
         return default
 
 
-def _size(raw: str) -> int:
+class NcclArgError(ValueError):
+    """An nccl-tests flag the real binary would refuse (it prints this and exits non-zero)."""
+
+
+_SIZE_FLAGS = {"-b": "minbytes", "-e": "maxbytes"}
+_NCCL_BAD_ARGS_EXIT = 255  # nccl-tests' main returns -1 on a bad argument
+
+
+def _size(raw: str, flag: str) -> int:
+    """A byte count as nccl-tests' ``parsesize`` reads it: digits with an optional K/M/G."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    raw = raw.strip().lower()
-    if raw and raw[-1] in units:
-        return int(float(raw[:-1]) * units[raw[-1]])
-    return int(raw)
+    text = raw.strip().lower()
+    mult = 1
+    if text and text[-1] in units:
+        text, mult = text[:-1], units[text[-1]]
+    if not text.isdigit():
+        raise NcclArgError(f"invalid size specified for '{_SIZE_FLAGS[flag]}'")
+    return int(text) * mult
 
 
 def _nccl_args(cmd: str) -> tuple[int, int, int, int]:
-    """minBytes, maxBytes, factor and GPUs per process from ``-b -e -f -g`` (nccl-tests flags)."""
+    """minBytes, maxBytes, factor and GPUs per process from ``-b -e -f -g`` (nccl-tests flags).
+
+    Raises :class:`NcclArgError` with the real binary's complaint for a value it would refuse.
+    """
     words = cmd.split()
     vals = {"-b": "8", "-e": "128M", "-f": "2", "-g": "1"}
     for i, w in enumerate(words[:-1]):
         if w in vals:
             vals[w] = words[i + 1]
+    lo, hi = _size(vals["-b"], "-b"), _size(vals["-e"], "-e")
+    if not vals["-f"].isdigit():
+        raise NcclArgError(f"invalid step factor '{vals['-f']}'")
+    if not vals["-g"].isdigit() or int(vals["-g"]) < 1:
+        raise NcclArgError(f"invalid number of GPUs specified (-g {vals['-g']})")
+    if lo > hi:
+        raise NcclArgError(f"invalid sizes for 'minbytes' and 'maxbytes': {lo} > {hi}")
+    return max(lo, 1), hi, max(2, int(vals["-f"])), int(vals["-g"])
+
+
+def _nccl_args_lenient(cmd: str) -> tuple[int, int, int, int]:
+    """:func:`_nccl_args`, or the defaults where an override's banner meets bad flags."""
     try:
-        return (_size(vals["-b"]), _size(vals["-e"]), max(2, int(vals["-f"])), int(vals["-g"]))
-    except ValueError:
+        return _nccl_args(cmd)
+    except NcclArgError:
         return 8, 128 << 20, 2, 1
 
 
+def bad_args_program(binary: str, error: NcclArgError) -> Program:
+    """What nccl-tests does with arguments it cannot parse: one line on stderr, exit non-zero."""
+    return Program(name=f"{binary.removesuffix('_perf')}-bad-args", end_text=f"{error}\n",
+                   duration=0.0, exit_code=_NCCL_BAD_ARGS_EXIT, reason="Error",
+                   message=str(error))
+
+
 def nccl_banner(ctx: StubContext, cmd: str, *, loopback: bool) -> str:
-    lo, hi, factor, ngpus = _nccl_args(cmd)
+    lo, hi, factor, ngpus = _nccl_args_lenient(cmd)
     ranks = ctx.gpus_per_node if loopback else ctx.gpus_per_node * ctx.group_size
     lines = [
         f"# nThread 1 nGpus {ngpus} minBytes {lo} maxBytes {hi} step: {factor}(factor) "
@@ -282,7 +320,7 @@ def bus_factor(binary: str, ranks: int) -> float:
 
 def nccl_table(binary: str, cmd: str, *, busbw: float, ranks: int) -> str:
     """The size table and footer for ``binary`` peaking at ``busbw`` GB/s."""
-    lo, hi, factor, _ = _nccl_args(cmd)
+    lo, hi, factor, _ = _nccl_args_lenient(cmd)
     n = max(2, ranks * 8)
     factor_bus = bus_factor(binary, n)
     redop = "sum" if binary in ("all_reduce_perf", "reduce_scatter_perf") else "none"

@@ -1,0 +1,143 @@
+"""HTTP plumbing every emulator handler shares: routes, bodies, write options, responses.
+
+Below :mod:`.server` (which routes) and the handler modules (which serve one kind of request):
+reading a JSON or YAML body the way the real server decodes it, the write options of a query
+string (field manager, dry run, force, field validation), the field-selector check of a list or
+watch, and turning an object, a Table or an :class:`~.errors.ApiError` into a response. YAML is
+read with ruamel.yaml (YAML 1.2, the project's one YAML library).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import attrs
+import orjson
+from aiohttp import web
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from . import errors, table
+from .context import ServerContext
+from .errors import ApiError
+from .query import check_dry_run
+from .resources import ResourceType
+from .store import Obj, dumps
+from .writectx import WriteOptions
+
+JSON = "application/json"
+BODY_TYPES = {"application/json", "application/yaml", "application/x-yaml", "text/yaml", "",
+              "text/plain", "application/octet-stream"}
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+# resources with their own field-selector list (others answer the "not a known field" form)
+OWN_FIELD_LISTS = frozenset({"pods", "events", "nodes", "namespaces", "secrets", "services",
+                             "jobs"})
+
+
+@attrs.frozen
+class Route:
+    """A parsed resource path: the type, namespace, name, subresource and ``/watch/`` form."""
+
+    rt: ResourceType
+    namespace: str
+    name: str
+    subresource: str
+    watch_path: bool
+
+
+class PlainNotFound(ApiError):
+    """A path outside the API: answered with the plain-text 404 of the real mux."""
+
+    def __init__(self) -> None:
+        super().__init__(code=404, reason=errors.Reason.NOT_FOUND, message="404 page not found")
+
+
+def load_yaml(raw: bytes) -> Any:
+    """One YAML document as plain dicts and lists (ruamel's safe loader)."""
+    return YAML(typ="safe").load(io.BytesIO(raw))
+
+
+async def read_body(request: web.Request, *, optional: bool = False) -> Any:
+    """The request body decoded as JSON or YAML by its Content-Type (400/415 otherwise)."""
+    raw = await request.read()
+    if not raw.strip():
+        if optional:
+            return None
+        raise errors.bad_request("the object provided is unrecognized: empty body")
+    ctype = request.headers.get("Content-Type", JSON).split(";")[0].strip().lower()
+    if ctype not in BODY_TYPES:
+        raise errors.unsupported_media_type(["application/json", "application/yaml"])
+    try:
+        if ctype in YAML_TYPES:
+            return load_yaml(raw)
+        return orjson.loads(raw)
+    except (ValueError, YAMLError) as exc:
+        raise errors.bad_request(
+            f"the object provided is unrecognized: {exc} ({raw[:30]!r}...)"
+        ) from None
+
+
+def write_options(request: web.Request) -> WriteOptions:
+    """Field manager (query, else the User-Agent's product), dryRun, force, fieldValidation."""
+    q = request.query
+    manager = q.get("fieldManager") or request.headers.get("User-Agent", "").split("/")[0]
+    fv = q.get("fieldValidation")
+    if fv not in (None, "", "Ignore", "Warn", "Strict"):
+        raise errors.invalid_options("CreateOptions", [errors.StatusCause(
+            "FieldValueNotSupported",
+            f'Unsupported value: "{fv}": supported values: "Ignore", "Warn", "Strict"',
+            "fieldValidation")])
+    force = q.get("force")
+    return WriteOptions(
+        manager=manager or "unknown",
+        dry_run=check_dry_run(list(q.getall("dryRun", []))),
+        force=force in ("1", "t", "T", "true", "True", "TRUE"),
+        field_validation=fv or "Warn",
+        patch=request.method == "PATCH",
+    )
+
+
+def check_fields(rt: ResourceType, fields: Any) -> None:
+    """400 for a field selector on a field ``rt`` cannot select by (the real wordings)."""
+    for req in fields.requirements:
+        if not rt.selectable(req.field):
+            if rt.is_custom or rt.plural in OWN_FIELD_LISTS:
+                raise errors.bad_request(f"field label not supported: {req.field}")
+            raise errors.bad_request(
+                f'"{req.field}" is not a known field selector: only "metadata.name", '
+                '"metadata.namespace"'
+            )
+
+
+def json_response(body: Any, *, status: int = 200) -> web.Response:
+    return web.Response(body=dumps(body), status=status, content_type=JSON)
+
+
+def error_response(exc: ApiError) -> web.Response:
+    if isinstance(exc, PlainNotFound):
+        return web.Response(status=404, text="404 page not found\n")
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after > 0 else None
+    return web.Response(body=exc.encode(), status=exc.code, content_type=JSON, headers=headers)
+
+
+def respond(
+    request: web.Request,
+    server: ServerContext,
+    rt: ResourceType,
+    obj: Obj,
+    *,
+    status: int = 200,
+    warnings: list[str] | None = None,
+) -> web.Response:
+    version = table.requested(request)
+    if version:
+        meta = {"resourceVersion": str(obj["metadata"].get("resourceVersion", ""))}
+        resp = json_response(table.build(server, rt, [obj], meta, version, request),
+                             status=status)
+    else:
+        resp = json_response(obj, status=status)
+    for text in dict.fromkeys(warnings or ()):
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
+    return resp
