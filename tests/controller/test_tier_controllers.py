@@ -236,3 +236,21 @@ async def test_bad_certification_fails_before_anything_is_created(tiers: Tiers) 
     assert await tiers.wait("the valid Certification's Workflow",
                             lambda: tiers.get(WORKFLOWS, "fine-communication-nccl-all-reduce"))
     assert await tiers.items(WORKFLOWS, f"{L.CERTIFICATION}=greedy") == []
+
+
+async def test_deleting_a_certification_removes_its_workflows_first(tiers: Tiers) -> None:
+    """Deleting a running Certification deletes the Workflow it controls (which removes its
+    own Jobs first), waits until it is gone, then drops the finalizer: nothing is left."""
+    body = to_dict(certification(("communication", "nccl-all-reduce"), nodesPerJob=2))
+    body["metadata"] = {"name": "gone"}
+    await tiers.create(CERTIFICATIONS, body)
+    name = "gone-communication-nccl-all-reduce"
+    await tiers.wait("the Workflow's Jobs", lambda: _at_least(tiers, JOBS, name, 2))
+    await tiers.client.delete(CERTIFICATIONS, "gone", namespace=tiers.namespace)
+
+    async def all_gone() -> bool:
+        return (await tiers.get(CERTIFICATIONS, "gone") is None
+                and await tiers.get(WORKFLOWS, name) is None)
+
+    await tiers.wait("the Certification and its Workflow gone", all_gone)
+    assert await tiers.items(JOBS, f"{L.WORKFLOW}={name}") == []
