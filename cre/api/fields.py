@@ -39,6 +39,8 @@ class Constraints:
     preserve_unknown: bool = False
     # A list of objects merged by these keys (``x-kubernetes-list-type: map``).
     list_map_keys: tuple[str, ...] = ()
+    # Constraints of every value of a map (``additionalProperties``), e.g. a CEL length bound.
+    values: Constraints | None = None
 
 
 def c(**kwargs: Any) -> dict[str, Constraints]:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import DURATION, WorkloadMetadata
+from cre.api.common import CEL_MAX_LENGTH, DURATION, THRESHOLD_VALUES, WorkloadMetadata
 from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
@@ -33,7 +33,7 @@ class WorkloadSpec:
 class CelExpression:
     """A CEL expression."""
 
-    expression: str = attrs.field(metadata=c(min_length=1, max_length=2048))
+    expression: str = attrs.field(metadata=c(min_length=1, max_length=CEL_MAX_LENGTH))
 
 
 @attrs.frozen(kw_only=True)
@@ -98,7 +98,7 @@ class JobSpec:
     bandwidth_measurement: BandwidthMeasurementSpec | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
-    thresholds: Mapping[str, str] = attrs.field(factory=dict)
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
     measurement_timeout: str = attrs.field(default="5m", metadata=c(pattern=DURATION))
     # Fail with JobTimedOut this long after the workload was first seen running (copied from
     # the Workflow's orchestration.timeoutPerJob); unset means no limit.

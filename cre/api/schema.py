@@ -69,7 +69,8 @@ def schema_for_type(tp: Any, cons: Constraints | None = None) -> dict[str, Any]:
         if args[1] is Any or cons.preserve_unknown:
             out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         else:
-            out = {"type": "object", "additionalProperties": schema_for_type(args[1])}
+            out = {"type": "object",
+                   "additionalProperties": schema_for_type(args[1], cons.values)}
         _put(out, minProperties=cons.min_properties, maxProperties=cons.max_properties)
     elif origin is tuple:
         out = {"type": "array", "items": schema_for_type(args[0])}

@@ -11,7 +11,6 @@ the exclusive condition trio). Nothing stops at the first error.
 from __future__ import annotations
 
 import enum
-import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
@@ -19,8 +18,10 @@ from typing import Any
 
 import attrs
 
+from cre.api.cel import CelError, compile_cel
 from cre.api.certification import CategoryResources, ResourceValues
 from cre.api.common import (
+    CEL_MAX_LENGTH,
     LABEL_VALUE,
     QUALIFIED_NAME,
     THRESHOLD_KEYS,
@@ -110,7 +111,7 @@ def _walk(value: Any, tp: Any, cons: Constraints, path: str, errors: list[FieldE
         args = getattr(tp, "__args__", (str, Any))
         for key, item in value.items():
             if args[1] is not Any:
-                _walk(item, args[1], Constraints(), map_key(path, key), errors)
+                _walk(item, args[1], cons.values or Constraints(), map_key(path, key), errors)
 
 
 def _constraint_errors(value: Any, cons: Constraints, path: str) -> Iterator[FieldError]:
@@ -174,14 +175,6 @@ def _attr(cls: type, key: str) -> str:
 # --- semantic rules -------------------------------------------------------------------------
 
 
-@functools.cache
-def _cel_compile(expr: str) -> None:
-    """Compile ``expr`` (the same CEL implementation the API emulator evaluates rules with)."""
-    import cel  # imported on first use: parsing CEL is the only thing it is needed for
-
-    cel.compile(expr)
-
-
 def _thresholds(values: Mapping[str, str], path: str) -> Iterator[FieldError]:
     for key, expr in values.items():
         where = map_key(path, key)
@@ -195,11 +188,12 @@ def _thresholds(values: Mapping[str, str], path: str) -> Iterator[FieldError]:
         if not expr.strip():
             yield FieldError(path=where, message="threshold expression is empty", value=expr)
             continue
+        if len(expr) > CEL_MAX_LENGTH:
+            continue  # reported by the length bound; never handed to the CEL library
         try:
-            _cel_compile(expr)
-        except ValueError as exc:  # the parser's message
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            yield FieldError(path=where, message=f"invalid CEL expression: {first}", value=expr)
+            compile_cel(expr)
+        except CelError as exc:  # the parser's message (a library panic included)
+            yield FieldError(path=where, message=f"invalid CEL expression: {exc}", value=expr)
 
 
 def _label_errors(labels: Mapping[str, str], path: str, *, reserved: bool) -> Iterator[FieldError]:

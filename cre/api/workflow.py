@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import DURATION, GangSchedulerSpec, Placement, TargetSpec
+from cre.api.common import DURATION, THRESHOLD_VALUES, GangSchedulerSpec, Placement, TargetSpec
 from cre.api.conditions import Phase
 from cre.api.fields import c
 from cre.api.job import JobSpec
@@ -159,7 +159,7 @@ class Tracking:
 class ThresholdsSpec:
     """Threshold CEL expressions keyed by metric."""
 
-    thresholds: Mapping[str, str] = attrs.field(factory=dict)
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
 
 
 @attrs.frozen(kw_only=True)

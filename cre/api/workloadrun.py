@@ -18,6 +18,7 @@ from cre.api.common import (
     DURATION,
     QUALIFIED_NAME,
     QUANTITY_SIZE,
+    THRESHOLD_VALUES,
     GangSchedulerSpec,
     Placement,
     TargetSpec,
@@ -154,7 +155,7 @@ class WorkloadRunSpec:
     )
     init_containers: tuple[Mapping[str, Any], ...] = _opaque_list("corev1 Container list")
     orchestration: RunOrchestration | None = None
-    thresholds: Mapping[str, str] = attrs.field(factory=dict)
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
     goodput_measurement: GoodputMeasurementSpec | None = None
     bandwidth_measurement: BandwidthMeasurementSpec | None = None
     overrides: tuple[OverrideSpec, ...] = ()
