@@ -12,10 +12,14 @@ from typing import ClassVar, Final
 
 import attrs
 
+from cre.api.durations import DURATION_MAX_LENGTH, MAX_DURATION
 from cre.api.fields import CelRule, Constraints, c
 
 # Go-style durations: "90s", "1h30m", "250ms".
 DURATION: Final = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+# Metadata of a duration field: the pattern, a length bound and a value bound (30 days).
+DURATION_FIELD: Final = c(pattern=DURATION, max_length=DURATION_MAX_LENGTH,
+                          max_duration=MAX_DURATION)
 QUANTITY_SIZE: Final = r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$"
 QUALIFIED_NAME: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import CEL_MAX_LENGTH, DURATION, THRESHOLD_VALUES, WorkloadMetadata
+from cre.api.common import CEL_MAX_LENGTH, DURATION_FIELD, THRESHOLD_VALUES, WorkloadMetadata
 from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
@@ -56,7 +56,7 @@ class GoodputMeasurementSpec:
     """Ask for a GoodputMeasurement of this Job."""
 
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=c(pattern=DURATION))
+    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
 
 
 @attrs.frozen(kw_only=True)
@@ -64,7 +64,7 @@ class BandwidthMeasurementSpec:
     """Ask for a BandwidthMeasurement of this Job (``testType`` labels its metrics)."""
 
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=c(pattern=DURATION))
+    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
     test_type: str | None = None
 
 
@@ -99,10 +99,10 @@ class JobSpec:
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
     thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
-    measurement_timeout: str = attrs.field(default="5m", metadata=c(pattern=DURATION))
+    measurement_timeout: str = attrs.field(default="5m", metadata=DURATION_FIELD)
     # Fail with JobTimedOut this long after the workload was first seen running (copied from
     # the Workflow's orchestration.timeoutPerJob); unset means no limit.
-    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
 
 
 @attrs.frozen(kw_only=True)

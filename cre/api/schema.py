@@ -91,6 +91,10 @@ def schema_for_type(tp: Any, cons: Constraints | None = None) -> dict[str, Any]:
     elif tp is str:
         out = {"type": "string"}
         _put(out, minLength=cons.min_length, maxLength=cons.max_length, pattern=cons.pattern)
+        if cons.max_duration is not None:
+            out["x-kubernetes-validations"] = [{
+                "rule": f"duration(self) <= duration('{cons.max_duration}')",
+                "message": f"must be at most {cons.max_duration}"}]
     elif tp is datetime:
         out = {"type": "string", "format": "date-time"}
     else:

@@ -176,7 +176,8 @@ def _numbers(n: st.SearchStrategy[int], suffixes: list[str]) -> st.SearchStrateg
 
 
 _PATTERNS: dict[str, Callable[[], st.SearchStrategy[str]]] = {
-    common.DURATION: lambda: _numbers(st.integers(0, 999), ["ms", "s", "m", "h"]),
+    # Within every duration field's bound (720h).
+    common.DURATION: lambda: _numbers(st.integers(0, 720), ["ms", "s", "m", "h"]),
     common.QUANTITY_SIZE: lambda: _numbers(st.integers(1, 999), ["", "Ki", "Mi", "Gi", "Ti"]),
     common.QUALIFIED_NAME: lambda: label_keys(),
     common.LABEL_VALUE: label_values,

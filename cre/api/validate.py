@@ -33,6 +33,7 @@ from cre.api.common import (
 )
 from cre.api.conditions import EXCLUSIVE_TRIO
 from cre.api.converter import emitted, from_dict
+from cre.api.durations import duration_seconds
 from cre.api.errors import FieldError, ValidationError, describe, join, map_key
 from cre.api.fields import Constraints, constraints, json_name
 from cre.api.job import JobSpec, JobStatus
@@ -126,6 +127,9 @@ def _constraint_errors(value: Any, cons: Constraints, path: str) -> Iterator[Fie
             )
         if cons.pattern is not None and re.search(cons.pattern, value) is None:
             yield FieldError(path=path, message=f"must match {cons.pattern}", value=value)
+        elif cons.max_duration is not None and _too_long(value, cons.max_duration):
+            yield FieldError(path=path, message=f"must be at most {cons.max_duration}",
+                             value=value)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if cons.minimum is not None and value < cons.minimum:
             yield FieldError(path=path, message=f"must be >= {cons.minimum}", value=value)
@@ -144,6 +148,13 @@ def _constraint_errors(value: Any, cons: Constraints, path: str) -> Iterator[Fie
             yield FieldError(path=path, message=f"must set at least {cons.min_properties} field(s)")
         if cons.max_properties is not None and count > cons.max_properties:
             yield FieldError(path=path, message=f"must set at most {cons.max_properties} field(s)")
+
+
+def _too_long(value: str, bound: str) -> bool:
+    try:
+        return duration_seconds(value) > duration_seconds(bound)
+    except ValueError:
+        return False  # not a duration: the pattern check reports it
 
 
 def _property_count(value: Any) -> int | None:

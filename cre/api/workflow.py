@@ -15,7 +15,13 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import DURATION, THRESHOLD_VALUES, GangSchedulerSpec, Placement, TargetSpec
+from cre.api.common import (
+    DURATION_FIELD,
+    THRESHOLD_VALUES,
+    GangSchedulerSpec,
+    Placement,
+    TargetSpec,
+)
 from cre.api.conditions import Phase
 from cre.api.fields import c
 from cre.api.job import JobSpec
@@ -60,7 +66,7 @@ class ExecutionSpec:
     """Parallelism, per-Job timeout and whole-group retries."""
 
     max_concurrent: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
-    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
     retry_failed_groups: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
 
 
@@ -171,7 +177,7 @@ class PerformanceSpec:
     config: Mapping[str, Any] | None = attrs.field(default=None, metadata=c(preserve_unknown=True))
     tracking: Tracking | None = None
     thresholds: ThresholdsSpec | None = None
-    measurement_timeout: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    measurement_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
 
 
 @attrs.frozen(kw_only=True)

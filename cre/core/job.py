@@ -22,13 +22,13 @@ Failure-log rules (see ``cre.core.failurelog`` for selection):
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 import attrs
 
 from cre.api.conditions import ConditionType, JobReason, Phase
+from cre.api.durations import MAX_DURATION_SECONDS, duration_seconds
 from cre.api.errors import describe
 from cre.api.job import FailureLog, Job, JobStatus
 from cre.api.labels import JOB_FINALIZER
@@ -61,31 +61,25 @@ from cre.core.workload import (
     workload_name,
 )
 
-_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                        "h": 3600.0}
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
 
 
 def parse_duration(text: str) -> timedelta:
-    """A Go-style duration (``"1h30m"``, ``"90s"``) as a timedelta."""
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"invalid duration {text!r}: expected e.g. '90s', '1h30m'")
-    return timedelta(seconds=total)
+    """A Go-style duration (``"1h30m"``, ``"90s"``) as a timedelta, clamped to the longest
+    duration a spec accepts (30 days), so a value an older CRD let through never overflows."""
+    return timedelta(seconds=min(duration_seconds(text), MAX_DURATION_SECONDS))
 
 
 def timeout_of(job: Job) -> timedelta | None:
-    """``spec.timeoutPerJob`` as a timedelta (``None``: no limit)."""
+    """``spec.timeoutPerJob`` as a timedelta (``None``: no limit, or not a duration at all,
+    which validation reports before any workload exists)."""
     raw = job.spec.timeout_per_job
-    return parse_duration(raw) if raw else None
+    try:
+        return parse_duration(raw) if raw else None
+    except ValueError:
+        return None
 
 
 @attrs.frozen(kw_only=True)

@@ -120,3 +120,34 @@ async def test_huge_cel_threshold_under_an_older_crd_fails_the_job_not_the_manag
         await h.script.finish_workload("after", failed=False)
         await h.wait_job("after", is_true("Succeeded"))
         assert h.controller.has_synced()
+
+
+@pytest.mark.parametrize("timeout", ["99999999999h", "900000000000s"])
+async def test_overflowing_timeout_is_refused_at_admission(job_harness: JobHarness,
+                                                           timeout: str) -> None:
+    """``timeoutPerJob`` beyond 720h is rejected by the CRD (422 naming the field); a Job with a
+    sane timeout applied next runs."""
+    h = job_harness
+    with pytest.raises(ApiError) as caught:
+        await _create(h, "forever", _spec(timeoutPerJob=timeout))
+    assert caught.value.status == 422
+    assert "spec.timeoutPerJob" in caught.value.message
+    assert "must be at most 720h" in caught.value.message
+    await _create(h, "sane", _spec(timeoutPerJob="2h"))
+    await h.wait_job("sane", is_true("InProgress"))
+
+
+async def test_overflowing_timeout_under_an_older_crd_fails_the_job_once() -> None:
+    """Under a CRD without the bound, a Job with ``timeoutPerJob: 99999999999h`` fails
+    InvalidSpec naming the field (no retry loop, no workload); the next Job runs."""
+    async with (serve(crds=default_crd_sources()) as emu,
+                running_harness(emu, namespace="skew-duration") as h):
+        await _loosen_job_crd(h.client)
+        await _create(h, "forever", _spec(timeoutPerJob="99999999999h"))
+        bad = await h.wait_job("forever", is_true("Failed"))
+        cond = condition(bad, "Failed") or {}
+        assert cond["reason"] == "InvalidSpec"
+        assert "spec.timeoutPerJob: must be at most 720h" in str(cond["message"])
+        assert await h.script.trainjob("forever") is None
+        await _create(h, "after", _spec(timeoutPerJob="1h"))
+        await h.wait_job("after", is_true("InProgress"))
