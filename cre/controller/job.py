@@ -200,6 +200,7 @@ class JobController:
         try:
             async with anyio.create_task_group() as tg:
                 self.prefetcher.bind(tg)
+                self.recorder.bind(tg)  # events are queued and retried in the background
                 for informer in self.informers:
                     tg.start_soon(informer.run, name=f"informer {informer.name}")
                 await self.wait_synced()
@@ -210,6 +211,7 @@ class JobController:
                 tg.cancel_scope.cancel()
         finally:
             self.prefetcher.bind(None)
+            self.recorder.bind(None)
             self.queue.shutdown()
 
     def stop(self) -> None:
