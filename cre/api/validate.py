@@ -258,6 +258,14 @@ def _check_requirement(model: NodeSelectorRequirement, path: str) -> Iterator[Fi
 
 def _check_job_spec(model: JobSpec, path: str) -> Iterator[FieldError]:
     yield from _thresholds(model.thresholds, join(path, "thresholds"))
+    monitor = model.node_health_monitor
+    if monitor is not None and 0 < len(monitor.cel.expression) <= CEL_MAX_LENGTH:
+        try:
+            compile_cel(monitor.cel.expression)
+        except CelError as exc:
+            yield FieldError(path=join(path, "nodeHealthMonitor.cel.expression"),
+                             message=f"invalid CEL expression: {exc}",
+                             value=monitor.cel.expression)
     if model.stall_multiplier is not None and model.goodput_measurement is None:
         yield FieldError(
             path=join(path, "stallMultiplier"),

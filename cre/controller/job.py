@@ -318,14 +318,14 @@ class JobController:
             self.departed_workers.pods(key))
 
     def _on_node(self, etype: EventType, old: NodeView | None, new: NodeView | None) -> None:
-        """A GPU node's readiness, schedulability or labels changed (a heartbeat-only update
-        does not count): enqueue the non-terminal Jobs whose group lists it and the Jobs with a
-        pod bound to it."""
+        """A GPU node's readiness, schedulability, labels, conditions or taints changed (a
+        heartbeat-only update does not count: the view keeps no heartbeat times): enqueue the
+        non-terminal Jobs whose group lists it and the Jobs with a pod bound to it."""
         if new is None or etype == EventType.DELETED:
             return
-        if old is not None and (old.ready, old.unschedulable, old.labels) == (
-            new.ready, new.unschedulable, new.labels
-        ):
+        if old is not None and (old.ready, old.unschedulable, old.labels, old.conditions,
+                                old.taints) == (new.ready, new.unschedulable, new.labels,
+                                                new.conditions, new.taints):
             return
         grouped = {_key(j.metadata.namespace, j.metadata.name)
                    for j in self.jobs.store.by_index(INDEX_GROUP_NODE, new.name)

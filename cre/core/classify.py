@@ -45,6 +45,8 @@ class Cause(enum.StrEnum):
     NAME_COLLISION = "WorkloadNameCollision"
     CREATE_REJECTED = "WorkloadCreateRejected"
     INVALID_SPEC = "InvalidSpec"
+    # The nodeHealthMonitor flagged a node (``cre.core.health``).
+    HARDWARE_FAILED = "HardwareFailed"
 
 
 class ClassReason(enum.StrEnum):
@@ -214,11 +216,14 @@ def merge_failed_nodes(
     existing: Iterable[FailedNode], blamed: Iterable[str], *, message: str
 ) -> tuple[FailedNode, ...]:
     """``existing`` plus a ``WorkloadFailed`` entry for each newly blamed node (keyed by name
-    and reason; entries are never removed)."""
+    and reason; entries are never removed; a node the health monitor already flagged keeps
+    only that entry)."""
     out = list(existing)
     keys = {(f.name, f.reason) for f in out}
     for name in blamed:
         key = (name, FailedNodeReason.WORKLOAD_FAILED)
+        if (name, FailedNodeReason.HARDWARE_FAILURE_DETECTED) in keys:
+            continue  # already listed with the monitor's finding, which says more
         if key not in keys:
             keys.add(key)
             out.append(FailedNode(name=name, reason=FailedNodeReason.WORKLOAD_FAILED,

@@ -36,6 +36,7 @@ from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
 from cre.core import failurelog as fl
 from cre.core.classify import Cause, classify, merge_failed_nodes
+from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
     DEFAULT_SETTINGS,
@@ -62,6 +63,9 @@ from cre.core.workload import (
 )
 
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
+# Failures that delete the workload (it would hold its GPUs) and their condition reasons.
+_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED)
+_DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
 
@@ -128,7 +132,7 @@ def _terminal(ctx: _Ctx, reason: str) -> Plan:
     until it is deleted, and the delete that followed the Failed write may have failed."""
     view = ctx.obs.trainjob
     ref = ctx.job.status.workload_ref
-    if (reason == JobReason.JOB_TIMED_OUT and view is not None and ref is not None
+    if (reason in _DELETE_ON_FAILURE_REASONS and view is not None and ref is not None
             and owned_by(view, ctx.job) and view.uid == ref.uid):
         return ctx.plan(deletes=_delete_workload(view))
     return ctx.plan()
@@ -334,6 +338,9 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
             return _restart(ctx, view, message)
         return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
                      message=message, view=view, status=status)
+    health = check_job(ctx.job, ctx.obs.nodes)
+    if health is not None and health.flagged:
+        return _hardware_failed(ctx, view, status, health)
     if state == WorkloadState.PENDING:
         if status.workload_start_time is not None and status.scheduling_blocked_since is None:
             # Suspended after it ran (e.g. Kueue preemption): this time is not charged.
@@ -341,10 +348,21 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         return _in_progress(ctx, status, JobReason.WORKLOAD_PENDING,
                             f"Workload {view.name} is pending: {detail}",
                             requeue_after=ctx.settings.poll_interval)
-    return _running(ctx, view, status)
+    return _running(ctx, view, status, note=health.note() if health is not None else "")
 
 
-def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
+def _hardware_failed(ctx: _Ctx, view: TrainJobView, status: JobStatus,
+                     health: HealthVerdict) -> Plan:
+    """The health monitor flagged nodes: record them (``HardwareFailed``, ``failedNodes``) and
+    fail the Job in the same write (Node class; classify reads the recorded finding)."""
+    status = mark_hardware_failed(status, health, now=ctx.now,
+                                  generation=ctx.job.metadata.generation)
+    ctx = attrs.evolve(ctx, job=attrs.evolve(ctx.job, status=status))
+    return _fail(ctx, cause=Cause.HARDWARE_FAILED, reason=JobReason.HARDWARE_FAILURE_DETECTED,
+                 message=health.message(), view=view)
+
+
+def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
     start = status.workload_start_time or ctx.now
     if status.scheduling_blocked_since is not None:
         # Move the timeout anchor forward by the time spent suspended.
@@ -366,8 +384,8 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
     if isinstance(captured, LogRequest):
         return ctx.plan(log_reads=(captured,))
     status = attrs.evolve(status, failure_log=captured)
-    return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING, f"Workload {view.name} is running",
-                        requeue_after=requeue)
+    return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
+                        f"Workload {view.name} is running{note}", requeue_after=requeue)
 
 
 def _early_capture(
@@ -453,8 +471,9 @@ def _fail(
     )
     new, event = _with_condition(ctx, status, member=ConditionType.FAILED, reason=reason,
                                  message=message)
-    # A timed-out workload still holds its GPUs: delete it (UID precondition).
-    deletes = _delete_workload(view) if cause == Cause.TIMEOUT else ()
+    # A timed-out workload, or one on a node the monitor flagged, still holds its GPUs: delete
+    # it (UID precondition).
+    deletes = _delete_workload(view) if cause in _DELETE_ON_FAILURE else ()
     return _finish(ctx, new, event, deletes=deletes)
 
 

@@ -104,8 +104,29 @@ class PodView:
 
 
 @attrs.frozen(slots=True)
+class NodeCondition:
+    """One entry of a Node's ``status.conditions`` (heartbeat and transition times dropped, so a
+    heartbeat leaves the view unchanged)."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+
+
+@attrs.frozen(slots=True)
+class Taint:
+    """One entry of a Node's ``spec.taints``."""
+
+    key: str
+    effect: str
+    value: str | None = None
+
+
+@attrs.frozen(slots=True)
 class NodeView:
-    """Everything the core reads about a GPU Node."""
+    """Everything the core reads about a GPU Node (``conditions`` and ``taints`` feed the
+    ``nodeHealthMonitor`` expression, see ``cre.core.health``)."""
 
     name: str
     uid: str = ""
@@ -116,6 +137,8 @@ class NodeView:
     ready_reason: str | None = None
     allocatable_gpus: int = 0
     resource_version: str = ""
+    conditions: tuple[NodeCondition, ...] = ()
+    taints: tuple[Taint, ...] = ()
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""

@@ -24,11 +24,13 @@ from cre.api import labels as L
 from cre.core.observed import (
     ContainerState,
     ContainerStatusView,
+    NodeCondition,
     NodeView,
     ObjectCondition,
     OwnerRef,
     PodCondition,
     PodView,
+    Taint,
     TrainJobView,
 )
 
@@ -255,11 +257,25 @@ def node_view(obj: JSON) -> NodeView:
     spec = _dict(obj, obj.get("spec"), "spec")
     status = _dict(obj, obj.get("status"), "status")
     ready, ready_reason = "Unknown", None
+    conditions: list[NodeCondition] = []
     for i, c in enumerate(_list(obj, status.get("conditions"), "status.conditions")):
-        c = _dict(obj, c, f"status.conditions[{i}]")
+        p = f"status.conditions[{i}]"
+        c = _dict(obj, c, p)
         if c.get("type") == "Ready":
-            ready = _str(obj, c.get("status"), f"status.conditions[{i}].status") or "Unknown"
-            ready_reason = _str(obj, c.get("reason"), f"status.conditions[{i}].reason")
+            ready = _str(obj, c.get("status"), f"{p}.status") or "Unknown"
+            ready_reason = _str(obj, c.get("reason"), f"{p}.reason")
+        conditions.append(NodeCondition(
+            type=_s(_str(obj, c.get("type"), f"{p}.type") or ""),
+            status=_s(_str(obj, c.get("status"), f"{p}.status") or "Unknown"),
+            reason=_opt_intern(_str(obj, c.get("reason"), f"{p}.reason")),
+            message=_opt_intern(_str(obj, c.get("message"), f"{p}.message"))))
+    taints: list[Taint] = []
+    for i, t in enumerate(_list(obj, spec.get("taints"), "spec.taints")):
+        p = f"spec.taints[{i}]"
+        t = _dict(obj, t, p)
+        taints.append(Taint(key=_s(_str(obj, t.get("key"), f"{p}.key") or ""),
+                            effect=_s(_str(obj, t.get("effect"), f"{p}.effect") or ""),
+                            value=_opt_intern(_str(obj, t.get("value"), f"{p}.value"))))
     allocatable = _dict(obj, status.get("allocatable"), "status.allocatable")
     return NodeView(
         name=_str(obj, meta.get("name"), "metadata.name", required=True) or "",
@@ -272,6 +288,8 @@ def node_view(obj: JSON) -> NodeView:
         allocatable_gpus=_gpus(obj, allocatable.get("nvidia.com/gpu")),
         resource_version=_str(obj, meta.get("resourceVersion"), "metadata.resourceVersion")
         or "",
+        conditions=tuple(conditions),
+        taints=tuple(taints),
     )
 
 
