@@ -42,7 +42,7 @@ from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, LogRequest, Observation, Plan
-from cre.core.workload import workload_name
+from cre.core.workload import TRAINJOB_KIND, workload_name
 from cre.kube import metrics as kube_metrics
 from cre.kube.client import NODES, TRAINJOBS, ApiError, KubeClient
 from cre.kube.events import EventRecorder
@@ -56,6 +56,7 @@ from cre.kube.executor import (
 )
 from cre.kube.informer import EventType, Informer
 from cre.kube.logcontext import reconcile_context
+from cre.kube.objectevents import read_object_events
 from cre.kube.pods import (
     INDEX_JOB,
     INDEX_LAUNCHER,
@@ -447,6 +448,12 @@ class JobController:
                 workers, launchers = await self._live_pods(job)
                 obs = attrs.evolve(obs, worker_pods=workers, launcher_pods=launchers,
                                    pods_read_live=True)
+                continue
+            if plan.read_workload_events and obs.trainjob is not None:
+                tj = obs.trainjob
+                obs = attrs.evolve(obs, workload_events=await read_object_events(
+                    self.client, namespace=tj.namespace, kind=TRAINJOB_KIND, name=tj.name,
+                    uid=tj.uid))
                 continue
             if plan.confirm_workload_absence:
                 view = await self._live_trainjob(job)

@@ -47,6 +47,8 @@ class Cause(enum.StrEnum):
     INVALID_SPEC = "InvalidSpec"
     # The nodeHealthMonitor flagged a node (``cre.core.health``).
     HARDWARE_FAILED = "HardwareFailed"
+    # The TrainJob made no pod within startupStallTimeoutSeconds (``cre.core.stall``).
+    STARTUP_STALLED = "StartupStalled"
 
 
 class ClassReason(enum.StrEnum):
@@ -67,6 +69,7 @@ class ClassReason(enum.StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     NAME_COLLISION = "WorkloadNameCollision"
     INVALID_SPEC = "InvalidSpec"
+    WORKLOAD_NOT_STARTED = "WorkloadNotStarted"
 
 
 IMAGE_PULL_REASONS: Final = frozenset(
@@ -187,6 +190,11 @@ def classify(
         # CRE refused the spec before any workload ran: no node is to blame.
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.PLATFORM, reason=ClassReason.INVALID_SPEC, message=message))
+    if cause == Cause.STARTUP_STALLED:
+        # No pod ever ran (a missing runtime, a webhook, a controller down): no node to blame.
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.WORKLOAD_NOT_STARTED,
+            message=message))
     node = _node_evidence(job, pods, nodes)
     if node is not None:
         reason, blamed = node

@@ -35,7 +35,8 @@ from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
 from cre.core import failurelog as fl
-from cre.core.classify import Cause, classify, merge_failed_nodes
+from cre.core import stall
+from cre.core.classify import Cause, classify, group_nodes, merge_failed_nodes
 from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
@@ -64,8 +65,9 @@ from cre.core.workload import (
 
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
 # Failures that delete the workload (it would hold its GPUs) and their condition reasons.
-_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED)
-_DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED)
+_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED, Cause.STARTUP_STALLED)
+_DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED,
+                                     JobReason.WORKLOAD_STALLED)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
 
@@ -341,6 +343,10 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
     health = check_job(ctx.job, ctx.obs.nodes)
     if health is not None and health.flagged:
         return _hardware_failed(ctx, view, status, health)
+    if state == WorkloadState.RUNNING:
+        stalled = _stalled(ctx, view, status)
+        if stalled is not None:
+            return stalled
     if state == WorkloadState.PENDING:
         if status.workload_start_time is not None and status.scheduling_blocked_since is None:
             # Suspended after it ran (e.g. Kueue preemption): this time is not charged.
@@ -360,6 +366,43 @@ def _hardware_failed(ctx: _Ctx, view: TrainJobView, status: JobStatus,
     ctx = attrs.evolve(ctx, job=attrs.evolve(ctx.job, status=status))
     return _fail(ctx, cause=Cause.HARDWARE_FAILED, reason=JobReason.HARDWARE_FAILURE_DETECTED,
                  message=health.message(), view=view)
+
+
+def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
+    """The workload cannot run (``cre.core.stall``): it never made a pod within
+    startupStallTimeoutSeconds (fail, with its Events), or pods of it are unschedulable (the
+    timeout clock pauses; past schedulingStallGraceSeconds the Job says so). ``None``: neither."""
+    pods = tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, view.creation_timestamp))
+    if not pods:
+        deadline = stall.startup_deadline(ctx.job, view)
+        if deadline is None or ctx.now < deadline:
+            return None
+        if ctx.obs.workload_events is None:
+            return ctx.plan(read_workload_events=True)
+        message = stall.startup_message(job=ctx.job, view=view, events=ctx.obs.workload_events)
+        return _fail(ctx, cause=Cause.STARTUP_STALLED, reason=JobReason.WORKLOAD_STALLED,
+                     message=message, view=view, status=status)
+    blocked = stall.unschedulable(pods)
+    if not blocked:
+        return None
+    since = status.scheduling_blocked_since or ctx.now
+    status = attrs.evolve(status, workload_start_time=status.workload_start_time or ctx.now,
+                          scheduling_blocked_since=since)
+    captured = _early_capture(ctx, view, status.failure_log)
+    if isinstance(captured, LogRequest):
+        return ctx.plan(log_reads=(captured,))
+    status = attrs.evolve(status, failure_log=captured)
+    left = (since + timedelta(seconds=ctx.job.spec.scheduling_stall_grace_seconds)
+            - ctx.now).total_seconds()
+    if left > 0:  # within the grace: still "running" as far as anyone can tell
+        return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
+                            f"Workload {view.name} is running",
+                            requeue_after=min(ctx.settings.poll_interval, left))
+    message = stall.blocked_message(workload=view.name, pods=blocked,
+                                    group=group_nodes(ctx.job), nodes=ctx.obs.nodes,
+                                    blocked_for=ctx.now - since)
+    return _in_progress(ctx, status, JobReason.WORKLOAD_SCHEDULING_BLOCKED, message,
+                        requeue_after=ctx.settings.poll_interval)
 
 
 def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
@@ -426,6 +469,8 @@ def _failure_record(
         return FailureLog(reason=JobReason.WORKLOAD_CREATION_ERROR,
                           tail=fl.trim_tail("the workload was never created: the API server "
                                             f"refused it ({ctx.obs.create_rejected})"))
+    if cause == Cause.STARTUP_STALLED:
+        return stall.startup_failure_log(ctx.obs.workload_events or ())
     if cause == Cause.TIMEOUT:
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
                                 fl.eligible(ctx.obs.worker_pods, created))

@@ -37,11 +37,14 @@ class OwnerRef:
 
 @attrs.frozen(slots=True)
 class PodCondition:
-    """One entry of ``status.conditions``; ``status`` is the API string True/False/Unknown."""
+    """One entry of ``status.conditions``; ``status`` is the API string True/False/Unknown.
+    ``message`` is kept only for ``PodScheduled=False`` (the scheduler's reason a pod does not
+    fit), the one condition message the core reports."""
 
     type: str
     status: str
     reason: str | None = None
+    message: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -199,3 +202,15 @@ class LogTail:
     error: str | None = None
     pod_uid: str = ""
     previous: bool = False
+
+
+@attrs.frozen(slots=True)
+class ObjectEvent:
+    """A core/v1 Event about an object (the workload), read live by the shell when the core
+    asked for it (``Plan.read_workload_events``): no cache holds Events."""
+
+    type: str
+    reason: str
+    message: str
+    count: int = 1
+    last_timestamp: datetime | None = None

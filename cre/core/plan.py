@@ -12,6 +12,8 @@ part of the contract, and the shell runs both inside one reconcile pass:
   irreversibly on that until a live read confirms it (``Observation.workload_absence_confirmed``).
 * ``Plan.confirm_pods_live``: the caches show no running pod of the Job, and the core is about to
   drop the finalizer on that; the shell lists the pods live (``Observation.pods_read_live``).
+* ``Plan.read_workload_events``: the core is about to fail a workload that never started and
+  wants its Events in the message; the shell lists them (``Observation.workload_events``).
 
 A Plan that carries either request carries no writes: the shell must come back first.
 """
@@ -25,7 +27,7 @@ from typing import Any, Final
 import attrs
 
 from cre.api.job import JobStatus
-from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
+from cre.core.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
 
 # Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
 TAIL_LINES: Final = 800
@@ -69,6 +71,8 @@ class Observation:
     launcher_pods: tuple[PodView, ...] = ()
     nodes: tuple[NodeView, ...] = ()
     log_tails: tuple[LogTail, ...] = ()
+    # The workload's Events, read live because the core asked (``None``: not read).
+    workload_events: tuple[ObjectEvent, ...] | None = None
 
     def tail_for(self, *, pod: str, container: str, pod_uid: str = "",
                  previous: bool = False) -> LogTail | None:
@@ -173,6 +177,7 @@ class Plan:
     log_reads: tuple[LogRequest, ...] = ()
     confirm_workload_absence: bool = False
     confirm_pods_live: bool = False
+    read_workload_events: bool = False
     requeue_after: float | None = None
 
     @property
@@ -185,4 +190,4 @@ class Plan:
     def quiet(self) -> bool:
         """No write, no event and no request for more input: nothing left to do right now."""
         return not (self.writes or self.log_reads or self.confirm_workload_absence
-                    or self.confirm_pods_live)
+                    or self.confirm_pods_live or self.read_workload_events)

@@ -197,10 +197,16 @@ def _pod_conditions(obj: JSON, raw: Any) -> tuple[PodCondition, ...]:
     for i, c in enumerate(_list(obj, raw, "status.conditions")):
         p = f"status.conditions[{i}]"
         c = _dict(obj, c, p)
+        type_ = _s(_str(obj, c.get("type"), f"{p}.type", required=True) or "")
+        status = _s(_str(obj, c.get("status"), f"{p}.status", required=True) or "")
+        # Only the scheduler's message is read by the core (why a pod does not fit).
+        unscheduled = type_ == "PodScheduled" and status == "False"
         out.append(_intern(PodCondition(
-            type=_s(_str(obj, c.get("type"), f"{p}.type", required=True) or ""),
-            status=_s(_str(obj, c.get("status"), f"{p}.status", required=True) or ""),
+            type=type_,
+            status=status,
             reason=_opt_intern(_str(obj, c.get("reason"), f"{p}.reason")),
+            message=_opt_intern(_str(obj, c.get("message"), f"{p}.message"))
+            if unscheduled else None,
         )))
     return _intern(tuple(out))
 
