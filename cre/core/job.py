@@ -373,7 +373,7 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
     startupStallTimeoutSeconds (fail, with its Events), or pods of it are unschedulable (the
     timeout clock pauses; past schedulingStallGraceSeconds the Job says so). ``None``: neither."""
     pods = tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, view.creation_timestamp))
-    if not pods:
+    if not pods and not view.jobs_built:  # (pods gone after a JobSet restart are no stall)
         deadline = stall.startup_deadline(ctx.job, view)
         if deadline is None or ctx.now < deadline:
             return None

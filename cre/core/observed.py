@@ -173,6 +173,8 @@ class TrainJobView:
     suspended: bool = False
     conditions: tuple[ObjectCondition, ...] = ()
     resource_version: str = ""
+    # ``status.jobsStatus`` is non-empty: Trainer built the JobSet (the workload started once).
+    jobs_built: bool = False
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""

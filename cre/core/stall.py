@@ -13,7 +13,9 @@ for as long as anyone watches, and its timeout clock burns on hardware that neve
   while blocked: once the pods are placed, ``workloadStartTime`` moves forward by the blocked
   time (the same bookkeeping as a suspension).
 * Startup stall (``spec.startupStallTimeoutSeconds``, default 1200): a running (not suspended)
-  TrainJob with no pod at all that long after its creation never started. The core asks the
+  TrainJob with no pod at all and no ``status.jobsStatus`` (Trainer never built its JobSet)
+  that long after its creation never started. (A workload whose pods are briefly all gone,
+  during a JobSet restart, has its jobs status and is not a stall.) The core asks the
   shell for the TrainJob's Events (no cache holds them) and fails the Job ``WorkloadStalled``,
   Platform class, with those events in the message and the failure record.
 

@@ -330,6 +330,8 @@ def trainjob_view(obj: JSON) -> TrainJobView:
         conditions=tuple(conditions),
         resource_version=_str(obj, meta.get("resourceVersion"), "metadata.resourceVersion")
         or "",
+        # Trainer mirrors its JobSet's replicated jobs here once it built them.
+        jobs_built=bool(status.get("jobsStatus")),
     )
 
 

@@ -85,6 +85,7 @@ def test_a_running_job_with_a_huge_timeout_reconciles() -> None:
                         creation_timestamp=now)
     job = attrs.evolve(job, status=attrs.evolve(job.status, workload_ref=reference(view),
                                                 workload_start_time=now))
+    view = attrs.evolve(view, jobs_built=True)  # its JobSet exists: not a startup stall
     plan = reconcile_job(job, Observation(trainjob=view), now + timedelta(days=1))
     assert plan.status is not None and plan.requeue_after == 15.0
     late = reconcile_job(job, Observation(trainjob=view), now + timedelta(days=31))

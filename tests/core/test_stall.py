@@ -112,3 +112,12 @@ def test_a_suspended_trainjob_is_not_a_startup_stall() -> None:
     plan = reconcile_job(job, Observation(trainjob=trainjob(state="suspended")), at(7200))
     assert not plan.read_workload_events
     assert _current(plan)[0] == "WorkloadPending"
+
+
+def test_a_workload_whose_jobset_was_built_is_no_startup_stall() -> None:
+    """No pod for a while after Trainer built the JobSet (a JobSet restart recreating its
+    Jobs) is not a workload that never started."""
+    job = make_job(status=running_status())
+    built = attrs.evolve(trainjob(), jobs_built=True)
+    plan = reconcile_job(job, Observation(trainjob=built), at(7200))
+    assert not plan.read_workload_events and plan.status is None

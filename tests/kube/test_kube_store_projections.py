@@ -176,3 +176,14 @@ def test_node_view_keeps_conditions_and_taints_without_heartbeats() -> None:
         ("Ready", "True", "KubeletReady")]
     assert [(t.key, t.effect, t.value) for t in first.taints] == [
         ("nvidia.com/xid", "NoSchedule", None)]
+
+
+def test_trainjob_view_says_whether_trainer_built_its_jobs() -> None:
+    """``jobs_built`` follows a non-empty ``status.jobsStatus`` (absent when the runtime is
+    missing and Trainer built nothing)."""
+    raw: dict[str, object] = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                              "metadata": {"name": "t", "namespace": "ns", "uid": "u"},
+                              "spec": {}}
+    assert trainjob_view(raw).jobs_built is False
+    raw["status"] = {"jobsStatus": [{"name": "node", "active": 2}]}
+    assert trainjob_view(raw).jobs_built is True
