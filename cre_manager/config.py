@@ -66,6 +66,8 @@ class ManagerConfig:
     catalog_dir: Path | None
     shutdown_grace_period: float
     controllers: tuple[str, ...]
+    # How long start-up retries transient API errors (429, 5xx, 409, no connection).
+    startup_timeout: float = 60.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt("--catalog-dir", "workload catalog directory (default: the shipped catalog)")
     opt("--shutdown-grace-period", "how long in-flight reconciles may run after SIGTERM "
         "(default 30s)")
+    opt("--startup-timeout", "how long start-up retries transient API errors (429, 5xx, 409, "
+        "no connection) before exiting 3 (default 60s)")
     return p
 
 
@@ -323,4 +327,5 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
         log_format=fmt, log_level=(level or "info").lower(), catalog_dir=catalog,
         shutdown_grace_period=_duration(r, "--shutdown-grace-period", "30s"),
         controllers=controllers,
+        startup_timeout=_duration(r, "--startup-timeout", "60s"),
     )
