@@ -144,7 +144,7 @@ class JobController(JobEvents):
         self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.reads = JobReads(client, self.prefetcher, log_timeout=log_timeout)
-        self.recorder = EventRecorder(client, component=COMPONENT)
+        self.recorder = EventRecorder(client, component=COMPONENT, metrics=kube)
         self.executor = job_executor(client, self.recorder, clock=clock)
         self.status_echo = OwnStatusEcho()
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,

@@ -29,11 +29,11 @@ import anyio
 import attrs
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from prometheus_client import Counter
 
 from cre.api.meta import format_time
 from cre.core.trio import bound_note
 from cre.kube.client import EVENTS, ApiError, KubeClient
+from cre.kube.metrics import KubeMetrics, metrics_for
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,6 @@ QUEUE_SIZE: Final = 1000
 RETRY_BASE: Final = 0.5
 RETRY_CAP: Final = 10.0
 _TRANSIENT: Final = frozenset({0, 409, 429})
-
-EVENTS_TOTAL: Final = Counter(
-    "cre_events", "Kubernetes Events by outcome: recorded, retried (one per retry), dropped",
-    ["component", "result"])
 
 
 def _utcnow() -> datetime:
@@ -64,14 +60,17 @@ class _Pending:
 
 
 class EventRecorder:
-    """Writes Events for one reporting component (``cre.dev/job-controller``, ...)."""
+    """Writes Events for one reporting component (``cre.dev/job-controller``, ...).
+
+    ``metrics``: where ``cre_events_total{component,result}`` is counted (default: the
+    collectors of prometheus-client's default registry, created on first use)."""
 
     def __init__(self, client: KubeClient, *, component: str, instance: str = "",
                  clock: Callable[[], datetime] = _utcnow, max_tries: int = MAX_TRIES,
                  retry_base: float = RETRY_BASE, retry_cap: float = RETRY_CAP,
                  queue_size: int = QUEUE_SIZE,
                  sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, metrics: KubeMetrics | None = None) -> None:
         if max_tries < 1 or queue_size < 1 or retry_base <= 0 or retry_cap < retry_base:
             raise ValueError("EventRecorder: need max_tries >= 1, queue_size >= 1 and "
                              f"0 < retry_base <= retry_cap, got max_tries={max_tries} "
@@ -88,8 +87,8 @@ class EventRecorder:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._send: MemoryObjectSendStream[_Pending] | None = None
-        for result in ("recorded", "retried", "dropped"):
-            EVENTS_TOTAL.labels(component=component, result=result)
+        self.metrics = metrics if metrics is not None else metrics_for()
+        self.metrics.init_event_series(component)
 
     def manifest(self, *, involved: dict[str, Any], type_: str, reason: str, message: str
                  ) -> dict[str, Any]:
@@ -165,15 +164,16 @@ class EventRecorder:
                 if attempt == tries:
                     self._dropped(pending, f"still failing after {tries} tries: {exc}")
                     return False
-                EVENTS_TOTAL.labels(component=self.component, result="retried").inc()
+                self.metrics.events_total.labels(component=self.component,
+                                                 result="retried").inc()
                 await self._sleep(self._delay(attempt, exc))
             else:
                 break
-        EVENTS_TOTAL.labels(component=self.component, result="recorded").inc()
+        self.metrics.events_total.labels(component=self.component, result="recorded").inc()
         return True
 
     def _dropped(self, pending: _Pending, why: str) -> None:
-        EVENTS_TOTAL.labels(component=self.component, result="dropped").inc()
+        self.metrics.events_total.labels(component=self.component, result="dropped").inc()
         involved = pending.body.get("involvedObject") or {}
         log.warning("event %s for %s/%s not recorded, dropped: %s", pending.body.get("reason"),
                     involved.get("namespace"), involved.get("name"), why)

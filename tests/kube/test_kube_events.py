@@ -11,15 +11,21 @@ import anyio
 import anyio.lowlevel
 import pytest
 from kube_emu import emulator
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from cre.kube.client import EVENTS, KubeClient
 from cre.kube.events import EventRecorder
+from cre.kube.metrics import KubeMetrics, metrics_for
 
 pytestmark = pytest.mark.anyio
 
 INVOLVED = {"apiVersion": "cre.dev/v1alpha1", "kind": "Job", "name": "j", "namespace": "cre",
             "uid": "u1"}
+
+
+# The recorders count on a registry of the tests' own (nothing is registered at import).
+REGISTRY = CollectorRegistry()
+METRICS: KubeMetrics = metrics_for(REGISTRY)
 
 
 def _count(component: str, result: str) -> float:
@@ -61,7 +67,7 @@ async def test_a_throttled_event_is_retried_in_the_background_until_written() ->
                 emu.faults.reset()  # the brown-out ends
             await anyio.lowlevel.checkpoint()
 
-        recorder = EventRecorder(client, component=component, sleep=sleep)
+        recorder = EventRecorder(client, component=component, metrics=METRICS, sleep=sleep)
         recorder.bind(tg)
         emu.faults.add_error(429, verb="create", resource="events", retry_after=2)
         assert await recorder.emit(involved=INVOLVED, type_="Normal", reason="WorkloadCreated",
@@ -88,8 +94,8 @@ async def test_an_event_is_dropped_with_a_log_line_after_the_last_try(
             sleeps.append(seconds)
             await anyio.lowlevel.checkpoint()
 
-        recorder = EventRecorder(client, component=component, sleep=sleep, max_tries=4,
-                                 retry_base=0.5, retry_cap=1.5)
+        recorder = EventRecorder(client, component=component, metrics=METRICS, sleep=sleep,
+                                 max_tries=4, retry_base=0.5, retry_cap=1.5)
         recorder.bind(tg)
         emu.faults.add_error(500, verb="create", resource="events")
         await recorder.emit(involved=INVOLVED, type_="Warning", reason="WorkloadFailed",
@@ -117,7 +123,7 @@ async def test_a_refused_event_is_dropped_at_once() -> None:
         async def sleep(seconds: float) -> None:
             sleeps.append(seconds)
 
-        recorder = EventRecorder(client, component=component, sleep=sleep)
+        recorder = EventRecorder(client, component=component, metrics=METRICS, sleep=sleep)
         recorder.bind(tg)
         await recorder.emit(involved={**INVOLVED, "namespace": "nowhere"}, type_="Normal",
                             reason="X", message="y")
@@ -135,7 +141,8 @@ async def test_a_full_queue_drops_the_new_event_without_blocking() -> None:
         async def sleep(seconds: float) -> None:
             await stuck.wait()
 
-        recorder = EventRecorder(client, component=component, sleep=sleep, queue_size=2)
+        recorder = EventRecorder(client, component=component, metrics=METRICS, sleep=sleep,
+                                 queue_size=2)
         recorder.bind(tg)
         emu.faults.add_error(503, verb="create", resource="events")
         results = []
@@ -146,3 +153,15 @@ async def test_a_full_queue_drops_the_new_event_without_blocking() -> None:
         assert results == [True, True, True, False]
         assert _count(component, "dropped") == 1
         tg.cancel_scope.cancel()
+
+
+def test_the_outcome_counters_start_at_zero_on_the_given_registry() -> None:
+    """A recorder creates its three series at 0 on the registry it is given (rate() and absence
+    alerts work before the first event), and nothing on a registry it was not given."""
+    other = CollectorRegistry()
+    EventRecorder(KubeClient.__new__(KubeClient), component="test/series", metrics=METRICS)
+    for result in ("recorded", "retried", "dropped"):
+        assert REGISTRY.get_sample_value("cre_events_total",
+                                         {"component": "test/series", "result": result}) == 0.0
+        assert other.get_sample_value("cre_events_total",
+                                      {"component": "test/series", "result": result}) is None
