@@ -28,7 +28,6 @@ from typing import Any, Final
 import attrs
 
 from cre.api.conditions import ConditionType, JobReason, Phase
-from cre.api.durations import MAX_DURATION_SECONDS, duration_seconds
 from cre.api.errors import describe
 from cre.api.job import FailureLog, Job, JobStatus
 from cre.api.labels import JOB_FINALIZER
@@ -50,6 +49,7 @@ from cre.core.plan import (
     Patch,
     Plan,
 )
+from cre.core.timeouts import resume_clock, seconds_left
 from cre.core.trio import bound_note, set_exclusive, true_member
 from cre.core.workload import (
     TRAINJOB_API_VERSION,
@@ -70,22 +70,6 @@ _DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE
                                      JobReason.WORKLOAD_STALLED)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
-
-
-def parse_duration(text: str) -> timedelta:
-    """A Go-style duration (``"1h30m"``, ``"90s"``) as a timedelta, clamped to the longest
-    duration a spec accepts (30 days), so a value an older CRD let through never overflows."""
-    return timedelta(seconds=min(duration_seconds(text), MAX_DURATION_SECONDS))
-
-
-def timeout_of(job: Job) -> timedelta | None:
-    """``spec.timeoutPerJob`` as a timedelta (``None``: no limit, or not a duration at all,
-    which validation reports before any workload exists)."""
-    raw = job.spec.timeout_per_job
-    try:
-        return parse_duration(raw) if raw else None
-    except ValueError:
-        return None
 
 
 @attrs.frozen(kw_only=True)
@@ -406,16 +390,10 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
 
 
 def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
-    start = status.workload_start_time or ctx.now
-    if status.scheduling_blocked_since is not None:
-        # Move the timeout anchor forward by the time spent suspended.
-        start = start + max(ctx.now - status.scheduling_blocked_since, timedelta(0))
-        status = attrs.evolve(status, scheduling_blocked_since=None,
-                              scheduling_resumed_time=ctx.now)
+    start, status = resume_clock(status, ctx.now)  # the time spent waiting is not charged
     requeue = ctx.settings.poll_interval
-    timeout = timeout_of(ctx.job)
-    if timeout is not None:
-        left = (start + timeout - ctx.now).total_seconds()
+    left = seconds_left(ctx.job, start=start, now=ctx.now)
+    if left is not None:
         if left <= 0:
             message = (f"Workload {view.name} did not finish within timeoutPerJob "
                        f"{ctx.job.spec.timeout_per_job}")

@@ -13,9 +13,10 @@ from cre.api.job import Job, JobSpec, WorkloadSpec
 from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ObjectMeta
 from cre.api.validate import validate
-from cre.core.job import parse_duration, reconcile_job, timeout_of
+from cre.core.job import reconcile_job
 from cre.core.observed import OwnerRef, TrainJobView
 from cre.core.plan import Observation
+from cre.core.timeouts import parse_duration, timeout_of
 from cre.core.workload import reference, workload_name
 
 
