@@ -5,8 +5,8 @@ resource and how an Event names a Job; the :class:`cre.kube.executor.PlanExecuto
 Job plans (TrainJobs created and deleted, the Job's status and finalizers written); and the
 reads that answer what :func:`cre.core.job.reconcile_job` asks for (log tails, preferably the
 ones the prefetcher already read; live reads of the Job, its TrainJob, its pods and its
-TrainJob's Events). The
-controller (:mod:`cre.controller.job`) decides when to ask; this module only reads.
+TrainJob's Events). The controller (:mod:`cre.controller.job`) decides when to ask; this module
+only reads.
 """
 
 from __future__ import annotations
