@@ -70,6 +70,8 @@ class ManagerConfig:
     # on their own budget, nodes Uncertified, never tripping FailFast). False restores the
     # plain behaviour; a Workflow's failurePolicy.infraScopedFailFast overrides it.
     infra_scoped_fail_fast: bool = True
+    # How long start-up retries transient API errors (429, 5xx, 409, no connection).
+    startup_timeout: float = 60.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "[$CRE_INFRA_SCOPED_FAILFAST]")
     opt("--shutdown-grace-period", "how long in-flight reconciles may run after SIGTERM "
         "(default 30s)")
+    opt("--startup-timeout", "how long start-up retries transient API errors (429, 5xx, 409, "
+        "no connection) before exiting 3 (default 60s)")
     return p
 
 
@@ -339,4 +343,5 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
         log_format=fmt, log_level=(level or "info").lower(), catalog_dir=catalog,
         shutdown_grace_period=_duration(r, "--shutdown-grace-period", "30s"),
         controllers=controllers, infra_scoped_fail_fast=infra_scoped,
+        startup_timeout=_duration(r, "--startup-timeout", "60s"),
     )

@@ -27,9 +27,9 @@ from cre.core import deferral as D
 from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
-from cre.core.job import parse_duration
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
+from cre.core.timeouts import parse_duration
 from cre.core.workflow import (
     WorkflowPlan,
     _Ctx,
