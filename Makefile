@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 goldens: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider integration/test_goldens.py --update-goldens $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider integration/cases --update-goldens $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check cre cre_manager tests integration bench
