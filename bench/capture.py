@@ -22,9 +22,10 @@ from typing import Any
 
 import anyio
 
+from cre.api.watch import WatchEventType
+from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
-from cre.kube.executor import JOBS
-from cre.kube.informer import EventType, Informer
+from cre.kube.informer import Informer
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
 from cre.testing.jobharness import JobHarness, condition, running_harness
@@ -43,7 +44,7 @@ class _Seen:
         self.latest: dict[str, dict[str, Any]] = {}
         self.changed = anyio.Event()
 
-    def handler(self, etype: EventType, old: dict[str, Any] | None,
+    def handler(self, etype: WatchEventType, old: dict[str, Any] | None,
                 new: dict[str, Any] | None) -> None:
         if new is None:
             return

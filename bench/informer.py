@@ -51,9 +51,10 @@ import aiohttp
 import anyio
 
 from cre.api import labels as L
+from cre.api.watch import WatchEventType
 from cre.core.projections import pod_view
 from cre.kube.client import KubeClient
-from cre.kube.informer import EventType, Informer, ReflectorConfig
+from cre.kube.informer import Informer, ReflectorConfig
 from cre.kube.pods import scoped_pod_informer
 
 NS = "bench"
@@ -392,7 +393,7 @@ async def cre_side(url: str, kc: Path, *, pods: int, rate: float, seconds: float
     latencies: list[tuple[str, float]] = []
     measuring = False
 
-    def handler(etype: EventType, old: Any, new: Any) -> None:
+    def handler(etype: WatchEventType, old: Any, new: Any) -> None:
         nonlocal seen
         seen += 1
         if not measuring and seen == target:

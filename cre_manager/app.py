@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import anyio
 from kubernetes_asyncio.config.config_exception import ConfigException
+from prometheus_client import CollectorRegistry
 
-import cre.kube.metrics  # noqa: F401  (registers the informer/workqueue/reconcile collectors)
 from cre import __version__
 from cre.kube.client import KubeClient
 from cre.kube.leader import LeaderElector
@@ -25,6 +25,7 @@ from cre_manager.errors import ConfigError, ExitCode, StartupError
 from cre_manager.gcstats import freeze_heap, install_pause_metrics
 from cre_manager.logs import setup_logging
 from cre_manager.manager import Manager
+from cre_manager.registry import manager_registry
 from cre_manager.runnable import Supervised
 
 log = logging.getLogger("cre_manager")
@@ -41,8 +42,11 @@ async def connect(config: ManagerConfig) -> KubeClient:
         raise ConfigError(flag, str(exc)) from None
 
 
-async def run_manager(config: ManagerConfig) -> ExitCode:
-    """Everything after flag parsing; returns the exit code (never raises a StartupError)."""
+async def run_manager(config: ManagerConfig, registry: CollectorRegistry | None = None
+                      ) -> ExitCode:
+    """Everything after flag parsing; returns the exit code (never raises a StartupError).
+    ``registry``: where every metric goes and what /metrics serves (default: a fresh one)."""
+    registry = registry if registry is not None else manager_registry()
     log.info("starting cre-manager", extra={
         "version": __version__, "controllers": list(config.controllers),
         "namespaces": list(config.namespaces) or "all",
@@ -54,12 +58,12 @@ async def run_manager(config: ManagerConfig) -> ExitCode:
         await check_api(client)
         await check_resources(client, required_resources(config.controllers),
                               namespaces=config.namespaces)
-        runnables = [Supervised(name, CONTROLLERS[name].build(client, config),
+        runnables = [Supervised(name, CONTROLLERS[name].build(client, config, registry),
                                 CONTROLLERS[name].restart) for name in config.controllers]
         elector = (LeaderElector(client, config.leader_election)
                    if config.leader_election is not None else None)
         code = await Manager(config=config, runnables=runnables, elector=elector,
-                             on_synced=freeze_heap).run()
+                             on_synced=freeze_heap, registry=registry).run()
     except StartupError as exc:
         log.error(exc.message, extra={"exitCode": int(exc.code)})
         code = exc.code
@@ -78,12 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cre-manager: {exc.message}", file=sys.stderr)
         return int(exc.code)
     setup_logging(fmt=config.log_format, level=config.log_level)
-    install_pause_metrics()
+    registry = manager_registry()
+    install_pause_metrics(registry)
     # The ~90,000 objects the imports left behind live as long as the process: freezing them now
     # keeps every full collection while the informers list from walking them again (halves the GC
     # pauses before ready at 10,000 pods; docs/design/008-manager.md). The Manager freezes again
     # once the caches have synced.
     freeze_heap(after="start-up")
-    code: ExitCode = anyio.run(run_manager, config, backend="asyncio")
+    code: ExitCode = anyio.run(run_manager, config, registry, backend="asyncio")
     logging.shutdown()
     return int(code)

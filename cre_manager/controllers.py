@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import attrs
+from prometheus_client import CollectorRegistry
 
 from cre.api.labels import GROUP, VERSION
 from cre.controller.job import JobController
@@ -53,14 +54,17 @@ def _trainer(plural: str) -> RequiredResource:
     return RequiredResource("trainer.kubeflow.org", "v1alpha1", plural, TRAINER_INSTALL_HINT)
 
 
-def _job_controller(client: KubeClient, config: ManagerConfig) -> Runnable:
+def _job_controller(client: KubeClient, config: ManagerConfig,
+                    registry: CollectorRegistry) -> Runnable:
     return Draining(JobController(client, namespaces=config.namespaces or None,
-                                  max_concurrent_reconciles=config.max_concurrent_reconciles))
+                                  max_concurrent_reconciles=config.max_concurrent_reconciles,
+                                  registry=registry))
 
 
 @attrs.frozen(slots=True)
 class ControllerSpec:
-    """One controller: its ``--controllers`` name, what it needs served, how to build it.
+    """One controller: its ``--controllers`` name, what it needs served, how to build it (from
+    the shared client, the config and the registry its metrics go to).
 
     ``restart``: controllers shut their workqueue when ``run()`` ends, so they are not
     restarted in-process; a failure escaping one stops the manager and Kubernetes restarts it
@@ -69,7 +73,7 @@ class ControllerSpec:
 
     name: str
     requires: tuple[RequiredResource, ...]
-    build: Callable[[KubeClient, ManagerConfig], Runnable]
+    build: Callable[[KubeClient, ManagerConfig, CollectorRegistry], Runnable]
     restart: RestartPolicy = attrs.field(factory=lambda: RestartPolicy(max_restarts=0))
 
 

@@ -6,7 +6,7 @@ nearly all of those objects are the caches themselves: long-lived, rarely cyclic
 scanned again by every full collection while reconciles, watches and probes wait. Two tools:
 
 * :func:`install_pause_metrics` times every collection through ``gc.callbacks`` into
-  ``cre_gc_pause_seconds{generation}`` (Go managers export the same as
+  ``cre_gc_pause_seconds{generation}`` on the given registry (Go managers export the same as
   ``go_gc_duration_seconds``), so a pause problem is visible on a dashboard;
 * :func:`freeze_heap` collects once and moves every surviving object into the permanent
   generation (``gc.freeze()``), which later collections skip. Objects frozen there are still
@@ -23,29 +23,33 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from typing import Any, Final
+from typing import Any
 
-from prometheus_client import Histogram
+from prometheus_client import CollectorRegistry, Histogram
 
-GC_PAUSE: Final = Histogram(
-    "cre_gc_pause_seconds", "Duration of CPython garbage collections (the event loop stops)",
-    ["generation"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0))
+from cre_manager.registry import manager_metrics
 
 log = logging.getLogger("cre_manager")
 _started: list[float] = []
+_histograms: list[Histogram] = []  # one per registry pauses are reported to
 
 
 def _on_gc(phase: str, info: dict[str, Any]) -> None:
     if phase == "start":
         _started.append(time.perf_counter())
     elif _started:
-        GC_PAUSE.labels(generation=str(info.get("generation", "?"))).observe(
-            time.perf_counter() - _started.pop())
+        pause = time.perf_counter() - _started.pop()
+        generation = str(info.get("generation", "?"))
+        for histogram in _histograms:
+            histogram.labels(generation=generation).observe(pause)
 
 
-def install_pause_metrics() -> None:
-    """Observe every collection's duration in ``cre_gc_pause_seconds`` (idempotent)."""
+def install_pause_metrics(registry: CollectorRegistry | None = None) -> None:
+    """Observe every collection's duration in ``cre_gc_pause_seconds`` of ``registry``
+    (default: prometheus-client's default registry); idempotent."""
+    histogram = manager_metrics(registry).gc_pause
+    if histogram not in _histograms:
+        _histograms.append(histogram)
     if _on_gc not in gc.callbacks:
         gc.callbacks.append(_on_gc)
 

@@ -18,18 +18,17 @@ from functools import partial
 
 import anyio
 from anyio.abc import TaskGroup
-from prometheus_client import Gauge
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from cre.kube.leader import LeaderElector, LeadershipLost
 from cre_manager.config import ManagerConfig
 from cre_manager.errors import ExitCode
+from cre_manager.registry import manager_metrics, register_all
 from cre_manager.runnable import RunnableFailed, Supervised
 from cre_manager.servers import Bound, Check, serve_metrics, serve_probes
 
 log = logging.getLogger("cre_manager")
 
-LEADER_STATUS = Gauge("leader_election_master_status",
-                      "1 while this replica holds the leader-election lease, else 0", ["name"])
 WATCHDOG_SLACK = 15.0  # beyond the grace period, for releasing the lease and closing servers
 SYNC_POLL = 0.1  # how often the on_synced task looks at has_synced() (it has no event to await)
 
@@ -46,10 +45,14 @@ class Manager:
 
     def __init__(self, *, config: ManagerConfig, runnables: Sequence[Supervised],
                  elector: LeaderElector | None,
-                 on_synced: Callable[[], object] | None = None) -> None:
+                 on_synced: Callable[[], object] | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
         """``on_synced`` runs once each time the controllers start, when all have synced (the
-        process front passes :func:`cre_manager.gcstats.freeze_heap`)."""
+        process front passes :func:`cre_manager.gcstats.freeze_heap`). ``registry`` is what
+        /metrics serves (the process front passes its own, the one its controllers report to;
+        default: prometheus-client's default registry); every CRE collector is created on it."""
         self._config = config
+        self.registry = register_all(REGISTRY if registry is None else registry)
         self._on_synced = on_synced
         self._runnables = list(runnables)
         self._elector = elector
@@ -115,7 +118,8 @@ class Manager:
             for name, address, serve in (
                 ("health", self._config.health_address,
                  partial(serve_probes, checks=self.readiness_checks())),
-                ("metrics", self._config.metrics_address, serve_metrics),
+                ("metrics", self._config.metrics_address,
+                 partial(serve_metrics, registry=self.registry)),
             ):
                 if address is None:
                     continue
@@ -175,14 +179,15 @@ class Manager:
             tg.cancel_scope.cancel()
 
     async def _elect_and_run(self, elector: LeaderElector) -> None:
-        lease = elector.config.lease_name
-        LEADER_STATUS.labels(name=lease).set(0)
+        status = manager_metrics(self.registry).leader_status.labels(
+            name=elector.config.lease_name)
+        status.set(0)
 
         def started() -> None:
-            LEADER_STATUS.labels(name=lease).set(1)
+            status.set(1)
 
         def stopped() -> None:
-            LEADER_STATUS.labels(name=lease).set(0)
+            status.set(0)
 
         async def lead() -> None:
             started()

@@ -4,8 +4,8 @@ Kubernetes restarts a pod whose liveness probe fails and stops routing to one wh
 probe fails, so the two must mean different things: ``/healthz`` answers while the event loop
 runs; ``/readyz`` runs named checks (caches synced, leader election healthy, not shutting down)
 and, like the API server's own ``/readyz?verbose``, lists each check as ``[+]name ok`` or
-``[-]name failed: why``. Metrics are served from prometheus-client's default registry, where
-:mod:`cre.kube.metrics` and the controllers register their collectors.
+``[-]name failed: why``. Metrics are served from the registry the manager gives (its own, see
+:mod:`cre_manager.registry`; prometheus-client's default registry when none is given).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import anyio
 import attrs
 from aiohttp import web
 from anyio.abc import TaskStatus
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
 from cre_manager.config import BindAddress
 
@@ -58,9 +58,9 @@ def _probe_app(checks: dict[str, Check]) -> web.Application:
     return app
 
 
-def _metrics_app() -> web.Application:
+def _metrics_app(registry: CollectorRegistry) -> web.Application:
     async def metrics(_req: web.Request) -> web.Response:
-        body = generate_latest(REGISTRY)
+        body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()
@@ -92,7 +92,7 @@ async def serve_probes(address: BindAddress, checks: dict[str, Check], *,
     await _serve("health", _probe_app(checks), address, task_status)
 
 
-async def serve_metrics(address: BindAddress, *,
+async def serve_metrics(address: BindAddress, *, registry: CollectorRegistry = REGISTRY,
                         task_status: TaskStatus[Bound] = anyio.TASK_STATUS_IGNORED) -> None:
-    """Serve /metrics from the default registry until cancelled."""
-    await _serve("metrics", _metrics_app(), address, task_status)
+    """Serve /metrics from ``registry`` until cancelled."""
+    await _serve("metrics", _metrics_app(registry), address, task_status)

@@ -1,7 +1,7 @@
 """The layers contract (DESIGN.md "Layers") is checked by import-linter, and it bites.
 
 The contracts live in ``pyproject.toml`` (``[tool.importlinter]``): the layer order
-``cre.testing > cre_manager > cre.controller > cre.kube > cre.core | cre.render > cre.catalog >
+``cre.testing > cre_manager > cre.controller > cre.kube > cre.core > cre.render > cre.catalog >
 cre.api``, the pure layers free of I/O and async libraries, and production code free of the
 test-only libraries. CI runs ``lint-imports`` (``make lint``); these tests run it too, on the
 real tree and on a copy with one forbidden import injected, so a contract that silently stopped

@@ -22,10 +22,12 @@ from cre.api.common import (
     TestScale,
     WorkloadMetadata,
 )
-from cre.api.conditions import CategoryState, Phase
+from cre.api.conditions import CategoryState, Phase, Verdict
+from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import Constraints, c
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
+    DNS_LABEL,
     Condition,
     LocalObjectReference,
     NamespacedName,
@@ -103,14 +105,15 @@ class CategoryOptions:
     workload_metadata: WorkloadMetadata | None = None
     rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1))
     placement: Placement | None = None
+    failure_policy: FailurePolicy | None = None
 
 
 @attrs.frozen(kw_only=True)
 class CertificationCategory:
     """One catalog entry to run, with its own options."""
 
-    domain: str = attrs.field(metadata=c(min_length=1))
-    variant: str = attrs.field(metadata=c(min_length=1))
+    domain: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL))
+    variant: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL))
     options: CategoryOptions | None = None
 
 
@@ -133,8 +136,11 @@ class CategoryStatus:
     variant: str
     workflow_ref: NamespacedName | None = None
     status: CategoryState = CategoryState.PENDING
+    verdict: Verdict | None = None
+    message: str | None = None
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    uncertified_nodes_ref: TypedLocalObjectReference | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -147,6 +153,9 @@ class CertificationStatus:
         default=None, metadata=c(minimum=0, int_format="int64")
     )
     category_statuses: tuple[CategoryStatus, ...] = ()
+    verdict: Verdict | None = None
+    # "<passed>/<total>" categories, for `kubectl get certifications`.
+    categories: str | None = None
 
 
 @attrs.frozen(kw_only=True)

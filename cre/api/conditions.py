@@ -24,12 +24,21 @@ class ConditionType(enum.StrEnum):
     HARDWARE_FAILED = "HardwareFailed"
     MEASURING = "Measuring"
     COMPLETE = "Complete"
+    # Workflow / Certification: the run ended Succeeded but did not cover every node.
+    INCOMPLETE = "Incomplete"
+    # Workflow: every group of one iteration ended on an infrastructure abort.
+    SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
 
 
 # Exactly one of these is True at any time on a lifecycle tier.
 EXCLUSIVE_TRIO: Final = (ConditionType.IN_PROGRESS, ConditionType.SUCCEEDED, ConditionType.FAILED)
 # Independent of the trio.
-ADDITIVE: Final = (ConditionType.VALIDATION_FAILED, ConditionType.HARDWARE_FAILED)
+ADDITIVE: Final = (
+    ConditionType.VALIDATION_FAILED,
+    ConditionType.HARDWARE_FAILED,
+    ConditionType.INCOMPLETE,
+    ConditionType.SUSPECTED_CLUSTER_OUTAGE,
+)
 
 
 class Phase(enum.StrEnum):
@@ -44,6 +53,26 @@ class Phase(enum.StrEnum):
     def terminal(self) -> bool:
         """Whether no further transition is expected."""
         return self in (Phase.SUCCEEDED, Phase.FAILED)
+
+
+class Verdict(enum.StrEnum):
+    """``status.verdict`` of a Workflow or Certification once it is terminal.
+
+    ``Incomplete``: nothing genuinely failed, but some nodes were not certified (an
+    infrastructure abort, or nodes discovery excluded). The trio says Succeeded then.
+    """
+
+    PASSED = "Passed"
+    FAILED = "Failed"
+    INCOMPLETE = "Incomplete"
+
+
+class IncompleteReason(enum.StrEnum):
+    """Reasons of the additive ``Incomplete`` condition."""
+
+    INFRA_ABORTED = "InfraAborted"
+    NODES_EXCLUDED = "NodesExcluded"
+    COMPLETE = "Complete"  # the False form: every target node was certified
 
 
 class MeasurementPhase(enum.StrEnum):
@@ -125,6 +154,18 @@ class WorkflowReason(enum.StrEnum):
     GANG_SCHEDULING_CONFLICT = "GangSchedulingConflict"
     HETEROGENEOUS_PLATFORM = "HeterogeneousPlatform"
     OVERRIDE_ERROR = "OverrideError"
+    INVALID_SPEC = "InvalidSpec"
+    # Events of discovery and of the infra-scoped fail-fast rules.
+    CORDONED_NODES_EXCLUDED = "CordonedNodesExcluded"
+    NOT_READY_NODES_EXCLUDED = "NotReadyNodesExcluded"
+    HETEROGENEOUS_GPU = "HeterogeneousGPU"
+    INSUFFICIENT_GPU_CAPACITY = "InsufficientGPUCapacity"
+    INFRA_ABORT_DEFERRED = "InfraAbortDeferred"
+    GROUPS_CANCELLED = "GroupsCancelled"
+    SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
+    NO_OUTAGE = "NoOutage"
+    OVERRIDE_APPLIED = "OverrideApplied"
+    OVERRIDE_NO_OP = "OverrideNoOp"
 
 
 class CertificationReason(enum.StrEnum):
@@ -142,6 +183,8 @@ class CertificationReason(enum.StrEnum):
     WORKFLOW_DELETED = "WorkflowDeleted"
     THRESHOLD_VIOLATION = "ThresholdViolation"
     WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
+    INVALID_SPEC = "InvalidSpec"
+    NODE_DISCOVERY_ERROR = "NodeDiscoveryError"
 
 
 class WorkloadRunReason(enum.StrEnum):
@@ -173,6 +216,32 @@ class CategoryState(enum.StrEnum):
     IN_PROGRESS = "InProgress"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the category's Workflow has finished (or never could start)."""
+        return self in (CategoryState.SUCCEEDED, CategoryState.FAILED)
+
+
+class GroupPhase(enum.StrEnum):
+    """``status.groups[].phase`` of a Workflow.
+
+    ``Cancelled``: stopped by FailFast because a sibling failed genuinely (not this group's
+    fault). ``InfraAborted``: ended on a Node/Platform/ControlPlane class failure after its
+    infra retries; its nodes are Uncertified, not Failed (unless a Node class named them).
+    """
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+    INFRA_ABORTED = "InfraAborted"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the group is done for this iteration."""
+        return self not in (GroupPhase.PENDING, GroupPhase.RUNNING)
 
 
 TRIO_PHASE: Final = {

@@ -32,6 +32,9 @@ REASON = PrinterColumn(
     json_path='.status.conditions[?(@.status=="True")].reason',
     description="Reason of the conditions that are True",
 )
+VERDICT = PrinterColumn(
+    name="Verdict", json_path=".status.verdict", description="Passed, Failed or Incomplete"
+)
 AGE = PrinterColumn(name="Age", json_path=".metadata.creationTimestamp", type="date")
 
 
@@ -62,14 +65,20 @@ KINDS: tuple[KindInfo, ...] = (
         short_names=("crecert",),
         columns=(
             PHASE,
-            REASON,
+            VERDICT,
             PrinterColumn(
-                name="Categories",
+                name="Passed",
+                json_path=".status.categories",
+                description="Categories passed / total",
+            ),
+            AGE,
+            attrs.evolve(REASON, priority=1),
+            PrinterColumn(
+                name="Variants",
                 json_path=".spec.categories[*].variant",
                 description="Catalog variants to run",
                 priority=1,
             ),
-            AGE,
         ),
     ),
     KindInfo(
@@ -79,6 +88,7 @@ KINDS: tuple[KindInfo, ...] = (
         short_names=("crewf",),
         columns=(
             PHASE,
+            VERDICT,
             REASON,
             PrinterColumn(
                 name="Groups", json_path=".status.orchestration.totalGroups", type="integer"

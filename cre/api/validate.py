@@ -31,7 +31,7 @@ from cre.api.common import (
     is_reserved_label_key,
 )
 from cre.api.conditions import EXCLUSIVE_TRIO
-from cre.api.converter import emitted, from_dict
+from cre.api.converter import emitted, from_dict, structure
 from cre.api.errors import FieldError, ValidationError, describe, join, map_key
 from cre.api.fields import Constraints, constraints, json_name
 from cre.api.job import JobSpec, JobStatus
@@ -40,7 +40,13 @@ from cre.api.labels import API_VERSION
 from cre.api.measurement import LogPattern
 from cre.api.meta import DNS_SUBDOMAIN, ConditionStatus, ObjectMeta
 from cre.api.schema import unwrap_optional
-from cre.api.workflow import OrchestrationSpec, OverrideSpec, TemplateMetadata, WorkflowSpec
+from cre.api.workflow import (
+    OrchestrationSpec,
+    OverrideSpec,
+    TemplateMetadata,
+    WhenSpec,
+    WorkflowSpec,
+)
 from cre.api.workloadrun import ConfigSpec, TorchSpec
 
 Check = Callable[[Any, str], Iterator[FieldError]]
@@ -284,6 +290,51 @@ def _check_workflow_spec(model: WorkflowSpec, path: str) -> Iterator[FieldError]
         )
 
 
+def _check_template_nodes(model: WorkflowSpec, path: str) -> Iterator[FieldError]:
+    """``trainer.numNodes`` of the template sets nodesPerJob: a positive integer when set."""
+    train_job = model.job_template.spec.workload.train_job or {}
+    trainer = train_job.get("trainer")
+    if trainer is None:
+        return
+    where = join(path, "jobTemplate.spec.workload.trainJob.trainer")
+    if not isinstance(trainer, Mapping):
+        yield FieldError(path=where, message="must be an object", value=trainer)
+        return
+    value = trainer.get("numNodes")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or value < 1):
+        yield FieldError(path=join(where, "numNodes"),
+                         message="must be a positive integer (nodes per Job)", value=value)
+
+
+def _check_when(model: WhenSpec, path: str) -> Iterator[FieldError]:
+    if model.expression is None:
+        return
+    try:
+        _cel_compile(model.expression)
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        yield FieldError(path=join(path, "expression"), message=f"invalid CEL expression: "
+                         f"{first}", value=model.expression)
+
+
+def _check_dependency_when(model: WorkflowSpec, path: str) -> Iterator[FieldError]:
+    for i, dep in enumerate(model.dependencies):
+        when = dep.get("when")
+        if when is None:
+            continue
+        where = join(join(join(path, "dependencies"), i), "when")
+        if not isinstance(when, Mapping):
+            yield FieldError(path=where, message="must be an object", value=when)
+            continue
+        try:
+            parsed = structure(when, WhenSpec)
+        except ValidationError as exc:
+            yield from (attrs.evolve(e, path=join(where, e.path)) for e in exc.errors)
+            continue
+        yield from _check_when(parsed, where)
+
+
 def _check_orchestration(model: OrchestrationSpec, path: str) -> Iterator[FieldError]:
     if model.placement == "Unpinned" and model.diagnose is not None:
         yield FieldError(path=join(path, "diagnose"), message="diagnose needs Pinned placement")
@@ -438,7 +489,7 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         NodeSelectorRequirement: (_check_requirement,),
         JobSpec: (_check_job_spec,),
         JobStatus: (_check_job_status,),
-        WorkflowSpec: (_check_workflow_spec,),
+        WorkflowSpec: (_check_workflow_spec, _check_template_nodes, _check_dependency_when),
         OrchestrationSpec: (_check_orchestration,),
         OverrideSpec: (_check_override,),
         TorchSpec: (_check_torch,),

@@ -16,9 +16,10 @@ from typing import Any, ClassVar
 import attrs
 
 from cre.api.common import DURATION, GangSchedulerSpec, Placement, TargetSpec
-from cre.api.conditions import Phase
+from cre.api.conditions import GroupPhase, Phase, Verdict
+from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import JobSpec
+from cre.api.job import FailureClass, JobSpec
 from cre.api.labels import API_VERSION
 from cre.api.meta import Condition, NamespacedName, ObjectMeta, TypedLocalObjectReference
 
@@ -196,6 +197,7 @@ class WorkflowSpec:
     gang_scheduler: GangSchedulerSpec | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
+    failure_policy: FailurePolicy | None = None
 
 
 class DependencyScope(enum.StrEnum):
@@ -227,11 +229,18 @@ class GroupStatus:
     domains: tuple[str, ...] = ()
     domain_node_counts: Mapping[str, int] = attrs.field(factory=dict)
     overflow: bool = False
-    phase: Phase = Phase.PENDING
+    phase: GroupPhase = GroupPhase.PENDING
     retries: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
+    # Re-runs after an infrastructure abort (they do not spend retryFailedGroups).
+    infra_retries: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
     job_ref: NamespacedName | None = None
     start_time: datetime | None = None
     completion_time: datetime | None = None
+    # Whom the last failure of this group's Job was attributed to (scope, reason, message).
+    failure_class: FailureClass | None = None
+    # The Job's failure reason (its Failed condition), e.g. JobTimedOut, ThresholdViolation.
+    failure_reason: str | None = None
+    message: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -239,10 +248,12 @@ class IterationGroup:
     """A group's outcome in one iteration."""
 
     name: str
-    phase: Phase
+    phase: GroupPhase
     job_name: str | None = None
     start_time: datetime | None = None
     completion_time: datetime | None = None
+    failure_class: FailureClass | None = None
+    failure_reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -279,6 +290,8 @@ class OrchestrationStatus:
     )
     excluded_nodes: tuple[str, ...] = ()
     exclusion_reason: str | None = None
+    # Nodes that matched the target but were not certified (infra aborts, cancellations).
+    uncertified_nodes: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
     applied_overrides: tuple[AppliedOverride, ...] = ()
     placement: Placement | None = None
     diagnose: Mapping[str, Any] | None = attrs.field(
@@ -316,6 +329,8 @@ class WorkflowStatus:
     namespace: str | None = None
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    uncertified_nodes_ref: TypedLocalObjectReference | None = None
+    verdict: Verdict | None = None
     dependency_refs: tuple[DependencyRef, ...] = ()
     orchestration: OrchestrationStatus | None = None
     groups: tuple[GroupStatus, ...] = attrs.field(default=(), metadata=c(list_map_keys=("name",)))

@@ -1,40 +1,59 @@
-"""Job-tier metrics (prometheus default registry, next to ``cre.kube.metrics``).
+"""Job-tier metrics, on the registry the Job controller is given (next to ``cre.kube.metrics``).
 
 ``cre_job_status`` tells an operator which Jobs are where without listing them;
 ``cre_job_failure_log_delay_seconds`` is the figure the early launcher capture exists for: how
 long after a container exited its log was safely in ``status.failureLog`` (JobSet deletes a
-failed launcher about half a second after it exits).
+failed launcher about half a second after it exits). Nothing is registered at import time:
+:func:`job_metrics_for` creates the collectors of a registry on first use.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Final
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from cre.api.conditions import Phase
 
-JOB_STATUS: Final = Gauge(
-    "cre_job_status", "1 for the phase each Job is in, 0 for the others",
-    ["namespace", "job", "phase"])
-FAILURE_LOG_DELAY: Final = Histogram(
-    "cre_job_failure_log_delay_seconds",
-    "Delay from a container's exit (finishedAt) to its failureLog being written",
-    buckets=(0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0))
-WORKLOAD_CREATED: Final = Counter(
-    "cre_job_workload_created", "Workloads (TrainJobs) created by the Job controller")
+
+class JobMetrics:
+    """The Job tier's collectors on one registry (use :func:`job_metrics_for`)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.job_status = Gauge(
+            "cre_job_status", "1 for the phase each Job is in, 0 for the others",
+            ["namespace", "job", "phase"], registry=registry)
+        self.failure_log_delay = Histogram(
+            "cre_job_failure_log_delay_seconds",
+            "Delay from a container's exit (finishedAt) to its failureLog being written",
+            buckets=(0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0),
+            registry=registry)
+        self.workload_created = Counter(
+            "cre_job_workload_created", "Workloads (TrainJobs) created by the Job controller",
+            registry=registry)
+
+    def set_job_phase(self, namespace: str, job: str, phase: Phase | None) -> None:
+        """Mark ``phase`` as the Job's current one (``None``: no phase yet)."""
+        for candidate in Phase:
+            self.job_status.labels(namespace=namespace, job=job, phase=candidate.value).set(
+                1 if candidate == phase else 0)
+
+    def forget_job(self, namespace: str, job: str) -> None:
+        """Drop the Job's series once it is gone."""
+        for candidate in Phase:
+            with contextlib.suppress(KeyError):
+                self.job_status.remove(namespace, job, candidate.value)
 
 
-def set_job_phase(namespace: str, job: str, phase: Phase | None) -> None:
-    """Mark ``phase`` as the Job's current one (``None``: no phase yet)."""
-    for candidate in Phase:
-        JOB_STATUS.labels(namespace=namespace, job=job, phase=candidate.value).set(
-            1 if candidate == phase else 0)
+_BY_REGISTRY: dict[int, tuple[CollectorRegistry, JobMetrics]] = {}
 
 
-def forget_job(namespace: str, job: str) -> None:
-    """Drop the Job's series once it is gone."""
-    for candidate in Phase:
-        with contextlib.suppress(KeyError):
-            JOB_STATUS.remove(namespace, job, candidate.value)
+def job_metrics_for(registry: CollectorRegistry | None = None) -> JobMetrics:
+    """The Job collectors of ``registry`` (default: prometheus-client's default registry),
+    created the first time they are asked for."""
+    reg = REGISTRY if registry is None else registry
+    held = _BY_REGISTRY.get(id(reg))
+    if held is None or held[0] is not reg:
+        held = (reg, JobMetrics(reg))
+        _BY_REGISTRY[id(reg)] = held
+    return held[1]

@@ -27,7 +27,7 @@ import attrs
 from anyio.abc import TaskGroup
 
 from cre.core.observed import LogTail, PodView
-from cre.core.plan import READ_LIMIT_BYTES, TAIL_LINES, LogRequest
+from cre.core.plan import LogRequest
 from cre.kube.client import KubeClient
 from cre.kube.pods import read_pod_log
 
@@ -89,14 +89,13 @@ class LogPrefetcher:
     async def _fetch(self, key: Key, owner: str) -> None:
         namespace, pod, container, uid, previous = key
         try:
+            request = LogRequest(namespace=namespace, pod=pod, container=container,
+                                 pod_uid=uid, previous=previous)
             async with self._limit:
-                tail = await read_pod_log(self.client, namespace=namespace, pod=pod,
-                                          container=container, tail_lines=TAIL_LINES,
-                                          limit_bytes=READ_LIMIT_BYTES, timeout=self.timeout,
-                                          previous=previous, pod_uid=uid)
+                tail = await read_pod_log(self.client, request, timeout=self.timeout)
             if tail.error is None or key not in self._tails:
                 # A failed re-read (the pod is gone by now) never replaces a good tail.
-                self._store(key, attrs.evolve(tail, previous=previous), owner)
+                self._store(key, tail, owner)
         except Exception:  # a prefetch is an optimisation: the reconcile reads again
             log.exception("log prefetch of %s/%s failed", namespace, pod)
         finally:

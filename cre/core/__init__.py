@@ -8,6 +8,28 @@ objects as JSON dicts (:func:`pod_view`, :func:`node_view`, :func:`trainjob_view
 too, so a caller can build an Observation without any of the I/O stack. The names exported
 here are the public surface; the submodules are internal. Hypothesis strategies and builders
 for the core's inputs live in :mod:`cre.testing.strategies.job` (requires hypothesis).
+
+The feedback contract (one path, every tier follows it; the shell's side is
+:func:`cre.kube.runtime.converge`):
+
+* The core never reads the cluster. When it needs something the caches cannot give, it *asks*
+  in its Plan: ``log_reads`` (a container's log tail), ``confirm_workload_absence`` (a live read
+  before acting on "the workload is gone"), ``confirm_pods_live`` (a live pod list before
+  dropping the finalizer). A Plan that asks carries no write.
+* The shell answers by running the core again on the same object with a *richer* Observation
+  (``log_tails``, ``workload_absence_confirmed`` with the live ``trainjob``, ``pods_read_live``
+  with the live pod lists), never by changing the core's decision itself.
+* Applying a Plan feeds back the same way, never through an exception: a create that worked
+  puts the created object into the Observation (``trainjob``); one that found its name taken
+  puts the live holder in ``create_conflict``; one refused for good (validation, an admission
+  webhook's denial) puts the message in ``create_rejected``. A status write that conflicts
+  brings a fresh copy of the object, with the Observation kept. Only transient API errors are
+  raised, and the runtime retries the key with backoff.
+* Every answer adds information the core did not have and the core never asks twice for what
+  it was given, so a pass comes to rest in a handful of runs (the Job core: at most a log read,
+  a live confirmation, a create's answer and a conflict's re-read). The shell bounds the runs
+  (:data:`cre.kube.runtime.DEFAULT_MAX_PASSES`); a core that keeps asking is an error and a
+  backoff, not a spin.
 """
 
 from cre.core.job import reconcile_job
@@ -27,8 +49,8 @@ from cre.core.observed import (
 from cre.core.plan import (
     Create,
     Delete,
+    EventSeverity,
     EventSpec,
-    EventType,
     JobSettings,
     LogRequest,
     Observation,
@@ -50,8 +72,8 @@ __all__ = [
     "ContainerStatusView",
     "Create",
     "Delete",
+    "EventSeverity",
     "EventSpec",
-    "EventType",
     "JobSettings",
     "Labels",
     "LogRequest",
@@ -73,3 +95,15 @@ __all__ = [
     "reconcile_job",
     "trainjob_view",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``EventType`` was this package's name for a core/v1 Event's severity until the watch event
+    # type got its own enum (cre.api.watch.WatchEventType); the old name keeps working.
+    if name == "EventType":
+        import warnings
+
+        warnings.warn("cre.core.EventType is cre.core.EventSeverity", DeprecationWarning,
+                      stacklevel=2)
+        return EventSeverity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

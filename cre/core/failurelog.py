@@ -8,10 +8,13 @@ by a test here because each review round found a real bug:
 * among init and regular containers, only terminations with a non-zero exit count; ``OOMKilled``
   wins over everything, otherwise the earliest ``finishedAt``, the earlier-listed on a tie;
 * a container restarted in place (``restartPolicy: OnFailure``) keeps its last run's exit only
-  in ``lastState.terminated`` while it is back-off waiting (``CrashLoopBackOff``) or running
-  again. That termination is a candidate of its own, with its own ``finishedAt``, exit code and
-  reason, competing with current terminations by the rules above; its log is the container's
-  ``previous=true`` log. A container's last run is listed before its current one;
+  in ``lastState.terminated``. While the container is back-off waiting (``CrashLoopBackOff``)
+  or terminated again, that termination is a candidate of its own, with its own
+  ``finishedAt``, exit code and reason, competing with current terminations by the rules
+  above; its log is the container's ``previous=true`` log. A container's last run is listed
+  before its current one. Once the container is *running* again it recovered, and its earlier
+  exit no longer counts (a worker whose sshd crashed once at start-up is not the cause of a
+  launcher failing later);
 * pods whose ``DisruptionTarget`` condition is ``"True"`` were evicted or preempted and are not the
   cause (a ``"False"`` condition does not exclude a pod);
 * pods created before the current workload belong to a previous generation or a checkpoint
@@ -100,11 +103,13 @@ def _failed(state: ContainerState | None) -> bool:
 def failed_terminations(pod: PodView) -> list[tuple[str, ContainerState, bool]]:
     """Every non-zero termination of ``pod``'s init and regular containers, in listing order, as
     ``(container, state, previous)``; ``previous`` marks a ``lastState`` (an earlier run of a
-    container restarted in place), listed before that container's current state."""
+    container restarted in place, counted only while that container is not running again),
+    listed before that container's current state."""
     found: list[tuple[str, ContainerState, bool]] = []
     statuses: tuple[ContainerStatusView, ...] = pod.init_container_statuses + pod.container_statuses
     for status in statuses:
-        if status.last_state is not None and _failed(status.last_state):
+        recovered = status.state is not None and status.state.kind == "running"
+        if status.last_state is not None and _failed(status.last_state) and not recovered:
             found.append((status.name, status.last_state, True))
         if status.state is not None and _failed(status.state):
             found.append((status.name, status.state, False))

@@ -104,8 +104,20 @@ class PodView:
 
 
 @attrs.frozen(slots=True)
+class NodeTaint:
+    """One ``spec.taints`` entry (target discovery matches ``taintSelectors`` against it)."""
+
+    key: str
+    value: str | None = None
+    effect: str | None = None
+
+
+@attrs.frozen(slots=True)
 class NodeView:
-    """Everything the core reads about a GPU Node."""
+    """Everything the core reads about a GPU Node.
+
+    ``extended_resources`` names the allocatable resources beyond cpu/memory/pods/storage
+    (platform detection and NIC detection read which exist, never how many)."""
 
     name: str
     uid: str = ""
@@ -116,6 +128,8 @@ class NodeView:
     ready_reason: str | None = None
     allocatable_gpus: int = 0
     resource_version: str = ""
+    taints: tuple[NodeTaint, ...] = ()
+    extended_resources: tuple[str, ...] = ()
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""

@@ -36,8 +36,9 @@ LIMIT_BYTES: Final = 32768
 READ_LIMIT_BYTES: Final = 8 * LIMIT_BYTES
 
 
-class EventType(enum.StrEnum):
-    """core/v1 Event types."""
+class EventSeverity(enum.StrEnum):
+    """A core/v1 Event's ``type``: how serious the event is (not a watch event's type, which is
+    :class:`cre.api.watch.WatchEventType`)."""
 
     NORMAL = "Normal"
     WARNING = "Warning"
@@ -136,7 +137,7 @@ class Delete:
 class EventSpec:
     """A core/v1 Event about the Job, emitted only after the status write succeeded."""
 
-    type: EventType
+    type: EventSeverity  # the Event's ``type`` field
     reason: str
     message: str
 

@@ -24,6 +24,7 @@ from cre.api import labels as L
 from cre.core.observed import (
     ContainerState,
     ContainerStatusView,
+    NodeTaint,
     NodeView,
     ObjectCondition,
     OwnerRef,
@@ -249,6 +250,22 @@ def _gpus(obj: JSON, raw: Any) -> int:
                           f"whole number, got {raw!r}")
 
 
+_BASIC_RESOURCES: Final = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+def _taints(obj: JSON, raw: Any) -> tuple[NodeTaint, ...]:
+    out = []
+    for i, t in enumerate(_list(obj, raw, "spec.taints")):
+        p = f"spec.taints[{i}]"
+        t = _dict(obj, t, p)
+        out.append(_intern(NodeTaint(
+            key=_s(_str(obj, t.get("key"), f"{p}.key", required=True) or ""),
+            value=_opt_intern(_str(obj, t.get("value"), f"{p}.value")),
+            effect=_opt_intern(_str(obj, t.get("effect"), f"{p}.effect")),
+        )))
+    return _intern(tuple(out))
+
+
 def node_view(obj: JSON) -> NodeView:
     """The slim view of one Node (all labels kept: node selectors may name any of them)."""
     meta = _meta(obj)
@@ -272,6 +289,10 @@ def node_view(obj: JSON) -> NodeView:
         allocatable_gpus=_gpus(obj, allocatable.get("nvidia.com/gpu")),
         resource_version=_str(obj, meta.get("resourceVersion"), "metadata.resourceVersion")
         or "",
+        taints=_taints(obj, spec.get("taints")),
+        extended_resources=_intern(tuple(
+            _s(k) for k in sorted(allocatable) if k not in _BASIC_RESOURCES
+            and not k.startswith("hugepages-"))),
     )
 
 

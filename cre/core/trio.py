@@ -17,7 +17,7 @@ import attrs
 
 from cre.api.conditions import EXCLUSIVE_TRIO, CommonReason, ConditionType
 from cre.api.meta import Condition, ConditionStatus
-from cre.core.plan import EventSpec, EventType
+from cre.core.plan import EventSeverity, EventSpec
 
 EVENT_NOTE_LIMIT: Final = 1024
 TRUNCATED_SUFFIX: Final = "... [truncated]"
@@ -89,6 +89,6 @@ def set_exclusive(
         trio.append(_put(_get(conditions, type_), fresh))
     event = None
     if before is None or before.type != member:
-        kind = EventType.WARNING if member == ConditionType.FAILED else EventType.NORMAL
+        kind = EventSeverity.WARNING if member == ConditionType.FAILED else EventSeverity.NORMAL
         event = EventSpec(type=kind, reason=reason, message=bound_note(message))
     return others + tuple(trio), event

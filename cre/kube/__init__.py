@@ -3,13 +3,16 @@
 The informer layer is a library in its own right: :class:`Informer` (list + watch with 410
 relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the pure projections
 from :mod:`cre.core` as transforms, the two scoped pod caches in :mod:`cre.kube.pods` and the
-:class:`WorkQueue`. Metrics live in :mod:`cre.kube.metrics`.
+:class:`WorkQueue`. The generic controller runtime every controller runs on (Controller,
+Reconciler, event handlers, predicates, the bounded core/shell loop) is :mod:`cre.kube.runtime`.
+Metrics live in :mod:`cre.kube.metrics`, on a registry the caller chooses; importing this
+package registers none.
 """
 
+from cre.api.watch import WatchEventType
 from cre.kube.guard import UnscopedPodRead
 from cre.kube.informer import (
     Backoff,
-    EventType,
     Handler,
     Informer,
     ReflectorConfig,
@@ -27,7 +30,6 @@ from cre.kube.workqueue import QueueShutDown, WorkQueue
 
 __all__ = [
     "Backoff",
-    "EventType",
     "Handler",
     "Informer",
     "ItemExponentialRateLimiter",
@@ -40,6 +42,19 @@ __all__ = [
     "TokenBucketRateLimiter",
     "UnknownIndex",
     "UnscopedPodRead",
+    "WatchEventType",
     "WorkQueue",
     "default_controller_rate_limiter",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``EventType`` was the informers' name for the watch event type until it moved to
+    # cre.api.watch.WatchEventType (one enum for every layer); the old name keeps working.
+    if name == "EventType":
+        import warnings
+
+        warnings.warn("cre.kube.EventType is cre.api.watch.WatchEventType", DeprecationWarning,
+                      stacklevel=2)
+        return WatchEventType
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

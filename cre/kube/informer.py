@@ -38,22 +38,15 @@ import anyio
 import attrs
 from prometheus_client import Counter
 
+from cre.api.watch import WatchEventType
 from cre.core.projections import ProjectionError, object_key
-from cre.kube import metrics
 from cre.kube.client import JSON, ApiError, KubeClient, Resource
 from cre.kube.guard import require_pod_scope
+from cre.kube.metrics import KubeMetrics, metrics_for
 from cre.kube.store import Indexer, Store
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-class EventType(enum.StrEnum):
-    """What happened to an object, as seen by handlers."""
-
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
 
 
 class ReflectorState(enum.StrEnum):
@@ -64,7 +57,7 @@ class ReflectorState(enum.StrEnum):
     STOPPED = "Stopped"
 
 
-Handler = Callable[[EventType, T | None, T | None], None]
+Handler = Callable[[WatchEventType, T | None, T | None], None]
 Sleep = Callable[[float], Awaitable[Any]]
 
 
@@ -197,7 +190,7 @@ class _Reflector(Generic[T]):
                     gone_streak = 0 if gone.useful_events else gone_streak + 1
                     self._set_state(ReflectorState.LISTING, "resourceVersion expired (410)")
                     if gone_streak > 1:
-                        metrics.INFORMER_RECONNECTS.labels(informer=self._o.name).inc()
+                        self._o.metrics.informer_reconnects.labels(informer=self._o.name).inc()
                         await self._o._sleep(self._backoff.next())
                 except ApiError as exc:
                     if exc.gone:
@@ -205,7 +198,7 @@ class _Reflector(Generic[T]):
                     delay = self._backoff.next()
                     if exc.status == 429 and exc.retry_after:
                         delay = max(delay, exc.retry_after)
-                    metrics.INFORMER_RECONNECTS.labels(informer=self._o.name).inc()
+                    self._o.metrics.informer_reconnects.labels(informer=self._o.name).inc()
                     self._set_state(ReflectorState.BACKING_OFF, _describe(exc))
                     await self._o._sleep(delay)
         finally:
@@ -245,18 +238,18 @@ class _Reflector(Generic[T]):
             if not cont:
                 list_rv = str(meta.get("resourceVersion") or "")
                 break
-        metrics.INFORMER_RELISTS.labels(informer=o.name).inc()
+        o.metrics.informer_relists.labels(informer=o.name).inc()
         store = o.store
         prefix = f"{self.namespace}/" if self.namespace else None
         for key in sorted(store.keys()):
             if (prefix is None or key.startswith(prefix)) and key not in fresh:
                 old = store._remove(key)
-                o._dispatch(EventType.DELETED, old, None)
+                o._dispatch(WatchEventType.DELETED, old, None)
         for key, (obj, rv) in fresh.items():
             if store.resource_version(key) == rv:
                 continue
             old = store._put(key, obj, rv)
-            o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
+            o._dispatch(WatchEventType.ADDED if old is None else WatchEventType.MODIFIED, old, obj)
         self._advance(list_rv)
         self._healthy()
         o._objects_gauge.set(len(store))
@@ -324,16 +317,16 @@ class _Reflector(Generic[T]):
         store = o.store
         counter = o._event_counters.get(etype)
         if counter is None:
-            counter = o._event_counters[etype] = metrics.INFORMER_EVENTS.labels(
+            counter = o._event_counters[etype] = o.metrics.informer_events.labels(
                 informer=o.name, type=etype)
         counter.inc()
         if etype == "DELETED":
             old = store._remove(key)
             if old is not None:
-                o._dispatch(EventType.DELETED, obj, None)
+                o._dispatch(WatchEventType.DELETED, obj, None)
         elif etype in ("ADDED", "MODIFIED"):
             old = store._put(key, obj, rv)
-            o._dispatch(EventType.ADDED if old is None else EventType.MODIFIED, old, obj)
+            o._dispatch(WatchEventType.ADDED if old is None else WatchEventType.MODIFIED, old, obj)
         else:
             log.warning("%s: ignoring unknown watch event type %r", self._where, etype)
         o._objects_gauge.set(len(store))
@@ -355,8 +348,11 @@ class Informer(Generic[T]):
                  config: ReflectorConfig | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  rand: Callable[[], float] = random.random, sleep: Sleep = anyio.sleep,
-                 caller: str | None = None) -> None:
+                 caller: str | None = None, metrics: KubeMetrics | None = None) -> None:
+        """``metrics``: the collectors to report to (default: those of prometheus-client's
+        default registry, created on first use)."""
         require_pod_scope(resource, label_selector, caller=caller)
+        self.metrics = metrics or metrics_for()
         self.client = client
         self.resource = resource
         self.label_selector = label_selector
@@ -372,8 +368,8 @@ class Informer(Generic[T]):
         self._running = False
         # Metric children looked up once: the per-event path stays cheap.
         self._event_counters: dict[str, Counter] = {}
-        self._objects_gauge = metrics.INFORMER_OBJECTS.labels(informer=self.name)
-        metrics.init_informer_series(self.name)
+        self._objects_gauge = self.metrics.informer_objects.labels(informer=self.name)
+        self.metrics.init_informer_series(self.name)
         if namespace is None or not resource.namespaced:
             namespaces: list[str | None] = [None]
         elif isinstance(namespace, str):
@@ -456,7 +452,7 @@ class Informer(Generic[T]):
         rv = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         return key, obj, rv
 
-    def _dispatch(self, etype: EventType, old: T | None, new: T | None) -> None:
+    def _dispatch(self, etype: WatchEventType, old: T | None, new: T | None) -> None:
         for handler in self._handlers:
             try:
                 handler(etype, old, new)

@@ -3,10 +3,11 @@
 Caching every pod of a large GPU cluster is what made the reference controller's memory
 unbounded. CRE needs two kinds of pod only: worker pods, labelled ``cre.dev/job``, and MPI
 launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are needed). This module
-builds exactly those two informers, in all namespaces or a configured list, and the uncached
-reads the Job controller confirms irreversible decisions with. Every Pod list and watch goes
-through :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails
-if any other module lists or watches Pods.
+builds exactly those two informers, in all namespaces or a configured list, the uncached reads
+the Job controller confirms irreversible decisions with, and container log tails (one
+:class:`cre.core.plan.LogRequest` in, one tail out). Every Pod list and watch goes through
+:func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails if any
+other module lists or watches Pods.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import anyio
 
 from cre.api import labels as L
 from cre.core.observed import LogTail, PodView
+from cre.core.plan import LogRequest
 from cre.core.projections import pod_view
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.guard import require_pod_scope
 from cre.kube.informer import Informer, ReflectorConfig
+from cre.kube.metrics import KubeMetrics
 from cre.kube.store import (
     Indexer,
     namespaced_label_indexer,
@@ -54,23 +57,24 @@ def job_key(pod: PodView) -> str | None:
 
 
 def worker_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
-                        config: ReflectorConfig | None = None,
-                        name: str = "worker-pods") -> Informer[PodView]:
+                        config: ReflectorConfig | None = None, name: str = "worker-pods",
+                        metrics: KubeMetrics | None = None) -> Informer[PodView]:
     """The worker-pod cache: pods with a ``cre.dev/job`` label (indexes job, node, owner)."""
     return Informer(client, PODS, transform=pod_view, namespace=namespaces,
                     label_selector=WORKER_SELECTOR, indexers=_indexers(L.JOB, INDEX_JOB),
-                    name=name, config=config, caller=f"{__name__}.worker_pod_informer")
+                    name=name, config=config, caller=f"{__name__}.worker_pod_informer",
+                    metrics=metrics)
 
 
 def launcher_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
-                          config: ReflectorConfig | None = None,
-                          name: str = "launcher-pods") -> Informer[PodView]:
+                          config: ReflectorConfig | None = None, name: str = "launcher-pods",
+                          metrics: KubeMetrics | None = None) -> Informer[PodView]:
     """The launcher-pod cache: pods with a ``cre.dev/launcher`` label (indexes launcher, node,
     owner)."""
     return Informer(client, PODS, transform=pod_view, namespace=namespaces,
                     label_selector=LAUNCHER_SELECTOR,
                     indexers=_indexers(L.LAUNCHER, INDEX_LAUNCHER), name=name, config=config,
-                    caller=f"{__name__}.launcher_pod_informer")
+                    caller=f"{__name__}.launcher_pod_informer", metrics=metrics)
 
 
 def scoped_pod_informer(client: KubeClient, *, label_selector: str,
@@ -112,16 +116,18 @@ async def live_list_pods(client: KubeClient, *, label_selector: str,
             return tuple(out)
 
 
-async def read_pod_log(client: KubeClient, *, namespace: str, pod: str, container: str,
-                       tail_lines: int = 800, limit_bytes: int = 32768, timeout: float = 10.0,
-                       previous: bool = False, pod_uid: str = "") -> LogTail:
-    """The tail of one container's log; failures come back as ``LogTail.error``, not raised.
-
-    At most ``tail_lines`` lines and ``limit_bytes`` bytes are read, within ``timeout`` seconds.
-    """
-    query: dict[str, str | int | bool] = {"container": container, "tailLines": tail_lines,
-                                          "limitBytes": limit_bytes}
-    if previous:
+async def read_pod_log(client: KubeClient, request: LogRequest, *,
+                       timeout: float = 10.0) -> LogTail:
+    """The tail ``request`` asks for: its container's log (of the previous run when
+    ``request.previous``), at most ``request.tail_lines`` lines and ``request.limit_bytes``
+    bytes, within ``timeout`` seconds. Failures come back as ``LogTail.error``, not raised; the
+    tail carries the request's pod UID and ``previous`` flag, so the core matches it to the
+    container run it asked about."""
+    namespace, pod, container = request.namespace, request.pod, request.container
+    query: dict[str, str | int | bool] = {"container": container,
+                                          "tailLines": request.tail_lines,
+                                          "limitBytes": request.limit_bytes}
+    if request.previous:
         query["previous"] = True
     path = PODS.path(namespace=namespace, name=pod, subresource="log")
     error: str | None = None
@@ -129,7 +135,7 @@ async def read_pod_log(client: KubeClient, *, namespace: str, pod: str, containe
     with anyio.move_on_after(timeout) as scope:
         try:
             text = await client.read_text(path, query=query, timeout=timeout,
-                                          limit_bytes=limit_bytes)
+                                          limit_bytes=request.limit_bytes)
         except ApiError as exc:
             error = (f"pod {namespace}/{pod} not found" if exc.not_found
                      else f"reading log of {namespace}/{pod} container {container}: {exc}")
@@ -137,5 +143,4 @@ async def read_pod_log(client: KubeClient, *, namespace: str, pod: str, containe
         error = f"reading log of {namespace}/{pod} container {container}: timed out after " \
                 f"{timeout:g}s"
     return LogTail(namespace=namespace, pod=pod, container=container, text=text, error=error,
-                   pod_uid=pod_uid)
-
+                   pod_uid=request.pod_uid, previous=request.previous)

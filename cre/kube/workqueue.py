@@ -7,6 +7,11 @@ is handed out again after ``done`` (so the last change is never lost). ``add_aft
 requeue, ``add_rate_limited`` asks the rate limiter (per-key exponential backoff max'ed with a
 global token bucket) how long to wait, and ``forget`` resets the backoff after a success.
 
+Keys carry a priority (controller-runtime's priority queue): a higher one is handed out first,
+first-in first-out within a priority, and re-adding a waiting key with a higher priority moves
+it up. A launcher's exit is enqueued with :data:`PRIORITY_URGENT`: its log must be read before
+JobSet deletes the pod, and under load it would otherwise wait behind routine updates.
+
 The semantics are client-go's ``workqueue`` (dirty / processing sets, delaying and rate-limited
 layers) in one anyio-friendly class; metrics use controller-runtime's names. Everything runs on
 one event loop, so there are no locks. The clock is injected for tests; a caller driving a fake
@@ -24,7 +29,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from cre.kube import metrics
+from cre.kube.metrics import KubeMetrics, metrics_for
 from cre.kube.ratelimit import Clock, RateLimiter, default_controller_rate_limiter
 
 K = TypeVar("K", bound=Hashable)
@@ -32,6 +37,11 @@ K = TypeVar("K", bound=Hashable)
 # With a real clock a getter re-checks delayed items at least this often; it only matters if
 # the clock is not time.monotonic (a fake clock moved without tick()).
 _MAX_IDLE_WAIT = 60.0
+
+#: The priority of ordinary adds.
+PRIORITY_NORMAL = 0
+#: For keys whose reconcile races something outside the controller (a pod about to be deleted).
+PRIORITY_URGENT = 10
 
 
 class QueueShutDown(Exception):
@@ -42,12 +52,17 @@ class WorkQueue(Generic[K]):
     """Keys waiting for a reconcile; see the module docstring for the guarantees."""
 
     def __init__(self, name: str, *, rate_limiter: RateLimiter | None = None,
-                 clock: Clock = time.monotonic, enable_metrics: bool = True) -> None:
+                 clock: Clock = time.monotonic, enable_metrics: bool = True,
+                 metrics: KubeMetrics | None = None) -> None:
+        """``metrics``: the collectors to report to (default: those of prometheus-client's
+        default registry, created on first use); ``enable_metrics=False`` reports nothing."""
         self.name = name
         self._clock = clock
         self._limiter = rate_limiter or default_controller_rate_limiter(clock=clock)
-        self._queue: deque[K] = deque()
+        self._queues: dict[int, deque[K]] = {}  # priority -> keys (stale entries skipped)
+        self._waiting: dict[K, int] = {}  # keys waiting to be handed out -> their priority
         self._dirty: set[K] = set()
+        self._dirty_priority: dict[K, int] = {}  # re-added while processing -> priority
         self._processing: dict[K, float] = {}  # key -> start time
         self._queued_at: dict[K, float] = {}
         self._delayed: list[tuple[float, int, K]] = []
@@ -55,27 +70,37 @@ class WorkQueue(Generic[K]):
         self._seq = itertools.count()
         self._shutting_down = False
         self._changed = anyio.Event()
-        self._metrics = enable_metrics
+        self._m: KubeMetrics | None = None
         if enable_metrics:
-            metrics.init_workqueue_series(name)
-            metrics.WORKQUEUE_DEPTH.labels(name=name).set(0)
-            metrics.WORKQUEUE_LONGEST_RUNNING.labels(name=name).set_function(
+            m = self._m = metrics or metrics_for()
+            m.init_workqueue_series(name)
+            m.workqueue_depth.labels(name=name).set(0)
+            m.workqueue_longest_running.labels(name=name).set_function(
                 self.longest_running_seconds)
-            metrics.WORKQUEUE_UNFINISHED_WORK.labels(name=name).set_function(
+            m.workqueue_unfinished_work.labels(name=name).set_function(
                 self.unfinished_work_seconds)
 
     # -- producers --------------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
-        """Queue ``key`` now (a no-op if it is already waiting; deferred if it is in progress)."""
-        if self._shutting_down or key in self._dirty:
+    def add(self, key: K, *, priority: int = PRIORITY_NORMAL) -> None:
+        """Queue ``key`` now (a no-op if it is already waiting, except that a higher
+        ``priority`` moves it up; deferred if it is in progress)."""
+        if self._shutting_down:
             return
-        if self._metrics:
-            metrics.WORKQUEUE_ADDS.labels(name=self.name).inc()
+        if key in self._dirty:
+            if key in self._processing:
+                if priority > self._dirty_priority.get(key, PRIORITY_NORMAL):
+                    self._dirty_priority[key] = priority
+            elif priority > self._waiting.get(key, priority):
+                self._push(key, priority)
+            return
+        if self._m is not None:
+            self._m.workqueue_adds.labels(name=self.name).inc()
         self._dirty.add(key)
         if key in self._processing:
+            self._dirty_priority[key] = priority
             return
-        self._push(key)
+        self._push(key, priority)
 
     def add_after(self, key: K, delay: float) -> None:
         """Queue ``key`` once ``delay`` seconds have passed (the earliest request wins)."""
@@ -96,8 +121,8 @@ class WorkQueue(Generic[K]):
         """Queue ``key`` after the wait the rate limiter gives it (a failed reconcile)."""
         if self._shutting_down:
             return
-        if self._metrics:
-            metrics.WORKQUEUE_RETRIES.labels(name=self.name).inc()
+        if self._m is not None:
+            self._m.workqueue_retries.labels(name=self.name).inc()
         self.add_after(key, self._limiter.when(key))
 
     def forget(self, key: K) -> None:
@@ -117,15 +142,15 @@ class WorkQueue(Generic[K]):
         """
         while True:
             self._promote_due()
-            if self._queue:
-                key = self._queue.popleft()
+            if self._waiting:
+                key = self._pop()
                 now = self._clock()
                 self._processing[key] = now
                 self._dirty.discard(key)
-                if self._metrics:
-                    metrics.WORKQUEUE_DEPTH.labels(name=self.name).set(len(self._queue))
+                if self._m is not None:
+                    self._m.workqueue_depth.labels(name=self.name).set(len(self._waiting))
                     queued = self._queued_at.pop(key, now)
-                    metrics.WORKQUEUE_QUEUE_DURATION.labels(name=self.name).observe(now - queued)
+                    self._m.workqueue_queue_duration.labels(name=self.name).observe(now - queued)
                 else:
                     self._queued_at.pop(key, None)
                 return key
@@ -143,11 +168,11 @@ class WorkQueue(Generic[K]):
         started = self._processing.pop(key, None)
         if started is None:
             return
-        if self._metrics:
-            metrics.WORKQUEUE_WORK_DURATION.labels(name=self.name).observe(
+        if self._m is not None:
+            self._m.workqueue_work_duration.labels(name=self.name).observe(
                 self._clock() - started)
         if key in self._dirty:
-            self._push(key)
+            self._push(key, self._dirty_priority.pop(key, PRIORITY_NORMAL))
         else:
             self._notify()
 
@@ -169,7 +194,7 @@ class WorkQueue(Generic[K]):
 
     async def wait_drained(self) -> None:
         """Wait until nothing is queued and nothing is being processed."""
-        while self._queue or self._processing:
+        while self._waiting or self._processing:
             changed = self._changed
             await changed.wait()
 
@@ -181,7 +206,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Keys waiting to be handed out now (the ``workqueue_depth`` figure)."""
-        return len(self._queue)
+        return len(self._waiting)
 
     def pending_delayed(self) -> int:
         """Keys scheduled by ``add_after`` / ``add_rate_limited`` that are not yet due."""
@@ -204,12 +229,29 @@ class WorkQueue(Generic[K]):
 
     # -- internals --------------------------------------------------------------------------
 
-    def _push(self, key: K) -> None:
-        self._queue.append(key)
-        self._queued_at[key] = self._clock()
-        if self._metrics:
-            metrics.WORKQUEUE_DEPTH.labels(name=self.name).set(len(self._queue))
+    def _push(self, key: K, priority: int) -> None:
+        if key not in self._waiting:
+            self._queued_at[key] = self._clock()
+        self._waiting[key] = priority
+        self._queues.setdefault(priority, deque()).append(key)
+        if self._m is not None:
+            self._m.workqueue_depth.labels(name=self.name).set(len(self._waiting))
         self._notify()
+
+    def _pop(self) -> K:
+        """The first waiting key of the highest priority (entries left behind by a key that
+        moved up to a higher priority are skipped)."""
+        for priority in sorted(self._queues, reverse=True):
+            keys = self._queues[priority]
+            while keys:
+                key = keys.popleft()
+                if self._waiting.get(key) == priority:
+                    del self._waiting[key]
+                    if not keys:
+                        del self._queues[priority]
+                    return key
+            del self._queues[priority]
+        raise LookupError(f"workqueue {self.name!r}: nothing is waiting")
 
     def _promote_due(self) -> None:
         now = self._clock()

@@ -159,9 +159,14 @@ def test_printer_columns_point_at_schema_fields(info: KindInfo) -> None:
         assert target is not None, f"{info.kind}: {col['jsonPath']}"
         expected = "integer" if col["type"] == "integer" else "string"
         assert target["type"] == expected, col
-    if info.status and info.kind != "BandwidthMeasurement":
-        assert [c["name"] for c in columns][:2] == ["Phase", "Reason"]
-    assert columns[-1] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    names = [c["name"] for c in columns]
+    if info.kind in ("Certification", "Workflow"):
+        assert names[:2] == ["Phase", "Verdict"]
+    elif info.status and info.kind != "BandwidthMeasurement":
+        assert names[:2] == ["Phase", "Reason"]
+    age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    assert age in columns
+    assert all(c.get("priority") for c in columns[columns.index(age) + 1 :]), "Age ends -o default"
 
 
 def _pruned(obj: Any, schema: dict[str, Any], path: str) -> list[str]:

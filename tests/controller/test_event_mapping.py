@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import attrs
 import pytest
 
+from cre.api.watch import WatchEventType
 from cre.controller.job import JobController
 from cre.core.observed import PodView
-from cre.kube.informer import EventType
+from cre.kube.informer import Informer
 from cre.testing.jobharness import JobHarness
 from cre.testing.strategies.job import (
     at,
@@ -21,6 +24,12 @@ from cre.testing.strategies.job import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+def _fire(informer: Informer[Any], etype: WatchEventType, old: Any, new: Any) -> None:
+    """Deliver one watch event through the informer's handlers (the controller's wiring:
+    predicates, then the handler)."""
+    informer._dispatch(etype, old, new)
 
 LAUNCHER = "j1-workload-launcher-0-0-aaaaa"
 
@@ -35,7 +44,7 @@ async def test_launcher_failure_is_enqueued_at_once(job_harness: JobHarness) -> 
     c = _idle_controller(job_harness)
     running = pod(LAUNCHER, launcher=True)
     failed = pod(LAUNCHER, launcher=True, state=terminated(finished=at(3)))
-    c._on_launcher(EventType.MODIFIED, running, failed)
+    _fire(c.launchers, WatchEventType.MODIFIED, running, failed)
     assert len(c.queue) == 1 and c.queue.pending_delayed() == 0
     assert await c.queue.get() == "team-a/j1"
 
@@ -43,9 +52,9 @@ async def test_launcher_failure_is_enqueued_at_once(job_harness: JobHarness) -> 
 async def test_worker_churn_is_coalesced_but_failure_is_not(job_harness: JobHarness) -> None:
     """Ordinary worker updates wait briefly to coalesce; a worker's first failure does not."""
     c = _idle_controller(job_harness)
-    c._on_worker(EventType.ADDED, None, pod("j1-workload-node-0-0-b"))
+    _fire(c.workers, WatchEventType.ADDED, None, pod("j1-workload-node-0-0-b"))
     assert len(c.queue) == 0 and c.queue.pending_delayed() == 1
-    c._on_worker(EventType.MODIFIED, pod("j1-workload-node-0-0-b"),
+    _fire(c.workers, WatchEventType.MODIFIED, pod("j1-workload-node-0-0-b"),
                  pod("j1-workload-node-0-0-b", state=terminated(finished=at(2))))
     assert len(c.queue) == 1
 
@@ -54,10 +63,10 @@ async def test_failed_launcher_deleted_unseen_stays_observable(job_harness: JobH
     """A failed launcher deleted before any reconcile read it is kept for the Observation."""
     c = _idle_controller(job_harness)
     failed = pod(LAUNCHER, launcher=True, state=terminated(finished=at(3)))
-    c._on_launcher(EventType.DELETED, failed, None)
+    _fire(c.launchers, WatchEventType.DELETED, failed, None)
     obs = c.observe(make_job())
     assert [p.name for p in obs.launcher_pods] == [LAUNCHER]
-    c._on_launcher(EventType.DELETED, pod("other-launcher", launcher=True), None)
+    _fire(c.launchers, WatchEventType.DELETED, pod("other-launcher", launcher=True), None)
     assert [p.name for p in c.observe(make_job()).launcher_pods] == [LAUNCHER]
 
 
@@ -65,9 +74,9 @@ async def test_trainjob_maps_through_controller_owner(job_harness: JobHarness) -
     """A TrainJob event reaches the Job named by its controller ownerReference, and a TrainJob
     no Job controls reaches none."""
     c = _idle_controller(job_harness)
-    c._on_trainjob(EventType.MODIFIED, None, trainjob())
+    _fire(c.trainjobs, WatchEventType.MODIFIED, None, trainjob())
     assert await c.queue.get() == "team-a/j1"
-    c._on_trainjob(EventType.ADDED, None, attrs.evolve(trainjob(), owner_refs=()))
+    _fire(c.trainjobs, WatchEventType.ADDED, None, attrs.evolve(trainjob(), owner_refs=()))
     assert len(c.queue) == 0
 
 
@@ -90,11 +99,11 @@ async def test_own_status_echo_is_not_requeued(job_harness: JobHarness) -> None:
     status = running_status()
     old = make_job(resource_version="1")
     echo = make_job(resource_version="2", status=status)
-    c._written["team-a/j1"] = status
-    c._on_job(EventType.MODIFIED, old, echo)
+    c.status_echo.remember("team-a/j1", status)
+    _fire(c.jobs, WatchEventType.MODIFIED, old, echo)
     assert len(c.queue) == 0
     relabelled = attrs.evolve(echo, metadata=attrs.evolve(echo.metadata, labels={"x": "y"}))
-    c._on_job(EventType.MODIFIED, old, relabelled)
+    _fire(c.jobs, WatchEventType.MODIFIED, old, relabelled)
     assert len(c.queue) == 1
 
 
@@ -105,9 +114,9 @@ async def test_launcher_failure_starts_a_log_prefetch(job_harness: JobHarness) -
     failed = pod(LAUNCHER, launcher=True, state=terminated(finished=at(3)))
     async with anyio.create_task_group() as tg:
         c.prefetcher.bind(tg)
-        c._on_launcher(EventType.MODIFIED, running, running)
+        _fire(c.launchers, WatchEventType.MODIFIED, running, running)
         assert len(c.prefetcher) == 0
-        c._on_launcher(EventType.MODIFIED, running, failed)
+        _fire(c.launchers, WatchEventType.MODIFIED, running, failed)
     assert len(c.prefetcher) == 1
 
 
@@ -118,8 +127,8 @@ async def test_failed_worker_deleted_unseen_stays_observable(job_harness: JobHar
     for job in (make_job(launcher=False), make_job()):
         c = _idle_controller(job_harness)
         c.jobs.store._put("team-a/j1", job, "1")
-        c._on_worker(EventType.DELETED, failed, None)
-        c._on_worker(EventType.DELETED, pod("j1-workload-node-0-1-c"), None)
+        _fire(c.workers, WatchEventType.DELETED, failed, None)
+        _fire(c.workers, WatchEventType.DELETED, pod("j1-workload-node-0-1-c"), None)
         assert [p.name for p in c.observe(job).worker_pods] == [failed.name]
         assert c.tombstones("team-a/j1") == {failed.name}
         deleting = attrs.evolve(job, metadata=attrs.evolve(job.metadata, deletion_timestamp=at(9)))
@@ -142,7 +151,7 @@ async def test_worker_failure_prefetches_each_new_crash(job_harness: JobHarness)
         requests.append((pod.name, container, previous, owner, refresh))
 
     c.prefetcher.request = record  # type: ignore[method-assign]
-    c._on_worker(EventType.MODIFIED, running, first)
-    c._on_worker(EventType.MODIFIED, first, first)
-    c._on_worker(EventType.MODIFIED, first, second)
+    _fire(c.workers, WatchEventType.MODIFIED, running, first)
+    _fire(c.workers, WatchEventType.MODIFIED, first, first)
+    _fire(c.workers, WatchEventType.MODIFIED, first, second)
     assert requests == [("j1-workload-node-0-0-b", "node", True, "team-a/j1", True)] * 2

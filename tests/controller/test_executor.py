@@ -10,11 +10,12 @@ import pytest
 
 from cre.api.labels import API_VERSION, JOB_FINALIZER
 from cre.controller.job import JobController, job_from_dict
+from cre.controller.jobshell import JOBS
 from cre.core.job import reconcile_job
-from cre.core.plan import Delete, EventSpec, EventType, Observation, Plan
+from cre.core.plan import Delete, EventSeverity, EventSpec, Observation, Plan
 from cre.core.workload import TRAINJOB_API_VERSION, workload_name
 from cre.kube.client import EVENTS, NAMESPACES, TRAINJOBS, ApiError
-from cre.kube.executor import JOBS, OutcomeKind
+from cre.kube.executor import OutcomeKind
 from cre.testing.apiserver import Emulator
 from cre.testing.jobharness import JobHarness, condition
 from cre.testing.strategies.job import at
@@ -72,7 +73,7 @@ async def test_delete_spares_a_same_named_replacement(job_harness: JobHarness) -
     plan = Plan(resource_version=stale.metadata.resource_version or "",
                 deletes=(Delete(api_version=TRAINJOB_API_VERSION, kind="TrainJob", namespace=NS,
                                 name="tj", uid=first["metadata"]["uid"]),),
-                events=(EventSpec(type=EventType.NORMAL, reason="Test", message="m"),))
+                events=(EventSpec(type=EventSeverity.NORMAL, reason="Test", message="m"),))
     outcome = await h.controller.executor.apply(stale, plan)
     assert outcome.kind == OutcomeKind.APPLIED
     still = await h.client.get(TRAINJOBS, "tj", namespace=NS)
@@ -110,7 +111,7 @@ async def test_event_is_emitted_even_when_a_later_delete_fails(
                 status=attrs.evolve(job.status, restart_count=1),
                 deletes=(Delete(api_version=TRAINJOB_API_VERSION, kind="TrainJob", namespace=NS,
                                 name="gone", uid="u-1"),),
-                events=(EventSpec(type=EventType.WARNING, reason="Flip", message="m"),))
+                events=(EventSpec(type=EventSeverity.WARNING, reason="Flip", message="m"),))
     rule = shared_emulator.faults.add_error(500, verb="delete", resource="trainjobs")
     try:
         with pytest.raises(ApiError):

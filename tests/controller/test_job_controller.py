@@ -8,15 +8,22 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
+from cre.api.watch import WatchEventType
+from cre.controller.jobshell import JOBS
 from cre.core.projections import pod_view
 from cre.core.workload import workload_name
 from cre.kube.client import ApiError
-from cre.kube.executor import JOBS
-from cre.kube.informer import EventType
+from cre.kube.informer import Informer
 from cre.testing.apiserver import Emulator
 from cre.testing.jobharness import JobHarness, condition, is_true
 
 pytestmark = pytest.mark.anyio
+
+
+def _fire(informer: Informer[Any], etype: WatchEventType, old: Any, new: Any) -> None:
+    """Deliver one watch event through the informer's handlers (the controller's wiring:
+    predicates, then the handler)."""
+    informer._dispatch(etype, old, new)
 
 L1 = "j1-workload-launcher-0-0-aaaaa"
 L2 = "j1-workload-launcher-0-0-bbbbb"
@@ -281,7 +288,7 @@ async def test_crashlooping_worker_deleted_before_the_verdict_is_recorded(
     await h.wait_until(lambda: h.controller._settled(key), what="the cache shows the verdict")
     await h.script.create_pod(W1, job="j1", launcher=False, node="gpu-0")
     late = pod_view(await h.script.terminate(W1, exit_code=143, log="sshd: terminated\n"))
-    h.controller._on_worker(EventType.DELETED, late, None)
+    _fire(h.controller.workers, WatchEventType.DELETED, late, None)
     assert h.controller.tombstones(key) == frozenset()  # nothing kept for a settled Job
 
 

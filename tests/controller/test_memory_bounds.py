@@ -3,19 +3,28 @@ not past the Job's verdict or deletion."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
+from cre.api.watch import WatchEventType
 from cre.controller.job import MAX_DEPARTED_WORKERS, JobController
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
 from cre.core.plan import LogRequest
 from cre.core.projections import pod_view
-from cre.kube.informer import EventType
+from cre.kube.informer import Informer
 from cre.testing.jobharness import JobHarness
 from cre.testing.strategies.job import at, make_job, pod, terminated
 
 pytestmark = pytest.mark.anyio
+
+
+def _fire(informer: Informer[Any], etype: WatchEventType, old: Any, new: Any) -> None:
+    """Deliver one watch event through the informer's handlers (the controller's wiring:
+    predicates, then the handler)."""
+    informer._dispatch(etype, old, new)
 
 
 class FakeClock:
@@ -64,11 +73,11 @@ async def test_worker_tombstones_are_capped_and_dropped_with_the_job(
     c.jobs.store._put("team-a/j1", make_job(), "1")
     for i in range(MAX_DEPARTED_WORKERS + 10):
         failed = pod(f"j1-workload-node-0-{i}-x", state=terminated(finished=at(i)))
-        c._on_worker(EventType.DELETED, failed, None)
+        _fire(c.workers, WatchEventType.DELETED, failed, None)
     kept = c.tombstones("team-a/j1")
     assert len(kept) == MAX_DEPARTED_WORKERS
     assert "j1-workload-node-0-0-x" in kept  # the earliest failure is never the one dropped
-    c._on_job(EventType.DELETED, make_job(), None)
+    _fire(c.jobs, WatchEventType.DELETED, make_job(), None)
     assert c.tombstones("team-a/j1") == frozenset() and len(c.departed_workers) == 0
 
 

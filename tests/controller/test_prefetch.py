@@ -6,7 +6,7 @@ import anyio
 import attrs
 import pytest
 
-from cre.controller.job import failed_containers
+from cre.controller.jobevents import new_failures
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.plan import LogRequest
 from cre.core.projections import pod_view
@@ -69,11 +69,11 @@ async def test_previous_run_is_prefetched_separately(job_harness: JobHarness) ->
     await h.script.create_pod(POD, job="j1", launcher=True, node="gpu-0")
     raw = await h.script.crashloop(POD, exit_code=1, log="crashed run\n")
     view = pod_view(raw)
-    assert failed_containers(view) == [("node", True)]
+    assert new_failures(None, view) == [("node", True)]
     prefetcher = LogPrefetcher(h.client, timeout=5.0)
     async with anyio.create_task_group() as tg:
         prefetcher.bind(tg)
-        for container, previous in failed_containers(view):
+        for container, previous in new_failures(None, view):
             prefetcher.request(view, container, previous=previous)
         req = LogRequest(namespace=h.namespace, pod=POD, container="node", pod_uid=view.uid,
                          previous=True)

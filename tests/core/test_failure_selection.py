@@ -117,9 +117,19 @@ CASES = [
     ("restarted-and-failed-again-records-the-first-run", [
         pod(W0, state=terminated(finished=at(40)), last_state=terminated(finished=at(25))),
     ], f"{W0}/node@previous"),
-    ("running-again-after-a-crash-still-counts", [
+    ("running-again-after-a-crash-no-longer-counts", [
         pod(W0, last_state=terminated(exit_code=2, finished=at(25))),
-    ], f"{W0}/node@previous"),
+    ], None),
+    ("recovered-worker-not-named-over-later-launcher", [
+        # sshd crashed once at start-up, restarted in place and runs again; the launcher that
+        # failed later is the cause (even when the early capture missed it).
+        pod(L1, launcher=True, state=terminated(finished=at(30))),
+        pod(W0, last_state=terminated(exit_code=255, finished=at(2))),
+    ], f"{L1}/node"),
+    ("recovered-oomkilled-last-state-no-longer-counts", [
+        pod(L1, launcher=True, state=terminated(finished=at(30))),
+        pod(W1, last_state=terminated(exit_code=137, reason="OOMKilled", finished=at(2))),
+    ], f"{L1}/node"),
     ("unknown-finish-sorts-last", [
         pod(L1, launcher=True, state=terminated(finished=None)),
         pod(W0, state=terminated(finished=at(99))),

@@ -7,7 +7,7 @@ import attrs
 from cre.api.conditions import ConditionType, FailureScope
 from cre.api.job import Job
 from cre.core.job import reconcile_job, spec_errors
-from cre.core.plan import EventType, Observation
+from cre.core.plan import EventSeverity, Observation
 from cre.core.trio import true_member
 from cre.testing.strategies.job import at, make_job, trainjob
 
@@ -38,7 +38,7 @@ def test_invalid_spec_fails_without_creating_the_workload() -> None:
     assert plan.status.failure_class is not None
     assert plan.status.failure_class.scope == FailureScope.PLATFORM
     assert plan.status.failed_nodes == ()
-    assert [(e.type, e.reason) for e in plan.events] == [(EventType.WARNING, "InvalidSpec")]
+    assert [(e.type, e.reason) for e in plan.events] == [(EventSeverity.WARNING, "InvalidSpec")]
     again = reconcile_job(attrs.evolve(job, status=plan.status), Observation(), at(2))
     assert again.status is None and again.events == () and again.creates == ()
 

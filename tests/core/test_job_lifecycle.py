@@ -9,7 +9,7 @@ from cre.api.job import FailureLog, Job
 from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER, MANAGED_BY
 from cre.api.meta import ConditionStatus
 from cre.core.job import reconcile_job
-from cre.core.plan import EventType, Observation, Plan
+from cre.core.plan import EventSeverity, Observation, Plan
 from cre.core.trio import true_member
 from cre.core.workload import workload_name
 from cre.testing.strategies.job import (
@@ -74,7 +74,7 @@ def test_new_job_creates_owned_labelled_trainjob() -> None:
         "labels": {JOB: "j1"}}}}}}]
     assert _true(plan) == ("InProgress", "WorkloadCreated")
     assert plan.status is not None and plan.status.phase == Phase.PENDING
-    assert [(e.type, e.reason) for e in plan.events] == [(EventType.NORMAL, "WorkloadCreated")]
+    assert [(e.type, e.reason) for e in plan.events] == [(EventSeverity.NORMAL, "WorkloadCreated")]
 
 
 def test_launcher_label_only_when_runtime_patches_a_launcher() -> None:
@@ -109,7 +109,7 @@ def test_foreign_holder_is_terminal_name_collision() -> None:
     assert plan.status is not None and plan.status.failure_class is not None
     assert plan.status.failure_class.scope == FailureScope.CONTROL_PLANE
     assert plan.status.failed_nodes == ()
-    assert [e.type for e in plan.events] == [EventType.WARNING]
+    assert [e.type for e in plan.events] == [EventSeverity.WARNING]
 
 
 def test_foreign_holder_terminating_waits() -> None:
@@ -200,7 +200,8 @@ def test_success_after_retry_drops_failure_log() -> None:
     assert _true(plan) == ("Succeeded", "WorkloadCompleted")
     assert plan.status is not None and plan.status.failure_log is None
     assert plan.status.failure_class is None and plan.status.phase == Phase.SUCCEEDED
-    assert [(e.type, e.reason) for e in plan.events] == [(EventType.NORMAL, "WorkloadCompleted")]
+    assert [(e.type, e.reason) for e in plan.events] == [
+        (EventSeverity.NORMAL, "WorkloadCompleted")]
 
 
 def test_failed_keeps_early_record_and_blames_group() -> None:
@@ -216,7 +217,7 @@ def test_failed_keeps_early_record_and_blames_group() -> None:
         FailureScope.WORKLOAD, "ContainerFailed")
     assert [(f.name, f.reason) for f in status.failed_nodes] == [
         (n, FailedNodeReason.WORKLOAD_FAILED) for n in NODES]
-    assert [e.type for e in plan.events] == [EventType.WARNING]
+    assert [e.type for e in plan.events] == [EventSeverity.WARNING]
 
 
 def test_failed_without_record_reads_launcher_on_same_second_tie() -> None:
@@ -513,4 +514,4 @@ def test_workload_refused_for_good_is_platform_failure() -> None:
     assert plan.status.failed_nodes == () and not plan.creates
     assert plan.status.failure_log is not None and "denied the request" in (
         plan.status.failure_log.tail)
-    assert [e.type for e in plan.events] == [EventType.WARNING]
+    assert [e.type for e in plan.events] == [EventSeverity.WARNING]

@@ -9,8 +9,9 @@ from typing import Any
 import anyio
 from prometheus_client import REGISTRY
 
+from cre.api.watch import WatchEventType
 from cre.kube.client import NAMESPACES, PODS, KubeClient
-from cre.kube.informer import EventType, Informer, ReflectorConfig
+from cre.kube.informer import Informer, ReflectorConfig
 from cre.testing.apiserver import Emulator, serve
 
 # Tiny delays: the protocol is what is under test, not the waiting.
@@ -70,15 +71,15 @@ class Recorder:
     """A handler that records events and lets a test wait for a condition on the store."""
 
     def __init__(self) -> None:
-        self.events: list[tuple[EventType, str, str]] = []  # (type, key, rv)
+        self.events: list[tuple[WatchEventType, str, str]] = []  # (type, key, rv)
         self.mirror: dict[str, str] = {}  # the store as rebuilt from the events alone
         self._changed = anyio.Event()
 
-    def __call__(self, etype: EventType, old: Any, new: Any) -> None:
+    def __call__(self, etype: WatchEventType, old: Any, new: Any) -> None:
         obj = new if new is not None else old
         key = f"{obj.namespace}/{obj.name}"
         self.events.append((etype, key, obj.resource_version))
-        if etype is EventType.DELETED:
+        if etype is WatchEventType.DELETED:
             self.mirror.pop(key, None)
         else:
             self.mirror[key] = obj.resource_version

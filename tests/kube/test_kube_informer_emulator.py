@@ -19,10 +19,12 @@ from kube_emu import (
 )
 
 from cre.api import labels as L
+from cre.api.watch import WatchEventType
 from cre.core.observed import PodView
+from cre.core.plan import LogRequest
 from cre.core.projections import pod_view
 from cre.kube.client import PODS
-from cre.kube.informer import EventType, Informer
+from cre.kube.informer import Informer
 from cre.kube.pods import (
     INDEX_JOB,
     launcher_pod_informer,
@@ -63,7 +65,8 @@ async def test_dropped_watches_resume_without_duplicates_or_gaps() -> None:
             emu.faults.watch = None
             tg.cancel_scope.cancel()
         assert [rv for _, _, rv in rec.events] == writes
-        assert [t for t, _, _ in rec.events] == [EventType.ADDED] * 8 + [EventType.MODIFIED] * 8
+        assert [t for t, _, _ in rec.events] == (
+            [WatchEventType.ADDED] * 8 + [WatchEventType.MODIFIED] * 8)
         assert relists("t-resume") == 1, "resumed from the last version, never relisted"
 
 
@@ -93,7 +96,8 @@ async def test_410_relists_and_emits_the_gap() -> None:
             await rec.wait_until(lambda: cache_state(inf) == expected)
             tg.cancel_scope.cancel()
         assert sorted((t, k) for t, k, _ in rec.events) == [
-            (EventType.ADDED, "cre/d"), (EventType.DELETED, "cre/b"), (EventType.MODIFIED, "cre/c")]
+            (WatchEventType.ADDED, "cre/d"), (WatchEventType.DELETED, "cre/b"),
+            (WatchEventType.MODIFIED, "cre/c")]
         assert relists("t-410") >= 2
 
 
@@ -138,8 +142,8 @@ async def test_relabelled_pod_leaves_and_rejoins_the_cache() -> None:
             await set_labels(client, "w-0", {L.JOB: "nccl"})
             await rec.wait_until(lambda: "cre/w-0" in inf.store)
             tg.cancel_scope.cancel()
-        assert [t for t, _, _ in rec.events] == [EventType.ADDED, EventType.DELETED,
-                                                 EventType.ADDED]
+        assert [t for t, _, _ in rec.events] == [WatchEventType.ADDED, WatchEventType.DELETED,
+                                                 WatchEventType.ADDED]
 
 
 async def test_worker_and_launcher_caches_are_disjoint_and_namespace_scoped() -> None:
@@ -172,11 +176,14 @@ async def test_live_reads_and_log_tail() -> None:
         listed = await live_list_pods(client, label_selector=L.JOB, namespace="cre", page_size=1)
         assert [p.name for p in listed] == ["w-0"]
         emu.append_log("cre", "w-0", "node", "".join(f"line {i}\n" for i in range(10)))
-        tail = await read_pod_log(client, namespace="cre", pod="w-0", container="node",
-                                  tail_lines=2)
-        assert (tail.text, tail.error) == ("line 8\nline 9\n", None)
-        missing = await read_pod_log(client, namespace="cre", pod="gone", container="node")
+        tail = await read_pod_log(client, LogRequest(namespace="cre", pod="w-0", container="node",
+                                                     pod_uid="u-w0", tail_lines=2))
+        assert (tail.text, tail.error, tail.pod_uid, tail.previous) == (
+            "line 8\nline 9\n", None, "u-w0", False)
+        missing = await read_pod_log(client, LogRequest(namespace="cre", pod="gone",
+                                                        container="node", previous=True))
         assert missing.text == "" and missing.error == "pod cre/gone not found"
+        assert missing.previous, "the tail says which run it was read for"
 
 
 async def test_throttled_watch_waits_for_retry_after() -> None:

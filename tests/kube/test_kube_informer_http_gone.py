@@ -13,8 +13,9 @@ import attrs
 import pytest
 from kube_emu import FAST, Recorder, cache_state, emulator, relists
 
+from cre.api.watch import WatchEventType
 from cre.kube.client import CONFIGMAPS, KubeClient
-from cre.kube.informer import EventType, Informer
+from cre.kube.informer import Informer
 
 pytestmark = pytest.mark.anyio
 SELECTOR = "app=gone-test"
@@ -78,7 +79,7 @@ async def test_http_410_on_resume_relists_and_resumes() -> None:
             await rec.wait_until(lambda: "cre/e" in inf.store)
             tg.cancel_scope.cancel()
         assert emu.faults.gone_status_remaining == 0, "the resume really got the HTTP 410"
-        assert gap == [(EventType.ADDED, "cre/d"), (EventType.DELETED, "cre/b"),
-                       (EventType.MODIFIED, "cre/c")]
-        assert rec.events[-1] == (EventType.ADDED, "cre/e", rv)
+        assert gap == [(WatchEventType.ADDED, "cre/d"), (WatchEventType.DELETED, "cre/b"),
+                       (WatchEventType.MODIFIED, "cre/c")]
+        assert rec.events[-1] == (WatchEventType.ADDED, "cre/e", rv)
         assert relists("t-http-410") == 2, "exactly one relist, caused by the 410"

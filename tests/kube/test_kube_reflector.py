@@ -14,10 +14,11 @@ import pytest
 from kube_fakes import FakeClock
 from kube_pods import pod
 
+from cre.api.watch import WatchEventType
 from cre.core.observed import PodView
 from cre.core.projections import node_view, pod_view
 from cre.kube.client import NODES, PODS, ApiError
-from cre.kube.informer import EventType, Informer, ReflectorConfig, ReflectorState
+from cre.kube.informer import Informer, ReflectorConfig, ReflectorState
 
 pytestmark = pytest.mark.anyio
 
@@ -123,7 +124,7 @@ async def test_paged_list_then_watch_from_the_list_version(clock: FakeClock) -> 
                   _ev("ADDED", pod(name="d", rv="16"))]])
     sleeps = Sleeps(clock)
     inf = _informer(client, clock, sleeps, rand=0.5)
-    seen: list[tuple[EventType, str | None, str | None]] = []
+    seen: list[tuple[WatchEventType, str | None, str | None]] = []
     inf.add_handler(lambda t, old, new: seen.append(
         (t, old.resource_version if old else None, new.resource_version if new else None)))
     await _run_until_idle(inf, client)
@@ -135,9 +136,9 @@ async def test_paged_list_then_watch_from_the_list_version(clock: FakeClock) -> 
         ("10", True, True)
     assert first["timeoutSeconds"] == 450  # 300 + 300 * rand(0.5)
     assert client.watch_queries[1]["resourceVersion"] == "16", "resume from the last event"
-    assert seen == [(EventType.ADDED, None, "5"), (EventType.ADDED, None, "6"),
-                    (EventType.ADDED, None, "7"), (EventType.MODIFIED, "5", "11"),
-                    (EventType.DELETED, "12", None), (EventType.ADDED, None, "16")]
+    assert seen == [(WatchEventType.ADDED, None, "5"), (WatchEventType.ADDED, None, "6"),
+                    (WatchEventType.ADDED, None, "7"), (WatchEventType.MODIFIED, "5", "11"),
+                    (WatchEventType.DELETED, "12", None), (WatchEventType.ADDED, None, "16")]
     assert sorted(inf.store.keys()) == ["cre/a", "cre/c", "cre/d"]
     assert inf.has_synced()
     assert sleeps.waits == [], "a watch that delivered events ends without backoff"
@@ -189,11 +190,11 @@ async def test_http_410_relists_and_reconciles_the_store(clock: FakeClock) -> No
     sleeps = Sleeps(clock)
     inf = _informer(client, clock, sleeps)
     inf._reflectors[0]
-    seen: list[tuple[EventType, str]] = []
+    seen: list[tuple[WatchEventType, str]] = []
     inf.add_handler(lambda t, old, new: seen.append((t, (new or old).name)))  # type: ignore[union-attr]
     await _run_until_idle(inf, client)
-    assert seen[3:] == [(EventType.DELETED, "b"), (EventType.MODIFIED, "c"),
-                        (EventType.ADDED, "d")]
+    assert seen[3:] == [(WatchEventType.DELETED, "b"), (WatchEventType.MODIFIED, "c"),
+                        (WatchEventType.ADDED, "d")]
     assert sleeps.waits == []
     assert client.watch_queries[-1]["resourceVersion"] == "10"
 
@@ -289,11 +290,11 @@ async def test_a_relist_in_one_namespace_leaves_the_others_alone(clock: FakeCloc
     })
     inf = Informer(client, PODS, transform=pod_view, label_selector="x", name="multi",  # type: ignore[arg-type]
                    namespace=["a", "b"], clock=clock, rand=lambda: 0.0, sleep=Sleeps(clock))
-    rec: list[tuple[EventType, str]] = []
+    rec: list[tuple[WatchEventType, str]] = []
     inf.add_handler(lambda t, old, new: rec.append((t, (new or old).name)))  # type: ignore[union-attr]
     await _run_until_idle(inf, client)
     assert sorted(inf.store.keys()) == ["a/a2", "b/b1"]
-    assert (EventType.DELETED, "a1") in rec and (EventType.DELETED, "b1") not in rec
+    assert (WatchEventType.DELETED, "a1") in rec and (WatchEventType.DELETED, "b1") not in rec
     assert inf.has_synced() and inf.resource_version("a") == "5"
 
 

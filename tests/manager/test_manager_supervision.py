@@ -315,7 +315,7 @@ async def test_a_crashing_server_stops_everything_and_exits_crashed(
     is logged with its error, and the exit code is CRASHED."""
     runnable = Forever()
 
-    async def broken_metrics(address: object, *,
+    async def broken_metrics(address: object, *, registry: object,
                              task_status: anyio.abc.TaskStatus[object]) -> None:
         task_status.started(None)
         await runnable.running.wait()

@@ -21,10 +21,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from cre.api.watch import WatchEventType as EventType
+
 from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
 from .objects import Objects, WriteOptions
 from .resources import ResourceType
-from .store import Event, EventType, Key, Obj
+from .store import Event, Key, Obj
 
 Ref = tuple[tuple[str, str], Key]  # (bucket, key)
 GC_MANAGER = WriteOptions(

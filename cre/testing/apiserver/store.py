@@ -17,7 +17,6 @@ history. This module does exactly that, in one process:
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,18 +24,12 @@ from typing import Any
 import attrs
 import orjson
 
+from cre.api.watch import WatchEventType as EventType
+
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 Obj = dict[str, Any]
 
 DEFAULT_HISTORY = 4096
-
-
-class EventType(enum.StrEnum):
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
-    BOOKMARK = "BOOKMARK"
-    ERROR = "ERROR"
 
 
 def dumps(obj: Any) -> bytes:

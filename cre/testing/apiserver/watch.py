@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import HttpVersion11, web
 
+from cre.api.watch import WatchEventType as EventType
+
 from . import errors
 from .convert import from_storage, is_new_event
 from .query import ListOptions
 from .resources import ResourceType
-from .store import Event, EventType, Obj, Watcher, dumps
+from .store import Event, Obj, Watcher, dumps
 
 if TYPE_CHECKING:
     from .server import ApiServer

@@ -1,0 +1,46 @@
+"""How a Workflow treats a failed group: run on (``Continue``) or stop early (``FailFast``),
+and whether an infrastructure abort is deferred instead of counted as a test failure.
+
+Kept in its own module because both the Workflow spec and the Certification's category
+options carry it (a Certification copies it into each Workflow it creates). The deferral
+rules themselves live in ``cre.core.deferral``; see docs/design/013-workflow-certification.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+import attrs
+
+from cre.api.fields import c
+
+DEFAULT_INFRA_RETRIES: Final = 1
+MAX_INFRA_RETRIES: Final = 10
+
+
+class FailureMode(enum.StrEnum):
+    """What one genuine (Workload-class) group failure does to its siblings."""
+
+    CONTINUE = "Continue"  # every group runs to its end (the reference's only behaviour)
+    FAIL_FAST = "FailFast"  # stop launching, cancel running siblings
+
+
+@attrs.frozen(kw_only=True)
+class FailurePolicy:
+    """Fail-fast and infra-abort deferral of one Workflow.
+
+    ``infraRetries`` re-runs a group whose Job ended on a Node, Platform or ControlPlane class
+    failure without spending ``retryFailedGroups``. ``infraScopedFailFast`` overrides the
+    manager's ``--infra-scoped-failfast`` switch for this Workflow: ``false`` turns deferral off
+    and every failure counts the same (the plain behaviour); unset follows the manager.
+    """
+
+    mode: FailureMode = FailureMode.CONTINUE
+    infra_retries: int = attrs.field(
+        default=DEFAULT_INFRA_RETRIES,
+        metadata=c(minimum=0, maximum=MAX_INFRA_RETRIES, int_format="int32"),
+    )
+    infra_scoped_fail_fast: bool | None = attrs.field(
+        default=None, metadata=c(json_name="infraScopedFailFast")
+    )

@@ -1,0 +1,108 @@
+"""The Job core's shell: the Job resource, its Events, and the answers to the core's questions.
+
+Everything here is Job-specific I/O that used to sit in the generic executor: the ``Job``
+resource and how an Event names a Job; the :class:`cre.kube.executor.PlanExecutor` configured for
+Job plans (TrainJobs created and deleted, the Job's status and finalizers written); and the
+reads that answer what :func:`cre.core.job.reconcile_job` asks for (log tails, preferably the
+ones the prefetcher already read; live reads of the Job, its TrainJob and its pods). The
+controller (:mod:`cre.controller.job`) decides when to ask; this module only reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from cre.api.converter import structure
+from cre.api.job import Job
+from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
+from cre.controller.prefetch import LogPrefetcher
+from cre.core.observed import LogTail, PodView, TrainJobView
+from cre.core.plan import LogRequest
+from cre.core.projections import trainjob_view
+from cre.core.workload import TRAINJOB_KIND, workload_name
+from cre.kube.client import TRAINJOBS, ApiError, KubeClient, Resource
+from cre.kube.events import EventRecorder
+from cre.kube.executor import PlanExecutor
+from cre.kube.pods import live_list_pods, read_pod_log
+
+JOBS: Final = Resource(GROUP, VERSION, "jobs", kind="Job")
+
+
+def job_from_dict(raw: dict[str, Any]) -> Job:
+    """The Job model of a served object (the informer drops objects that do not validate)."""
+    return structure(raw, Job)
+
+
+def involved(job: Job) -> dict[str, Any]:
+    """The ``involvedObject`` of an Event about ``job``."""
+    meta = job.metadata
+    return {"apiVersion": API_VERSION, "kind": "Job", "name": meta.name,
+            "namespace": meta.namespace, "uid": meta.uid}
+
+
+def job_executor(client: KubeClient, recorder: EventRecorder, *,
+                 clock: Callable[[], datetime]) -> PlanExecutor:
+    """The executor of Job plans: TrainJobs created and deleted, the Job's status and
+    finalizers written, Events naming the Job."""
+    return PlanExecutor(client, recorder, owner=JOBS, kinds={TRAINJOB_KIND: TRAINJOBS},
+                        involved=involved, clock=clock)
+
+
+def by_creation(pods: Sequence[PodView]) -> tuple[PodView, ...]:
+    """``pods`` oldest first (by name on a tie; unknown creation times last)."""
+    far = datetime.max.replace(tzinfo=UTC)
+    return tuple(sorted(pods, key=lambda p: (p.creation_timestamp or far, p.name)))
+
+
+class JobReads:
+    """The reads that answer the Job core: log tails (the prefetched one when there is one) and
+    live reads of a Job, its TrainJob and its pods."""
+
+    def __init__(self, client: KubeClient, prefetcher: LogPrefetcher, *,
+                 log_timeout: float) -> None:
+        self.client = client
+        self.prefetcher = prefetcher
+        self.log_timeout = log_timeout
+
+    async def logs(self, requests: Sequence[LogRequest]) -> tuple[LogTail, ...]:
+        """The tails ``requests`` ask for, in order."""
+        tails: list[LogTail] = []
+        for req in requests:
+            early = await self.prefetcher.tail_for(req)
+            if early is not None and early.error is None:
+                tails.append(early)
+            else:
+                tails.append(await read_pod_log(self.client, req, timeout=self.log_timeout))
+        return tuple(tails)
+
+    async def job(self, namespace: str, name: str) -> Job | None:
+        """The Job as served now (``None``: gone)."""
+        try:
+            return job_from_dict(await self.client.get(JOBS, name, namespace=namespace))
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    async def trainjob(self, job: Job) -> TrainJobView | None:
+        """The Job's TrainJob as served now (``None``: absent)."""
+        try:
+            raw = await self.client.get(TRAINJOBS, workload_name(job.metadata.name or ""),
+                                        namespace=job.metadata.namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return trainjob_view(raw)
+
+    async def pods(self, job: Job) -> tuple[tuple[PodView, ...], tuple[PodView, ...]]:
+        """The Job's worker and launcher pods as served now, oldest first."""
+        ns, name = job.metadata.namespace or "", job.metadata.name or ""
+        caller = f"{__name__}.JobReads"
+        workers = await live_list_pods(self.client, label_selector=f"{JOB}={name}",
+                                       namespace=ns, caller=caller)
+        launchers = await live_list_pods(self.client, label_selector=f"{LAUNCHER}={name}",
+                                         namespace=ns, caller=caller)
+        return by_creation(workers), by_creation(launchers)

@@ -1,0 +1,321 @@
+"""The Certification lifecycle as a pure function: ``reconcile_certification(cert, obs, now,
+catalog=...)``.
+
+A Certification runs catalog categories one after another, in spec order, each as one
+Workflow (built by ``cre.core.certification_build``):
+
+* Before anything is created, every category is checked against the catalog and its options
+  (unknown category, unsupported option, ``nodesPerJob`` above the eligible nodes): any problem
+  fails the Certification at once, naming the field, with nothing created.
+* While the target matches no node, the Certification waits (``WaitingForNodes``) for up to
+  5 minutes from its creation, then the category fails.
+* A category ends with its Workflow: Succeeded (verdict Passed or Incomplete) or Failed; a
+  failed category does not stop the next one. Its status mirrors the Workflow's node-result
+  ConfigMap refs.
+* When every category is done: Failed (``WorkflowFailed``) if any failed, else Succeeded
+  (``AllWorkflowsSucceeded``); the verdict summarises the categories (Failed beats Incomplete
+  beats Passed), ``Incomplete=True`` when it is Incomplete, and ``status.categories`` reads
+  ``<passed>/<total>`` for ``kubectl get``.
+* Deletion removes the Workflows it controls (UID preconditions), waits until they are gone
+  (confirmed live), then drops the finalizer.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import attrs
+
+from cre.api import labels as L
+from cre.api.certification import CategoryStatus, Certification, CertificationStatus
+from cre.api.conditions import (
+    CategoryState,
+    CertificationReason,
+    ConditionType,
+    IncompleteReason,
+    Phase,
+    Verdict,
+    WorkflowReason,
+)
+from cre.api.errors import describe
+from cre.api.meta import NamespacedName
+from cre.api.validate import validate
+from cre.api.workflow import Workflow
+from cre.catalog.model import Catalog
+from cre.core import deferral as D
+from cre.core.certification_build import (
+    BuildError,
+    build_workflow,
+    discover_for,
+    entry_name,
+    merged_options,
+    precheck,
+)
+from cre.core.conditions import set_additive, set_trio
+from cre.core.discovery import DiscoveryFailure, describe_target
+from cre.core.observed import NodeView
+from cre.core.plan import Create, Delete, EventSpec
+from cre.core.tierplan import SelfPatch, TierPlan
+from cre.core.trio import true_member
+
+CertificationPlan = TierPlan[CertificationStatus]
+NODE_WAIT: Final = timedelta(minutes=5)
+
+
+@attrs.frozen(kw_only=True)
+class CertificationSettings:
+    """Tunables of the Certification core."""
+
+    requeue: float = 15.0
+    immediate: float = 0.05
+    node_wait: timedelta = NODE_WAIT
+
+
+DEFAULT_CERTIFICATION_SETTINGS: Final = CertificationSettings()
+
+
+@attrs.frozen(kw_only=True)
+class CertificationObservation:
+    """What the Certification core reads: GPU nodes, its Workflows, create conflicts."""
+
+    nodes: tuple[NodeView, ...] = ()
+    workflows: tuple[Workflow, ...] = ()
+    create_conflicts: tuple[str, ...] = ()
+    read_live: bool = False
+
+    def workflow(self, name: str) -> Workflow | None:
+        """The observed Workflow of that name."""
+        return next((w for w in self.workflows if w.metadata.name == name), None)
+
+
+@attrs.frozen(kw_only=True)
+class _Ctx:
+    cert: Certification
+    obs: CertificationObservation
+    now: datetime
+    catalog: Catalog
+    settings: CertificationSettings
+
+    def plan(self, **kwargs: Any) -> CertificationPlan:
+        return TierPlan(resource_version=self.cert.metadata.resource_version or "", **kwargs)
+
+    def owns(self, wf: Workflow) -> bool:
+        return any(o.controller and o.uid == self.cert.metadata.uid
+                   for o in wf.metadata.owner_references)
+
+
+def reconcile_certification(
+    cert: Certification, observation: CertificationObservation, now: datetime, *,
+    catalog: Catalog, settings: CertificationSettings = DEFAULT_CERTIFICATION_SETTINGS,
+) -> CertificationPlan:
+    """The Plan that moves ``cert`` one step on (see the module docstring)."""
+    ctx = _Ctx(cert=cert, obs=observation, now=now, catalog=catalog, settings=settings)
+    rv = cert.metadata.resource_version or ""
+    if cert.metadata.deletion_timestamp is not None:
+        return _deletion(ctx)
+    if L.CERTIFICATION_FINALIZER not in cert.metadata.finalizers:
+        body = {"metadata": {"finalizers": [*cert.metadata.finalizers,
+                                            L.CERTIFICATION_FINALIZER]}}
+        return ctx.plan(patches=(SelfPatch(body=body, resource_version=rv),))
+    current = true_member(cert.status.conditions)
+    if current is not None and current.type != ConditionType.IN_PROGRESS:
+        return ctx.plan()
+    status = cert.status
+    if not status.category_statuses:
+        problems = tuple(str(e) for e in validate(cert) if e.path.startswith("spec"))
+        problems += precheck(cert, catalog)
+        problems += _too_many_nodes(ctx)
+        if problems:
+            unknown = any("unknown category" in p for p in problems)
+            return _write(ctx, status, member=ConditionType.FAILED,
+                          reason=CertificationReason.CATEGORY_NOT_FOUND if unknown
+                          else CertificationReason.INVALID_SPEC,
+                          message=f"{describe(cert, 'Certification')}: {'; '.join(problems)}")
+        status = attrs.evolve(status, category_statuses=tuple(
+            CategoryStatus(domain=c.domain, variant=c.variant) for c in cert.spec.categories))
+    return _advance(ctx, status)
+
+
+def _too_many_nodes(ctx: _Ctx) -> tuple[str, ...]:
+    """``nodesPerJob`` above the eligible nodes, for categories whose discovery succeeds now."""
+    out = []
+    for i, _ in enumerate(ctx.cert.spec.categories):
+        wanted = merged_options(ctx.cert, i).nodes_per_job
+        if wanted is None:
+            continue
+        found = discover_for(ctx.cert, i, ctx.obs.nodes, ctx.catalog)
+        if not isinstance(found, DiscoveryFailure) and wanted > len(found.nodes):
+            out.append(f"spec.categories[{i}].options.nodesPerJob: {wanted} is more than the "
+                       f"{len(found.nodes)} eligible node(s); set nodesPerJob to "
+                       f"{len(found.nodes)} or less (or leave it unset)")
+    return tuple(out)
+
+
+def _write(ctx: _Ctx, status: CertificationStatus, *, member: ConditionType, reason: str,
+           message: str, events: tuple[EventSpec, ...] = (), **plan: Any) -> CertificationPlan:
+    conditions, event = set_trio(status.conditions, member=member, reason=reason,
+                                 message=message, now=ctx.now,
+                                 generation=ctx.cert.metadata.generation)
+    phase = {ConditionType.SUCCEEDED: Phase.SUCCEEDED, ConditionType.FAILED: Phase.FAILED}.get(
+        member, Phase.RUNNING if status.category_statuses else Phase.PENDING)
+    passed = sum(1 for c in status.category_statuses if c.status == CategoryState.SUCCEEDED)
+    status = attrs.evolve(status, conditions=conditions, phase=phase,
+                          observed_generation=ctx.cert.metadata.generation,
+                          categories=f"{passed}/{len(ctx.cert.spec.categories)}")
+    if member == ConditionType.FAILED and status.verdict is None:
+        status = attrs.evolve(status, verdict=Verdict.FAILED)
+    changed = status != ctx.cert.status
+    all_events = (*((event,) if event is not None else ()), *events)
+    return ctx.plan(status=status if changed else None,
+                    events=all_events if changed else events, **plan)
+
+
+def _set(current: CertificationStatus, index: int, **changes: Any) -> CertificationStatus:
+    cats = list(current.category_statuses)
+    cats[index] = attrs.evolve(cats[index], **changes)
+    return attrs.evolve(current, category_statuses=tuple(cats))
+
+
+def _advance(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
+    total = len(status.category_statuses)
+    for index, cat in enumerate(status.category_statuses):
+        if cat.status.terminal:
+            continue
+        label = f"{cat.domain}/{cat.variant}"
+        if cat.status == CategoryState.IN_PROGRESS and cat.workflow_ref is not None:
+            return _check_workflow(ctx, status, index, cat.workflow_ref.name, label)
+        return _start_category(ctx, status, index, label, total)
+    return _finalize(ctx, status)
+
+
+def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: str,
+                    label: str) -> CertificationPlan:
+    wf = ctx.obs.workflow(name)
+    if name in ctx.obs.create_conflicts or (wf is not None and not ctx.owns(wf)):
+        status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
+                      message=f"Workflow {name} already exists and is not controlled by "
+                              f"this Certification")
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.WORKFLOW_NAME_COLLISION,
+                      message=f"Category {label}: Workflow name {name} is taken",
+                      requeue_after=ctx.settings.immediate)
+    if wf is None:
+        if not ctx.obs.read_live:
+            return ctx.plan(confirm_live=True)
+        status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
+                      message=f"Workflow for category {label} not found")
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.WORKFLOW_DELETED,
+                      message=f"Workflow for category {label} not found, advancing",
+                      requeue_after=ctx.settings.immediate)
+    refs = {"succeeded_nodes_ref": wf.status.succeeded_nodes_ref,
+            "failed_nodes_ref": wf.status.failed_nodes_ref,
+            "uncertified_nodes_ref": wf.status.uncertified_nodes_ref}
+    member = true_member(wf.status.conditions)
+    if member is not None and member.type == ConditionType.FAILED:
+        status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
+                      message=member.message, **refs)
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.WORKFLOW_FAILED,
+                      message=f"Workflow for category {label} failed, advancing to next "
+                              "category", requeue_after=ctx.settings.immediate)
+    if member is not None and member.type == ConditionType.SUCCEEDED:
+        verdict = wf.status.verdict or Verdict.PASSED
+        message = member.message
+        incomplete = next((c for c in wf.status.conditions
+                           if c.type == ConditionType.INCOMPLETE), None)
+        if verdict == Verdict.INCOMPLETE and incomplete is not None:
+            message = f"{incomplete.reason}: {incomplete.message}"
+        status = _set(status, index, status=CategoryState.SUCCEEDED, verdict=verdict,
+                      message=message, **refs)
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.WORKFLOW_SUCCEEDED,
+                      message=f"Workflow for category {label} succeeded",
+                      requeue_after=ctx.settings.immediate)
+    status = _set(status, index, **refs)
+    return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                  reason=CertificationReason.WORKFLOW_RUNNING,
+                  message="Certification in progress", requeue_after=ctx.settings.requeue)
+
+
+def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: str,
+                    total: int) -> CertificationPlan:
+    cert = ctx.cert
+    found = discover_for(cert, index, ctx.obs.nodes, ctx.catalog)
+    if isinstance(found, DiscoveryFailure):
+        created = cert.metadata.creation_timestamp or ctx.now
+        left = created + ctx.settings.node_wait - ctx.now
+        if found.reason == WorkflowReason.NODE_DISCOVERY_ERROR and left > timedelta(0):
+            return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                          reason=CertificationReason.WAITING_FOR_NODES,
+                          message=f"No node matches {describe_target(cert.spec.target)} yet "
+                                  f"for category {label}; waiting "
+                                  f"{int(left.total_seconds())}s more",
+                          requeue_after=min(ctx.settings.requeue, left.total_seconds()))
+        status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
+                      message=found.message)
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.NODE_DISCOVERY_ERROR,
+                      message=f"Category {label}: {found.message}",
+                      requeue_after=ctx.settings.immediate)
+    try:
+        body = build_workflow(cert, index, found=found, catalog=ctx.catalog)
+    except BuildError as exc:
+        status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
+                      message=str(exc))
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.BUILD_FAILED,
+                      message=f"Category {label}: {exc}", requeue_after=ctx.settings.immediate)
+    meta = body["metadata"]
+    create = Create(api_version=L.API_VERSION, kind="Workflow", namespace=meta["namespace"],
+                    name=meta["name"], body=body)
+    status = _set(status, index, status=CategoryState.IN_PROGRESS,
+                  workflow_ref=NamespacedName(name=meta["name"], namespace=meta["namespace"]))
+    return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                  reason=CertificationReason.WORKFLOW_CREATED,
+                  message=f"Created Workflow for category {entry_name(cert.spec.categories[index])}"
+                          f" ({index + 1} of {total})",
+                  creates=(create,), requeue_after=ctx.settings.requeue)
+
+
+def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
+    verdict = D.summarize(c.verdict for c in status.category_statuses)
+    incomplete = verdict == Verdict.INCOMPLETE
+    nodes_excluded = incomplete and all(
+        (c.message or "").startswith(IncompleteReason.NODES_EXCLUDED)
+        for c in status.category_statuses if c.verdict == Verdict.INCOMPLETE)
+    conditions, event = set_additive(
+        status.conditions, type_=ConditionType.INCOMPLETE, status=incomplete,
+        reason=(IncompleteReason.NODES_EXCLUDED if nodes_excluded
+                else IncompleteReason.INFRA_ABORTED) if incomplete else IncompleteReason.COMPLETE,
+        message="One or more categories did not certify every target node" if incomplete
+        else "", now=ctx.now, generation=ctx.cert.metadata.generation, warn=True)
+    status = attrs.evolve(status, conditions=conditions, verdict=verdict)
+    events = (event,) if event is not None else ()
+    if any(c.status == CategoryState.FAILED for c in status.category_statuses):
+        return _write(ctx, status, member=ConditionType.FAILED,
+                      reason=CertificationReason.WORKFLOW_FAILED,
+                      message="One or more certification categories failed", events=events)
+    return _write(ctx, status, member=ConditionType.SUCCEEDED,
+                  reason=CertificationReason.ALL_WORKFLOWS_SUCCEEDED,
+                  message=f"All {len(status.category_statuses)} categories succeeded"
+                          + ("; verdict Incomplete" if incomplete else ""), events=events)
+
+
+def _deletion(ctx: _Ctx) -> CertificationPlan:
+    cert = ctx.cert
+    if L.CERTIFICATION_FINALIZER not in cert.metadata.finalizers:
+        return ctx.plan()
+    ours = [w for w in ctx.obs.workflows if ctx.owns(w)]
+    if ours:
+        deletes = tuple(Delete(api_version=L.API_VERSION, kind="Workflow",
+                               namespace=w.metadata.namespace or "", name=w.metadata.name or "",
+                               uid=w.metadata.uid or "")
+                        for w in ours if w.metadata.deletion_timestamp is None)
+        return ctx.plan(deletes=deletes, requeue_after=ctx.settings.requeue)
+    if not ctx.obs.read_live:
+        return ctx.plan(confirm_live=True)
+    finalizers = [f for f in cert.metadata.finalizers if f != L.CERTIFICATION_FINALIZER]
+    return ctx.plan(patches=(SelfPatch(body={"metadata": {"finalizers": finalizers}},
+                                       resource_version=cert.metadata.resource_version or ""),))

@@ -1,0 +1,487 @@
+"""The Workflow lifecycle as a pure function: ``reconcile_workflow(wf, observation, now)``.
+
+A Workflow runs one category over a set of nodes: it discovers and partitions the nodes once
+(``cre.core.discovery``, ``cre.core.partition``), creates the workflow-scoped dependencies,
+then launches one CRE Job per group (``cre.core.groupjob``) with its own copies of the
+job-scoped dependencies (``cre.core.deps``), tracks the Jobs, decides retries and infra-abort
+deferral (``cre.core.deferral``), cancels siblings under FailFast, runs the iterations, writes
+the node-result ConfigMaps (``cre.core.noderesults``) and the final verdict, and on deletion
+removes Jobs first, then dependencies, then its finalizer.
+
+Rules the pure core keeps (each covered by a test):
+
+* Launch gating: at most ``maxConcurrent`` running groups (0 = all), never two running groups
+  sharing a node (an overflow group waits for its lenders), and nothing new after FailFast.
+* A retried group gets a new Job name (``...-retry-<k>``) and new dependency copies, so a
+  relaunch never waits for the previous Job's finalizer.
+* A missing Job is only believed after a live read (``confirm_live``); it then counts as a
+  ControlPlane-class abort (someone else deleted it).
+* Iterations: all groups terminal -> the iteration's Jobs are deleted (and confirmed gone)
+  before the groups reset; the last iteration ends in the final status instead.
+* Final reason precedence (the reference's): failed groups -> ``JobHardwareFailed`` if any
+  failed group's Job had a hardware failure, else ``JobValidationFailed`` if any missed a
+  threshold, else ``IterationsFailed``; ``ValidationFailed=True`` whenever a threshold was
+  missed. No genuine failure -> ``JobCompleted``, with ``Incomplete`` when nodes went
+  uncertified or were excluded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+
+from cre.api import labels as L
+from cre.api.common import TargetSpec
+from cre.api.conditions import (
+    ConditionType,
+    FailureScope,
+    JobReason,
+    Phase,
+    WorkflowReason,
+)
+from cre.api.errors import describe
+from cre.api.job import FailureClass, Job
+from cre.api.meta import TypedLocalObjectReference
+from cre.api.validate import validate
+from cre.api.workflow import (
+    AppliedOverride,
+    DependencyRef,
+    DependencyScope,
+    GroupStatus,
+    OrchestrationStatus,
+    Workflow,
+    WorkflowStatus,
+)
+from cre.core import deferral as D
+from cre.core import noderesults as NR
+from cre.core.classify import ClassReason
+from cre.core.conditions import set_trio
+from cre.core.deps import Dependency, DependencyError, applicable, job_copy, renames, suffix
+from cre.core.discovery import Discovery, DiscoveryFailure, discover
+from cre.core.groupjob import group_job, job_name
+from cre.core.observed import NodeView
+from cre.core.overrides import OverrideError, apply_overrides
+from cre.core.partition import PartitionError, partition
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec
+from cre.core.tierplan import ObjectView, SelfPatch, TierPlan, Upsert
+from cre.core.trio import true_member
+
+WorkflowPlan = TierPlan[WorkflowStatus]
+JOB_API: Final = L.API_VERSION
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+
+@attrs.frozen(kw_only=True)
+class WorkflowSettings:
+    """Tunables of the Workflow core (the reference's timing constants)."""
+
+    requeue: float = 15.0
+    immediate: float = 0.05
+    deletion_requeue: float = 5.0
+    # The manager's --infra-scoped-failfast switch (a Workflow may override it).
+    infra_scoped_fail_fast: bool = True
+
+
+DEFAULT_WORKFLOW_SETTINGS: Final = WorkflowSettings()
+
+
+@attrs.frozen(kw_only=True)
+class WorkflowObservation:
+    """Everything the Workflow core may read about one Workflow's world at one instant.
+
+    ``jobs``: the CRE Jobs labelled ``cre.dev/workflow=<name>`` in its namespace.
+    ``dependencies``: the dependency objects found by the tracking label.
+    ``config_maps``: the ``binaryData`` of the node-result ConfigMaps, by name.
+    ``create_conflicts``: ``Kind/name`` of objects a create found held by a foreign owner.
+    ``active_pods``: per Job name, how many of its pods are not yet Succeeded/Failed.
+    ``read_live``: the Jobs (and pods) were read live because the core asked for it.
+    """
+
+    nodes: tuple[NodeView, ...] = ()
+    jobs: tuple[Job, ...] = ()
+    dependencies: tuple[ObjectView, ...] = ()
+    config_maps: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
+    create_conflicts: tuple[str, ...] = ()
+    active_pods: Mapping[str, int] = attrs.field(factory=dict)
+    read_live: bool = False
+
+    def job(self, name: str) -> Job | None:
+        """The observed Job of that name."""
+        return next((j for j in self.jobs if j.metadata.name == name), None)
+
+
+@attrs.frozen(kw_only=True)
+class _Ctx:
+    wf: Workflow
+    obs: WorkflowObservation
+    now: datetime
+    settings: WorkflowSettings
+
+    @property
+    def name(self) -> str:
+        return self.wf.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.wf.status.namespace or self.wf.spec.namespace or \
+            self.wf.metadata.namespace or ""
+
+    @property
+    def uid(self) -> str:
+        return self.wf.metadata.uid or ""
+
+    @property
+    def generation(self) -> int | None:
+        return self.wf.metadata.generation
+
+    def plan(self, **kwargs: Any) -> WorkflowPlan:
+        return TierPlan(resource_version=self.wf.metadata.resource_version or "", **kwargs)
+
+    @property
+    def policy(self) -> D.EffectivePolicy:
+        execution = self.wf.spec.orchestration.execution
+        return D.effective_policy(
+            self.wf.spec.failure_policy, manager_default=self.settings.infra_scoped_fail_fast,
+            retry_failed_groups=execution.retry_failed_groups if execution else 0)
+
+    @property
+    def iterations(self) -> int:
+        return self.wf.spec.orchestration.iterations
+
+
+def reconcile_workflow(
+    wf: Workflow, observation: WorkflowObservation, now: datetime, *,
+    settings: WorkflowSettings = DEFAULT_WORKFLOW_SETTINGS,
+) -> WorkflowPlan:
+    """The Plan that moves ``wf`` one step towards what ``observation`` calls for."""
+    ctx = _Ctx(wf=wf, obs=observation, now=now, settings=settings)
+    if wf.metadata.deletion_timestamp is not None:
+        return _deletion(ctx)
+    if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
+        body = {"metadata": {"finalizers": [*wf.metadata.finalizers, L.WORKFLOW_FINALIZER]}}
+        return ctx.plan(patches=(SelfPatch(body=body,
+                                           resource_version=wf.metadata.resource_version or ""),))
+    current = true_member(wf.status.conditions)
+    if current is not None and current.type != ConditionType.IN_PROGRESS:
+        return ctx.plan()
+    orch = wf.status.orchestration
+    if orch is None or orch.total_groups == 0:
+        return _start(ctx)
+    if wf.spec.overrides:
+        try:
+            effective, _ = apply_overrides(
+                wf, platform=orch.detected_platform or "",
+                arch=orch.detected_gpu_architecture or "",
+                topology_mode="topology" if wf.spec.orchestration.topology else "simple",
+                domain_count=len({d for g in wf.status.groups for d in g.domains}))
+        except OverrideError as exc:
+            return _write(ctx, wf.status, member=ConditionType.FAILED,
+                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
+        ctx = attrs.evolve(ctx, wf=effective)
+    if observation.create_conflicts:
+        held = ", ".join(observation.create_conflicts)
+        dep = any(not c.startswith("Job/") for c in observation.create_conflicts)
+        reason = WorkflowReason.DEPENDENCY_NAME_COLLISION if dep \
+            else WorkflowReason.JOB_NAME_COLLISION
+        return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
+                      message=f"{held} already exist(s) and is not controlled by Workflow "
+                              f"{ctx.name}")
+    from cre.core.workflow_run import advance  # the running phase, kept in its own module
+
+    return advance(ctx)
+
+
+# --- status helpers ----------------------------------------------------------------------------
+
+
+def _write(ctx: _Ctx, status: WorkflowStatus, *, member: ConditionType, reason: str,
+           message: str, events: tuple[EventSpec, ...] = (), **plan: Any) -> WorkflowPlan:
+    conditions, event = set_trio(status.conditions, member=member, reason=reason,
+                                 message=message, now=ctx.now, generation=ctx.generation)
+    phase = {ConditionType.SUCCEEDED: Phase.SUCCEEDED, ConditionType.FAILED: Phase.FAILED}.get(
+        member, Phase.RUNNING if status.groups else Phase.PENDING)
+    status = attrs.evolve(status, conditions=conditions, phase=phase,
+                          observed_generation=ctx.generation,
+                          namespace=status.namespace or ctx.namespace)
+    changed = status != ctx.wf.status
+    all_events = (*((event,) if event is not None else ()), *events)
+    return ctx.plan(status=status if changed else None, events=all_events if changed else
+                    tuple(e for e in events), **plan)
+
+
+def spec_errors(wf: Workflow) -> tuple[str, ...]:
+    """The problems ``cre.api.validate`` finds in the spec, as ``path: problem``."""
+    return tuple(str(e) for e in validate(wf) if e.path == "spec" or e.path.startswith("spec."))
+
+
+def rendered_gpus(wf: Workflow) -> int | None:
+    """The largest ``nvidia.com/gpu`` in any requests/limits of the job template's workload
+    or the dependencies (the per-node request discovery checks capacity against)."""
+    best: int | None = None
+
+    def walk(value: Any, key: str | None = None) -> None:
+        nonlocal best
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if k in ("requests", "limits") and isinstance(v, Mapping) and GPU_RESOURCE in v:
+                    try:
+                        n = int(str(v[GPU_RESOURCE]))
+                    except ValueError:
+                        n = 0
+                    best = n if best is None else max(best, n)
+                walk(v, k)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item, key)
+
+    workload = wf.spec.job_template.spec.workload
+    walk(workload.train_job or {})
+    walk(list(wf.spec.dependencies))
+    return best
+
+
+def nodes_per_job(wf: Workflow) -> int | None:
+    """``trainer.numNodes`` of the template's TrainJob (``None``/``<1``: all nodes)."""
+    train_job = wf.spec.job_template.spec.workload.train_job or {}
+    trainer = train_job.get("trainer")
+    value = trainer.get("numNodes") if isinstance(trainer, Mapping) else None
+    return value if isinstance(value, int) and value >= 1 else None
+
+
+def _target(wf: Workflow) -> TargetSpec:
+    return wf.spec.orchestration.target or TargetSpec()
+
+
+# --- discovery and partitioning (once) ---------------------------------------------------------
+
+
+_EXCLUSION_EVENTS: Final = (
+    ("Cordoned", WorkflowReason.CORDONED_NODES_EXCLUDED),
+    ("NotReady", WorkflowReason.NOT_READY_NODES_EXCLUDED),
+    ("MinorityArchitecture", WorkflowReason.HETEROGENEOUS_GPU),
+    ("InsufficientGPUs", WorkflowReason.INSUFFICIENT_GPU_CAPACITY),
+)
+
+
+def _start(ctx: _Ctx) -> WorkflowPlan:
+    wf = ctx.wf
+    invalid = spec_errors(wf)
+    if invalid:
+        return _write(ctx, wf.status, member=ConditionType.FAILED,
+                      reason=WorkflowReason.INVALID_SPEC,
+                      message=f"{describe(wf, 'Workflow')} has an invalid spec: "
+                              f"{'; '.join(invalid)}")
+    applied: tuple[AppliedOverride, ...] = ()
+    if wf.spec.overrides:
+        # Overrides need the platform and architecture: detect them on the base target first.
+        first = discover(target=_target(wf), nodes=ctx.obs.nodes)
+        if isinstance(first, DiscoveryFailure):
+            return _write(ctx, wf.status, member=ConditionType.FAILED, reason=first.reason,
+                          message=first.message)
+        topo = wf.spec.orchestration.topology
+        domains = {n.label(topo.topology_key) for n in first.nodes} - {None} if topo else set()
+        try:
+            wf, applied = apply_overrides(wf, platform=first.platform, arch=first.architecture,
+                                          topology_mode="topology" if topo else "simple",
+                                          domain_count=len(domains))
+        except OverrideError as exc:
+            return _write(ctx, wf.status, member=ConditionType.FAILED,
+                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
+        ctx = attrs.evolve(ctx, wf=wf)
+    found = discover(target=_target(wf), nodes=ctx.obs.nodes, gpus_per_node=rendered_gpus(wf))
+    if isinstance(found, DiscoveryFailure):
+        return _write(ctx, wf.status, member=ConditionType.FAILED, reason=found.reason,
+                      message=found.message)
+    topology = wf.spec.orchestration.topology
+    try:
+        groups = partition(nodes=found.nodes, nodes_per_job=nodes_per_job(wf),
+                           topology_key=topology.topology_key if topology else None,
+                           strict_domain=topology.strict_domain if topology else False)
+        deps = applicable(wf.spec.dependencies, _template_json(wf), platform=found.platform,
+                          arch=found.architecture,
+                          topology_mode="topology" if topology else "simple",
+                          domain_count=len({d for g in groups for d in g.domains}))
+    except PartitionError as exc:
+        return _write(ctx, wf.status, member=ConditionType.FAILED,
+                      reason=WorkflowReason.PARTITION_ERROR,
+                      message=f"Failed to partition nodes: {exc}")
+    except DependencyError as exc:
+        return _write(ctx, wf.status, member=ConditionType.FAILED,
+                      reason=WorkflowReason.INVALID_SPEC, message=str(exc))
+    size = len(groups[0].nodes)
+    orch = OrchestrationStatus(
+        total_nodes=len(found.nodes), nodes_per_job=size, total_groups=len(groups),
+        current_iteration=1, detected_platform=found.platform,
+        detected_gpu_architecture=found.architecture,
+        excluded_nodes=tuple(e.name for e in found.excluded),
+        exclusion_reason=found.summary or None, applied_overrides=applied)
+    status = attrs.evolve(wf.status, orchestration=orch, groups=tuple(
+        GroupStatus(name=g.name, nodes=g.nodes, domains=g.domains,
+                    domain_node_counts=dict(g.domain_node_counts), overflow=g.overflow)
+        for g in groups))
+    creates, refs = _workflow_deps(ctx, deps)
+    status = attrs.evolve(status, dependency_refs=refs)
+    message = (f"Discovered {len(found.nodes)} nodes, partitioned into {len(groups)} groups "
+               f"({size} nodes/job)")
+    return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                  reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
+                  events=_exclusion_events(found) + _override_events(applied), creates=creates,
+                  requeue_after=ctx.settings.immediate)
+
+
+def _exclusion_events(found: Discovery) -> tuple[EventSpec, ...]:
+    out = []
+    for key, reason in _EXCLUSION_EVENTS:
+        names = [e for e in found.excluded if e.reason == key]
+        if names:
+            shown = ", ".join(e.name for e in names[:10])
+            more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+            detail = f" ({names[0].detail})" if names[0].detail else ""
+            out.append(EventSpec(type=EventSeverity.WARNING, reason=reason,
+                                 message=f"Excluded {len(names)} node(s): {shown}{more}{detail}"))
+    return tuple(out)
+
+
+def _override_events(applied: tuple[AppliedOverride, ...]) -> tuple[EventSpec, ...]:
+    return tuple(
+        EventSpec(type=EventSeverity.WARNING if a.no_op else EventSeverity.NORMAL,
+                  reason=WorkflowReason.OVERRIDE_NO_OP if a.no_op
+                  else WorkflowReason.OVERRIDE_APPLIED,
+                  message=f"Override {a.index} ({a.when}) "
+                          + ("changed nothing" if a.no_op else f"applied: {a.patches}"))
+        for a in applied)
+
+
+def _template_json(wf: Workflow) -> Mapping[str, Any]:
+    return {"trainJob": wf.spec.job_template.spec.workload.train_job or {}}
+
+
+def dependencies_of(wf: Workflow) -> tuple[Dependency, ...]:
+    """The Workflow's applicable dependencies for what discovery recorded."""
+    orch = wf.status.orchestration
+    topology = wf.spec.orchestration.topology
+    return applicable(wf.spec.dependencies, _template_json(wf),
+                      platform=orch.detected_platform or "" if orch else "",
+                      arch=orch.detected_gpu_architecture or "" if orch else "",
+                      topology_mode="topology" if topology else "simple",
+                      domain_count=len({d for g in wf.status.groups for d in g.domains}))
+
+
+def _owned(ctx: _Ctx, obj: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.setdefault("namespace", ctx.namespace)
+    meta["labels"] = {**dict(meta.get("labels") or {}), L.WORKFLOW: ctx.name,
+                      L.MANAGED_BY: L.MANAGED_BY_VALUE}
+    meta["annotations"] = {**dict(meta.get("annotations") or {}), WORKFLOW_UID: ctx.uid}
+    meta["ownerReferences"] = [{"apiVersion": L.API_VERSION, "kind": "Workflow",
+                                "name": ctx.name, "uid": ctx.uid, "controller": True,
+                                "blockOwnerDeletion": True}]
+    out["metadata"] = meta
+    return out
+
+
+WORKFLOW_UID: Final = "cre.dev/workflow-uid"
+
+
+def _create(obj: Mapping[str, Any]) -> Create:
+    meta = obj["metadata"]
+    return Create(api_version=str(obj["apiVersion"]), kind=str(obj["kind"]),
+                  namespace=str(meta.get("namespace") or ""), name=str(meta["name"]), body=obj)
+
+
+def _ref(obj: Mapping[str, Any], *, scope: DependencyScope, group: str | None = None,
+         iteration: int | None = None) -> DependencyRef:
+    meta = obj["metadata"]
+    return DependencyRef(api_version=str(obj["apiVersion"]), kind=str(obj["kind"]),
+                         name=str(meta["name"]), namespace=meta.get("namespace"), scope=scope,
+                         group_name=group, iteration=iteration)
+
+
+def _workflow_deps(ctx: _Ctx, deps: tuple[Dependency, ...]
+                   ) -> tuple[tuple[Create, ...], tuple[DependencyRef, ...]]:
+    objs = [_owned(ctx, d.obj) for d in deps if d.scope == DependencyScope.WORKFLOW]
+    return (tuple(_create(o) for o in objs),
+            tuple(_ref(o, scope=DependencyScope.WORKFLOW) for o in objs))
+
+
+def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int
+                 ) -> tuple[tuple[Create, ...], tuple[DependencyRef, ...], str]:
+    """The creates (dependency copies first, then the Job) of one group's next attempt."""
+    single = len(ctx.wf.status.groups) == 1 and ctx.iterations == 1
+    attempt = group.retries + group.infra_retries
+    name = job_name(ctx.name, group=group.name, iteration=iteration, single=single,
+                    attempt=attempt)
+    sfx = suffix(workflow_uid=ctx.uid, group=group.name, iteration=iteration, single=single)
+    if attempt:
+        sfx += f"-r{attempt}"
+    deps = dependencies_of(ctx.wf)
+    mapping = renames(deps, sfx)
+    copies = [_owned(ctx, job_copy(d, mapping, nodes=len(group.nodes)))
+              for d in deps if d.scope == DependencyScope.JOB]
+    job = group_job(ctx.wf, name=name, group=group.name, nodes=group.nodes, renames=mapping)
+    refs = tuple(_ref(o, scope=DependencyScope.JOB, group=group.name, iteration=iteration)
+                 for o in copies)
+    return (*(_create(o) for o in copies), _create(job)), refs, name
+
+
+# --- deletion ----------------------------------------------------------------------------------
+
+
+def _deletion(ctx: _Ctx) -> WorkflowPlan:
+    wf = ctx.wf
+    if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
+        return ctx.plan()
+    jobs = ctx.obs.jobs
+    if jobs:
+        deletes = tuple(_delete_job(j) for j in jobs if j.metadata.deletion_timestamp is None)
+        return ctx.plan(deletes=deletes, requeue_after=ctx.settings.requeue)
+    if not ctx.obs.read_live:
+        return ctx.plan(confirm_live=True)
+    present = {(o.kind, o.name): o for o in ctx.obs.dependencies}
+    pending = [present[(r.kind, r.name)] for r in reversed(wf.status.dependency_refs)
+               if (r.kind, r.name) in present]
+    if pending:
+        deletes = tuple(_delete_obj(o) for o in pending if o.owned and not o.terminating)
+        return ctx.plan(deletes=deletes, requeue_after=ctx.settings.deletion_requeue)
+    finalizers = [f for f in wf.metadata.finalizers if f != L.WORKFLOW_FINALIZER]
+    return ctx.plan(patches=(SelfPatch(body={"metadata": {"finalizers": finalizers}},
+                                       resource_version=wf.metadata.resource_version or ""),))
+
+
+def _delete_job(job: Job) -> Delete:
+    return Delete(api_version=JOB_API, kind="Job", namespace=job.metadata.namespace or "",
+                  name=job.metadata.name or "", uid=job.metadata.uid or "")
+
+
+def _delete_obj(obj: ObjectView) -> Delete:
+    return Delete(api_version=obj.api_version, kind=obj.kind, namespace=obj.namespace or "",
+                  name=obj.name, uid=obj.uid)
+
+
+# --- shared with the running phase --------------------------------------------------------------
+
+
+def configmap_ref(kind: str, uid: str) -> TypedLocalObjectReference:
+    """The status reference of a node-result ConfigMap."""
+    return TypedLocalObjectReference(kind="ConfigMap", name=NR.configmap_name(kind, uid))
+
+
+def result_upsert(ctx: _Ctx, kind: str, blob: bytes) -> Upsert:
+    """The create-or-replace of one node-result ConfigMap."""
+    body = NR.configmap(kind=kind, uid=ctx.uid, namespace=ctx.namespace, workflow=ctx.name,
+                        blob=blob)
+    return Upsert(api_version="v1", kind="ConfigMap", namespace=ctx.namespace,
+                  name=body["metadata"]["name"], body=body)
+
+
+def missing_job_outcome(name: str) -> D.JobOutcome:
+    """A Job that vanished under a running group: someone else deleted it (ControlPlane)."""
+    message = f"Job {name} was deleted while its group was running"
+    return D.JobOutcome(succeeded=False, reason=JobReason.WORKLOAD_FAILED, message=message,
+                        failure_class=FailureClass(scope=FailureScope.CONTROL_PLANE,
+                                                   reason=ClassReason.WORKLOAD_DELETED,
+                                                   message=message))

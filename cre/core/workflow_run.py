@@ -1,0 +1,389 @@
+"""The running phase of a Workflow: track group Jobs, defer or fail, cancel, launch, iterate,
+and finish with the verdict. Called by ``cre.core.workflow.reconcile_workflow`` once the nodes
+are partitioned; pure like it (see that module for the rules this one implements).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import attrs
+
+from cre.api import labels as L
+from cre.api.conditions import ConditionType, GroupPhase, IncompleteReason, Verdict, WorkflowReason
+from cre.api.failurepolicy import FailureMode
+from cre.api.job import Job
+from cre.api.meta import NamespacedName
+from cre.api.workflow import (
+    DependencyRef,
+    DependencyScope,
+    GroupStatus,
+    IterationGroup,
+    IterationRecord,
+    WorkflowStatus,
+)
+from cre.core import deferral as D
+from cre.core import noderesults as NR
+from cre.core.conditions import set_additive
+from cre.core.deps import suffix
+from cre.core.job import parse_duration
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec
+from cre.core.tierplan import Upsert
+from cre.core.workflow import (
+    WorkflowPlan,
+    _Ctx,
+    _delete_job,
+    _delete_obj,
+    _write,
+    configmap_ref,
+    group_launch,
+    missing_job_outcome,
+    result_upsert,
+)
+
+# How long past the Job's measurementTimeout the Workflow waits for a threshold verdict.
+VALIDATION_GRACE = timedelta(seconds=60)
+
+
+@attrs.define
+class _Pass:
+    """What one pass accumulates before it becomes a Plan."""
+
+    groups: list[GroupStatus]
+    refs: list[DependencyRef]
+    creates: list[Create] = attrs.field(factory=list)
+    deletes: list[Delete] = attrs.field(factory=list)
+    upserts: list[Upsert] = attrs.field(factory=list)
+    events: list[EventSpec] = attrs.field(factory=list)
+    failed: list[D.NodeRecord] = attrs.field(factory=list)
+    uncertified: list[D.NodeRecord] = attrs.field(factory=list)
+
+    def plan_args(self) -> dict[str, Any]:
+        return {"creates": tuple(self.creates), "deletes": tuple(self.deletes),
+                "upserts": tuple(self.upserts), "events": tuple(self.events)}
+
+
+def advance(ctx: _Ctx) -> WorkflowPlan:
+    """One pass of the running phase."""
+    status = ctx.wf.status
+    assert status.orchestration is not None
+    p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
+    tripped = _tripped_by(status.groups, ctx.policy)
+    for i, group in enumerate(p.groups):
+        if group.phase != GroupPhase.RUNNING:
+            continue
+        result = _track(ctx, group, p)
+        if result == "confirm":
+            return ctx.plan(confirm_live=True)
+        if isinstance(result, GroupStatus):
+            p.groups[i] = result
+            if tripped is None and result.phase == GroupPhase.FAILED \
+                    and ctx.policy.mode == FailureMode.FAIL_FAST:
+                tripped = result.name
+    if tripped is not None:
+        _cancel(ctx, p, tripped)
+    else:
+        _launch(ctx, p)
+    _sweep_dependencies(ctx, p)
+    status = _with_results(ctx, status, p)
+    status = attrs.evolve(status, groups=tuple(p.groups), dependency_refs=tuple(p.refs))
+    if all(g.phase.terminal for g in p.groups):
+        return _iteration_done(ctx, status, p)
+    orch = status.orchestration
+    assert orch is not None
+    running = sum(1 for g in p.groups if g.phase == GroupPhase.RUNNING)
+    reason = WorkflowReason.JOB_CREATED if p.creates else WorkflowReason.JOB_RUNNING
+    return _write(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
+                  message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
+                          f"{running} groups running",
+                  requeue_after=ctx.settings.requeue, **p.plan_args())
+
+
+def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> str | None:
+    if policy.mode != FailureMode.FAIL_FAST:
+        return None
+    return next((g.name for g in groups if g.phase == GroupPhase.FAILED), None)
+
+
+def _awaiting_validation(ctx: _Ctx, job: Job) -> bool:
+    """A Job that succeeded with thresholds but has no threshold verdict yet (bounded)."""
+    if not job.spec.thresholds:
+        return False
+    if any(c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions):
+        return False
+    done = next((c.last_transition_time for c in job.status.conditions
+                 if c.type == ConditionType.SUCCEEDED), ctx.now)
+    return ctx.now < done + parse_duration(job.spec.measurement_timeout) + VALIDATION_GRACE
+
+
+def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
+    name = group.job_ref.name if group.job_ref else ""
+    job = ctx.obs.job(name)
+    if job is None:
+        if not ctx.obs.read_live:
+            return "confirm"
+        outcome = missing_job_outcome(name)
+    else:
+        if job.metadata.deletion_timestamp is not None:
+            return None
+        found = D.job_outcome(job)
+        if found is None or (found.succeeded and _awaiting_validation(ctx, job)):
+            return None
+        outcome = found
+    decision = D.decide(nodes=group.nodes, retries=group.retries,
+                        infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy)
+    p.failed += decision.failed
+    p.uncertified += decision.uncertified
+    group = attrs.evolve(group, failure_class=outcome.failure_class,
+                         failure_reason=None if outcome.succeeded else outcome.failure_reason,
+                         message=None if outcome.succeeded else outcome.message)
+    if decision.action in (D.Action.RETRY, D.Action.INFRA_RETRY):
+        if job is not None:
+            p.deletes.append(_delete_job(job))
+        infra = decision.action == D.Action.INFRA_RETRY
+        new = attrs.evolve(group, phase=GroupPhase.PENDING, job_ref=None, start_time=None,
+                           completion_time=None, retries=group.retries + (not infra),
+                           infra_retries=group.infra_retries + infra)
+        if infra:
+            fc = outcome.failure_class
+            p.events.append(EventSpec(
+                type=EventSeverity.NORMAL, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
+                message=f"Group {group.name}: {fc.scope if fc else ''} abort "
+                        f"({fc.reason if fc else outcome.reason}) deferred, siblings continue; "
+                        f"infra retry {new.infra_retries}/{ctx.policy.infra_retries}"))
+        return new
+    if decision.action == D.Action.INFRA_ABORT:
+        fc = outcome.failure_class
+        p.events.append(EventSpec(
+            type=EventSeverity.WARNING, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
+            message=f"Group {group.name} ended on an infrastructure abort "
+                    f"({fc.scope if fc else ''}/{fc.reason if fc else ''}) after "
+                    f"{group.infra_retries} infra retries: {len(decision.uncertified)} node(s) "
+                    "Uncertified, siblings continue"))
+    return attrs.evolve(group, phase=decision.phase, completion_time=ctx.now)
+
+
+def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
+    cancelled = []
+    for i, g in enumerate(p.groups):
+        if g.phase.terminal:
+            continue
+        if g.phase == GroupPhase.RUNNING and g.job_ref is not None:
+            job = ctx.obs.job(g.job_ref.name)
+            if job is not None and job.metadata.deletion_timestamp is None:
+                p.deletes.append(_delete_job(job))
+        p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
+                                   message=f"Cancelled by FailFast: group {by} failed")
+        p.uncertified += D.cancelled_records(g.nodes, by_group=by)
+        cancelled.append(g.name)
+    if cancelled:
+        p.events.append(EventSpec(
+            type=EventSeverity.WARNING, reason=WorkflowReason.GROUPS_CANCELLED,
+            message=f"FailFast: group {by} failed; cancelled {len(cancelled)} sibling "
+                    f"group(s): {', '.join(cancelled[:10])}"))
+
+
+def _launch(ctx: _Ctx, p: _Pass) -> None:
+    orch = ctx.wf.status.orchestration
+    assert orch is not None
+    execution = ctx.wf.spec.orchestration.execution
+    limit = execution.max_concurrent if execution else 0
+    running = [g for g in p.groups if g.phase == GroupPhase.RUNNING]
+    busy = {n for g in running for n in g.nodes}
+    for i, g in enumerate(p.groups):
+        if g.phase != GroupPhase.PENDING:
+            continue
+        if limit > 0 and len(running) >= limit:
+            break
+        if busy & set(g.nodes):
+            continue  # never two running groups on one node (overflow groups wait)
+        creates, refs, name = group_launch(ctx, g, iteration=orch.current_iteration)
+        p.creates += creates
+        p.refs += refs
+        new = attrs.evolve(g, phase=GroupPhase.RUNNING, start_time=ctx.now,
+                           completion_time=None,
+                           job_ref=NamespacedName(name=name, namespace=ctx.namespace))
+        p.groups[i] = new
+        running.append(new)
+        busy |= set(g.nodes)
+
+
+def _needed(ctx: _Ctx, p: _Pass) -> set[str]:
+    """Suffixes of the dependency copies running groups use."""
+    orch = ctx.wf.status.orchestration
+    assert orch is not None
+    single = len(p.groups) == 1 and ctx.iterations == 1
+    out = set()
+    for g in p.groups:
+        if g.phase == GroupPhase.RUNNING:
+            sfx = suffix(workflow_uid=ctx.uid, group=g.name, iteration=orch.current_iteration,
+                         single=single)
+            attempt = g.retries + g.infra_retries
+            out.add(sfx + (f"-r{attempt}" if attempt else ""))
+    return out
+
+
+def _sweep_dependencies(ctx: _Ctx, p: _Pass) -> None:
+    """Delete job-scoped copies no running group uses once their pods drained; drop the refs
+    of copies that are gone."""
+    needed = _needed(ctx, p)
+    busy = {j.metadata.labels.get(L.GROUP_LABEL) for j in ctx.obs.jobs
+            if ctx.obs.active_pods.get(j.metadata.name or "", 0) > 0}
+    present = {(o.kind, o.name): o for o in ctx.obs.dependencies}
+    created_now = {(c.kind, c.name) for c in p.creates}
+    keep: list[DependencyRef] = []
+    for ref in p.refs:
+        if ref.scope != DependencyScope.JOB or any(ref.name.endswith(s) for s in needed) \
+                or (ref.kind, ref.name) in created_now or ref.group_name in busy:
+            keep.append(ref)
+            continue
+        obj = present.get((ref.kind, ref.name))
+        if obj is None:
+            continue  # gone: forget it
+        keep.append(ref)
+        if obj.owned and not obj.terminating:
+            p.deletes.append(_delete_obj(obj))
+    p.refs = keep
+
+
+def _with_results(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
+    for kind, new in ((NR.FAILED, p.failed), (NR.UNCERTIFIED, p.uncertified)):
+        if not new:
+            continue
+        name = NR.configmap_name(kind, ctx.uid)
+        old = NR.read_records(ctx.obs.config_maps.get(name), kind)
+        merged = NR.merge_records(old, new)
+        if merged != old:
+            p.upserts.append(result_upsert(ctx, kind, NR.encode_records(merged)))
+        ref = configmap_ref(kind, ctx.uid)
+        status = attrs.evolve(status, failed_nodes_ref=ref) if kind == NR.FAILED \
+            else attrs.evolve(status, uncertified_nodes_ref=ref)
+    return status
+
+
+def _records(ctx: _Ctx, kind: str, p: _Pass) -> tuple[D.NodeRecord, ...]:
+    old = NR.read_records(ctx.obs.config_maps.get(NR.configmap_name(kind, ctx.uid)), kind)
+    return NR.merge_records(old, p.failed if kind == NR.FAILED else p.uncertified)
+
+
+def _outage(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
+    orch = status.orchestration
+    assert orch is not None
+    groups = p.groups
+    every = bool(groups) and all(g.phase == GroupPhase.INFRA_ABORTED for g in groups)
+    if not every:
+        return status
+    scopes = sorted({f"{g.failure_class.scope}/{g.failure_class.reason}"
+                     for g in groups if g.failure_class})
+    conditions, event = set_additive(
+        status.conditions, type_=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=True,
+        reason=WorkflowReason.SUSPECTED_CLUSTER_OUTAGE,
+        message=f"Every group of iteration {orch.current_iteration} ended on an infrastructure "
+                f"abort ({', '.join(scopes)}): look at the cluster, not the nodes",
+        now=ctx.now, generation=ctx.generation, warn=True)
+    if event is not None:
+        p.events.append(event)
+    return attrs.evolve(status, conditions=conditions)
+
+
+def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
+    orch = status.orchestration
+    assert orch is not None
+    status = _outage(ctx, status, p)
+    stopped = any(g.phase == GroupPhase.CANCELLED for g in p.groups) or \
+        _tripped_by(tuple(p.groups), ctx.policy) is not None
+    if orch.current_iteration >= ctx.iterations or stopped:
+        return _final(ctx, status, p)
+    if status != ctx.wf.status or p.deletes or p.upserts:
+        # Record the results first; the iteration rolls over on a later pass.
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=WorkflowReason.JOB_RUNNING,
+                      message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
+                              "all groups finished", requeue_after=ctx.settings.immediate,
+                      **p.plan_args())
+    left = [j for j in ctx.obs.jobs if j.metadata.deletion_timestamp is None]
+    if left:
+        return ctx.plan(deletes=tuple(_delete_job(j) for j in left),
+                        requeue_after=ctx.settings.requeue)
+    if ctx.obs.jobs:
+        return ctx.plan(requeue_after=ctx.settings.requeue)  # still terminating
+    if not ctx.obs.read_live:
+        return ctx.plan(confirm_live=True)
+    record = IterationRecord(iteration=orch.current_iteration, groups=tuple(
+        IterationGroup(name=g.name, phase=g.phase,
+                       job_name=g.job_ref.name if g.job_ref else None, start_time=g.start_time,
+                       completion_time=g.completion_time, failure_class=g.failure_class,
+                       failure_reason=g.failure_reason) for g in p.groups))
+    fresh = tuple(GroupStatus(name=g.name, nodes=g.nodes, domains=g.domains,
+                              domain_node_counts=g.domain_node_counts, overflow=g.overflow)
+                  for g in p.groups)
+    orch = attrs.evolve(orch, iteration_history=(*orch.iteration_history, record),
+                        current_iteration=orch.current_iteration + 1,
+                        completed_iterations=orch.completed_iterations + 1)
+    status = attrs.evolve(status, orchestration=orch, groups=fresh)
+    return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                  reason=WorkflowReason.ITERATION_COMPLETED,
+                  message=f"Iteration {record.iteration}/{ctx.iterations} completed",
+                  requeue_after=ctx.settings.immediate)
+
+
+def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
+    orch = status.orchestration
+    assert orch is not None
+    phases = [g.phase for r in orch.iteration_history for g in r.groups] + \
+        [g.phase for g in p.groups]
+    reasons = [g.failure_reason for r in orch.iteration_history for g in r.groups
+               if g.phase == GroupPhase.FAILED] + \
+        [g.failure_reason for g in p.groups if g.phase == GroupPhase.FAILED]
+    genuine = phases.count(GroupPhase.FAILED)
+    aborts = phases.count(GroupPhase.INFRA_ABORTED)
+    failed = {r.name for r in _records(ctx, NR.FAILED, p)}
+    uncertified = {r.name for r in _records(ctx, NR.UNCERTIFIED, p)} - failed
+    nodes = {n for g in p.groups for n in g.nodes}
+    verdict = D.verdict_of(genuine_failures=genuine, infra_aborts=aborts,
+                           uncertified=len(uncertified), excluded=len(orch.excluded_nodes))
+    p.upserts.append(result_upsert(ctx, NR.SUCCEEDED,
+                                   NR.encode_names(nodes - failed - uncertified)))
+    status = attrs.evolve(
+        status, verdict=verdict.verdict,
+        succeeded_nodes_ref=configmap_ref(NR.SUCCEEDED, ctx.uid),
+        orchestration=attrs.evolve(orch, completed_iterations=orch.completed_iterations + 1,
+                                   uncertified_nodes=len(uncertified)))
+    incomplete = verdict.verdict == Verdict.INCOMPLETE
+    note = {IncompleteReason.INFRA_ABORTED:
+            f"{len(uncertified)} node(s) not certified (infrastructure aborts)",
+            IncompleteReason.NODES_EXCLUDED:
+            f"{len(orch.excluded_nodes)} node(s) excluded by discovery: {orch.exclusion_reason}",
+            IncompleteReason.COMPLETE: "every target node was certified"}[
+        verdict.incomplete_reason]
+    conditions, event = set_additive(
+        status.conditions, type_=ConditionType.INCOMPLETE, status=incomplete,
+        reason=verdict.incomplete_reason if incomplete else IncompleteReason.COMPLETE,
+        message=note if incomplete else "", now=ctx.now, generation=ctx.generation, warn=True)
+    if event is not None:
+        p.events.append(event)
+    validation = D.VALIDATION in reasons
+    if validation:
+        conditions, _ = set_additive(
+            conditions, type_=ConditionType.VALIDATION_FAILED, status=True,
+            reason=WorkflowReason.JOB_VALIDATION_FAILED,
+            message="One or more Jobs missed a performance threshold", now=ctx.now,
+            generation=ctx.generation)
+    status = attrs.evolve(status, conditions=conditions)
+    iterations = orch.current_iteration
+    if genuine:
+        hardware = D.HARDWARE in [g.failure_reason for g in p.groups]
+        reason = (WorkflowReason.JOB_HARDWARE_FAILED if hardware
+                  else WorkflowReason.JOB_VALIDATION_FAILED if validation
+                  else WorkflowReason.ITERATIONS_FAILED)
+        message = f"{genuine} groups failed across {iterations} iterations"
+        if hardware:
+            message += "; hardware failures occurred on one or more nodes"
+        return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
+                      **p.plan_args())
+    message = f"All {iterations} iterations completed successfully"
+    if incomplete:
+        message += f"; verdict Incomplete: {note}"
+    return _write(ctx, status, member=ConditionType.SUCCEEDED,
+                  reason=WorkflowReason.JOB_COMPLETED, message=message, **p.plan_args())

@@ -1,0 +1,392 @@
+"""Scenarios of the pure Workflow core, run in an in-memory world: launch gating, FailFast,
+infra-abort deferral, outage detection, the kill switch, retries, iterations, final reasons,
+node results, deletion order and bad input."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import attrs
+
+from cre.api.conditions import FailureScope, GroupPhase, JobReason, Verdict, WorkflowReason
+from cre.api.job import Job, JobStatus
+from cre.api.labels import GROUP_LABEL
+from cre.core import noderesults as NR
+from cre.core.classify import ClassReason, group_nodes
+from cre.core.workflow import WorkflowSettings, reconcile_workflow
+from tests.core.tierworld import (
+    WorkflowWorld,
+    always_succeed,
+    at,
+    failed,
+    gpu_node,
+    nodes,
+    succeeded,
+    workflow,
+)
+
+FAIL_FAST = {"failurePolicy": {"mode": "FailFast"}}
+
+
+def _world(count: int = 8, *, settings: WorkflowSettings | None = None,
+           **options: object) -> WorkflowWorld:
+    pool = nodes(count)
+    return WorkflowWorld(wf=workflow(pool, **options), nodes=pool,
+                         settings=settings or WorkflowSettings())
+
+
+def _group(job: Job) -> str:
+    return job.metadata.labels[GROUP_LABEL]
+
+
+def _records(world: WorkflowWorld, kind: str) -> set[str]:
+    data = world.config_maps.get(NR.configmap_name(kind, world.wf.metadata.uid or ""))
+    if kind == NR.SUCCEEDED:
+        return set(NR.decode_names(data[NR.data_key(kind)])) if data else set()
+    return {r.name for r in NR.read_records(data, kind)}
+
+
+def _phases(world: WorkflowWorld) -> dict[str, GroupPhase]:
+    return {g.name: g.phase for g in world.wf.status.groups}
+
+
+def _reasons(world: WorkflowWorld) -> list[str]:
+    return [r for r, _ in world.events]
+
+
+def test_all_groups_pass() -> None:
+    """8 nodes in 4 groups of 2, all succeed: Passed, every node in succeeded-nodes."""
+    world = _world(nodesPerJob=2)
+    world.run(always_succeed)
+    assert world.wf.status.verdict == Verdict.PASSED
+    assert world.condition("Succeeded").reason == WorkflowReason.JOB_COMPLETED
+    assert world.condition("Incomplete").status == "False"
+    assert _records(world, NR.SUCCEEDED) == {n.name for n in world.nodes}
+    assert world.wf.status.succeeded_nodes_ref.name == "succeeded-nodes-wf-uid-1"
+
+
+def test_one_job_per_group_pinned_with_group_nodes() -> None:
+    """Each group's Job names its nodes in cre.dev/group-nodes and pins every replicated job
+    to them; job-scoped dependencies are per-group copies the Job references."""
+    world = _world(4, nodesPerJob=2)
+    world.step(at(0))
+    world.step(at(1))
+    jobs = sorted(world.jobs.values(), key=_group)
+    assert [group_nodes(j) for j in jobs] == [("gpu-00", "gpu-01"), ("gpu-02", "gpu-03")]
+    for job in jobs:
+        tj = job.spec.workload.train_job
+        assert tj is not None
+        for patch in tj["runtimePatches"]:
+            for rj in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+                affinity = rj["template"]["spec"]["template"]["spec"]["affinity"]
+                terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == list(
+                    group_nodes(job))
+        runtime = tj["runtimeRef"]["name"]
+        assert ("TrainingRuntime", runtime) in world.deps
+        assert tj["trainer"]["numNodes"] == 2
+        assert job.spec.timeout_per_job == "1h"
+
+
+def test_max_concurrent_bounds_running_groups() -> None:
+    """maxConcurrent 2: never more than two groups run at once."""
+    world = _world(nodesPerJob=2, maxConcurrent=2)
+    world.run(always_succeed)
+    for plan in world.plans:
+        if plan.status is not None:
+            assert sum(g.phase == GroupPhase.RUNNING for g in plan.status.groups) <= 2
+    assert world.wf.status.verdict == Verdict.PASSED
+
+
+def test_overflow_group_waits_for_its_lenders() -> None:
+    """5 nodes by 2: the overflow group shares a node with group-0 and never runs with it."""
+    world = _world(5, nodesPerJob=2)
+    world.run(always_succeed)
+    for plan in world.plans:
+        if plan.status is None:
+            continue
+        running = [g for g in plan.status.groups if g.phase == GroupPhase.RUNNING]
+        seen = [n for g in running for n in g.nodes]
+        assert len(seen) == len(set(seen))
+    assert _phases(world)["group-2-overflow"] == GroupPhase.SUCCEEDED
+
+
+def test_fail_fast_cancels_siblings_and_blames_only_the_failed_group() -> None:
+    """FailFast: a genuine NCCL failure in group-1 cancels the running siblings (Cancelled,
+    Uncertified), the verdict is Failed, and only group-1's nodes are Failed."""
+    world = _world(nodesPerJob=2, **FAIL_FAST)
+
+    def outcome(job: Job, now: datetime) -> JobStatus | None:
+        return failed(job, now) if _group(job) == "group-1" else None
+
+    world.run(outcome)
+    assert world.wf.status.verdict == Verdict.FAILED
+    phases = _phases(world)
+    assert phases["group-1"] == GroupPhase.FAILED
+    assert {phases[g] for g in ("group-0", "group-2", "group-3")} == {GroupPhase.CANCELLED}
+    assert _records(world, NR.FAILED) == {"gpu-02", "gpu-03"}
+    assert _records(world, NR.UNCERTIFIED) == {n.name for n in world.nodes} - {
+        "gpu-02", "gpu-03"}
+    assert _reasons(world).count(WorkflowReason.GROUPS_CANCELLED) == 1
+    assert not world.jobs.keys() - {j for j in world.jobs if "group-1" in j}
+
+
+def test_continue_mode_lets_every_group_finish() -> None:
+    """Continue (default): a failed group cancels nothing; the rest still run and pass."""
+    world = _world(nodesPerJob=2)
+    world.run(lambda job, now: failed(job, now) if _group(job) == "group-1"
+              else succeeded(job, now))
+    phases = _phases(world)
+    assert phases["group-1"] == GroupPhase.FAILED
+    assert [phases[g] for g in ("group-0", "group-2", "group-3")] == [GroupPhase.SUCCEEDED] * 3
+    assert world.wf.status.verdict == Verdict.FAILED
+    assert world.condition("Failed").reason == WorkflowReason.ITERATIONS_FAILED
+
+
+def _evict_first_attempt(job: Job, now: datetime) -> JobStatus:
+    if _group(job) == "group-2" and not (job.metadata.name or "").endswith("-retry-1"):
+        return failed(job, now, scope=FailureScope.NODE, reason=ClassReason.POD_EVICTED,
+                      blamed=("gpu-04",))
+    return succeeded(job, now)
+
+
+def test_eviction_is_deferred_and_the_infra_retry_passes() -> None:
+    """FailFast + a node eviction in group-2: deferred, siblings keep running, the infra
+    retry (a new Job) passes and the verdict is Passed with no node blamed."""
+    world = _world(nodesPerJob=2, **FAIL_FAST)
+    world.run(_evict_first_attempt)
+    assert world.wf.status.verdict == Verdict.PASSED
+    assert set(_phases(world).values()) == {GroupPhase.SUCCEEDED}
+    assert WorkflowReason.GROUPS_CANCELLED not in _reasons(world)
+    assert WorkflowReason.INFRA_ABORT_DEFERRED in _reasons(world)
+    group2 = next(g for g in world.wf.status.groups if g.name == "group-2")
+    assert (group2.infra_retries, group2.retries) == (1, 0)
+    assert group2.job_ref is not None and group2.job_ref.name.endswith("-retry-1")
+    assert _records(world, NR.FAILED) == set()
+
+
+def test_repeated_eviction_ends_incomplete_with_the_node_uncertified() -> None:
+    """Evicted again after the infra retry: InfraAborted, verdict Incomplete, its nodes
+    Uncertified (the evicted one too), nothing Failed, siblings Succeeded."""
+    world = _world(nodesPerJob=2, **FAIL_FAST)
+    world.run(lambda job, now: failed(job, now, scope=FailureScope.NODE,
+                                      reason=ClassReason.POD_EVICTED, blamed=("gpu-04",))
+              if _group(job) == "group-2" else succeeded(job, now))
+    assert _phases(world)["group-2"] == GroupPhase.INFRA_ABORTED
+    assert world.wf.status.verdict == Verdict.INCOMPLETE
+    assert world.condition("Succeeded").status == "True"
+    incomplete = world.condition("Incomplete")
+    assert (incomplete.status, incomplete.reason) == ("True", "InfraAborted")
+    assert _records(world, NR.UNCERTIFIED) == {"gpu-04", "gpu-05"}
+    assert _records(world, NR.FAILED) == set()
+    assert _records(world, NR.SUCCEEDED) == {n.name for n in world.nodes} - {"gpu-04", "gpu-05"}
+
+
+def test_node_not_ready_blames_only_the_named_node() -> None:
+    """A NotReady node (Node class) after the infra retry: that node Failed (scope Node),
+    its group-mate Uncertified."""
+    world = _world(nodesPerJob=2)
+    world.run(lambda job, now: failed(job, now, scope=FailureScope.NODE,
+                                      reason=ClassReason.NODE_NOT_READY, blamed=("gpu-05",))
+              if _group(job) == "group-2" else succeeded(job, now))
+    assert _records(world, NR.FAILED) == {"gpu-05"}
+    assert _records(world, NR.UNCERTIFIED) == {"gpu-04"}
+    assert world.wf.status.verdict == Verdict.INCOMPLETE
+
+
+def _api_outage(job: Job, now: datetime) -> JobStatus:
+    return failed(job, now, scope=FailureScope.CONTROL_PLANE,
+                  reason=ClassReason.WORKLOAD_DELETED)
+
+
+def test_every_group_aborting_flags_a_suspected_outage() -> None:
+    """Every group hit by an API outage: SuspectedClusterOutage with the shared scope and one
+    Warning event, verdict Incomplete, no node blamed."""
+    world = _world(nodesPerJob=2, **FAIL_FAST)
+    world.run(_api_outage)
+    outage = world.condition("SuspectedClusterOutage")
+    assert outage.status == "True"
+    assert "ControlPlane/WorkloadDeleted" in outage.message
+    assert _reasons(world).count(WorkflowReason.SUSPECTED_CLUSTER_OUTAGE) == 1
+    assert world.wf.status.verdict == Verdict.INCOMPLETE
+    assert _records(world, NR.FAILED) == set()
+    assert world.wf.status.failed_nodes_ref is None
+
+
+def test_kill_switch_restores_plain_failures() -> None:
+    """--infra-scoped-failfast=false: an infra abort is a plain failure: Failed, the whole
+    group blamed, FailFast cancels the running siblings; a full outage raises no outage flag."""
+    world = _world(nodesPerJob=2, settings=WorkflowSettings(infra_scoped_fail_fast=False),
+                   **FAIL_FAST)
+    world.run(lambda job, now: _api_outage(job, now) if _group(job) == "group-0" else None)
+    assert world.wf.status.verdict == Verdict.FAILED
+    assert _records(world, NR.FAILED) == {"gpu-00", "gpu-01"}
+    assert WorkflowReason.GROUPS_CANCELLED in _reasons(world)
+    outage = _world(nodesPerJob=2, settings=WorkflowSettings(infra_scoped_fail_fast=False))
+    outage.run(_api_outage)
+    assert outage.wf.status.verdict == Verdict.FAILED
+    assert outage.condition("SuspectedClusterOutage") is None
+    assert _records(outage, NR.FAILED) == {n.name for n in outage.nodes}
+
+
+def test_per_workflow_override_beats_the_manager_switch() -> None:
+    """infraScopedFailFast: false on the Workflow turns deferral off even when the manager
+    has it on."""
+    world = _world(nodesPerJob=2, failurePolicy={"infraScopedFailFast": False})
+    world.run(_api_outage)
+    assert world.wf.status.verdict == Verdict.FAILED
+
+
+def test_retry_failed_groups_then_pass_and_timeout_never_retried() -> None:
+    """retryFailedGroups 1: a failed group re-runs as a new Job and passes; a timed-out group
+    is not retried."""
+    world = _world(4, nodesPerJob=2, failurePolicy={"mode": "Continue"})
+    wf = world.wf
+    execution = attrs.evolve(wf.spec.orchestration.execution, retry_failed_groups=1)
+    world.wf = attrs.evolve(wf, spec=attrs.evolve(wf.spec, orchestration=attrs.evolve(
+        wf.spec.orchestration, execution=execution)))
+
+    def outcome(job: Job, now: datetime) -> JobStatus:
+        name = job.metadata.name or ""
+        if _group(job) == "group-0" and not name.endswith("-retry-1"):
+            return failed(job, now)
+        if _group(job) == "group-1":
+            return failed(job, now, reason=ClassReason.TIMED_OUT,
+                          condition_reason=JobReason.JOB_TIMED_OUT)
+        return succeeded(job, now)
+
+    world.run(outcome)
+    phases = _phases(world)
+    assert phases == {"group-0": GroupPhase.SUCCEEDED, "group-1": GroupPhase.FAILED}
+    retries = {g.name: g.retries for g in world.wf.status.groups}
+    assert retries == {"group-0": 1, "group-1": 0}
+
+
+def test_iterations_delete_jobs_before_the_next_pass() -> None:
+    """Two iterations: the first iteration's Jobs are deleted (and confirmed gone) before the
+    groups reset; the history keeps the first iteration."""
+    world = _world(4, nodesPerJob=2, repeatCount=2)
+    world.run(always_succeed)
+    orch = world.wf.status.orchestration
+    assert orch is not None
+    assert (orch.current_iteration, orch.completed_iterations) == (2, 2)
+    assert [r.iteration for r in orch.iteration_history] == [1]
+    assert all(name.endswith("iter-2") for name in world.jobs)
+    deleted_jobs = [n for k, n in world.deleted if k == "Job"]
+    assert sorted(deleted_jobs) == sorted(n.replace("iter-2", "iter-1") for n in world.jobs)
+    assert world.condition("Succeeded").message == "All 2 iterations completed successfully"
+
+
+def test_final_reason_precedence() -> None:
+    """Hardware beats validation beats plain failures; ValidationFailed is set whenever a
+    threshold was missed."""
+    def run(fail: str) -> WorkflowWorld:
+        world = _world(4, nodesPerJob=2)
+
+        def outcome(job: Job, now: datetime) -> JobStatus:
+            group = _group(job)
+            if group == "group-0" and fail in ("hardware", "both"):
+                return failed(job, now, hardware=True)
+            if group == "group-1" and fail in ("validation", "both"):
+                return failed(job, now, condition_reason=JobReason.THRESHOLD_VIOLATION)
+            if fail == "plain" and group == "group-0":
+                return failed(job, now)
+            return succeeded(job, now)
+
+        world.run(outcome)
+        return world
+
+    both = run("both")
+    assert both.condition("Failed").reason == WorkflowReason.JOB_HARDWARE_FAILED
+    assert "hardware failures occurred" in both.condition("Failed").message
+    assert both.condition("ValidationFailed").status == "True"
+    assert run("validation").condition("Failed").reason == WorkflowReason.JOB_VALIDATION_FAILED
+    plain = run("plain")
+    assert plain.condition("Failed").reason == WorkflowReason.ITERATIONS_FAILED
+    assert plain.condition("Failed").message == "1 groups failed across 1 iterations"
+    assert plain.condition("ValidationFailed") is None
+
+
+def test_missing_job_needs_a_live_read_then_counts_as_control_plane() -> None:
+    """A Job gone from the cache is only believed after a live read; it is then a
+    ControlPlane abort (deferred), not a test failure."""
+    world = _world(2)
+    world.step(at(0))
+    world.step(at(1))
+    world.jobs.clear()
+    plan = reconcile_workflow(world.wf, world.observe(), at(2))
+    assert plan.confirm_live and not plan.writes
+    world.step(at(2))
+    group = world.wf.status.groups[0]
+    assert group.failure_class is not None
+    assert group.failure_class.scope == FailureScope.CONTROL_PLANE
+    assert group.infra_retries == 1 and group.retries == 0
+    assert group.phase == GroupPhase.RUNNING  # relaunched at once as a new Job
+    assert group.job_ref is not None and group.job_ref.name.endswith("-job-retry-1")
+
+
+def test_deletion_removes_jobs_then_dependencies_then_the_finalizer() -> None:
+    """Deletion: every Job first (and wait), then dependencies in reverse order, then the
+    finalizer; the dependency deletes never come before the last Job is gone."""
+    world = _world(4, nodesPerJob=2)
+    world.step(at(0))
+    world.step(at(1))
+    assert world.jobs and world.deps
+    world.delete(at(2))
+    kinds = []
+    for t in range(3, 10):
+        plan = world.step(at(t))
+        kinds.append([d.kind for d in plan.deletes] + (["finalizer"] if plan.patches else []))
+        if plan.patches:
+            break
+    flat = [k for step in kinds for k in step]
+    assert flat[-1] == "finalizer"
+    last_job = max(i for i, k in enumerate(flat) if k == "Job")
+    first_dep = min(i for i, k in enumerate(flat) if k == "TrainingRuntime")
+    assert last_job < first_dep
+    assert world.wf.metadata.finalizers == ()
+
+
+def test_no_node_fails_without_creating_anything() -> None:
+    """No node left (all cordoned): NodeDiscoveryError, nothing created."""
+    pool = nodes(4)
+    world = WorkflowWorld(wf=workflow(pool), nodes=tuple(
+        attrs.evolve(n, unschedulable=True) for n in pool))
+    world.step(at(0))
+    assert world.condition("Failed").reason == WorkflowReason.NODE_DISCOVERY_ERROR
+    assert world.created == []
+
+
+def test_nodes_per_job_above_the_cluster_fails_naming_the_fix() -> None:
+    """The template asks for 4 nodes per Job but only 3 remain: PartitionError naming what
+    to set; nothing created."""
+    pool = nodes(4)
+    world = WorkflowWorld(wf=workflow(pool), nodes=pool[:3])
+    world.step(at(0))
+    failed_cond = world.condition("Failed")
+    assert failed_cond.reason == WorkflowReason.PARTITION_ERROR
+    assert "Set nodesPerJob to 3" in failed_cond.message
+    assert world.created == []
+
+
+def test_invalid_spec_fails_before_anything_is_created() -> None:
+    """A spec CRE's validation rejects (an unknown threshold key) fails InvalidSpec, naming
+    the field, with nothing created."""
+    pool = nodes(2)
+    world = WorkflowWorld(wf=workflow(pool, thresholds={"speed": "value > 1"}), nodes=pool)
+    world.step(at(0))
+    cond = world.condition("Failed")
+    assert cond.reason == WorkflowReason.INVALID_SPEC
+    assert "validation.performance.thresholds.thresholds" in cond.message
+    assert world.created == []
+
+
+def test_excluded_nodes_make_a_pass_incomplete() -> None:
+    """Discovery excluded a cordoned node and everything else passed: Succeeded, verdict
+    Incomplete, reason NodesExcluded, a CordonedNodesExcluded warning."""
+    pool = (*nodes(2), gpu_node("gpu-99", cordoned=True))
+    world = WorkflowWorld(wf=workflow(pool[:2]), nodes=pool)
+    world.run(always_succeed)
+    assert world.wf.status.verdict == Verdict.INCOMPLETE
+    assert world.condition("Incomplete").reason == "NodesExcluded"
+    assert WorkflowReason.CORDONED_NODES_EXCLUDED in _reasons(world)
