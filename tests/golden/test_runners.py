@@ -30,7 +30,7 @@ def clean() -> Iterator[None]:
 def test_cre_runners_are_entry_points() -> None:
     """CRE's own types are registered the way a third party registers one."""
     known = available_runners()
-    for name in ("render", "job", "scenario"):
+    for name in ("render", "job", "scenario", "controller"):
         assert "(entry point of cre)" in known[name], known
     assert get_runner("render").__module__ == "cre.testing.golden.render_runner"
 

@@ -61,7 +61,8 @@ _NAME_MODES: Final = frozenset({Mode.PLACEHOLDER, Mode.MASK, Mode.KEEP})
 @attrs.frozen(kw_only=True)
 class SortRule:
     """Sort every list ``path`` matches by the values of ``by`` (JSONPaths on each element;
-    none: the whole element). Keys compare on masked values, so the order is stable."""
+    elements with equal keys keep their order), or without ``by`` by the whole element. Keys
+    compare on masked values, so the order does not depend on random values."""
 
     path: str
     by: tuple[str, ...] = ()
@@ -334,8 +335,9 @@ def _sort(doc: Any, rule: SortRule, idn: _Identity) -> None:
 
     def key(item: Any) -> str:
         masked = _walk(idn, item, masked=True)
-        parts = [p.values(masked) for p in by]
-        return _canonical([parts, masked])
+        # With keys, ties keep their order (a controller's events for one object stay in the
+        # order they were written); without, the whole masked element decides.
+        return _canonical([p.values(masked) for p in by] if by else masked)
 
     for _, found in path.find(doc):
         if isinstance(found, list):
