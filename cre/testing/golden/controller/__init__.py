@@ -14,12 +14,15 @@ Output shape::
 
 Events are grouped by the object they are about and keep the order they were written in (a
 controller's events for one object follow its causal order; across objects the interleaving
-is timing, so it is not recorded). A kind listed twice under different API groups is keyed
-``<Kind>.<group>``.
+is timing, so it is not recorded). A kind listed twice (other labels, other namespaces) is one
+list; a kind name served by two API groups is keyed ``<Kind>.<group>``.
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,10 +59,12 @@ def _labels(selector: Mapping[str, str]) -> str:
 
 def _collect(emu: Any, case: ControllerCase) -> dict[str, Any]:
     kinds = case.output_kinds
-    names = [k.kind for k in kinds]
+    groups: dict[str, set[str]] = {}
+    for k in kinds:
+        groups.setdefault(k.kind, set()).add(_group(k.api_version))
     objects: dict[str, list[dict[str, Any]]] = {}
     for k in kinds:
-        key = k.kind if names.count(k.kind) == 1 else f"{k.kind}.{_group(k.api_version)}"
+        key = k.kind if len(groups[k.kind]) == 1 else f"{k.kind}.{_group(k.api_version)}"
         try:
             items = emu.objects.list(k.api_version, k.kind, k.namespace,
                                      label_selector=_labels(k.labels))
@@ -100,7 +105,7 @@ async def _run(case: ControllerCase) -> dict[str, Any]:
     clock = SimClock(scale=case.time_scale, start=DEFAULT_EPOCH, wall=time.monotonic)
     where = f"{case.case_dir / 'input.yaml'}: controller"
     async with serve(crds=list(case.crds), kubernetes_version=case.kubernetes_version,
-                     clock=SimEmulatorClock(clock)) as emu:
+                     clock=SimEmulatorClock(clock), kubeconfig_path=kubeconfig_path()) as emu:
         for ns in case.namespaces:
             emu.objects.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         for i, obj in enumerate(case.objects):
@@ -121,6 +126,20 @@ async def _run(case: ControllerCase) -> dict[str, Any]:
         finally:
             await client.close()
     return output
+
+
+_KUBECONFIG: list[Path] = []
+
+
+def kubeconfig_path() -> Path:
+    """One kubeconfig path for every case of this process, rewritten per case: clients that
+    read ``$KUBECONFIG`` once (the ``kubernetes`` library does, at import) still find the
+    current emulator."""
+    if not _KUBECONFIG:
+        folder = Path(tempfile.mkdtemp(prefix="cre-golden-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _KUBECONFIG.append(folder / "kubeconfig")
+    return _KUBECONFIG[0]
 
 
 def _cluster(case: ControllerCase, emu: Any, clock: SimClock) -> Any:

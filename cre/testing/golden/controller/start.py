@@ -36,6 +36,9 @@ from cre.kube.client import KubeClient
 from cre.testing.cluster.clock import SimClock
 from cre.testing.golden.controller.case import ControllerCaseError, ControllerSpec
 
+#: Wall seconds a kopf operator may take to run its startup handlers.
+STARTUP_TIMEOUT = 30.0
+
 
 def load_factory(spec: str, *, where: str) -> Callable[..., Any]:
     module_name, _, attr = spec.partition(":")
@@ -156,7 +159,12 @@ async def _start_kopf(spec: ControllerSpec, *, emu: Any, tg: TaskGroup, where: s
 
     tg.start_soon(operator, name="kopf operator")
     tg.start_soon(stopper, name="kopf stop flag")
-    await ready.wait()
+    with anyio.move_on_after(STARTUP_TIMEOUT) as scope:
+        await ready.wait()
+    if scope.cancelled_caught:
+        raise ControllerCaseError(f"{where}.kopf: the operator was not ready after "
+                                  f"{STARTUP_TIMEOUT:g} s (a startup handler failing? see the "
+                                  f"captured log)")
 
 
 __all__ = ["factory_kwargs", "load_factory", "started"]
