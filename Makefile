@@ -8,10 +8,13 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The worked examples (examples/*) are installed too: `make test` runs their golden suites.
+EXAMPLES := examples/configmap-fanout examples/kopf-tenants
+
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]' $(addprefix -e ,$(EXAMPLES))
 	touch $(STAMP)
 
 test: $(STAMP)

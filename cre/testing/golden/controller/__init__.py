@@ -20,6 +20,7 @@ list; a kind name served by two API groups is keyed ``<Kind>.<group>``.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import shutil
 import tempfile
@@ -112,17 +113,14 @@ async def _run(case: ControllerCase) -> dict[str, Any]:
             put_object(emu, obj, where=f"{case.case_dir / 'input.yaml'}: objects[{i}]")
         client = await KubeClient.from_kubeconfig(str(emu.kubeconfig_path))
         try:
-            async with anyio.create_task_group() as tg:
-                cluster_cm = _cluster(case, emu, clock)
-                async with cluster_cm, started(case.controller, emu=emu, clock=clock, tg=tg,
-                                               where=where):
-                    for step in case.steps:
-                        await run_step(step, emu=emu, client=client, clock=clock)
-                    emu.faults.reset()
-                    await settle(emu, clock, case.settle,
-                                 where=f"{case.case_dir / 'input.yaml'}: settle")
-                    output = _collect(emu, case)
-                    tg.cancel_scope.cancel()
+            async with _cluster(case, emu, clock), started(case.controller, emu=emu,
+                                                           clock=clock, where=where):
+                for step in case.steps:
+                    await run_step(step, emu=emu, client=client, clock=clock)
+                emu.faults.reset()
+                await settle(emu, clock, case.settle,
+                             where=f"{case.case_dir / 'input.yaml'}: settle")
+                output = _collect(emu, case)
         finally:
             await client.close()
     return output
@@ -162,8 +160,24 @@ class _nothing:
 def run(case_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Run the case in ``case_dir`` (``data``: its input.yaml) and return its record."""
     case = read_case(case_dir, data)
-    result: dict[str, Any] = anyio.run(_run, case)
+    try:
+        result: dict[str, Any] = anyio.run(_run, case)
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) == 1:  # one failure (a step, the controller): report it, not the group
+            raise leaves[0] from None
+        raise
     return result
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        elif not isinstance(exc, asyncio.CancelledError):
+            out.append(exc)
+    return out
 
 
 run.golden_normalise = NORMALISE  # type: ignore[attr-defined]

@@ -76,21 +76,25 @@ def factory_kwargs(factory: Callable[..., Any], offered: dict[str, Any], *,
 
 
 @contextlib.asynccontextmanager
-async def started(spec: ControllerSpec, *, emu: Any, clock: SimClock, tg: TaskGroup,
+async def started(spec: ControllerSpec, *, emu: Any, clock: SimClock,
                   where: str) -> AsyncIterator[None]:
-    """Run the controller in ``tg`` for the duration of the block (started and synced when
-    the block begins)."""
+    """Run the controller for the duration of the block (started and synced when the block
+    begins; cancelled, before its client is closed, when the block ends)."""
     old_kubeconfig = os.environ.get("KUBECONFIG")
     os.environ["KUBECONFIG"] = str(emu.kubeconfig_path)  # for clients the controller builds
     client = await KubeClient.from_kubeconfig(str(emu.kubeconfig_path))
     try:
-        if spec.kopf:
-            await _start_kopf(spec, emu=emu, tg=tg, where=where)
-        else:
-            assert spec.factory is not None
-            await _start_factory(spec, emu=emu, client=client, clock=clock, tg=tg,
-                                 where=where)
-        yield
+        async with anyio.create_task_group() as tg:
+            if spec.kopf:
+                await _start_kopf(spec, emu=emu, tg=tg, where=where)
+            else:
+                assert spec.factory is not None
+                await _start_factory(spec, emu=emu, client=client, clock=clock, tg=tg,
+                                     where=where)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
     finally:
         await client.close()
         if old_kubeconfig is None:
