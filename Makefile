@@ -24,7 +24,7 @@ goldens: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider integration/cases --update-goldens $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cre cre_manager tests integration bench
+	$(BIN)/ruff check cre cre_manager tests integration bench examples
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
