@@ -27,3 +27,8 @@ async def main(client: KubeClient, namespace: str, label: str = "yes") -> None:
 
 def needs_secret(client: KubeClient, secret: str) -> Any:
     return main(client, "default", secret)
+
+
+async def idle() -> None:
+    """A controller that does nothing (the case's steps play every part)."""
+    await anyio.sleep_forever()

@@ -100,3 +100,56 @@ def test_merge_patch() -> None:
     assert merge_patch({"a": {"b": 1, "c": 2}, "d": [1]}, {"a": {"b": None, "e": 3},
                                                           "d": [2]}) == {
         "a": {"c": 2, "e": 3}, "d": [2]}
+
+
+KUBELET_CASE = """
+type: controller
+controller: {factory: "tests.golden.ctlprogram:idle"}
+timeScale: 50
+namespaces: [default]
+objects:
+  - {apiVersion: v1, kind: Node, metadata: {name: aws-h100-node-0}}
+  - {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default},
+     spec: {containers: [{name: main, image: busybox}, {name: side, image: busybox}]}}
+steps:
+  - podPhase: {pod: web, phase: Running}
+  - containerExit: {pod: web, container: main, exitCode: 0}
+  - waitFor: {apiVersion: v1, kind: Pod, name: web, jsonpath: $.status.phase, equals: Running}
+  - containerExit: {pod: web, container: side, exitCode: 3, log: "boom\\n"}
+  - waitFor: {apiVersion: v1, kind: Pod, name: web, jsonpath: $.status.phase, equals: Failed}
+  - nodeCondition: {node: aws-h100-node-0, type: Ready, status: "False", reason: KubeletNotReady}
+  - advance: 5
+  - waitFor: {apiVersion: v1, kind: Node, name: aws-h100-node-0,
+              jsonpath: "$.status.conditions[?(@.type == 'Ready')].status", equals: "False"}
+settle: 0
+output:
+  kinds: [{apiVersion: v1, kind: Pod}]
+  events: false
+"""
+
+
+def test_the_steps_play_kubelet_and_node(tmp_path: Path) -> None:
+    """Pod phase, container exits (the pod fails once every container ended, one non-zero)
+    and a node condition."""
+    out = run(tmp_path, _data(KUBELET_CASE))
+    (pod,) = out["objects"]["Pod"]
+    status = pod["status"]
+    assert status["phase"] == "Failed"
+    codes = {s["name"]: s["state"]["terminated"]["exitCode"]
+             for s in status["containerStatuses"]}
+    assert codes == {"main": 0, "side": 3}
+
+
+def test_a_simulated_cluster_serves_its_nodes(tmp_path: Path) -> None:
+    """With ``cluster:`` the simulator's nodes exist (its Trainer/JobSet CRDs are added) and
+    a node condition step lands on one."""
+    out = run(tmp_path, _data(
+        controller={"factory": "tests.golden.ctlprogram:idle"}, objects=[],
+        cluster={"profile": "aws-h100", "nodes": 1, "scale": 50},
+        steps=[{"nodeCondition": {"node": "aws-h100-node-0", "type": "Ready",
+                                  "status": "False", "reason": "KubeletNotReady"}},
+               {"waitFor": {"apiVersion": "v1", "kind": "Node", "name": "aws-h100-node-0",
+                            "jsonpath": "$.status.conditions[?(@.type == 'Ready')].status",
+                            "equals": "False"}}],
+        output={"kinds": [{"apiVersion": "v1", "kind": "Node"}], "events": False}))
+    assert [n["metadata"]["name"] for n in out["objects"]["Node"]] == ["aws-h100-node-0"]

@@ -240,6 +240,15 @@ def _output(value: Any, where: str) -> tuple[tuple[OutputKind, ...], bool]:
     return tuple(out), events
 
 
+def _with_cluster_crds(crds: tuple[Path, ...], cluster: ClusterSpec | None) -> tuple[Path, ...]:
+    """The simulated cluster plays Trainer and JobSet: their CRDs must be served."""
+    if cluster is None:
+        return crds
+    have = {p.name.split("-")[0] for p in crds if p in BUNDLED_CRDS.values()}
+    extra = [d for d in (TRAINER_LATEST, JOBSET_LATEST) if d.name.split("-")[0] not in have]
+    return (*crds, *extra)
+
+
 def read_case(case_dir: Path, data: Mapping[str, Any]) -> ControllerCase:
     """The checked case; :class:`ControllerCaseError` names the first problem."""
     f = str(case_dir / "input.yaml")
@@ -264,7 +273,7 @@ def read_case(case_dir: Path, data: Mapping[str, Any]) -> ControllerCase:
     return ControllerCase(
         case_dir=case_dir,
         kubernetes_version=str(data.get("kubernetesVersion", "1.33")),
-        crds=_crds(data.get("crds"), f"{f}: crds", case_dir),
+        crds=_with_cluster_crds(_crds(data.get("crds"), f"{f}: crds", case_dir), cluster),
         time_scale=scale,
         controller=_controller(data["controller"], f"{f}: controller"),
         cluster=cluster,
