@@ -8,10 +8,13 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The worked examples (examples/*) are installed too: `make test` runs their golden suites.
+EXAMPLES := examples/configmap-fanout examples/kopf-tenants
+
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]' $(addprefix -e ,$(EXAMPLES))
 	touch $(STAMP)
 
 # The HTML report's browser test drives Debian's chromium through Playwright (never a downloaded
@@ -28,10 +31,10 @@ test: $(STAMP) image-tools browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 goldens: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider integration/test_goldens.py --update-goldens $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider integration/cases --update-goldens $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cre cre_manager tests integration bench image
+	$(BIN)/ruff check cre cre_manager tests integration bench image examples
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)

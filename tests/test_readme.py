@@ -43,3 +43,17 @@ def test_a_library_example_runs_as_written(tmp_path: Path, index: int, expected:
                             text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.endswith(expected), result.stdout
+
+
+def test_the_golden_walkthrough_case_is_the_example_case() -> None:
+    """The README's controller case is, verbatim, the first case of examples/configmap-fanout
+    (whose golden suite tests/test_examples.py runs)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Golden-file testing for your controller"):]
+    block = re.search(r"^```yaml\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
+    assert block is not None
+    case = (ROOT / "examples" / "configmap-fanout" / "integration" / "cases" / "fanout"
+            / "copies-to-targets" / "input.yaml")
+    assert case.read_text() == block.group(1)
+    walkthrough = section[:section.index("\n## ", 5)]
+    assert len(walkthrough.strip().splitlines()) <= 30

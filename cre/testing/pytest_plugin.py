@@ -1,7 +1,9 @@
 """pytest plugin shipped with CRE (registered through the ``pytest11`` entry point).
 
-Adds ``--update-goldens`` for the golden-file harness. Fixtures for the API emulator and the
-cluster simulator are re-exported here as those modules provide them.
+Golden-file testing: with ``[tool.cre.golden]`` in the project's pyproject.toml, every
+``<cases>/<suite>/<case>/input.yaml`` is collected as a test (``cre.testing.golden.plugin``);
+``--update-goldens`` rewrites the goldens. Fixtures for the API emulator and the cluster
+simulator are re-exported here as those modules provide them.
 
 The entry point loads this module in every pytest run of an environment where CRE is installed,
 including one without the ``testing`` extra (the emulator's dependencies). There the fixtures
@@ -12,9 +14,12 @@ session failing at start-up.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from cre.testing.golden import plugin as golden_plugin
 
 #: Top-level modules the ``testing`` extra provides (``pip install 'cre[testing]'``).
 TESTING_EXTRA: frozenset[str] = frozenset(
@@ -42,7 +47,8 @@ except ModuleNotFoundError as exc:
         pytest.fail(_needs_extra("simulated_cluster"), pytrace=False)
         yield None  # pragma: no cover
 
-__all__ = ["kube_emulator", "pytest_addoption", "simulated_cluster"]
+__all__ = ["kube_emulator", "pytest_addoption", "pytest_collect_directory", "pytest_configure",
+           "pytest_terminal_summary", "simulated_cluster"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,5 +57,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--update-goldens",
         action="store_true",
         default=False,
-        help="rewrite goldens/ from the current output instead of comparing",
+        help="golden cases write their goldens instead of comparing (and stale goldens "
+             "are deleted); review the result with git diff",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    golden_plugin.configure(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    return golden_plugin.collect_directory(path, parent)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    golden_plugin.terminal_summary(terminalreporter, config)
