@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from ruamel.yaml import YAML
 from cre.kube.client import ApiError, KubeClient
 from cre.testing.apiserver import Emulator, serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
-from cre.testing.procs import Stack
+from cre.testing.procs import Stack, wait_until
 from cre_manager.checks import check_api, check_resources
 from cre_manager.controllers import RequiredResource, required_resources
 from cre_manager.errors import ExitCode, StartupError
@@ -175,13 +176,32 @@ def _faults(url: str, spec: dict[str, object]) -> None:
 
 
 def test_manager_started_during_an_outage_comes_up() -> None:
-    """A manager started while the API server answers 503 to everything (an outage of a few
-    seconds) keeps retrying and becomes ready once the server is back; its log shows the
-    retries."""
+    """A manager started while the API server answers 503 to everything keeps retrying and
+    becomes ready once the server is back; its log shows the retries. The outage lasts until
+    the manager has logged its first retry (not a fixed number of seconds: a slow start on a
+    loaded machine would otherwise miss the outage altogether)."""
     with Stack() as stack:
         stack.start_emulator()
-        _faults(_emulator_url(str(stack.kubeconfig)), {"outageSeconds": 3})
-        manager = stack.start_manager("--startup-timeout", "60s")
+        url = _emulator_url(str(stack.kubeconfig))
+        _faults(url, {"outageSeconds": 600})
+        log_path = stack.workdir / "manager.log"
+
+        def lift_after_first_retry() -> None:
+            def retried() -> bool:
+                try:
+                    text = log_path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    return False
+                return "start-up request failed, retrying" in text
+            try:
+                wait_until(retried, timeout=120, what="the manager's first start-up retry")
+            finally:
+                _faults(url, {"outageSeconds": 0})
+
+        lifter = threading.Thread(target=lift_after_first_retry, daemon=True)
+        lifter.start()
+        manager = stack.start_manager("--startup-timeout", "600s", timeout=180)
+        lifter.join()
         assert manager.ready()
         retries = [r for r in manager.json_records()
                    if r.get("msg") == "start-up request failed, retrying"]
