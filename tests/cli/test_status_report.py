@@ -14,9 +14,9 @@ from cre.cli.session import write_html_report
 from cre.kube.client import KubeClient
 from cre.testing.apiserver import Emulator
 
-from .conftest import ROOT, Run, RunCli, in_thread
+from .conftest import Run, RunCli, in_thread
 
-GOLDEN = ROOT / "goldens" / "cli" / "report-gpu-cert.json"
+GOLDEN = Path(__file__).parent / "goldens" / "report-gpu-cert.json"
 pytestmark = pytest.mark.anyio
 
 
