@@ -36,6 +36,7 @@ from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
 from cre.core import failurelog as fl
 from cre.core.classify import Cause, classify, merge_failed_nodes
+from cre.core.jobmeasure import measurement_writes, validate_succeeded
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
     DEFAULT_SETTINGS,
@@ -124,7 +125,9 @@ def reconcile_job(
         return ctx.plan(patches=(Patch(namespace=ctx.namespace, name=ctx.name, body=body,
                                        resource_version=ctx.rv),))
     current = true_member(job.status.conditions)
-    if current is not None and current.type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
+    if current is not None and current.type == ConditionType.SUCCEEDED:
+        return _judge(ctx, ctx.job.status, None)
+    if current is not None and current.type == ConditionType.FAILED:
         return _terminal(ctx, current.reason)
     return _lifecycle(ctx)
 
@@ -333,7 +336,7 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         new, event = _with_condition(ctx, status, member=ConditionType.SUCCEEDED,
                                      reason=JobReason.WORKLOAD_COMPLETED,
                                      message=f"Workload {view.name} completed")
-        return _finish(ctx, new, event)
+        return _judge(ctx, new, event)
     if state == WorkloadState.FAILED:
         message = f"Workload {view.name} failed" + (f": {detail}" if detail else "")
         if _restart_allowed(ctx.job):
@@ -372,8 +375,22 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
     if isinstance(captured, LogRequest):
         return ctx.plan(log_reads=(captured,))
     status = attrs.evolve(status, failure_log=captured)
+    creates, deletes = measurement_writes(ctx.job, ctx.obs.bandwidth_measurement)
     return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING, f"Workload {view.name} is running",
-                        requeue_after=requeue)
+                        requeue_after=requeue, creates=creates, deletes=deletes)
+
+
+def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
+    """A Succeeded Job: its measurement exists, its thresholds are judged (cre.core.jobmeasure);
+    ``event`` is the Succeeded transition's, when this pass wrote it."""
+    job = attrs.evolve(ctx.job, status=status)
+    creates, deletes = measurement_writes(job, ctx.obs.bandwidth_measurement)
+    judged = validate_succeeded(job, ctx.obs.bandwidth_measurement, ctx.now,
+                                timeout=parse_duration(job.spec.measurement_timeout or "5m"))
+    events = tuple(e for e in (event, judged.event) if e is not None)
+    changed = judged.status != ctx.job.status
+    return ctx.plan(creates=creates, deletes=deletes, status=judged.status if changed else None,
+                    events=events if changed else (), requeue_after=judged.requeue_after)
 
 
 def _early_capture(
