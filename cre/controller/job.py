@@ -32,14 +32,14 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from cre.api.job import Job
-from cre.api.measurement import BandwidthMeasurement
 from cre.api.labels import GPU_PRESENT, GROUP, JOB
+from cre.api.measurement import BandwidthMeasurement
 from cre.controller.jobevents import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.jobshell import (
     BANDWIDTHMEASUREMENTS,
     JOBS,
-    bandwidth_from_dict,
     JobReads,
+    bandwidth_from_dict,
     by_creation,
     involved,
     job_executor,

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from cre.api.converter import structure
 from cre.api.job import Job
-from cre.api.measurement import BandwidthMeasurement
 from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
+from cre.api.measurement import BandwidthMeasurement
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.observed import LogTail, PodView, TrainJobView
 from cre.core.plan import LogRequest
