@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.labels import GROUP, VERSION
 from cre.controller.job import JobController
+from cre.controller.measurement import MeasurementController
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
 from cre_manager.runnable import Draining, RestartPolicy, Runnable
@@ -61,6 +62,12 @@ def _job_controller(client: KubeClient, config: ManagerConfig,
                                   registry=registry))
 
 
+def _measurement_controller(client: KubeClient, config: ManagerConfig,
+                            registry: CollectorRegistry) -> Runnable:
+    return Draining(MeasurementController(client, namespaces=config.namespaces or None,
+                                          registry=registry))
+
+
 @attrs.frozen(slots=True)
 class ControllerSpec:
     """One controller: its ``--controllers`` name, what it needs served, how to build it (from
@@ -80,9 +87,13 @@ class ControllerSpec:
 CONTROLLERS: dict[str, ControllerSpec] = {
     spec.name: spec for spec in (
         ControllerSpec(name="job",
-                       requires=(_cre("jobs"), _trainer("trainjobs"),
-                                 _trainer("trainingruntimes")),
+                       requires=(_cre("jobs"), _cre("bandwidthmeasurements"),
+                                 _trainer("trainjobs"), _trainer("trainingruntimes")),
                        build=_job_controller),
+        ControllerSpec(name="measurement",
+                       requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
+                                 _cre("logprofiles")),
+                       build=_measurement_controller),
     )
 }
 
