@@ -18,8 +18,8 @@ from cre.controller.measurement import LOGPROFILES, MeasurementController
 from cre.core.logprofile import shipped_profiles
 from cre.kube.client import ApiError
 from cre.testing.apiserver import Emulator
-from cre.testing.jobharness import JobHarness, condition, is_true
 from cre.testing.cluster.stubs import nccl_table
+from cre.testing.jobharness import JobHarness, condition, is_true
 
 pytestmark = pytest.mark.anyio
 
