@@ -395,7 +395,7 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
                              f"spec.logProfileRef ({bm.spec.log_profile_ref})", results=(),
                              done_at=ended)
         return _complete(ctx, MeasurementReason.JOB_SUCCEEDED,
-                         f"Final read of {read.request.pod}: {read.rows} rows, "
+                         f"Final read ({bm.spec.log_profile_ref}): {read.rows} rows, "
                          f"{len(read.results)} message sizes", results=read.results,
                          transports=read.transports, done_at=ended)
     timeout = max(FINAL_READ_GRACE, timedelta(seconds=_parse_seconds(

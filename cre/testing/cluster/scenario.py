@@ -70,6 +70,8 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("TrainJob", ""): TRAINJOBS, ("JobSet", ""): JOBSETS, ("Pod", ""): PODS, ("Node", ""): NODES,
     ("Job", ""): BATCH_JOBS, ("Job", "batch/v1"): BATCH_JOBS, ("Job", "cre.dev/v1alpha1"): CRE_JOBS,
     ("TrainingRuntime", ""): TRAINING_RUNTIMES,
+    ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
+                                           kind="BandwidthMeasurement"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -296,6 +298,13 @@ async def apply_objects(client: KubeClient, items: list[Mapping[str, Any]], *, n
             docs = [dict(item["object"])]
         else:
             raise ScenarioError(f"{where}: expected 'render' or 'object', got {sorted(item)}")
+        if "render" in item:
+            # Performance validation on the rendered CRE Job (thresholds, measurementTimeout).
+            for doc in docs:
+                if doc.get("kind") == "Job" and doc.get("apiVersion") == "cre.dev/v1alpha1":
+                    for key in ("thresholds", "measurementTimeout"):
+                        if key in item["render"]:
+                            doc["spec"][key] = item["render"][key]
         for doc in docs:
             res = KINDS.get((doc["kind"], doc.get("apiVersion", ""))) or by_kind.get(doc["kind"])
             if res is None:
@@ -333,11 +342,27 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
 
 async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster,
                             namespace: str) -> None:
+    clock = cluster.clock
+    if name == "measurement":
+        # The measurement controller and the LogProfiles CRE ships (as deploy/logprofiles).
+        from prometheus_client import CollectorRegistry
+
+        from cre.api.converter import to_dict
+        from cre.controller.measurement import LOGPROFILES, MeasurementController
+        from cre.core.logprofile import shipped_profiles
+
+        for profile in shipped_profiles():
+            await cluster.client.create(LOGPROFILES, to_dict(profile))
+        mctrl = MeasurementController(cluster.client, namespaces=[namespace],
+                                      registry=CollectorRegistry(),
+                                      clock=lambda: datetime.fromtimestamp(clock.now(), tz=UTC))
+        tg.start_soon(mctrl.run)
+        return
     if name != "job":
-        raise ScenarioError(f"controllers: unknown controller {name!r} (known: ['job'])")
+        raise ScenarioError(f"controllers: unknown controller {name!r} "
+                            "(known: ['job', 'measurement'])")
     from cre.controller.job import JobController
 
-    clock = cluster.clock
     ctrl = JobController(cluster.client, namespaces=[namespace],
                          clock=lambda: datetime.fromtimestamp(clock.now(), tz=UTC))
     tg.start_soon(ctrl.run)
