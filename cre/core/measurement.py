@@ -68,9 +68,12 @@ _PHASE_RANK: Final = {"Succeeded": 0, "Running": 1, "Failed": 2}
 
 def stamp_key(stamp: str) -> tuple[str, int]:
     """An RFC3339(Nano) UTC kubelet timestamp as a sortable key (whole seconds, nanoseconds)."""
-    head, _, frac = stamp.rstrip("Z").partition(".")
-    digits = "".join(ch for ch in frac if ch.isdigit())[:9]
-    return head[:19], int(digits.ljust(9, "0")) if digits else 0
+    dot = stamp.find(".", 19)
+    if dot < 0:
+        return stamp[:19], 0
+    end = stamp.find("Z", dot)
+    digits = stamp[dot + 1:end if end > 0 else len(stamp)][:9]
+    return stamp[:19], int(digits.ljust(9, "0")) if digits.isdigit() else 0
 
 
 def parse_stamp(stamp: str) -> datetime:
@@ -90,6 +93,7 @@ class WindowFilter:
     lines_at_last: int = 0
     _anchor_key: tuple[str, int] | None = None
     _skipped_at_anchor: int = 0
+    _past_anchor: bool = False
 
     def __attrs_post_init__(self) -> None:
         self._anchor_key = stamp_key(self.anchor) if self.anchor else None
@@ -101,14 +105,16 @@ class WindowFilter:
         stamp, _ = split_timestamp(line)
         if stamp is None:
             return self._anchor_key is None
-        key = stamp_key(stamp)
-        if self._anchor_key is not None:
+        if self._anchor_key is not None and not self._past_anchor:
+            # A log is in time order: once a line is past the anchor, every later one is.
+            key = stamp_key(stamp)
             if key < self._anchor_key:
                 return False
             if key == self._anchor_key and self._skipped_at_anchor < self.skip_lines:
                 self._skipped_at_anchor += 1
                 return False
-        if self.last_stamp is not None and stamp_key(self.last_stamp) == key:
+            self._past_anchor = key > self._anchor_key
+        if stamp == self.last_stamp:
             self.lines_at_last += 1
         else:
             self.last_stamp, self.lines_at_last = stamp, 1

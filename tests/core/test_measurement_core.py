@@ -14,7 +14,7 @@ from cre.api.measurement import (
     BandwidthMeasurementSpec,
     BandwidthResult,
 )
-from cre.api.meta import ConditionStatus, ObjectMeta, TypedLocalObjectReference
+from cre.api.meta import ObjectMeta, TypedLocalObjectReference
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.logprofile import compile_profile, shipped_profiles
 from cre.core.measurement import (
@@ -255,9 +255,10 @@ def test_merge_running_means() -> None:
 
 
 def test_window_filter_anchor_without_fraction() -> None:
-    """Stamps with and without fractions order correctly (not as strings)."""
-    window = WindowFilter(anchor="2026-12-01T10:00:01Z", skip_lines=1)
-    assert not window.admit("2026-12-01T10:00:01Z a")
-    assert window.admit("2026-12-01T10:00:01.5Z b")
-    assert not window.admit("2026-12-01T10:00:00.9Z c")
-    assert ConditionStatus.TRUE == "True"
+    """Stamps with and without fractions order by value (as strings "01Z" > "01.5Z")."""
+    window = WindowFilter(anchor="2026-12-01T10:00:01.5Z", skip_lines=1)
+    assert not window.admit("2026-12-01T10:00:01Z a")  # before the anchor
+    assert not window.admit("2026-12-01T10:00:01.5Z b")  # the line counted last time
+    assert window.admit("2026-12-01T10:00:01.5Z c")  # same stamp, not counted yet
+    assert window.admit("2026-12-01T10:00:02Z d")
+    assert (window.last_stamp, window.lines_at_last) == ("2026-12-01T10:00:02Z", 1)
