@@ -60,8 +60,8 @@ class BandwidthMeasurementStatus:
     # Provisional sampling anchor: the kubelet timestamp of the last log line counted, and how
     # many lines carrying exactly that timestamp were counted (the next read skips them).
     sampled_through: str | None = None
-    sampled_through_lines: int = attrs.field(default=0, metadata=c(minimum=0,
-                                                                   int_format="int32"))
+    sampled_through_lines: int | None = attrs.field(default=None, metadata=c(
+        minimum=0, int_format="int32"))
     last_sample_time: datetime | None = None
 
 

@@ -270,13 +270,18 @@ def _restarting(job: Job) -> bool:
 
 
 def _create(ctx: _Ctx) -> Plan:
+    # The Job's BandwidthMeasurement first (cre.core.jobmeasure): created once, with the
+    # workload and before it, never later on a cache miss.
+    measure, stale = measurement_writes(ctx.job, ctx.obs.bandwidth_measurement)
+    if stale:
+        return ctx.plan(deletes=stale, requeue_after=ctx.settings.collision_retry)
     body = manifest(ctx.job)
     create = Create(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND,
                     namespace=ctx.namespace, name=body["metadata"]["name"], body=body)
     ref = reference(TrainJobView(name=create.name, namespace=ctx.namespace, uid=""))
     status = attrs.evolve(ctx.job.status, workload_ref=attrs.evolve(ref, uid=None))
     return _in_progress(ctx, status, JobReason.WORKLOAD_CREATED,
-                        f"Workload {create.name} created", creates=(create,),
+                        f"Workload {create.name} created", creates=(*measure, create),
                         requeue_after=ctx.settings.poll_interval)
 
 
@@ -375,21 +380,19 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
     if isinstance(captured, LogRequest):
         return ctx.plan(log_reads=(captured,))
     status = attrs.evolve(status, failure_log=captured)
-    creates, deletes = measurement_writes(ctx.job, ctx.obs.bandwidth_measurement)
     return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING, f"Workload {view.name} is running",
-                        requeue_after=requeue, creates=creates, deletes=deletes)
+                        requeue_after=requeue)
 
 
 def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
     """A Succeeded Job: its measurement exists, its thresholds are judged (cre.core.jobmeasure);
     ``event`` is the Succeeded transition's, when this pass wrote it."""
     job = attrs.evolve(ctx.job, status=status)
-    creates, deletes = measurement_writes(job, ctx.obs.bandwidth_measurement)
     judged = validate_succeeded(job, ctx.obs.bandwidth_measurement, ctx.now,
                                 timeout=parse_duration(job.spec.measurement_timeout or "5m"))
     events = tuple(e for e in (event, judged.event) if e is not None)
     changed = judged.status != ctx.job.status
-    return ctx.plan(creates=creates, deletes=deletes, status=judged.status if changed else None,
+    return ctx.plan(status=judged.status if changed else None,
                     events=events if changed else (), requeue_after=judged.requeue_after)
 
 

@@ -2,10 +2,12 @@
 
 A Job whose spec asks for ``bandwidthMeasurement`` owns one BandwidthMeasurement, named
 ``<job>-bandwidth``, controlled by the Job (owner reference with the Job's uid, so garbage
-collection removes it with the Job) and annotated with the Job's uid (``cre.dev/job-uid``). A
-group retry re-creates a Job under the same name; a measurement left by the previous Job (its
-uid differs) is deleted with a uid precondition and a new one created, so numbers of two
-attempts never mix.
+collection removes it with the Job) and annotated with the Job's uid (``cre.dev/job-uid``). It is
+created in the same Plan as the workload and before it, and only there: a create on a cache miss
+later would race the cluster's own creations (and an AlreadyExists still costs the API server a
+uid), so the point where a Job's objects come into being stays fixed. A group retry re-creates a
+Job under the same name; a measurement left by the previous Job (its uid differs) is deleted with
+a uid precondition before the workload is created, so numbers of two attempts never mix.
 
 Once the Job succeeded, thresholds are judged by :func:`cre.core.thresholds.judge` on the
 measurement's final values; the verdict is the additive ``ValidationFailed`` condition (the trio

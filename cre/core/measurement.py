@@ -350,7 +350,7 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
         request = ReadRequest(namespace=bm.metadata.namespace or "", pod=pod.name,
                               container=container, pod_uid=pod.uid, final=False,
                               regex=profile.pattern.pattern, since_time=since, anchor=anchor,
-                              skip_lines=status.sampled_through_lines)
+                              skip_lines=status.sampled_through_lines or 0)
         return ctx.plan(read=request)
     status = attrs.evolve(status, last_sample_time=now)
     if read.error is None:

@@ -54,24 +54,35 @@ def _validation(plan_status: object) -> Condition | None:
     return next((c for c in conds if c.type == ConditionType.VALIDATION_FAILED), None)
 
 
-def test_running_job_creates_its_measurement() -> None:
-    """A running Job asking for a measurement creates <job>-bandwidth, owned, uid-annotated."""
-    job = _job()
-    plan = reconcile_job(job, Observation(trainjob=trainjob()), at(30))
-    (create,) = plan.creates
+def test_new_job_creates_its_measurement_before_the_workload() -> None:
+    """A fresh Job asking for a measurement creates <job>-bandwidth (owned, uid-annotated) in the
+    same plan as its workload and before it."""
+    job = attrs.evolve(_job(), status=make_job().status)
+    plan = reconcile_job(job, Observation(), at(0))
+    assert [c.kind for c in plan.creates] == ["BandwidthMeasurement", "TrainJob"]
+    create = plan.creates[0]
     assert create.body == bandwidth_manifest(job)
     meta = create.body["metadata"]
     assert meta["name"] == "j1-bandwidth"
     assert meta["annotations"] == {JOB_UID_ANNOTATION: "job-uid-1"}
     assert meta["ownerReferences"][0]["uid"] == "job-uid-1"
     assert create.body["spec"]["jobRef"] == {"apiGroup": "cre.dev", "kind": "Job", "name": "j1"}
+    # Its own measurement observed (a create's AlreadyExists answer): only the workload.
+    again = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None)), at(0))
+    assert [c.kind for c in again.creates] == ["TrainJob"]
 
 
-def test_leftover_of_an_earlier_job_is_deleted() -> None:
-    """A measurement annotated with another Job uid (a group retry) is deleted by uid."""
-    job = _job()
-    plan = reconcile_job(job, Observation(trainjob=trainjob(),
-                                          bandwidth_measurement=_bm(job, None, uid="old")), at(30))
+def test_running_job_never_creates_on_a_cache_miss() -> None:
+    """A running Job whose measurement is not in the cache creates nothing."""
+    plan = reconcile_job(_job(), Observation(trainjob=trainjob()), at(30))
+    assert not plan.creates
+
+
+def test_leftover_of_an_earlier_job_is_deleted_first() -> None:
+    """A measurement annotated with another Job's uid (a group retry) is deleted by uid before
+    the workload is created."""
+    job = attrs.evolve(_job(), status=make_job().status)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None, uid="old")), at(0))
     assert not plan.creates
     (delete,) = plan.deletes
     assert (delete.kind, delete.name, delete.uid) == ("BandwidthMeasurement", "j1-bandwidth",
