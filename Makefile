@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean install-check docs
+.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser
 
 venv: $(STAMP)
 
@@ -14,18 +14,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
-test: $(STAMP)
+# The HTML report's browser test drives Debian's chromium through Playwright (never a downloaded
+# browser): installed here when missing; where it cannot be, the test skips and names the package.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$SUDO apt-get install -y -qq --no-install-recommends chromium ) >/dev/null 2>&1 \
+	  || echo "make: could not apt-get install the Debian package chromium;" \
+	          "the HTML report's browser test will be skipped"; }
+
+test: $(STAMP) image-tools browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 goldens: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider integration/test_goldens.py --update-goldens $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cre cre_manager tests integration bench
+	$(BIN)/ruff check cre cre_manager tests integration bench image
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict cre cre_manager
+	$(BIN)/mypy --strict cre cre_manager image
 
 check: test lint typecheck docs
 
@@ -44,3 +54,22 @@ install-check:
 
 clean:
 	rm -rf $(VENV)
+
+# The manager's container image (Containerfile; design record docs/design/011): buildah on the
+# vfs driver, bases from mmdebstrap cached in ~/.cache/cre-image. Makes cre-manager:<version>
+# in buildah's local storage and dist/cre-manager-<version>.oci.tar.
+image: $(STAMP)
+	$(BIN)/python -m image build
+
+# buildah, mmdebstrap and runc from Debian when missing (as root); `make test` runs it so the
+# image test can run, and the test says which package is missing where this cannot install.
+image-tools:
+	-$(PY) -m image tools
+
+# image/requirements.lock: exact, hashed pins of the base dependencies for the image.
+# Regenerate after changing [project.dependencies]; LOCK_ARGS=--upgrade moves every pin.
+UV_VERSION ?= 0.13.8
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'uv==$(UV_VERSION)'
+	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+		--custom-compile-command 'make lock' --quiet $(LOCK_ARGS) -o image/requirements.lock

@@ -24,7 +24,8 @@ it in CI):
 ``cre.api``
     attrs models of the ``cre.dev/v1alpha1`` kinds, the JSON converter, validation, CRDs.
 
-``cre_manager`` (the process) sits between ``cre.testing`` and ``cre.controller``.
+``cre_manager`` (the process) and ``cre.cli`` (the ``cre`` command, extra ``cli``) sit side by
+side between ``cre.testing`` and ``cre.controller``.
 """
 
 __version__ = "0.1.0"

@@ -26,6 +26,7 @@ from cre_manager.gcstats import freeze_heap, install_pause_metrics
 from cre_manager.logs import setup_logging
 from cre_manager.manager import Manager
 from cre_manager.registry import manager_registry
+from cre_manager.retry import StartupBudget
 from cre_manager.runnable import Supervised
 
 log = logging.getLogger("cre_manager")
@@ -55,9 +56,10 @@ async def run_manager(config: ManagerConfig, registry: CollectorRegistry | None 
     try:
         check_catalog(config.catalog_dir)
         client = await connect(config)
-        await check_api(client)
+        budget = StartupBudget(config.startup_timeout)
+        await check_api(client, budget=budget)
         await check_resources(client, required_resources(config.controllers),
-                              namespaces=config.namespaces)
+                              namespaces=config.namespaces, budget=budget)
         runnables = [Supervised(name, CONTROLLERS[name].build(client, config, registry),
                                 CONTROLLERS[name].restart) for name in config.controllers]
         elector = (LeaderElector(client, config.leader_election)

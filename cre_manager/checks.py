@@ -7,24 +7,30 @@ problem), the API server must answer, our credentials must be accepted, every re
 enabled controllers use must be served (missing CRDs are named, with how to install them), and
 we must be allowed to list them.
 
+The API server may be in a brown-out while we start (a manager restarted during one must come
+back): transient answers are retried within the start-up budget (:mod:`cre_manager.retry`), and
+only errors that waiting cannot heal exit at once (401/403: 4, missing CRDs: 5); a budget spent
+on transient errors exits 3.
+
 Discovery (``/apis/<group>/<version>``) is used rather than reading CustomResourceDefinitions, so
 the manager needs no cluster-wide permission on CRDs (every authenticated user may discover).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 from cre.catalog.errors import CatalogError
 from cre.catalog.loader import default_catalog_dir, load_catalog
-from cre.kube.client import ApiError, KubeClient
+from cre.kube.client import JSON, ApiError, KubeClient
 from cre_manager.controllers import RequiredResource
 from cre_manager.errors import ExitCode, StartupError
+from cre_manager.retry import BudgetSpent, StartupBudget
 
 log = logging.getLogger("cre_manager.checks")
-CHECK_TIMEOUT = 10.0
 _DEFAULT_REASON = {401: "Unauthorized", 403: "Forbidden"}
 
 
@@ -50,18 +56,19 @@ def _refused(exc: ApiError, what: str) -> StartupError:
                         "(deploy/rbac)")
 
 
-async def check_api(client: KubeClient) -> str:
-    """The server answers ``/version`` with our credentials; returns its gitVersion."""
+async def check_api(client: KubeClient, *, budget: StartupBudget) -> str:
+    """The server answers ``/version`` with our credentials; returns its gitVersion. Transient
+    answers (no connection, 409, 429, 5xx) are retried within ``budget``."""
     try:
-        info = await client.request("GET", "/version", timeout=CHECK_TIMEOUT)
+        info = await budget.call("GET /version", lambda timeout: client.request(
+            "GET", "/version", timeout=timeout))
+    except BudgetSpent as exc:
+        raise StartupError(ExitCode.API_UNREACHABLE,
+                           f"cannot reach the API server at {client.host}: "
+                           f"{exc.last.__cause__ or exc}") from None
     except ApiError as exc:
         if exc.status in (401, 403):
             raise _refused(exc, "reading /version") from None
-        if exc.status == 0 or exc.retryable:
-            raise StartupError(ExitCode.API_UNREACHABLE,
-                               f"cannot reach the API server at {client.host}: "
-                               f"{exc.__cause__ or exc.message}") \
-                from None
         raise StartupError(ExitCode.API_UNREACHABLE,
                            f"the API server at {client.host} answered /version with {exc}") \
             from None
@@ -70,25 +77,38 @@ async def check_api(client: KubeClient) -> str:
     return version
 
 
+async def _discover(client: KubeClient, path: str, *, budget: StartupBudget) -> set[str]:
+    """The resource names served under the group-version ``path`` (empty when not served)."""
+    try:
+        doc = await budget.call(f"GET {path}", lambda timeout: client.request(
+            "GET", path, timeout=timeout))
+    except BudgetSpent as exc:
+        raise StartupError(ExitCode.API_UNREACHABLE,
+                           f"discovery of {path} failed: {exc}") from None
+    except ApiError as exc:
+        if exc.status in (401, 403):
+            raise _refused(exc, f"discovering {path}") from None
+        if not exc.not_found:
+            raise StartupError(ExitCode.API_UNREACHABLE,
+                               f"discovery of {path} failed: {exc}") from None
+        return set()
+    return {str(r.get("name")) for r in doc.get("resources") or []}
+
+
+async def _list_one(client: KubeClient, path: str, timeout: float) -> JSON:
+    return await client.request("GET", path, query={"limit": 1}, timeout=timeout)
+
+
 async def check_resources(client: KubeClient, required: Sequence[RequiredResource], *,
-                          namespaces: Sequence[str]) -> None:
-    """Every required resource is served and listable in the watched namespaces."""
+                          namespaces: Sequence[str], budget: StartupBudget) -> None:
+    """Every required resource is served and listable in the watched namespaces. Transient
+    answers are retried within ``budget``; a resource that is not served is not waited for."""
     missing: list[RequiredResource] = []
     served: dict[str, set[str]] = {}
     for res in required:
         if res.discovery_path not in served:
-            try:
-                doc = await client.request("GET", res.discovery_path, timeout=CHECK_TIMEOUT)
-                served[res.discovery_path] = {str(r.get("name")) for r in
-                                              doc.get("resources") or []}
-            except ApiError as exc:
-                if exc.status in (401, 403):
-                    raise _refused(exc, f"discovering {res.discovery_path}") from None
-                if not exc.not_found:
-                    raise StartupError(ExitCode.API_UNREACHABLE,
-                                       f"discovery of {res.discovery_path} failed: {exc}") \
-                        from None
-                served[res.discovery_path] = set()
+            served[res.discovery_path] = await _discover(client, res.discovery_path,
+                                                         budget=budget)
         if res.plural not in served[res.discovery_path]:
             missing.append(res)
     if missing:
@@ -99,9 +119,12 @@ async def check_resources(client: KubeClient, required: Sequence[RequiredResourc
     for res in required:
         targets: list[str | None] = list(namespaces) or [None]
         for ns in targets:
+            path = res.list_path(ns)
             try:
-                await client.request("GET", res.list_path(ns), query={"limit": 1},
-                                     timeout=CHECK_TIMEOUT)
+                await budget.call(f"GET {path}", functools.partial(_list_one, client, path))
+            except BudgetSpent as exc:
+                raise StartupError(ExitCode.API_UNREACHABLE,
+                                   f"listing {res.crd_name} failed: {exc}") from None
             except ApiError as exc:
                 if exc.status in (401, 403):
                     where = f"in namespace {ns}" if ns else "cluster-wide"

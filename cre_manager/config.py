@@ -66,6 +66,12 @@ class ManagerConfig:
     catalog_dir: Path | None
     shutdown_grace_period: float
     controllers: tuple[str, ...]
+    # --infra-scoped-failfast: infrastructure aborts of a Workflow group are deferred (retried
+    # on their own budget, nodes Uncertified, never tripping FailFast). False restores the
+    # plain behaviour; a Workflow's failurePolicy.infraScopedFailFast overrides it.
+    infra_scoped_fail_fast: bool = True
+    # How long start-up retries transient API errors (429, 5xx, 409, no connection).
+    startup_timeout: float = 60.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "default: in-cluster config)")
     opt("--context", "kubeconfig context (default: the current context)")
     opt("--namespaces", "comma-separated namespaces to watch (default: all)")
-    opt("--controllers", "comma-separated controllers to run (default: all: job)")
+    opt("--controllers", "comma-separated controllers to run (default: all: job, workflow, "
+        "certification)")
     p.add_argument("--leader-elect", default=None, action=argparse.BooleanOptionalAction,
                    help="elect a leader with a Lease so only one replica reconciles "
                         "[$CRE_LEADER_ELECT]")
@@ -102,8 +109,17 @@ def build_parser() -> argparse.ArgumentParser:
     opt("--log-format", "json or text (default json)")
     opt("--log-level", f"one of {', '.join(LOG_LEVELS)} (default info)")
     opt("--catalog-dir", "workload catalog directory (default: the shipped catalog)")
+    p.add_argument("--infra-scoped-failfast", default=None, nargs="?", const="true",
+                   metavar="true|false",
+                   help="defer infrastructure aborts of Workflow groups (Node, Platform, "
+                        "ControlPlane class): retried on their own budget, nodes Uncertified, "
+                        "never tripping FailFast; =false restores the plain behaviour (a "
+                        "Workflow's failurePolicy.infraScopedFailFast wins) (default true) "
+                        "[$CRE_INFRA_SCOPED_FAILFAST]")
     opt("--shutdown-grace-period", "how long in-flight reconciles may run after SIGTERM "
         "(default 30s)")
+    opt("--startup-timeout", "how long start-up retries transient API errors (429, 5xx, 409, "
+        "no connection) before exiting 3 (default 60s)")
     return p
 
 
@@ -289,7 +305,8 @@ def _csv(r: _Resolver, flag: str, default: str, *, allowed: Sequence[str] | None
 
 
 def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = None, *,
-                 known_controllers: Sequence[str] = ("job",)) -> ManagerConfig:
+                 known_controllers: Sequence[str] = ("job", "workflow", "certification")
+                 ) -> ManagerConfig:
     """Parse and validate; :class:`ConfigError` names the offending flag."""
     env = os.environ if env is None else env
     args = build_parser().parse_args(argv)
@@ -313,6 +330,9 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
                        allowed=known_controllers)
     if not controllers:
         raise ConfigError("--controllers", "at least one controller must run")
+    failfast_text, failfast_src = r.get("--infra-scoped-failfast", "true")
+    assert failfast_text is not None
+    infra_scoped = _truthy(failfast_text, flag="--infra-scoped-failfast", env=failfast_src)
     return ManagerConfig(
         kubeconfig=kubeconfig, context=context,
         namespaces=_csv(r, "--namespaces", "", pattern=_DNS_LABEL),
@@ -322,5 +342,6 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
         max_concurrent_reconciles=_int(r, "--max-concurrent-reconciles", "10", minimum=1),
         log_format=fmt, log_level=(level or "info").lower(), catalog_dir=catalog,
         shutdown_grace_period=_duration(r, "--shutdown-grace-period", "30s"),
-        controllers=controllers,
+        controllers=controllers, infra_scoped_fail_fast=infra_scoped,
+        startup_timeout=_duration(r, "--startup-timeout", "60s"),
     )

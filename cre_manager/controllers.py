@@ -13,8 +13,12 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from cre.api.labels import GROUP, VERSION
+from cre.catalog.loader import load_catalog
+from cre.controller.certification import CertificationController
 from cre.controller.job import JobController
 from cre.controller.measurement import MeasurementController
+from cre.controller.workflow import SharedCaches, WorkflowController
+from cre.core.workflow import WorkflowSettings
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
 from cre_manager.runnable import Draining, RestartPolicy, Runnable
@@ -55,11 +59,53 @@ def _trainer(plural: str) -> RequiredResource:
     return RequiredResource("trainer.kubeflow.org", "v1alpha1", plural, TRAINER_INSTALL_HINT)
 
 
+# The Job controller of each client, so the tiers above read its pod and node caches instead
+# of keeping their own copies (one cache per kind and selector in the process).
+_JOB_CONTROLLERS: dict[int, tuple[KubeClient, JobController]] = {}
+
+
+def _job_controller_of(client: KubeClient, config: ManagerConfig,
+                       registry: CollectorRegistry) -> JobController:
+    held = _JOB_CONTROLLERS.get(id(client))
+    if held is None or held[0] is not client:
+        held = (client, JobController(
+            client, namespaces=config.namespaces or None,
+            max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry))
+        _JOB_CONTROLLERS[id(client)] = held
+    return held[1]
+
+
+def _shared_caches(client: KubeClient, config: ManagerConfig,
+                   registry: CollectorRegistry) -> SharedCaches | None:
+    """The Job controller's caches when it runs too (it runs them; the others follow)."""
+    if "job" not in config.controllers:
+        return None
+    job = _job_controller_of(client, config, registry)
+    return SharedCaches(workers=job.workers, launchers=job.launchers, nodes=job.nodes)
+
+
 def _job_controller(client: KubeClient, config: ManagerConfig,
                     registry: CollectorRegistry) -> Runnable:
-    return Draining(JobController(client, namespaces=config.namespaces or None,
-                                  max_concurrent_reconciles=config.max_concurrent_reconciles,
-                                  registry=registry))
+    return Draining(_job_controller_of(client, config, registry))
+
+
+def _workflow_controller(client: KubeClient, config: ManagerConfig,
+                         registry: CollectorRegistry) -> Runnable:
+    settings = WorkflowSettings(infra_scoped_fail_fast=config.infra_scoped_fail_fast)
+    return Draining(WorkflowController(client, namespaces=config.namespaces or None,
+                                       max_concurrent_reconciles=config.max_concurrent_reconciles,
+                                       settings=settings, registry=registry,
+                                       shared=_shared_caches(client, config, registry)))
+
+
+def _certification_controller(client: KubeClient, config: ManagerConfig,
+                              registry: CollectorRegistry) -> Runnable:
+    # check_catalog parsed it at start-up already: a broken catalog never gets here.
+    shared = _shared_caches(client, config, registry)
+    return Draining(CertificationController(
+        client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
+        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+        nodes=shared.nodes if shared is not None else None))
 
 
 def _measurement_controller(client: KubeClient, config: ManagerConfig,
@@ -90,6 +136,12 @@ CONTROLLERS: dict[str, ControllerSpec] = {
                        requires=(_cre("jobs"), _cre("bandwidthmeasurements"),
                                  _trainer("trainjobs"), _trainer("trainingruntimes")),
                        build=_job_controller),
+        ControllerSpec(name="workflow",
+                       requires=(_cre("workflows"), _cre("jobs"), _trainer("trainingruntimes")),
+                       build=_workflow_controller),
+        ControllerSpec(name="certification",
+                       requires=(_cre("certifications"), _cre("workflows")),
+                       build=_certification_controller),
         ControllerSpec(name="measurement",
                        requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
                                  _cre("logprofiles")),

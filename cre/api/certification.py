@@ -13,9 +13,10 @@ from typing import ClassVar
 import attrs
 
 from cre.api.common import (
-    DURATION,
+    DURATION_FIELD,
     QUALIFIED_NAME,
     QUANTITY_SIZE,
+    THRESHOLD_VALUES,
     GangSchedulerSpec,
     Placement,
     TargetSpec,
@@ -94,11 +95,11 @@ class CategoryOptions:
     max_bytes: str | None = attrs.field(default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$"))
     num_iterations: int | None = attrs.field(default=None, metadata=_int(1))
     num_cycles: int | None = attrs.field(default=None, metadata=_int(1))
-    thresholds: Mapping[str, str] | None = None
+    thresholds: Mapping[str, str] | None = attrs.field(default=None, metadata=THRESHOLD_VALUES)
     max_concurrent: int | None = attrs.field(default=None, metadata=_int(0))
     min_group_size: int | None = attrs.field(default=None, metadata=_int(1))
-    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
-    measurement_timeout: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
+    measurement_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
     source_repo: str | None = attrs.field(
         default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO)
     )

@@ -12,10 +12,14 @@ from typing import ClassVar, Final
 
 import attrs
 
-from cre.api.fields import CelRule, c
+from cre.api.durations import DURATION_MAX_LENGTH, MAX_DURATION
+from cre.api.fields import CelRule, Constraints, c
 
 # Go-style durations: "90s", "1h30m", "250ms".
 DURATION: Final = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
+# Metadata of a duration field: the pattern, a length bound and a value bound (30 days).
+DURATION_FIELD: Final = c(pattern=DURATION, max_length=DURATION_MAX_LENGTH,
+                          max_duration=MAX_DURATION)
 QUANTITY_SIZE: Final = r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$"
 QUALIFIED_NAME: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -26,6 +30,12 @@ LABEL_VALUE: Final = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 THRESHOLD_KEYS: Final = frozenset(
     {"busBandwidthGBps", "algBandwidthGBps", "goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec"}
 )
+# Every CEL expression a user writes (thresholds, nodeHealthMonitor) is at most this long, as
+# the reference bounds nodeHealthMonitor: the CRD rejects longer ones at admission, and the CEL
+# library is never handed an unbounded string (one of ~65,600 characters made it panic).
+CEL_MAX_LENGTH: Final = 2048
+# The values of a ``thresholds`` map are CEL expressions.
+THRESHOLD_VALUES: Final = c(values=Constraints(max_length=CEL_MAX_LENGTH))
 # Label keys a user may not set through workloadMetadata.
 RESERVED_LABEL_KEYS: Final = frozenset({"app.kubernetes.io/managed-by"})
 RESERVED_LABEL_PREFIX: Final = "cre.dev/"

@@ -166,6 +166,8 @@ class WorkflowReason(enum.StrEnum):
     NO_OUTAGE = "NoOutage"
     OVERRIDE_APPLIED = "OverrideApplied"
     OVERRIDE_NO_OP = "OverrideNoOp"
+    # Thresholds are set but the Job tier does not judge them yet (design record 013).
+    THRESHOLDS_NOT_JUDGED = "ThresholdsNotJudged"
 
 
 class CertificationReason(enum.StrEnum):

@@ -39,6 +39,11 @@ class Constraints:
     preserve_unknown: bool = False
     # A list of objects merged by these keys (``x-kubernetes-list-type: map``).
     list_map_keys: tuple[str, ...] = ()
+    # A Go-style duration string at most this long (``"720h"``): validation parses and compares
+    # it, the CRD carries the CEL rule ``duration(self) <= duration('<max>')``.
+    max_duration: str | None = None
+    # Constraints of every value of a map (``additionalProperties``), e.g. a CEL length bound.
+    values: Constraints | None = None
 
 
 def c(**kwargs: Any) -> dict[str, Constraints]:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import DURATION, WorkloadMetadata
+from cre.api.common import CEL_MAX_LENGTH, DURATION_FIELD, THRESHOLD_VALUES, WorkloadMetadata
 from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
@@ -34,7 +34,7 @@ class WorkloadSpec:
 class CelExpression:
     """A CEL expression."""
 
-    expression: str = attrs.field(metadata=c(min_length=1, max_length=2048))
+    expression: str = attrs.field(metadata=c(min_length=1, max_length=CEL_MAX_LENGTH))
 
 
 @attrs.frozen(kw_only=True)
@@ -57,7 +57,7 @@ class GoodputMeasurementRequest:
     """Ask for a GoodputMeasurement of this Job."""
 
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=c(pattern=DURATION))
+    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
 
 
 @attrs.frozen(kw_only=True)
@@ -67,7 +67,7 @@ class BandwidthMeasurementRequest:
     # The same fields as cre.api.measurement.BandwidthMeasurementSpec less its jobRef (the Job
     # asking is the one measured); for_job() builds that spec, a test keeps the two in step.
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=c(pattern=DURATION))
+    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
     test_type: str | None = None
 
     def for_job(self, job_ref: TypedLocalObjectReference) -> BandwidthMeasurementSpec:
@@ -105,11 +105,11 @@ class JobSpec:
     bandwidth_measurement: BandwidthMeasurementRequest | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
-    thresholds: Mapping[str, str] = attrs.field(factory=dict)
-    measurement_timeout: str = attrs.field(default="5m", metadata=c(pattern=DURATION))
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
+    measurement_timeout: str = attrs.field(default="5m", metadata=DURATION_FIELD)
     # Fail with JobTimedOut this long after the workload was first seen running (copied from
     # the Workflow's orchestration.timeoutPerJob); unset means no limit.
-    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
 
 
 @attrs.frozen(kw_only=True)

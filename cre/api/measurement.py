@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import attrs
 
-from cre.api.common import DURATION
+from cre.api.common import DURATION_FIELD
 from cre.api.conditions import MeasurementPhase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
@@ -29,7 +29,7 @@ class BandwidthMeasurementSpec:
 
     job_ref: TypedLocalObjectReference
     log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=c(pattern=DURATION))
+    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
     test_type: str | None = None
 
 

@@ -69,7 +69,8 @@ def schema_for_type(tp: Any, cons: Constraints | None = None) -> dict[str, Any]:
         if args[1] is Any or cons.preserve_unknown:
             out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         else:
-            out = {"type": "object", "additionalProperties": schema_for_type(args[1])}
+            out = {"type": "object",
+                   "additionalProperties": schema_for_type(args[1], cons.values)}
         _put(out, minProperties=cons.min_properties, maxProperties=cons.max_properties)
     elif origin is tuple:
         out = {"type": "array", "items": schema_for_type(args[0])}
@@ -90,6 +91,10 @@ def schema_for_type(tp: Any, cons: Constraints | None = None) -> dict[str, Any]:
     elif tp is str:
         out = {"type": "string"}
         _put(out, minLength=cons.min_length, maxLength=cons.max_length, pattern=cons.pattern)
+        if cons.max_duration is not None:
+            out["x-kubernetes-validations"] = [{
+                "rule": f"duration(self) <= duration('{cons.max_duration}')",
+                "message": f"must be at most {cons.max_duration}"}]
     elif tp is datetime:
         out = {"type": "string", "format": "date-time"}
     else:

@@ -11,7 +11,6 @@ the exclusive condition trio). Nothing stops at the first error.
 from __future__ import annotations
 
 import enum
-import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
@@ -19,8 +18,10 @@ from typing import Any
 
 import attrs
 
+from cre.api.cel import CelError, compile_cel
 from cre.api.certification import CategoryResources, ResourceValues
 from cre.api.common import (
+    CEL_MAX_LENGTH,
     LABEL_VALUE,
     QUALIFIED_NAME,
     THRESHOLD_KEYS,
@@ -32,6 +33,7 @@ from cre.api.common import (
 )
 from cre.api.conditions import EXCLUSIVE_TRIO
 from cre.api.converter import emitted, from_dict, structure
+from cre.api.durations import duration_seconds
 from cre.api.errors import FieldError, ValidationError, describe, join, map_key
 from cre.api.fields import Constraints, constraints, json_name
 from cre.api.job import JobSpec, JobStatus
@@ -116,7 +118,7 @@ def _walk(value: Any, tp: Any, cons: Constraints, path: str, errors: list[FieldE
         args = getattr(tp, "__args__", (str, Any))
         for key, item in value.items():
             if args[1] is not Any:
-                _walk(item, args[1], Constraints(), map_key(path, key), errors)
+                _walk(item, args[1], cons.values or Constraints(), map_key(path, key), errors)
 
 
 def _constraint_errors(value: Any, cons: Constraints, path: str) -> Iterator[FieldError]:
@@ -131,6 +133,9 @@ def _constraint_errors(value: Any, cons: Constraints, path: str) -> Iterator[Fie
             )
         if cons.pattern is not None and re.search(cons.pattern, value) is None:
             yield FieldError(path=path, message=f"must match {cons.pattern}", value=value)
+        elif cons.max_duration is not None and _too_long(value, cons.max_duration):
+            yield FieldError(path=path, message=f"must be at most {cons.max_duration}",
+                             value=value)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if cons.minimum is not None and value < cons.minimum:
             yield FieldError(path=path, message=f"must be >= {cons.minimum}", value=value)
@@ -149,6 +154,13 @@ def _constraint_errors(value: Any, cons: Constraints, path: str) -> Iterator[Fie
             yield FieldError(path=path, message=f"must set at least {cons.min_properties} field(s)")
         if cons.max_properties is not None and count > cons.max_properties:
             yield FieldError(path=path, message=f"must set at most {cons.max_properties} field(s)")
+
+
+def _too_long(value: str, bound: str) -> bool:
+    try:
+        return duration_seconds(value) > duration_seconds(bound)
+    except ValueError:
+        return False  # not a duration: the pattern check reports it
 
 
 def _property_count(value: Any) -> int | None:
@@ -180,14 +192,6 @@ def _attr(cls: type, key: str) -> str:
 # --- semantic rules -------------------------------------------------------------------------
 
 
-@functools.cache
-def _cel_compile(expr: str) -> None:
-    """Compile ``expr`` (the same CEL implementation the API emulator evaluates rules with)."""
-    import cel  # imported on first use: parsing CEL is the only thing it is needed for
-
-    cel.compile(expr)
-
-
 def _thresholds(values: Mapping[str, str], path: str) -> Iterator[FieldError]:
     for key, expr in values.items():
         where = map_key(path, key)
@@ -201,11 +205,12 @@ def _thresholds(values: Mapping[str, str], path: str) -> Iterator[FieldError]:
         if not expr.strip():
             yield FieldError(path=where, message="threshold expression is empty", value=expr)
             continue
+        if len(expr) > CEL_MAX_LENGTH:
+            continue  # reported by the length bound; never handed to the CEL library
         try:
-            _cel_compile(expr)
-        except ValueError as exc:  # the parser's message
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            yield FieldError(path=where, message=f"invalid CEL expression: {first}", value=expr)
+            compile_cel(expr)
+        except CelError as exc:  # the parser's message (a library panic included)
+            yield FieldError(path=where, message=f"invalid CEL expression: {exc}", value=expr)
 
 
 def _label_errors(labels: Mapping[str, str], path: str, *, reserved: bool) -> Iterator[FieldError]:
@@ -259,6 +264,14 @@ def _check_requirement(model: NodeSelectorRequirement, path: str) -> Iterator[Fi
 
 def _check_job_spec(model: JobSpec, path: str) -> Iterator[FieldError]:
     yield from _thresholds(model.thresholds, join(path, "thresholds"))
+    monitor = model.node_health_monitor
+    if monitor is not None and 0 < len(monitor.cel.expression) <= CEL_MAX_LENGTH:
+        try:
+            compile_cel(monitor.cel.expression)
+        except CelError as exc:
+            yield FieldError(path=join(path, "nodeHealthMonitor.cel.expression"),
+                             message=f"invalid CEL expression: {exc}",
+                             value=monitor.cel.expression)
     if model.stall_multiplier is not None and model.goodput_measurement is None:
         yield FieldError(
             path=join(path, "stallMultiplier"),
@@ -308,14 +321,21 @@ def _check_template_nodes(model: WorkflowSpec, path: str) -> Iterator[FieldError
 
 
 def _check_when(model: WhenSpec, path: str) -> Iterator[FieldError]:
+    """A dependency's ``when`` (an opaque object the schema walk does not reach): the
+    expression's length bound, then its CEL syntax (an over-long one is never compiled)."""
     if model.expression is None:
         return
+    where = join(path, "expression")
+    bound = constraints(attrs.fields(WhenSpec).expression)
+    too_long = list(_constraint_errors(model.expression, bound, where))
+    if too_long:
+        yield from too_long
+        return
     try:
-        _cel_compile(model.expression)
-    except ValueError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        yield FieldError(path=join(path, "expression"), message=f"invalid CEL expression: "
-                         f"{first}", value=model.expression)
+        compile_cel(model.expression)
+    except CelError as exc:  # the parser's message (a library panic included)
+        yield FieldError(path=where, message=f"invalid CEL expression: {exc}",
+                         value=model.expression)
 
 
 def _check_dependency_when(model: WorkflowSpec, path: str) -> Iterator[FieldError]:

@@ -15,7 +15,13 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import DURATION, GangSchedulerSpec, Placement, TargetSpec
+from cre.api.common import (
+    DURATION_FIELD,
+    THRESHOLD_VALUES,
+    GangSchedulerSpec,
+    Placement,
+    TargetSpec,
+)
 from cre.api.conditions import GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
@@ -61,7 +67,7 @@ class ExecutionSpec:
     """Parallelism, per-Job timeout and whole-group retries."""
 
     max_concurrent: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
-    timeout_per_job: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
     retry_failed_groups: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
 
 
@@ -160,7 +166,7 @@ class Tracking:
 class ThresholdsSpec:
     """Threshold CEL expressions keyed by metric."""
 
-    thresholds: Mapping[str, str] = attrs.field(factory=dict)
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
 
 
 @attrs.frozen(kw_only=True)
@@ -172,7 +178,7 @@ class PerformanceSpec:
     config: Mapping[str, Any] | None = attrs.field(default=None, metadata=c(preserve_unknown=True))
     tracking: Tracking | None = None
     thresholds: ThresholdsSpec | None = None
-    measurement_timeout: str | None = attrs.field(default=None, metadata=c(pattern=DURATION))
+    measurement_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
 
 
 @attrs.frozen(kw_only=True)

@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 import attrs
 
 from cre.api.common import (
-    DURATION,
+    DURATION_FIELD,
     QUALIFIED_NAME,
     QUANTITY_SIZE,
+    THRESHOLD_VALUES,
     GangSchedulerSpec,
     Placement,
     TargetSpec,
@@ -121,7 +122,7 @@ class RunOrchestration:
     test_scale: RunTestScale | None = None
     repeat_count: int = attrs.field(default=1, metadata=c(minimum=1, int_format="int32"))
     max_concurrent: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
-    timeout_per_job: str = attrs.field(default="24h", metadata=c(pattern=DURATION))
+    timeout_per_job: str = attrs.field(default="24h", metadata=DURATION_FIELD)
     placement: Placement | None = None
 
 
@@ -154,7 +155,7 @@ class WorkloadRunSpec:
     )
     init_containers: tuple[Mapping[str, Any], ...] = _opaque_list("corev1 Container list")
     orchestration: RunOrchestration | None = None
-    thresholds: Mapping[str, str] = attrs.field(factory=dict)
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
     goodput_measurement: GoodputMeasurementRequest | None = None
     bandwidth_measurement: BandwidthMeasurementRequest | None = None
     overrides: tuple[OverrideSpec, ...] = ()

@@ -4,9 +4,14 @@
 :mod:`cre.kube.runtime` plus its early capture (:mod:`~cre.controller.prefetch`,
 :mod:`~cre.controller.tombstones`); its I/O is in :mod:`cre.controller.jobshell`. The test kit
 drives it through :mod:`cre.testing.jobharness` (a scripted cluster side for tests, goldens and
-benchmarks).
+benchmarks). :class:`cre.controller.workflow.WorkflowController` and
+:class:`cre.controller.certification.CertificationController` run the two tiers above it on the
+same runtime; their plans are applied by :mod:`cre.controller.tiershell`, the Workflow's views
+and live reads are in :mod:`cre.controller.workflowshell`.
 """
 
+from cre.controller.certification import CertificationController
 from cre.controller.job import JobController
+from cre.controller.workflow import WorkflowController
 
-__all__ = ["JobController"]
+__all__ = ["CertificationController", "JobController", "WorkflowController"]

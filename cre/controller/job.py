@@ -13,11 +13,11 @@ candidate and its tail. Worker failures are not written to status while the run 
 core only captures launchers early); their tails wait in memory for the verdict.
 
 One reconcile is :func:`cre.kube.runtime.converge` around :func:`cre.core.job.reconcile_job`:
-when the Plan asks for log tails or for a live confirmation, the shell reads them and runs the
-core again on a richer Observation; the result of a create (created, name taken, refused) goes
-into the Observation the same way; a status write that conflicts re-reads the Job live and runs
-the core on the fresh copy. Only a Plan without requests is applied, so the failure record and
-the condition it belongs to land in one status write.
+when the Plan asks for log tails, a live confirmation or the workload's Events, the shell
+reads them and runs the core again on a richer Observation; the result of a create (created,
+name taken, refused) goes into the Observation the same way; a status write that conflicts
+re-reads the Job live and runs the core on the fresh copy. Only a Plan without requests is
+applied, so the failure record and the condition it belongs to land in one status write.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ class JobController(JobEvents):
         self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.reads = JobReads(client, self.prefetcher, log_timeout=log_timeout)
-        self.recorder = EventRecorder(client, component=COMPONENT)
+        self.recorder = EventRecorder(client, component=COMPONENT, metrics=kube)
         self.executor = job_executor(client, self.recorder, clock=clock)
         self.status_echo = OwnStatusEcho()
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
@@ -185,10 +185,12 @@ class JobController(JobEvents):
         """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue."""
         async with anyio.create_task_group() as tg:
             self.prefetcher.bind(tg)
+            self.recorder.bind(tg)  # events are queued and retried in the background
             try:
                 await self.controller.run()
             finally:
                 self.prefetcher.bind(None)
+                self.recorder.bind(None)
                 tg.cancel_scope.cancel()
 
     def stop(self) -> None:
@@ -235,6 +237,9 @@ class JobController(JobEvents):
             workers, launchers = await self.reads.pods(job)
             return Again(job, attrs.evolve(obs, worker_pods=workers, launcher_pods=launchers,
                                            pods_read_live=True), "live pod list")
+        if plan.read_workload_events:
+            events = await self.reads.workload_events(obs.trainjob)
+            return Again(job, attrs.evolve(obs, workload_events=events), "workload events")
         if plan.confirm_workload_absence:
             view = await self.reads.trainjob(job)
             return Again(job, attrs.evolve(obs, trainjob=view,

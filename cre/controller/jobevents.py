@@ -49,13 +49,15 @@ def new_failures(old: PodView | None, new: PodView) -> list[tuple[str, bool]]:
 
 
 def node_changed(event: WatchEvent[NodeView]) -> bool:
-    """A GPU node's readiness, schedulability or labels changed (a heartbeat-only update does
-    not count; a deleted node has no Job left to tell)."""
+    """A GPU node's readiness, schedulability, labels, conditions or taints changed (a
+    heartbeat-only update does not count: the view keeps no heartbeat times; a deleted node has
+    no Job left to tell). Conditions and taints are what a ``nodeHealthMonitor`` reads."""
     old, new = event.old, event.new
     if new is None or event.type == WatchEventType.DELETED:
         return False
-    return old is None or (old.ready, old.unschedulable, old.labels) != (
-        new.ready, new.unschedulable, new.labels)
+    return old is None or (old.ready, old.unschedulable, old.labels, old.conditions,
+                           old.taints) != (new.ready, new.unschedulable, new.labels,
+                                           new.conditions, new.taints)
 
 
 class JobEvents:

@@ -4,8 +4,9 @@ Everything here is Job-specific I/O that used to sit in the generic executor: th
 resource and how an Event names a Job; the :class:`cre.kube.executor.PlanExecutor` configured for
 Job plans (TrainJobs created and deleted, the Job's status and finalizers written); and the
 reads that answer what :func:`cre.core.job.reconcile_job` asks for (log tails, preferably the
-ones the prefetcher already read; live reads of the Job, its TrainJob and its pods). The
-controller (:mod:`cre.controller.job`) decides when to ask; this module only reads.
+ones the prefetcher already read; live reads of the Job, its TrainJob, its pods and its
+TrainJob's Events). The controller (:mod:`cre.controller.job`) decides when to ask; this module
+only reads.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from cre.api.job import Job
 from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
 from cre.api.measurement import BandwidthMeasurement
 from cre.controller.prefetch import LogPrefetcher
-from cre.core.observed import LogTail, PodView, TrainJobView
+from cre.core.observed import LogTail, ObjectEvent, PodView, TrainJobView
 from cre.core.plan import LogRequest
 from cre.core.projections import trainjob_view
 from cre.core.workload import TRAINJOB_KIND, workload_name
 from cre.kube.client import TRAINJOBS, ApiError, KubeClient, Resource
 from cre.kube.events import EventRecorder
 from cre.kube.executor import PlanExecutor
+from cre.kube.objectevents import read_object_events
 from cre.kube.pods import live_list_pods, read_pod_log
 
 JOBS: Final = Resource(GROUP, VERSION, "jobs", kind="Job")
@@ -68,7 +70,7 @@ def by_creation(pods: Sequence[PodView]) -> tuple[PodView, ...]:
 
 class JobReads:
     """The reads that answer the Job core: log tails (the prefetched one when there is one) and
-    live reads of a Job, its TrainJob and its pods."""
+    live reads of a Job, its TrainJob, its pods and the TrainJob's Events."""
 
     def __init__(self, client: KubeClient, prefetcher: LogPrefetcher, *,
                  log_timeout: float) -> None:
@@ -116,3 +118,11 @@ class JobReads:
         launchers = await live_list_pods(self.client, label_selector=f"{LAUNCHER}={name}",
                                          namespace=ns, caller=caller)
         return by_creation(workers), by_creation(launchers)
+
+    async def workload_events(self, view: TrainJobView | None) -> tuple[ObjectEvent, ...]:
+        """The Events about the TrainJob ``view`` (this instance of it), oldest first (none
+        when there is no TrainJob: the answer still tells the core they were read)."""
+        if view is None:
+            return ()
+        return await read_object_events(self.client, namespace=view.namespace,
+                                        kind=TRAINJOB_KIND, name=view.name, uid=view.uid)

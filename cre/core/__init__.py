@@ -15,10 +15,12 @@ The feedback contract (one path, every tier follows it; the shell's side is
 * The core never reads the cluster. When it needs something the caches cannot give, it *asks*
   in its Plan: ``log_reads`` (a container's log tail), ``confirm_workload_absence`` (a live read
   before acting on "the workload is gone"), ``confirm_pods_live`` (a live pod list before
-  dropping the finalizer). A Plan that asks carries no write.
+  dropping the finalizer), ``read_workload_events`` (the workload's Events, which no cache
+  holds, before failing a workload that never started). A Plan that asks carries no write.
 * The shell answers by running the core again on the same object with a *richer* Observation
   (``log_tails``, ``workload_absence_confirmed`` with the live ``trainjob``, ``pods_read_live``
-  with the live pod lists), never by changing the core's decision itself.
+  with the live pod lists, ``workload_events``), never by changing the core's decision
+  itself.
 * Applying a Plan feeds back the same way, never through an exception: a create that worked
   puts the created object into the Observation (``trainjob``); one that found its name taken
   puts the live holder in ``create_conflict``; one refused for good (validation, an admission
@@ -27,9 +29,9 @@ The feedback contract (one path, every tier follows it; the shell's side is
   raised, and the runtime retries the key with backoff.
 * Every answer adds information the core did not have and the core never asks twice for what
   it was given, so a pass comes to rest in a handful of runs (the Job core: at most a log read,
-  a live confirmation, a create's answer and a conflict's re-read). The shell bounds the runs
-  (:data:`cre.kube.runtime.DEFAULT_MAX_PASSES`); a core that keeps asking is an error and a
-  backoff, not a spin.
+  a live confirmation or the workload's Events, a create's answer and a conflict's re-read).
+  The shell bounds the runs (:data:`cre.kube.runtime.DEFAULT_MAX_PASSES`); a core that keeps
+  asking is an error and a backoff, not a spin.
 """
 
 from cre.core.job import reconcile_job

@@ -268,6 +268,15 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
                       reason=CertificationReason.BUILD_FAILED,
                       message=f"Category {label}: {exc}", requeue_after=ctx.settings.immediate)
     meta = body["metadata"]
+    if meta["name"] in ctx.obs.create_conflicts:
+        # The create found the name held by an object this Certification does not control.
+        status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
+                      message=f"Workflow {meta['name']} already exists and is not controlled "
+                              "by this Certification")
+        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
+                      reason=CertificationReason.WORKFLOW_NAME_COLLISION,
+                      message=f"Category {label}: Workflow name {meta['name']} is taken",
+                      requeue_after=ctx.settings.immediate)
     create = Create(api_version=L.API_VERSION, kind="Workflow", namespace=meta["namespace"],
                     name=meta["name"], body=body)
     status = _set(status, index, status=CategoryState.IN_PROGRESS,

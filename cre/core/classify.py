@@ -45,6 +45,10 @@ class Cause(enum.StrEnum):
     NAME_COLLISION = "WorkloadNameCollision"
     CREATE_REJECTED = "WorkloadCreateRejected"
     INVALID_SPEC = "InvalidSpec"
+    # The nodeHealthMonitor flagged a node (``cre.core.health``).
+    HARDWARE_FAILED = "HardwareFailed"
+    # The TrainJob made no pod within startupStallTimeoutSeconds (``cre.core.stall``).
+    STARTUP_STALLED = "StartupStalled"
 
 
 class ClassReason(enum.StrEnum):
@@ -65,6 +69,7 @@ class ClassReason(enum.StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     NAME_COLLISION = "WorkloadNameCollision"
     INVALID_SPEC = "InvalidSpec"
+    WORKLOAD_NOT_STARTED = "WorkloadNotStarted"
 
 
 IMAGE_PULL_REASONS: Final = frozenset(
@@ -185,6 +190,11 @@ def classify(
         # CRE refused the spec before any workload ran: no node is to blame.
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.PLATFORM, reason=ClassReason.INVALID_SPEC, message=message))
+    if cause == Cause.STARTUP_STALLED:
+        # No pod ever ran (a missing runtime, a webhook, a controller down): no node to blame.
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.WORKLOAD_NOT_STARTED,
+            message=message))
     node = _node_evidence(job, pods, nodes)
     if node is not None:
         reason, blamed = node
@@ -214,11 +224,14 @@ def merge_failed_nodes(
     existing: Iterable[FailedNode], blamed: Iterable[str], *, message: str
 ) -> tuple[FailedNode, ...]:
     """``existing`` plus a ``WorkloadFailed`` entry for each newly blamed node (keyed by name
-    and reason; entries are never removed)."""
+    and reason; entries are never removed; a node the health monitor already flagged keeps
+    only that entry)."""
     out = list(existing)
     keys = {(f.name, f.reason) for f in out}
     for name in blamed:
         key = (name, FailedNodeReason.WORKLOAD_FAILED)
+        if (name, FailedNodeReason.HARDWARE_FAILURE_DETECTED) in keys:
+            continue  # already listed with the monitor's finding, which says more
         if key not in keys:
             keys.add(key)
             out.append(FailedNode(name=name, reason=FailedNodeReason.WORKLOAD_FAILED,

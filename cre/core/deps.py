@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import attrs
 
+from cre.api.cel import CelError, compile_cel
 from cre.api.workflow import DependencyScope
 
 _NAME_LIKE: Final = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?-[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -114,13 +115,11 @@ def when_matches(when: Mapping[str, Any] | None, *, platform: str, arch: str,
     expression = when.get("expression")
     if not expression:
         return True
-    import cel  # the same CEL implementation the validator compiles with
-
-    try:
-        result = cel.evaluate(expression, {
+    try:  # cre.api.cel: the one door to the CEL library (a library panic is a CelError too)
+        result = compile_cel(expression).run({
             "platform": platform, "gpuArchitecture": arch, "workloadKind": workload_kind,
             "topologyMode": topology_mode, "domainCount": domain_count})
-    except Exception as exc:  # the evaluator's errors carry the message
+    except CelError as exc:
         raise DependencyError(f"{path}.expression: cannot evaluate {expression!r}: {exc}") \
             from exc
     if not isinstance(result, bool):

@@ -22,7 +22,6 @@ Failure-log rules (see ``cre.core.failurelog`` for selection):
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -35,7 +34,9 @@ from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
 from cre.core import failurelog as fl
-from cre.core.classify import Cause, classify, merge_failed_nodes
+from cre.core import stall
+from cre.core.classify import Cause, classify, group_nodes, merge_failed_nodes
+from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
 from cre.core.jobmeasure import measurement_writes, validate_succeeded
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
@@ -49,6 +50,7 @@ from cre.core.plan import (
     Patch,
     Plan,
 )
+from cre.core.timeouts import parse_duration, resume_clock, seconds_left
 from cre.core.trio import bound_note, set_exclusive, true_member
 from cre.core.workload import (
     TRAINJOB_API_VERSION,
@@ -62,31 +64,13 @@ from cre.core.workload import (
     workload_name,
 )
 
-_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                        "h": 3600.0}
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
+# Failures that delete the workload (it would hold its GPUs) and their condition reasons.
+_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED, Cause.STARTUP_STALLED)
+_DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED,
+                                     JobReason.WORKLOAD_STALLED)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
-
-
-def parse_duration(text: str) -> timedelta:
-    """A Go-style duration (``"1h30m"``, ``"90s"``) as a timedelta."""
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"invalid duration {text!r}: expected e.g. '90s', '1h30m'")
-    return timedelta(seconds=total)
-
-
-def timeout_of(job: Job) -> timedelta | None:
-    """``spec.timeoutPerJob`` as a timedelta (``None``: no limit)."""
-    raw = job.spec.timeout_per_job
-    return parse_duration(raw) if raw else None
 
 
 @attrs.frozen(kw_only=True)
@@ -137,7 +121,7 @@ def _terminal(ctx: _Ctx, reason: str) -> Plan:
     until it is deleted, and the delete that followed the Failed write may have failed."""
     view = ctx.obs.trainjob
     ref = ctx.job.status.workload_ref
-    if (reason == JobReason.JOB_TIMED_OUT and view is not None and ref is not None
+    if (reason in _DELETE_ON_FAILURE_REASONS and view is not None and ref is not None
             and owned_by(view, ctx.job) and view.uid == ref.uid):
         return ctx.plan(deletes=_delete_workload(view))
     return ctx.plan()
@@ -348,6 +332,13 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
             return _restart(ctx, view, message)
         return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
                      message=message, view=view, status=status)
+    health = check_job(ctx.job, ctx.obs.nodes)
+    if health is not None and health.flagged:
+        return _hardware_failed(ctx, view, status, health)
+    if state == WorkloadState.RUNNING:
+        stalled = _stalled(ctx, view, status)
+        if stalled is not None:
+            return stalled
     if state == WorkloadState.PENDING:
         if status.workload_start_time is not None and status.scheduling_blocked_since is None:
             # Suspended after it ran (e.g. Kueue preemption): this time is not charged.
@@ -355,20 +346,62 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         return _in_progress(ctx, status, JobReason.WORKLOAD_PENDING,
                             f"Workload {view.name} is pending: {detail}",
                             requeue_after=ctx.settings.poll_interval)
-    return _running(ctx, view, status)
+    return _running(ctx, view, status, note=health.note() if health is not None else "")
 
 
-def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
-    start = status.workload_start_time or ctx.now
-    if status.scheduling_blocked_since is not None:
-        # Move the timeout anchor forward by the time spent suspended.
-        start = start + max(ctx.now - status.scheduling_blocked_since, timedelta(0))
-        status = attrs.evolve(status, scheduling_blocked_since=None,
-                              scheduling_resumed_time=ctx.now)
+def _hardware_failed(ctx: _Ctx, view: TrainJobView, status: JobStatus,
+                     health: HealthVerdict) -> Plan:
+    """The health monitor flagged nodes: record them (``HardwareFailed``, ``failedNodes``) and
+    fail the Job in the same write (Node class; classify reads the recorded finding)."""
+    status = mark_hardware_failed(status, health, now=ctx.now,
+                                  generation=ctx.job.metadata.generation)
+    ctx = attrs.evolve(ctx, job=attrs.evolve(ctx.job, status=status))
+    return _fail(ctx, cause=Cause.HARDWARE_FAILED, reason=JobReason.HARDWARE_FAILURE_DETECTED,
+                 message=health.message(), view=view)
+
+
+def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
+    """The workload cannot run (``cre.core.stall``): it never made a pod within
+    startupStallTimeoutSeconds (fail, with its Events), or pods of it are unschedulable (the
+    timeout clock pauses; past schedulingStallGraceSeconds the Job says so). ``None``: neither."""
+    pods = tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, view.creation_timestamp))
+    if not pods and not view.jobs_built:  # (pods gone after a JobSet restart are no stall)
+        deadline = stall.startup_deadline(ctx.job, view)
+        if deadline is None or ctx.now < deadline:
+            return None
+        if ctx.obs.workload_events is None:
+            return ctx.plan(read_workload_events=True)
+        message = stall.startup_message(job=ctx.job, view=view, events=ctx.obs.workload_events)
+        return _fail(ctx, cause=Cause.STARTUP_STALLED, reason=JobReason.WORKLOAD_STALLED,
+                     message=message, view=view, status=status)
+    blocked = stall.unschedulable(pods)
+    if not blocked:
+        return None
+    since = status.scheduling_blocked_since or ctx.now
+    status = attrs.evolve(status, workload_start_time=status.workload_start_time or ctx.now,
+                          scheduling_blocked_since=since)
+    captured = _early_capture(ctx, view, status.failure_log)
+    if isinstance(captured, LogRequest):
+        return ctx.plan(log_reads=(captured,))
+    status = attrs.evolve(status, failure_log=captured)
+    left = (since + timedelta(seconds=ctx.job.spec.scheduling_stall_grace_seconds)
+            - ctx.now).total_seconds()
+    if left > 0:  # within the grace: still "running" as far as anyone can tell
+        return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
+                            f"Workload {view.name} is running",
+                            requeue_after=min(ctx.settings.poll_interval, left))
+    message = stall.blocked_message(workload=view.name, pods=blocked,
+                                    group=group_nodes(ctx.job), nodes=ctx.obs.nodes,
+                                    blocked_for=ctx.now - since)
+    return _in_progress(ctx, status, JobReason.WORKLOAD_SCHEDULING_BLOCKED, message,
+                        requeue_after=ctx.settings.poll_interval)
+
+
+def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
+    start, status = resume_clock(status, ctx.now)  # the time spent waiting is not charged
     requeue = ctx.settings.poll_interval
-    timeout = timeout_of(ctx.job)
-    if timeout is not None:
-        left = (start + timeout - ctx.now).total_seconds()
+    left = seconds_left(ctx.job, start=start, now=ctx.now)
+    if left is not None:
         if left <= 0:
             message = (f"Workload {view.name} did not finish within timeoutPerJob "
                        f"{ctx.job.spec.timeout_per_job}")
@@ -380,8 +413,8 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan:
     if isinstance(captured, LogRequest):
         return ctx.plan(log_reads=(captured,))
     status = attrs.evolve(status, failure_log=captured)
-    return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING, f"Workload {view.name} is running",
-                        requeue_after=requeue)
+    return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
+                        f"Workload {view.name} is running{note}", requeue_after=requeue)
 
 
 def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
@@ -434,6 +467,8 @@ def _failure_record(
         return FailureLog(reason=JobReason.WORKLOAD_CREATION_ERROR,
                           tail=fl.trim_tail("the workload was never created: the API server "
                                             f"refused it ({ctx.obs.create_rejected})"))
+    if cause == Cause.STARTUP_STALLED:
+        return stall.startup_failure_log(ctx.obs.workload_events or ())
     if cause == Cause.TIMEOUT:
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
                                 fl.eligible(ctx.obs.worker_pods, created))
@@ -479,8 +514,9 @@ def _fail(
     )
     new, event = _with_condition(ctx, status, member=ConditionType.FAILED, reason=reason,
                                  message=message)
-    # A timed-out workload still holds its GPUs: delete it (UID precondition).
-    deletes = _delete_workload(view) if cause == Cause.TIMEOUT else ()
+    # A timed-out workload, or one on a node the monitor flagged, still holds its GPUs: delete
+    # it (UID precondition).
+    deletes = _delete_workload(view) if cause in _DELETE_ON_FAILURE else ()
     return _finish(ctx, new, event, deletes=deletes)
 
 

@@ -44,12 +44,12 @@ from cre.api.conditions import ConditionType, JobReason, MeasurementPhase, Measu
 from cre.api.job import Job
 from cre.api.measurement import BandwidthMeasurement, BandwidthMeasurementStatus, BandwidthResult
 from cre.api.meta import Condition, ConditionStatus
-from cre.core.job import parse_duration
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.logprofile import CompiledProfile
 from cre.core.ncclparse import SizeResult, split_timestamp
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
+from cre.core.timeouts import parse_duration
 from cre.core.trio import true_member
 
 #: Bytes a provisional read may return (server-side limitBytes, and the client stops there).

@@ -37,11 +37,14 @@ class OwnerRef:
 
 @attrs.frozen(slots=True)
 class PodCondition:
-    """One entry of ``status.conditions``; ``status`` is the API string True/False/Unknown."""
+    """One entry of ``status.conditions``; ``status`` is the API string True/False/Unknown.
+    ``message`` is kept only for ``PodScheduled=False`` (the scheduler's reason a pod does not
+    fit), the one condition message the core reports."""
 
     type: str
     status: str
     reason: str | None = None
+    message: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -104,8 +107,20 @@ class PodView:
 
 
 @attrs.frozen(slots=True)
+class NodeCondition:
+    """One entry of a Node's ``status.conditions`` (heartbeat and transition times dropped, so a
+    heartbeat leaves the view unchanged)."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+
+
+@attrs.frozen(slots=True)
 class NodeTaint:
-    """One ``spec.taints`` entry (target discovery matches ``taintSelectors`` against it)."""
+    """One ``spec.taints`` entry (target discovery matches ``taintSelectors`` against it; the
+    ``nodeHealthMonitor`` expression sees it in ``node.spec.taints``)."""
 
     key: str
     value: str | None = None
@@ -117,7 +132,8 @@ class NodeView:
     """Everything the core reads about a GPU Node.
 
     ``extended_resources`` names the allocatable resources beyond cpu/memory/pods/storage
-    (platform detection and NIC detection read which exist, never how many)."""
+    (platform detection and NIC detection read which exist, never how many). ``conditions``
+    and ``taints`` feed the ``nodeHealthMonitor`` expression (see ``cre.core.health``)."""
 
     name: str
     uid: str = ""
@@ -130,6 +146,7 @@ class NodeView:
     resource_version: str = ""
     taints: tuple[NodeTaint, ...] = ()
     extended_resources: tuple[str, ...] = ()
+    conditions: tuple[NodeCondition, ...] = ()
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""
@@ -161,6 +178,8 @@ class TrainJobView:
     suspended: bool = False
     conditions: tuple[ObjectCondition, ...] = ()
     resource_version: str = ""
+    # ``status.jobsStatus`` is non-empty: Trainer built the JobSet (the workload started once).
+    jobs_built: bool = False
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""
@@ -190,3 +209,15 @@ class LogTail:
     error: str | None = None
     pod_uid: str = ""
     previous: bool = False
+
+
+@attrs.frozen(slots=True)
+class ObjectEvent:
+    """A core/v1 Event about an object (the workload), read live by the shell when the core
+    asked for it (``Plan.read_workload_events``): no cache holds Events."""
+
+    type: str
+    reason: str
+    message: str
+    count: int = 1
+    last_timestamp: datetime | None = None

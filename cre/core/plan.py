@@ -2,8 +2,9 @@
 
 The core never performs I/O. Everything it needs from the cluster arrives in an Observation that
 the controller builds from its caches (plus, when the core asked for them, live reads and log
-tails); everything it wants done leaves as a Plan the executor applies. Two round trips are
-part of the contract, and the shell runs both inside one reconcile pass:
+tails); everything it wants done leaves as a Plan the executor applies. These round trips are
+part of the contract (written out in :mod:`cre.core`), and the shell runs them inside one
+reconcile pass (:func:`cre.kube.runtime.converge`):
 
 * ``Plan.log_reads``: the core wants a container log tail before it can write status. The shell
   reads it and re-runs the core on the *same* observation with the tails added, so the failure
@@ -12,8 +13,10 @@ part of the contract, and the shell runs both inside one reconcile pass:
   irreversibly on that until a live read confirms it (``Observation.workload_absence_confirmed``).
 * ``Plan.confirm_pods_live``: the caches show no running pod of the Job, and the core is about to
   drop the finalizer on that; the shell lists the pods live (``Observation.pods_read_live``).
+* ``Plan.read_workload_events``: the core is about to fail a workload that never started and
+  wants its Events in the message; the shell lists them (``Observation.workload_events``).
 
-A Plan that carries either request carries no writes: the shell must come back first.
+A Plan that carries any request carries no writes: the shell must come back first.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import attrs
 
 from cre.api.job import JobStatus
 from cre.api.measurement import BandwidthMeasurement
-from cre.core.observed import LogTail, NodeView, PodView, TrainJobView
+from cre.core.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
 
 # Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
 TAIL_LINES: Final = 800
@@ -74,6 +77,8 @@ class Observation:
     # The Job's BandwidthMeasurement (``<job>-bandwidth``) as cached, or as the live holder a
     # create's AlreadyExists returned (see cre.core.jobmeasure).
     bandwidth_measurement: BandwidthMeasurement | None = None
+    # The workload's Events, read live because the core asked (``None``: not read).
+    workload_events: tuple[ObjectEvent, ...] | None = None
 
     def tail_for(self, *, pod: str, container: str, pod_uid: str = "",
                  previous: bool = False) -> LogTail | None:
@@ -178,6 +183,7 @@ class Plan:
     log_reads: tuple[LogRequest, ...] = ()
     confirm_workload_absence: bool = False
     confirm_pods_live: bool = False
+    read_workload_events: bool = False
     requeue_after: float | None = None
 
     @property
@@ -190,4 +196,4 @@ class Plan:
     def quiet(self) -> bool:
         """No write, no event and no request for more input: nothing left to do right now."""
         return not (self.writes or self.log_reads or self.confirm_workload_absence
-                    or self.confirm_pods_live)
+                    or self.confirm_pods_live or self.read_workload_events)

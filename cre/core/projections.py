@@ -24,6 +24,7 @@ from cre.api import labels as L
 from cre.core.observed import (
     ContainerState,
     ContainerStatusView,
+    NodeCondition,
     NodeTaint,
     NodeView,
     ObjectCondition,
@@ -196,10 +197,16 @@ def _pod_conditions(obj: JSON, raw: Any) -> tuple[PodCondition, ...]:
     for i, c in enumerate(_list(obj, raw, "status.conditions")):
         p = f"status.conditions[{i}]"
         c = _dict(obj, c, p)
+        type_ = _s(_str(obj, c.get("type"), f"{p}.type", required=True) or "")
+        status = _s(_str(obj, c.get("status"), f"{p}.status", required=True) or "")
+        # Only the scheduler's message is read by the core (why a pod does not fit).
+        unscheduled = type_ == "PodScheduled" and status == "False"
         out.append(_intern(PodCondition(
-            type=_s(_str(obj, c.get("type"), f"{p}.type", required=True) or ""),
-            status=_s(_str(obj, c.get("status"), f"{p}.status", required=True) or ""),
+            type=type_,
+            status=status,
             reason=_opt_intern(_str(obj, c.get("reason"), f"{p}.reason")),
+            message=_opt_intern(_str(obj, c.get("message"), f"{p}.message"))
+            if unscheduled else None,
         )))
     return _intern(tuple(out))
 
@@ -272,11 +279,18 @@ def node_view(obj: JSON) -> NodeView:
     spec = _dict(obj, obj.get("spec"), "spec")
     status = _dict(obj, obj.get("status"), "status")
     ready, ready_reason = "Unknown", None
+    conditions: list[NodeCondition] = []
     for i, c in enumerate(_list(obj, status.get("conditions"), "status.conditions")):
-        c = _dict(obj, c, f"status.conditions[{i}]")
+        p = f"status.conditions[{i}]"
+        c = _dict(obj, c, p)
         if c.get("type") == "Ready":
-            ready = _str(obj, c.get("status"), f"status.conditions[{i}].status") or "Unknown"
-            ready_reason = _str(obj, c.get("reason"), f"status.conditions[{i}].reason")
+            ready = _str(obj, c.get("status"), f"{p}.status") or "Unknown"
+            ready_reason = _str(obj, c.get("reason"), f"{p}.reason")
+        conditions.append(NodeCondition(
+            type=_s(_str(obj, c.get("type"), f"{p}.type") or ""),
+            status=_s(_str(obj, c.get("status"), f"{p}.status") or "Unknown"),
+            reason=_opt_intern(_str(obj, c.get("reason"), f"{p}.reason")),
+            message=_opt_intern(_str(obj, c.get("message"), f"{p}.message"))))
     allocatable = _dict(obj, status.get("allocatable"), "status.allocatable")
     return NodeView(
         name=_str(obj, meta.get("name"), "metadata.name", required=True) or "",
@@ -293,6 +307,7 @@ def node_view(obj: JSON) -> NodeView:
         extended_resources=_intern(tuple(
             _s(k) for k in sorted(allocatable) if k not in _BASIC_RESOURCES
             and not k.startswith("hugepages-"))),
+        conditions=tuple(conditions),
     )
 
 
@@ -327,6 +342,8 @@ def trainjob_view(obj: JSON) -> TrainJobView:
         conditions=tuple(conditions),
         resource_version=_str(obj, meta.get("resourceVersion"), "metadata.resourceVersion")
         or "",
+        # Trainer mirrors its JobSet's replicated jobs here once it built them.
+        jobs_built=bool(status.get("jobsStatus")),
     )
 
 

@@ -83,6 +83,10 @@ class WorkflowSettings:
     deletion_requeue: float = 5.0
     # The manager's --infra-scoped-failfast switch (a Workflow may override it).
     infra_scoped_fail_fast: bool = True
+    # Whether the Job tier judges performance thresholds (writes ValidationFailed or
+    # ThresholdsMet). Until it does (issue 13), a Workflow never waits for a threshold verdict
+    # and says so (docs/design/013, "Thresholds").
+    thresholds_judged: bool = False
 
 
 DEFAULT_WORKFLOW_SETTINGS: Final = WorkflowSettings()
@@ -328,8 +332,25 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
                f"({size} nodes/job)")
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
-                  events=_exclusion_events(found) + _override_events(applied), creates=creates,
+                  events=_exclusion_events(found) + _override_events(applied)
+                  + _thresholds_event(ctx), creates=creates,
                   requeue_after=ctx.settings.immediate)
+
+
+def unjudged_thresholds(ctx: _Ctx) -> bool:
+    """Thresholds are set, but the Job tier does not judge them (yet)."""
+    perf = ctx.wf.spec.validation.performance if ctx.wf.spec.validation else None
+    return (not ctx.settings.thresholds_judged and perf is not None
+            and perf.thresholds is not None and bool(perf.thresholds.thresholds))
+
+
+def _thresholds_event(ctx: _Ctx) -> tuple[EventSpec, ...]:
+    if not unjudged_thresholds(ctx):
+        return ()
+    return (EventSpec(type=EventSeverity.WARNING, reason=WorkflowReason.THRESHOLDS_NOT_JUDGED,
+                      message="spec.validation.performance.thresholds: this version of CRE does "
+                              "not judge performance thresholds yet; they are copied onto each "
+                              "Job, and the verdict covers the runs' outcomes only"),)
 
 
 def _exclusion_events(found: Discovery) -> tuple[EventSpec, ...]:

@@ -27,9 +27,9 @@ from cre.core import deferral as D
 from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
-from cre.core.job import parse_duration
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
+from cre.core.timeouts import parse_duration
 from cre.core.workflow import (
     WorkflowPlan,
     _Ctx,
@@ -40,6 +40,7 @@ from cre.core.workflow import (
     group_launch,
     missing_job_outcome,
     result_upsert,
+    unjudged_thresholds,
 )
 
 # How long past the Job's measurementTimeout the Workflow waits for a threshold verdict.
@@ -107,8 +108,9 @@ def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> s
 
 
 def _awaiting_validation(ctx: _Ctx, job: Job) -> bool:
-    """A Job that succeeded with thresholds but has no threshold verdict yet (bounded)."""
-    if not job.spec.thresholds:
+    """A Job that succeeded with thresholds but has no threshold verdict yet (bounded; never
+    while the Job tier does not judge thresholds)."""
+    if not ctx.settings.thresholds_judged or not job.spec.thresholds:
         return False
     if any(c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions):
         return False
@@ -383,6 +385,8 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
         return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
                       **p.plan_args())
     message = f"All {iterations} iterations completed successfully"
+    if unjudged_thresholds(ctx):
+        message += "; performance thresholds were not judged"
     if incomplete:
         message += f"; verdict Incomplete: {note}"
     return _write(ctx, status, member=ConditionType.SUCCEEDED,

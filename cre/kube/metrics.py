@@ -1,4 +1,4 @@
-"""Prometheus metrics of the informer layer, the workqueue and the controller runtime.
+"""Prometheus metrics of the informer layer, the workqueue, the controller runtime and Events.
 
 Operators already have dashboards and alerts built on controller-runtime's metric names, so CRE
 exports the same names and labels. The collectors are created on a registry the caller chooses,
@@ -24,6 +24,8 @@ _RECONCILE_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3
                              30.0, 40.0, 50.0, 60.0)
 #: The results ``controller_runtime_reconcile_total`` counts, as controller-runtime labels them.
 RESULTS: Final = ("success", "error", "requeue", "requeue_after")
+#: The outcomes ``cre_events_total`` counts per reporting component (``cre.kube.events``).
+EVENT_RESULTS: Final = ("recorded", "retried", "dropped")
 
 
 class KubeMetrics:
@@ -91,6 +93,9 @@ class KubeMetrics:
         self.informer_objects = Gauge(
             "cre_informer_objects", "Objects currently held in an informer's store",
             ["informer"], registry=r)
+        self.events_total = Counter(
+            "cre_events", "Kubernetes Events by outcome: recorded, retried (one per retry), "
+            "dropped", ["component", "result"], registry=r)
 
     def init_workqueue_series(self, name: str) -> None:
         """Create a workqueue's counters at 0, so rate() and absence alerts work before any
@@ -105,6 +110,11 @@ class KubeMetrics:
         self.reconcile_errors.labels(controller=controller)
         self.reconcile_panics.labels(controller=controller)
         self.active_workers.labels(controller=controller)
+
+    def init_event_series(self, component: str) -> None:
+        """Create an event recorder's outcome counters at 0."""
+        for result in EVENT_RESULTS:
+            self.events_total.labels(component=component, result=result)
 
     def init_informer_series(self, informer: str) -> None:
         """Create an informer's relist and reconnect counters at 0."""

@@ -1,7 +1,8 @@
 """``python -m cre.render``: print the Job and its dependencies for one catalog entry.
 
 The command-line edge of the pure renderer: it loads the shipped catalog (file reads) and
-prints multi-document YAML; all decisions stay in ``cre.render.job``.
+prints multi-document YAML; all decisions stay in ``cre.render.job``. People use ``cre render``
+(``cre.cli``), which prints the same bytes for the same inputs; this stays as a thin alias.
 """
 
 from __future__ import annotations

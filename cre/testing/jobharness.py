@@ -78,6 +78,44 @@ class WorkloadScript:
                                    "state": {"running": {"startedAt": self._now()}}}],
         })
 
+    async def unschedulable_pod(self, name: str, *, job: str, message: str,
+                                container: str = "node") -> dict[str, Any]:
+        """A worker pod of ``job``'s workload the scheduler cannot place: Pending, not bound,
+        ``PodScheduled=False/Unschedulable`` with ``message`` (as kube-scheduler, and the
+        simulator's scheduler, report it)."""
+        labels = {JOBSET_NAME: workload_name(job), REPLICATED_JOB_NAME: "node", JOB: job}
+        body = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.namespace, "labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": container,
+                                                                 "image": IMAGE}]},
+        }
+        await self.client.create(PODS, body, namespace=self.namespace)
+        return await self._status(name, lambda pod: {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False",
+                            "reason": "Unschedulable", "message": message,
+                            "lastTransitionTime": self._now()}],
+        })
+
+    async def workload_event(self, job: str, *, reason: str, message: str,
+                             type_: str = "Warning") -> None:
+        """An Event about ``job``'s TrainJob, as Trainer writes one (a missing runtime is
+        reported only as ``TrainJobResourcesCreationFailed``)."""
+        tj = await self.client.get(TRAINJOBS, workload_name(job), namespace=self.namespace)
+        now = self._now()
+        await self.client.create(EVENTS, {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{workload_name(job)}.{reason.lower()}",
+                         "namespace": self.namespace},
+            "involvedObject": {"apiVersion": tj["apiVersion"], "kind": "TrainJob",
+                               "name": tj["metadata"]["name"], "namespace": self.namespace,
+                               "uid": tj["metadata"]["uid"]},
+            "type": type_, "reason": reason, "message": message,
+            "source": {"component": "trainjob-controller"}, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now,
+        }, namespace=self.namespace)
+
     async def terminate(self, name: str, *, exit_code: int, log: str, reason: str = "Error",
                         container: str = "node", finished_at: datetime | None = None
                         ) -> dict[str, Any]:

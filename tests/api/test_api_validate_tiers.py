@@ -56,6 +56,17 @@ def test_bad_dependency_when_expression_is_named() -> None:
     assert _paths(wf) == ["spec.dependencies[0].when.platform.equals"]
 
 
+def test_over_long_dependency_when_expression_is_bounded_not_compiled() -> None:
+    """A dependency's when.expression past its 4096 characters is one length error at its path
+    (the schema walk does not reach the opaque dependency; the CEL library never sees it, as a
+    ~65,600-character expression once made it panic)."""
+    wf = copy.deepcopy(WORKFLOW)
+    wf["spec"]["dependencies"][0]["when"]["expression"] = "platform == " * 6000
+    errors = validate(wf)
+    assert [(e.path, e.message) for e in errors] == [
+        ("spec.dependencies[0].when.expression", "must have at most 4096 characters")]
+
+
 def test_template_num_nodes_must_be_positive() -> None:
     """trainer.numNodes (nodes per Job) must be a positive integer."""
     wf = copy.deepcopy(WORKFLOW)

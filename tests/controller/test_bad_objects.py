@@ -10,7 +10,7 @@ import pytest
 
 from cre.api.labels import API_VERSION
 from cre.controller.jobshell import JOBS
-from cre.kube.client import CRDS, KubeClient
+from cre.kube.client import CRDS, ApiError, KubeClient
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
 from cre.testing.jobharness import JobHarness, condition, is_true, running_harness
@@ -77,3 +77,77 @@ async def test_unstructurable_job_is_skipped_and_named(
         assert await h.script.trainjob("garbled") is None
         assert h.controller.has_synced()
     assert any("skew/garbled" in r.getMessage() for r in caplog.records)
+
+
+# ~65,600 characters with a syntax error past column 65,535: the CEL library panics on it (a
+# pyo3 PanicException, a BaseException) instead of raising ValueError.
+_PANICKING_CEL = "value > " + "(" * 65_600
+
+
+async def test_huge_cel_threshold_is_refused_at_admission_and_valid_jobs_still_run(
+        job_harness: JobHarness) -> None:
+    """A threshold expression of ~65,600 characters is rejected by the CRD's maxLength (422
+    naming the field); a valid Job applied after it runs to success."""
+    h = job_harness
+    with pytest.raises(ApiError) as caught:
+        await _create(h, "huge", _spec(thresholds={"busBandwidthGBps": _PANICKING_CEL}))
+    assert caught.value.status == 422
+    assert "spec.thresholds.busBandwidthGBps" in caught.value.message
+    assert "2048" in caught.value.message
+    await _create(h, "after", _spec(thresholds={"busBandwidthGBps": "value >= 100.0"}))
+    await h.wait_trainjob("after")
+    await h.script.finish_workload("after", failed=False)
+    done = await h.wait_job("after", is_true("Succeeded"))
+    assert (condition(done, "Succeeded") or {})["reason"] == "WorkloadCompleted"
+
+
+async def test_huge_cel_threshold_under_an_older_crd_fails_the_job_not_the_manager() -> None:
+    """Version skew: a CRD without the length bound stores the ~65,600-character expression;
+    the controller fails that Job (InvalidSpec naming the field) instead of crashing on the CEL
+    library's panic, and a valid Job applied after it still runs to success."""
+    async with (serve(crds=default_crd_sources()) as emu,
+                running_harness(emu, namespace="skew-cel") as h):
+        await _loosen_job_crd(h.client)
+        await _create(h, "huge", _spec(thresholds={"busBandwidthGBps": _PANICKING_CEL}))
+        bad = await h.wait_job("huge", is_true("Failed"))
+        cond = condition(bad, "Failed") or {}
+        assert cond["reason"] == "InvalidSpec"
+        assert "spec.thresholds[busBandwidthGBps]: must have at most 2048 characters" in str(
+            cond["message"])
+        assert await h.script.trainjob("huge") is None
+        await _create(h, "after", _spec())
+        await h.wait_trainjob("after")
+        await h.script.finish_workload("after", failed=False)
+        await h.wait_job("after", is_true("Succeeded"))
+        assert h.controller.has_synced()
+
+
+@pytest.mark.parametrize("timeout", ["99999999999h", "900000000000s"])
+async def test_overflowing_timeout_is_refused_at_admission(job_harness: JobHarness,
+                                                           timeout: str) -> None:
+    """``timeoutPerJob`` beyond 720h is rejected by the CRD (422 naming the field); a Job with a
+    sane timeout applied next runs."""
+    h = job_harness
+    with pytest.raises(ApiError) as caught:
+        await _create(h, "forever", _spec(timeoutPerJob=timeout))
+    assert caught.value.status == 422
+    assert "spec.timeoutPerJob" in caught.value.message
+    assert "must be at most 720h" in caught.value.message
+    await _create(h, "sane", _spec(timeoutPerJob="2h"))
+    await h.wait_job("sane", is_true("InProgress"))
+
+
+async def test_overflowing_timeout_under_an_older_crd_fails_the_job_once() -> None:
+    """Under a CRD without the bound, a Job with ``timeoutPerJob: 99999999999h`` fails
+    InvalidSpec naming the field (no retry loop, no workload); the next Job runs."""
+    async with (serve(crds=default_crd_sources()) as emu,
+                running_harness(emu, namespace="skew-duration") as h):
+        await _loosen_job_crd(h.client)
+        await _create(h, "forever", _spec(timeoutPerJob="99999999999h"))
+        bad = await h.wait_job("forever", is_true("Failed"))
+        cond = condition(bad, "Failed") or {}
+        assert cond["reason"] == "InvalidSpec"
+        assert "spec.timeoutPerJob: must be at most 720h" in str(cond["message"])
+        assert await h.script.trainjob("forever") is None
+        await _create(h, "after", _spec(timeoutPerJob="1h"))
+        await h.wait_job("after", is_true("InProgress"))

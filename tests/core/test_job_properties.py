@@ -116,10 +116,12 @@ def test_failure_class_blames_the_right_nodes(world: tuple[Job, Observation, dat
 @COMMON
 @given(worlds())
 def test_requests_never_carry_writes(world: tuple[Job, Observation, datetime]) -> None:
-    """A plan that asks for log tails or a live confirmation writes nothing: the shell must come
-    back with the answer first, so the record and its condition land in one status write."""
+    """A plan that asks for log tails, a live confirmation or Events writes nothing: the shell
+    must come back with the answer first, so the record and its condition land in one status
+    write."""
     job, obs, now = world
     plans, _ = _run(job, obs, now)
     for plan in plans:
-        if plan.log_reads or plan.confirm_workload_absence or plan.confirm_pods_live:
+        if (plan.log_reads or plan.confirm_workload_absence or plan.confirm_pods_live
+                or plan.read_workload_events):
             assert not plan.writes

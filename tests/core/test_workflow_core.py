@@ -390,3 +390,25 @@ def test_excluded_nodes_make_a_pass_incomplete() -> None:
     assert world.wf.status.verdict == Verdict.INCOMPLETE
     assert world.condition("Incomplete").reason == "NodesExcluded"
     assert WorkflowReason.CORDONED_NODES_EXCLUDED in _reasons(world)
+
+
+def test_unjudged_thresholds_never_wait_and_say_so() -> None:
+    """Until the Job tier judges thresholds, a Workflow with thresholds does not wait for a
+    verdict nobody writes: the groups finish as their runs do, one ThresholdsNotJudged warning
+    names the field, and the final message says the thresholds were not judged."""
+    world = _world(4, nodesPerJob=2, thresholds={"busBandwidthGBps": "value >= 100"})
+    finished = world.run(always_succeed)
+    assert world.wf.status.verdict == Verdict.PASSED
+    assert finished < 60, "waited for a threshold verdict"
+    assert _reasons(world).count(WorkflowReason.THRESHOLDS_NOT_JUDGED) == 1
+    assert "thresholds were not judged" in world.condition("Succeeded").message
+
+
+def test_judged_thresholds_wait_for_the_verdict() -> None:
+    """Once the Job tier judges thresholds (settings.thresholds_judged), a succeeded Job
+    without a verdict yet holds its group until measurementTimeout plus the grace."""
+    world = _world(2, settings=WorkflowSettings(thresholds_judged=True),
+                   thresholds={"busBandwidthGBps": "value >= 100"})
+    finished = world.run(always_succeed, limit=600)
+    assert finished >= 300, "did not wait for a threshold verdict"
+    assert WorkflowReason.THRESHOLDS_NOT_JUDGED not in _reasons(world)

@@ -125,7 +125,9 @@ def test_pod_view_holds_exactly_the_fields_the_issue_lists() -> None:
         # Also read by the core: the watch version, and status.reason/message (evictions).
         "resource_version", "reason", "message",
     }, "a new PodView field must be justified in docs/design/005 and added here"
-    assert {f.name for f in attrs.fields(PodCondition)} == {"type", "status", "reason"}
+    # message: only the scheduler's, on PodScheduled=False (WorkloadSchedulingBlocked).
+    assert {f.name for f in attrs.fields(PodCondition)} == {"type", "status", "reason",
+                                                            "message"}
     raw = pod(name="w-1-abcde", exit_code=1)
     raw["metadata"]["deletionTimestamp"] = "2026-03-01T10:05:00Z"
     raw["metadata"]["annotations"] = {"big": "x" * 1000}
@@ -143,3 +145,45 @@ def test_pod_view_holds_exactly_the_fields_the_issue_lists() -> None:
     assert init.state.started_at == datetime(2026, 3, 1, 10, 0, 1, tzinfo=UTC)
     assert init.state.finished_at == datetime(2026, 3, 1, 10, 0, 2, tzinfo=UTC)
     assert "x" * 1000 not in repr(v)
+
+
+def test_only_the_schedulers_condition_message_is_kept() -> None:
+    """PodScheduled=False keeps its message (the scheduler's fit error); other condition
+    messages are dropped."""
+    raw = pod(name="w-1-abcde")
+    raw["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/8 nodes are available"},
+        {"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+         "message": "containers with unready status: [node]"}]
+    view = pod_view(raw)
+    assert [(c.type, c.message) for c in view.conditions] == [
+        ("PodScheduled", "0/8 nodes are available"), ("Ready", None)]
+
+
+def test_node_view_keeps_conditions_and_taints_without_heartbeats() -> None:
+    """A node's conditions (no heartbeat times) and taints reach the view; a heartbeat-only
+    update projects to an equal view."""
+    def node(heartbeat: str) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "u"},
+                "spec": {"taints": [{"key": "nvidia.com/xid", "effect": "NoSchedule"}]},
+                "status": {"conditions": [{"type": "Ready", "status": "True",
+                                           "reason": "KubeletReady", "message": "ok",
+                                           "lastHeartbeatTime": heartbeat}]}}
+    first, second = node_view(node("2026-01-01T00:00:00Z")), node_view(node("2026-01-01T00:01:00Z"))
+    assert first == second
+    assert [(c.type, c.status, c.reason) for c in first.conditions] == [
+        ("Ready", "True", "KubeletReady")]
+    assert [(t.key, t.effect, t.value) for t in first.taints] == [
+        ("nvidia.com/xid", "NoSchedule", None)]
+
+
+def test_trainjob_view_says_whether_trainer_built_its_jobs() -> None:
+    """``jobs_built`` follows a non-empty ``status.jobsStatus`` (absent when the runtime is
+    missing and Trainer built nothing)."""
+    raw: dict[str, object] = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                              "metadata": {"name": "t", "namespace": "ns", "uid": "u"},
+                              "spec": {}}
+    assert trainjob_view(raw).jobs_built is False
+    raw["status"] = {"jobsStatus": [{"name": "node", "active": 2}]}
+    assert trainjob_view(raw).jobs_built is True

@@ -24,6 +24,9 @@ SCRIPT = textwrap.dedent("""
     assert registry.get_sample_value("workqueue_adds_total", {"name": "job"}) == 0.0
     assert registry.get_sample_value("controller_runtime_reconcile_total",
                                      {"controller": "job", "result": "success"}) == 0.0
+    events = {"component": "cre.dev/job-controller", "result": "recorded"}
+    assert registry.get_sample_value("cre_events_total", events) == 0.0
+    assert REGISTRY.get_sample_value("cre_events_total", events) is None
     assert REGISTRY.get_sample_value("workqueue_depth", {"name": "theirs"}) == 7.0
     assert REGISTRY.get_sample_value("controller_runtime_reconcile_total",
                                      {"controller": "job", "result": "success"}) is None

@@ -27,7 +27,18 @@ def test_defaults(kubeconfig: Path) -> None:
     assert cfg.log_format is LogFormat.JSON
     assert cfg.log_level == "info"
     assert cfg.shutdown_grace_period == 30.0
-    assert cfg.controllers == ("job",)
+    assert cfg.controllers == ("job", "workflow", "certification")
+    assert cfg.infra_scoped_fail_fast is True
+
+
+def test_infra_scoped_failfast_switch(kubeconfig: Path) -> None:
+    """--infra-scoped-failfast=false (or CRE_INFRA_SCOPED_FAILFAST=false) is the rollback
+    lever; the flag wins over the environment."""
+    assert parse_config(["--infra-scoped-failfast=false"], _env(kubeconfig)) \
+        .infra_scoped_fail_fast is False
+    env = _env(kubeconfig, CRE_INFRA_SCOPED_FAILFAST="false")
+    assert parse_config([], env).infra_scoped_fail_fast is False
+    assert parse_config(["--infra-scoped-failfast"], env).infra_scoped_fail_fast is True
 
 
 def test_flag_wins_over_environment(kubeconfig: Path) -> None:
@@ -83,7 +94,9 @@ def test_leader_election_from_environment(kubeconfig: Path) -> None:
     (["--log-format", "xml"], None, "--log-format", "not json or text"),
     (["--log-level", "loud"], None, "--log-level", "not one of"),
     (["--namespaces", "Bad_NS"], None, "--namespaces", "not a namespace name"),
-    (["--controllers", "workflow"], None, "--controllers", "unknown 'workflow'"),
+    (["--controllers", "workflows"], None, "--controllers", "unknown 'workflows'"),
+    ([], {"CRE_INFRA_SCOPED_FAILFAST": "sometimes"}, "--infra-scoped-failfast",
+     "not a boolean"),
     (["--shutdown-grace-period", "soon"], None, "--shutdown-grace-period", "not a duration"),
     (["--catalog-dir", "/does/not/exist"], None, "--catalog-dir", "not a directory"),
     (["--leader-elect", "--leader-elect-renew-deadline", "20s"], None,

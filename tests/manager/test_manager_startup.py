@@ -73,9 +73,10 @@ def test_bad_flag_exits_2_naming_it(tmp_path: Path) -> None:
 
 
 def test_unreachable_api_exits_3(tmp_path: Path) -> None:
-    """No server behind the kubeconfig: API_UNREACHABLE, naming the address."""
+    """No server behind the kubeconfig: API_UNREACHABLE once the start-up budget is spent,
+    naming the address."""
     kc = _write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
-    result = _run("--kubeconfig", str(kc))
+    result = _run("--kubeconfig", str(kc), "--startup-timeout", "1s")
     assert result.returncode == ExitCode.API_UNREACHABLE
     assert "cannot reach the API server at http://127.0.0.1:9" in result.stderr
 

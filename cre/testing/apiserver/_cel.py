@@ -22,6 +22,8 @@ from typing import Any
 import attrs
 import cel
 
+from cre.api.cel import is_panic
+
 
 class CelCompileError(ValueError):
     """A rule does not compile; the CRD carrying it is invalid."""
@@ -144,6 +146,10 @@ def compile_expression(source: str) -> Program:
         program = cel.compile(source)
     except ValueError as exc:
         raise CelCompileError(str(exc)) from exc
+    except BaseException as exc:  # a Rust panic (pyo3 PanicException) is no Exception
+        if not is_panic(exc):
+            raise
+        raise CelCompileError(f"the CEL library failed: {exc}") from None
     refs = program.references()
     functions = {name: LIBRARY[name] for name in refs.get("functions", ()) if name in LIBRARY}
     return Program(source=source, program=program, functions=functions,

@@ -160,6 +160,24 @@ class Faults:
             return _error(rule, resource, name)
         return None
 
+    def check_nonresource(self, kind: str) -> ApiError | None:
+        """An error to answer a non-resource request with (``kind``: ``version`` for
+        ``/version``, ``discovery`` for ``/api``, ``/apis`` and the group-version documents):
+        an outage answers them too, as a real server that is down does; an error rule applies
+        only when its ``resource`` names the kind (a ``*`` rule keeps to resource requests)."""
+        if self.in_outage:
+            self.injected += 1
+            return errors.service_unavailable("the server is currently unable to handle the "
+                                              "request", retry_after=1)
+        for rule in self.errors:
+            if rule.resource != kind or rule.verb not in ("*", "get"):
+                continue
+            if self.rng.random() >= rule.rate:
+                continue
+            self.injected += 1
+            return _error(rule, "", "")
+        return None
+
     def configure(self, spec: dict[str, Any]) -> None:
         """Apply a JSON fault spec (the ``/_emulator/faults`` body)."""
         if spec.get("reset"):

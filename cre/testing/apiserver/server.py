@@ -182,17 +182,20 @@ class ApiServer:
                 return web.Response(text="ok")
             # "/version/" is what the generated Python clients' VersionApi asks for.
             if path in ("/version", "/version/", "/api", "/apis") or path.startswith("/openapi"):
+                self._nonresource_fault(path)
                 return discovery.handle(self, request)
             parts = [p for p in path.split("/") if p]
             if parts[:2] == ["api", "v1"]:
                 group, version, rest = "", "v1", parts[2:]
             elif parts[:1] == ["apis"] and len(parts) >= 2:
                 if len(parts) == 2:
+                    self._nonresource_fault(path)
                     return discovery.handle(self, request)
                 group, version, rest = parts[1], parts[2], parts[3:]
             else:
                 return web.Response(status=404, text="404 page not found\n")
             if not rest:
+                self._nonresource_fault(path)
                 if not self.registry.in_group_version(group, version):
                     return web.Response(status=404, text="404 page not found\n")
                 return discovery.handle(self, request)
@@ -200,6 +203,15 @@ class ApiServer:
             return await self._dispatch(request, route)
         except ApiError as exc:
             return error_response(exc)
+
+    def _nonresource_fault(self, path: str) -> None:
+        """Raise the injected fault for ``/version`` or a discovery document, if any."""
+        if path.startswith("/openapi"):
+            return
+        kind = "version" if path.startswith("/version") else "discovery"
+        fault = self.faults.check_nonresource(kind)
+        if fault is not None:
+            raise fault
 
     def _route(self, group: str, version: str, rest: list[str]) -> Route:
         if not self.registry.in_group_version(group, version):

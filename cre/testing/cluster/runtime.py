@@ -206,8 +206,15 @@ class SimulatedCluster:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    async def register_nodes(self) -> None:
-        for i in range(self.node_count):
+    async def add_nodes(self, count: int) -> None:
+        """Register ``count`` more nodes of the profile (the node lifecycle step makes them
+        Ready), as a cluster that scales up would."""
+        first = self.node_count
+        self.node_count += count
+        await self.register_nodes(start=first)
+
+    async def register_nodes(self, start: int = 0) -> None:
+        for i in range(start, self.node_count):
             body = node_manifest(self.config.profile, i)
             try:
                 await self.client.create(NODES, body)

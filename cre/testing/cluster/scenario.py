@@ -6,7 +6,8 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
               config: {waitForWorkersTimeout: 60, failedJobPodDeletionDelay: 0.5},
               overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
               badNodes: {aws-h100-node-1: 0.4}}
-    controllers: [job]          # CRE controllers to run in-process (optional)
+    controllers: [job]          # CRE controllers to run in-process (optional): job, workflow,
+                                # certification; managerArgs: {infraScopedFailFast: false}
     ignoreSimulatorErrors: false  # true when apiFault makes the simulator's writes fail
     apply:                      # objects to create, in order
       - render: {entry: communication/nccl-all-reduce, job: ar, as: job|trainjob, kai: false}
@@ -21,9 +22,13 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - delete: {kind: TrainJob, name: ar-workload}
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
       - advance: 10             # let 10 simulated seconds pass
+      - addNodes: 2             # register 2 more nodes of the profile (they turn Ready)
+      - nodesReady: {}          # wait until every registered node is Ready
+      - apply: {object: {...}}  # apply one more item (as in ``apply``) at this point
     collect:                    # what the golden records (normalised)
       - {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar, fields: [status]}
       - {kind: Pod, labels: {cre.dev/launcher: ar}, fields: [metadata.name, status.phase]}
+      - nodeResults: wf         # a Workflow's node-result ConfigMaps, decoded
 
 Waits watch the object (list + watch, never a sleep loop) and time out after ``timeout``
 *simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
@@ -36,6 +41,7 @@ pod failed first) and ``simulatorErrors``.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Mapping
@@ -48,6 +54,7 @@ import attrs
 
 from cre.kube.client import (
     BATCH_JOBS,
+    CONFIGMAPS,
     JOBSETS,
     NODES,
     PODS,
@@ -66,10 +73,13 @@ from cre.testing.cluster.stubs import parse_overrides
 from cre.testing.cluster.workloads import render_documents, trainjob_objects
 
 CRE_JOBS = Resource("cre.dev", "v1alpha1", "jobs", kind="Job")
+CRE_WORKFLOWS = Resource("cre.dev", "v1alpha1", "workflows", kind="Workflow")
+CRE_CERTIFICATIONS = Resource("cre.dev", "v1alpha1", "certifications", kind="Certification")
 KINDS: dict[tuple[str, str], Resource] = {
     ("TrainJob", ""): TRAINJOBS, ("JobSet", ""): JOBSETS, ("Pod", ""): PODS, ("Node", ""): NODES,
     ("Job", ""): BATCH_JOBS, ("Job", "batch/v1"): BATCH_JOBS, ("Job", "cre.dev/v1alpha1"): CRE_JOBS,
-    ("TrainingRuntime", ""): TRAINING_RUNTIMES,
+    ("TrainingRuntime", ""): TRAINING_RUNTIMES, ("Workflow", ""): CRE_WORKFLOWS,
+    ("Certification", ""): CRE_CERTIFICATIONS, ("ConfigMap", ""): CONFIGMAPS,
     ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
                                            kind="BandwidthMeasurement"),
 }
@@ -159,6 +169,13 @@ def _satisfied(objs: list[dict[str, Any]], item: Mapping[str, Any]) -> bool:
     if "phase" in item and (obj.get("status") or {}).get("phase") != item["phase"]:
         return False
     return not ("field" in item and _get_path(obj, str(item["field"])) != item.get("equals"))
+
+
+def _all_ready(world: Any, count: int) -> bool:
+    ready = [n for n in world.all(NODES) if any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (n.get("status") or {}).get("conditions") or [])]
+    return len(ready) >= count
 
 
 @attrs.define
@@ -255,13 +272,44 @@ class ScenarioRun:
             if self.emu is None:
                 raise ScenarioError(f"{where}: apiFault needs an in-process emulator")
             self.emu.faults.configure(dict(arg))
+        elif action == "apply":
+            await apply_objects(self.client, [arg], namespace=self.namespace,
+                                profile_name=cl.config.profile.name,
+                                nodes=[f"{cl.config.profile.name}-node-{i}"
+                                       for i in range(cl.node_count)])
+        elif action == "nodesReady":
+            await cl.wait_for(lambda w: _all_ready(w, cl.node_count))
+        elif action == "addNodes":
+            await cl.add_nodes(int(arg))
         elif action == "advance":
             target = cl.clock.now() + float(arg)
             await cl.wait_for(lambda _w: cl.clock.now() >= target)
         else:
             raise ScenarioError(f"{where}: unknown action {action!r}")
 
+    async def node_results(self, workflow: str) -> dict[str, Any]:
+        """A Workflow's node-result ConfigMaps, decoded (their names carry the Workflow's UID,
+        so the golden records what they say, not what they are called)."""
+        from cre.core import noderesults as NR
+
+        wf = await self.client.get(CRE_WORKFLOWS, workflow, namespace=self.namespace)
+        status = wf.get("status") or {}
+        out: dict[str, Any] = {}
+        for kind, field in ((NR.SUCCEEDED, "succeededNodesRef"), (NR.FAILED, "failedNodesRef"),
+                            (NR.UNCERTIFIED, "uncertifiedNodesRef")):
+            ref = status.get(field)
+            if not ref:
+                out[kind] = None
+                continue
+            cm = await self.client.get(CONFIGMAPS, str(ref["name"]), namespace=self.namespace)
+            blob = base64.b64decode((cm.get("binaryData") or {})[NR.data_key(kind)])
+            out[kind] = list(NR.decode_names(blob)) if kind == NR.SUCCEEDED else [
+                attrs.asdict(r) for r in NR.decode_records(blob)]
+        return out
+
     async def collect(self, item: Mapping[str, Any], *, where: str) -> Any:
+        if "nodeResults" in item:
+            return {"nodeResults": await self.node_results(str(item["nodeResults"]))}
         if "logs" in item:
             spec = item["logs"]
             pod = (await self.pods(spec))[int(spec.get("index", 0))]
@@ -306,7 +354,8 @@ async def apply_objects(client: KubeClient, items: list[Mapping[str, Any]], *, n
                         if key in item["render"]:
                             doc["spec"][key] = item["render"][key]
         for doc in docs:
-            res = KINDS.get((doc["kind"], doc.get("apiVersion", ""))) or by_kind.get(doc["kind"])
+            res = KINDS.get((doc["kind"], doc.get("apiVersion", ""))) or by_kind.get(
+                doc["kind"]) or KINDS.get((doc["kind"], ""))
             if res is None:
                 raise ScenarioError(f"{where}: cannot apply kind {doc['kind']!r}")
             await client.create(res, doc, namespace=namespace)
@@ -325,7 +374,8 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
                         clock=clock) as cluster, anyio.create_task_group() as tg:
         run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
         for name in spec.get("controllers") or []:
-            await _start_controller(tg, str(name), cluster, namespace)
+            await _start_controller(tg, str(name), cluster, namespace,
+                                    dict(spec.get("managerArgs") or {}))
         node_names = [f"{cfg.profile.name}-node-{i}" for i in range(nodes)]
         await apply_objects(cluster.client, list(spec.get("apply") or []), namespace=namespace,
                             profile_name=cfg.profile.name, nodes=node_names)
@@ -340,9 +390,20 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
     return out
 
 
-async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster,
-                            namespace: str) -> None:
+async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, namespace: str,
+                            args: Mapping[str, Any]) -> None:
+    """Run one of CRE's controllers in-process on the simulated clock; ``args`` are the
+    manager settings a scenario may set (``infraScopedFailFast``)."""
+    unknown = set(args) - {"infraScopedFailFast"}
+    if unknown:
+        raise ScenarioError(f"managerArgs: unknown {sorted(unknown)} (known: "
+                            "['infraScopedFailFast'])")
     clock = cluster.clock
+
+    def now() -> datetime:
+        return datetime.fromtimestamp(clock.now(), tz=UTC)
+
+    ctrl: Any
     if name == "measurement":
         # The measurement controller and the LogProfiles CRE ships (as deploy/logprofiles).
         from prometheus_client import CollectorRegistry
@@ -353,18 +414,29 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster,
 
         for profile in shipped_profiles():
             await cluster.client.create(LOGPROFILES, to_dict(profile))
-        mctrl = MeasurementController(cluster.client, namespaces=[namespace],
-                                      registry=CollectorRegistry(),
-                                      clock=lambda: datetime.fromtimestamp(clock.now(), tz=UTC))
-        tg.start_soon(mctrl.run)
-        return
-    if name != "job":
-        raise ScenarioError(f"controllers: unknown controller {name!r} "
-                            "(known: ['job', 'measurement'])")
-    from cre.controller.job import JobController
+        ctrl = MeasurementController(cluster.client, namespaces=[namespace],
+                                     registry=CollectorRegistry(), clock=now)
+    elif name == "job":
+        from cre.controller.job import JobController
 
-    ctrl = JobController(cluster.client, namespaces=[namespace],
-                         clock=lambda: datetime.fromtimestamp(clock.now(), tz=UTC))
+        ctrl = JobController(cluster.client, namespaces=[namespace], clock=now)
+    elif name == "workflow":
+        from cre.controller.workflow import WorkflowController
+        from cre.core.workflow import WorkflowSettings
+
+        settings = WorkflowSettings(
+            infra_scoped_fail_fast=bool(args.get("infraScopedFailFast", True)))
+        ctrl = WorkflowController(cluster.client, namespaces=[namespace], clock=now,
+                                  settings=settings)
+    elif name == "certification":
+        from cre.catalog.loader import load_catalog
+        from cre.controller.certification import CertificationController
+
+        ctrl = CertificationController(cluster.client, catalog=load_catalog(),
+                                       namespaces=[namespace], clock=now)
+    else:
+        raise ScenarioError(f"controllers: unknown controller {name!r} "
+                            "(known: ['certification', 'job', 'measurement', 'workflow'])")
     tg.start_soon(ctrl.run)
 
 

@@ -28,7 +28,7 @@ from cre.api.certification import (
 from cre.api.common import NodeSelectorOperator, NodeSelectorRequirement, WorkloadMetadata
 from cre.api.conditions import EXCLUSIVE_TRIO, ConditionType
 from cre.api.fields import Constraints, constraints
-from cre.api.job import JobSpec, WorkloadSpec
+from cre.api.job import CelExpression, JobSpec, WorkloadSpec
 from cre.api.kinds import KINDS
 from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
@@ -80,6 +80,17 @@ def thresholds() -> st.SearchStrategy[dict[str, str]]:
         st.integers(0, 999),
     )
     return st.dictionaries(st.sampled_from(sorted(common.THRESHOLD_KEYS)), expr, max_size=3)
+
+
+def node_health_expressions() -> st.SearchStrategy[str]:
+    """``nodeHealthMonitor`` expressions over ``node`` that compile."""
+    return st.sampled_from([
+        "node.spec.unschedulable == true",
+        "node.status.conditions.exists(c, c.type == 'Ready' && c.status != 'True')",
+        "node.spec.taints.exists(t, t.effect == 'NoExecute')",
+        "'nvidia.com/gpu.health' in node.metadata.labels && "
+        "node.metadata.labels['nvidia.com/gpu.health'] != 'ok'",
+    ])
 
 
 def times() -> st.SearchStrategy[datetime]:
@@ -176,7 +187,8 @@ def _numbers(n: st.SearchStrategy[int], suffixes: list[str]) -> st.SearchStrateg
 
 
 _PATTERNS: dict[str, Callable[[], st.SearchStrategy[str]]] = {
-    common.DURATION: lambda: _numbers(st.integers(0, 999), ["ms", "s", "m", "h"]),
+    # Within every duration field's bound (720h).
+    common.DURATION: lambda: _numbers(st.integers(0, 720), ["ms", "s", "m", "h"]),
     common.QUANTITY_SIZE: lambda: _numbers(st.integers(1, 999), ["", "Ki", "Mi", "Gi", "Ti"]),
     common.QUALIFIED_NAME: lambda: label_keys(),
     common.LABEL_VALUE: label_values,
@@ -427,6 +439,7 @@ _FIXUPS: dict[type, Callable[[Any], Any]] = {
 _FIELDS: dict[tuple[type | None, str], Callable[[], st.SearchStrategy[Any]]] = {
     (None, "conditions"): conditions_lists,
     (None, "thresholds"): thresholds,
+    (CelExpression, "expression"): node_health_expressions,
     (WorkflowSpec, "dependencies"): lambda: st.lists(embedded_objects(), max_size=2).map(tuple),
     (OverrideSpec, "dependencies"): lambda: st.lists(embedded_objects(), max_size=2).map(tuple),
     (OverrideSpec, "job_template_patch"): lambda: st.lists(patch_ops(), max_size=2).map(tuple),

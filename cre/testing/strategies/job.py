@@ -203,7 +203,8 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
 
     Status and finalizer patches land on the Job; a created TrainJob appears running; a deleted
     one is gone (confirmed); a live pod list finds the same pods; log reads are answered from
-    ``logs`` (pod name -> text), or with a "pod not found" error when the pod is not observed.
+    ``logs`` (pod name -> text), or with a "pod not found" error when the pod is not observed;
+    a request for the workload's Events finds none.
     """
     meta = job.metadata
     for patch in plan.patches:
@@ -239,9 +240,12 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
             tails.append(LogTail(namespace=req.namespace, pod=req.pod, container=req.container,
                                  error=f'pods "{req.pod}" not found', pod_uid=req.pod_uid,
                                  previous=req.previous))
+    events = obs.workload_events
+    if plan.read_workload_events and events is None:
+        events = ()  # the workload's Events, as the shell reads them: none in a still world
     return job, attrs.evolve(obs, trainjob=trainjob_view, workload_absence_confirmed=confirmed,
                              create_conflict=None, log_tails=tuple(tails),
-                             pods_read_live=pods_live)
+                             pods_read_live=pods_live, workload_events=events)
 
 
 # --- hypothesis strategies --------------------------------------------------------------------
@@ -350,6 +354,7 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
         "log_reads": [(r.pod, r.container) for r in plan.log_reads],
         "confirm": plan.confirm_workload_absence,
         "confirm_pods": plan.confirm_pods_live,
+        "read_events": plan.read_workload_events,
     }
 
 

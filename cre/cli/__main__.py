@@ -1,0 +1,7 @@
+"""``python -m cre.cli``: the ``cre`` command."""
+
+import sys
+
+from cre.cli.entry import main
+
+sys.exit(main())

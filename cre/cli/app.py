@@ -1,0 +1,390 @@
+"""The ``cre`` command line (click): commands, flags, help with examples, exit codes.
+
+Each command parses its flags and calls the module that does the work; every bad input comes
+back as :class:`~cre.cli.exitcodes.CliError` and :func:`main` prints it as one line on stderr
+(``cre: <what and where>``) and exits with its code. click's own usage errors are printed the
+same way (one line, exit 2); a bug prints one line too, with the traceback behind
+``CRE_DEBUG=1``. Installed as ``cre`` and as the kubectl plugin ``kubectl-cre``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import click
+from click.shell_completion import CompletionItem, get_completion_class
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+import cre
+from cre.catalog import Catalog, CatalogError, load_catalog
+from cre.cli import catalogview
+from cre.cli.cluster import DEFAULT_TIMEOUT, Connection
+from cre.cli.exitcodes import CliError, ExitCode
+from cre.cli.htmlreport import render_html
+from cre.cli.render import (
+    RenderRequest,
+    node_names,
+    parse_options,
+    render_documents,
+    write_documents,
+)
+from cre.cli.report import Report, build_report, report_json
+from cre.cli.session import read_snapshots, write_text
+from cre.cli.status import status_tree, terminal
+from cre.cli.validate import kube_versions, validate_files
+from cre.render.options import DEFAULT_WORKER_BACKOFF_LIMIT, KAI_SCHEDULER
+
+F = TypeVar("F", bound=Callable[..., Any])
+COMPLETE_VAR = "_CRE_COMPLETE"
+SHELLS = ("bash", "zsh", "fish")
+
+
+@functools.cache
+def _catalog() -> Catalog:
+    try:
+        return load_catalog()
+    except CatalogError as exc:
+        raise CliError(ExitCode.CATALOG, f"the shipped catalog is invalid: {exc}") from None
+
+
+def _complete_entry(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    return [n for n in sorted(_catalog().entries) if n.startswith(incomplete)]
+
+
+def _complete_platform(ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[str]:
+    return [n for n in sorted(_catalog().platforms) if n.startswith(incomplete)]
+
+
+def _complete_arch(ctx: click.Context, param: click.Parameter,
+                   incomplete: str) -> list[CompletionItem]:
+    platform = ctx.params.get("platform")
+    archs = {a for name, p in _catalog().platforms.items() if platform in (None, name)
+             for a in p.architectures}
+    return [CompletionItem(a) for a in sorted(archs) if a.startswith(incomplete)]
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def kube_flags(func: F) -> F:
+    """kubectl's connection flags."""
+    options = [
+        click.option("--kubeconfig", type=click.Path(dir_okay=False),
+                     help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
+                     "then the in-cluster service account)."),
+        click.option("--context", help="The kubeconfig context to use."),
+        click.option("-n", "--namespace", help="Namespace (default: the context's, else "
+                     "default)."),
+        click.option("--request-timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True,
+                     help="Seconds to wait for the API server before giving up."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _conn(kubeconfig: str | None, context: str | None, namespace: str | None,
+          request_timeout: float) -> Connection:
+    return Connection(kubeconfig=kubeconfig, context=context, namespace=namespace,
+                      timeout=request_timeout)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(cre.__version__, "--version", prog_name="cre")
+def cli() -> None:
+    """CRE, the Cluster Readiness Engine: render and validate workloads offline, follow a
+    Certification on a cluster and report on it.
+
+    Exit codes: 0 ok, 1 validation problems, 2 usage, 3 input file, 4 catalog, 5 cluster
+    unreachable, 6 not found, 7 API error, 8 missing extra, 70 internal error, 130
+    interrupted.
+
+    \b
+    Example:
+      cre catalog list
+      cre render communication/nccl-all-reduce --platform aws --arch h100 --node-count 2
+      cre status my-cert --watch
+    """
+
+
+@cli.command()
+@click.argument("entry", shell_complete=_complete_entry)
+@click.option("--platform", required=True, shell_complete=_complete_platform,
+              help="Platform (aws, azure, gcp, nscale, oci, onprem).")
+@click.option("--arch", required=True, shell_complete=_complete_arch,
+              help="GPU architecture, e.g. h100, gb200.")
+@click.option("--nodes", help="Comma-separated node names to pin the workload to.")
+@click.option("--node-count", type=int, help="Number of nodes, named node-01, node-02, ...")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="An entry parameter (see `cre catalog show ENTRY`); repeatable.")
+@click.option("--job-name", help="Name of the Job (default: the entry's variant).")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--image", help="Replace the workload image.")
+@click.option("--kai", is_flag=True, help=f"Gang-schedule with KAI ({KAI_SCHEDULER}).")
+@click.option("--gang-scheduler", metavar="NAME", help="Gang-schedule with this scheduler.")
+@click.option("--queue", help="Gang queue (with --kai or --gang-scheduler).")
+@click.option("--queue-label-key", help="Label key of the gang queue.")
+@click.option("--worker-backoff-limit", type=int, default=DEFAULT_WORKER_BACKOFF_LIMIT,
+              show_default=True)
+@click.option("--launcher-backoff-limit", type=int)
+@click.option("--nic-resource-name", help="RDMA NIC extended resource, e.g. rdma/ib.")
+@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml",
+              show_default=True, help="YAML documents, or a JSON List.")
+def render(entry: str, platform: str, arch: str, nodes: str | None, node_count: int | None,
+           options: Sequence[str], job_name: str | None, namespace: str, image: str | None,
+           kai: bool, gang_scheduler: str | None, queue: str | None,
+           queue_label_key: str | None, worker_backoff_limit: int,
+           launcher_backoff_limit: int | None, nic_resource_name: str | None,
+           output: str) -> int:
+    """Render a catalog ENTRY offline: the CRE Job and the objects it needs.
+
+    \b
+    Example:
+      cre render communication/nccl-all-reduce --platform aws --arch h100 \\
+          --nodes gpu-1,gpu-2 --option iterations=20 | kubectl apply -f -
+    """
+    if kai and gang_scheduler and gang_scheduler != KAI_SCHEDULER:
+        raise CliError(ExitCode.USAGE, "--kai and --gang-scheduler name different schedulers")
+    request = RenderRequest(
+        entry=entry, platform=platform, arch=arch,
+        nodes=node_names(nodes=nodes, node_count=node_count), job_name=job_name,
+        namespace=namespace, options=parse_options(options), image=image,
+        gang_scheduler=KAI_SCHEDULER if kai else gang_scheduler, queue=queue,
+        queue_label_key=queue_label_key, worker_backoff_limit=worker_backoff_limit,
+        launcher_backoff_limit=launcher_backoff_limit, nic_resource_name=nic_resource_name)
+    docs = render_documents(_catalog(), request)
+    write_documents(docs, output=output, out=sys.stdout)
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--kubernetes-version", "versions", multiple=True, metavar="1.N",
+              help="Kubernetes release(s) to check built-in objects against (repeatable; "
+              "default: every supported release, 1.30-1.37).")
+def validate(files: Sequence[str], versions: Sequence[str]) -> int:
+    """Validate CRE objects (and the TrainJobs and TrainingRuntimes they carry) in FILES
+    offline; every problem is printed as file:line: field.path: message. Exit 1 when any.
+
+    \b
+    Example:
+      cre validate certification.yaml workflow.yaml --kubernetes-version 1.33
+    """
+    found = validate_files(files, versions=kube_versions(versions))
+    for note in (p for p in found if p.note):
+        click.echo(str(note), err=True)
+    problems = [p for p in found if not p.note]
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {len({p.file for p in problems})} file(s)",
+                   err=True)
+        return ExitCode.PROBLEMS
+    click.echo(f"{len(files)} file(s) valid", err=True)
+    return ExitCode.OK
+
+
+@cli.group()
+def catalog() -> None:
+    """The shipped workload catalog.
+
+    \b
+    Example:
+      cre catalog list
+      cre catalog show communication/nccl-all-reduce
+    """
+
+
+@catalog.command("list")
+def catalog_list() -> int:
+    """List the catalog's entries: kind, platforms, architectures, default nodes.
+
+    \b
+    Example:
+      cre catalog list
+    """
+    catalogview.print_list(_console(), _catalog())
+    return ExitCode.OK
+
+
+@catalog.command("show")
+@click.argument("entry", shell_complete=_complete_entry)
+def catalog_show(entry: str) -> int:
+    """Show one ENTRY: what it runs, where, and its options with defaults and descriptions.
+
+    \b
+    Example:
+      cre catalog show diagnostics/dcgm-level1
+    """
+    catalogview.print_entry(_console(), _catalog(), entry)
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("certification", required=False)
+@kube_flags
+@click.option("-A", "--all-namespaces", is_flag=True, help="Certifications of every namespace.")
+@click.option("-w", "--watch", is_flag=True, help="Redraw live until every Certification "
+              "shown is terminal.")
+@click.option("--interval", type=float, default=2.0, show_default=True,
+              help="Seconds between redraws with --watch.")
+def status(certification: str | None, kubeconfig: str | None, context: str | None,
+           namespace: str | None, request_timeout: float, all_namespaces: bool, watch: bool,
+           interval: float) -> int:
+    """Show a CERTIFICATION (or every one of the namespace) as a tree: categories, Workflows,
+    groups and Jobs, with phase, verdict, reason, measured busBW and age.
+
+    \b
+    Example:
+      cre status gpu-cert -n team-a --watch
+    """
+    conn = _conn(kubeconfig, context, namespace, request_timeout)
+    console = _console()
+
+    def view() -> tuple[Group, bool]:
+        snaps = anyio.run(functools.partial(read_snapshots, conn, certification,
+                                            all_namespaces=all_namespaces))
+        now = datetime.now(UTC)
+        if not snaps:
+            where = ("any namespace" if all_namespaces
+                     else f"namespace {conn.namespace or 'of the current context'}")
+            return Group(f"No Certifications in {where}."), True
+        return Group(*(status_tree(s, now) for s in snaps)), all(terminal(s) for s in snaps)
+
+    shown, done = view()
+    if not watch:
+        console.print(shown)
+        return ExitCode.OK
+    with Live(shown, console=console, refresh_per_second=4) as live:
+        while not done:
+            time.sleep(interval)
+            shown, done = view()
+            live.update(shown)
+    return ExitCode.OK
+
+
+def _print_report(console: Console, report: Report) -> None:
+    passed = sum(1 for c in report.categories if c.verdict == "Passed")
+    console.print(f"[bold]Certification {report.namespace}/{report.name}[/bold]  result "
+                  f"[bold]{report.result}[/bold]  categories passed {passed}/"
+                  f"{len(report.categories)}  failed nodes {len(report.failed_nodes)}")
+    for category in report.categories:
+        table = Table(title=f"{category.entry}: {category.verdict or category.state}"
+                      + (f" ({category.message})" if category.message else ""),
+                      title_justify="left")
+        for column in ("node", "group", "verdict", "reason", "failure class", "busBW (GB/s)"):
+            table.add_column(column)
+        for n in category.nodes:
+            fc = f"{n.failure_class.scope}: {n.failure_class.reason}" if n.failure_class else ""
+            table.add_row(n.node, n.group, n.verdict, n.reason or "", fc,
+                          "" if n.bus_bw is None else f"{n.bus_bw:.2f}")
+        if not category.nodes:
+            table.add_row("(no groups yet)", "", category.state, "", "", "")
+        console.print(table)
+
+
+@cli.command()
+@click.argument("certification")
+@kube_flags
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Also write one self-contained HTML file (charts, filters, failure logs).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of "
+              "tables.")
+def report(certification: str, kubeconfig: str | None, context: str | None,
+           namespace: str | None, request_timeout: float, html_path: str | None,
+           as_json: bool) -> int:
+    """Report on a CERTIFICATION: per category and per node, verdict, reason, failure class
+    and measured busBW.
+
+    \b
+    Example:
+      cre report gpu-cert --html report.html
+      cre report gpu-cert --json | jq .summary
+    """
+    conn = _conn(kubeconfig, context, namespace, request_timeout)
+    (snap,) = anyio.run(read_snapshots, conn, certification)
+    result = build_report(snap)
+    if as_json:
+        click.echo(json.dumps(report_json(result), indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        _print_report(_console(), result)
+    if html_path is not None:
+        path = Path(html_path)
+        write_text(path, render_html(result))
+        click.echo(f"wrote {path}", err=True)
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion(shell: str) -> int:
+    """Print the shell completion script for SHELL (bash, zsh or fish).
+
+    \b
+    Example:
+      source <(cre completion bash)          # this shell
+      cre completion zsh > "${fpath[1]}/_cre"  # every zsh
+    """
+    comp_cls = get_completion_class(shell)
+    assert comp_cls is not None
+    ctx = click.get_current_context()
+    comp = comp_cls(cli, {}, ctx.find_root().info_name or "cre", COMPLETE_VAR)
+    click.echo(comp.source())
+    return ExitCode.OK
+
+
+def _prog_name(argv0: str) -> str:
+    return "kubectl cre" if Path(argv0).name.startswith("kubectl-cre") else "cre"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (never raises for bad input)."""
+    prog = _prog_name(sys.argv[0] if sys.argv else "cre")
+    args = list(sys.argv[1:] if argv is None else argv)
+    if os.environ.get(COMPLETE_VAR):  # shell completion asks; click answers and exits
+        cli.main(args=args, prog_name=prog, complete_var=COMPLETE_VAR)
+        return ExitCode.OK
+    try:
+        result = cli.main(args=args, prog_name=prog, standalone_mode=False)
+    except CliError as exc:
+        click.echo(f"{prog}: {exc.message}", err=True)
+        return exc.code
+    except click.exceptions.Exit as exc:  # --help, --version
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo(f"{prog}: interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except click.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else prog
+        message = " ".join(exc.format_message().split())
+        click.echo(f"{where}: {message} (see '{where} --help')", err=True)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        click.echo(f"{prog}: interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:  # `cre catalog list | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.OK
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get("CRE_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"{prog}: internal error: {type(exc).__name__}: {exc} "
+                   "(CRE_DEBUG=1 shows the traceback)", err=True)
+        return ExitCode.INTERNAL
+    return int(result) if isinstance(result, int) else ExitCode.OK

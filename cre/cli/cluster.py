@@ -1,0 +1,230 @@
+"""Reading a Certification and everything under it from a cluster, for ``status`` and ``report``.
+
+One :class:`Snapshot` is one consistent-enough read: the Certification, the Workflows its
+categories point at, their Jobs (by the ``cre.dev/workflow`` label) and the
+BandwidthMeasurements of those Jobs (by ``spec.jobRef``), each turned into its API model.
+Connection settings follow kubectl: ``--kubeconfig`` (else ``$KUBECONFIG``, else
+``~/.kube/config``, else the in-cluster service account), ``--context``, ``-n`` (else the
+context's namespace, else ``default``). Every failure becomes a one-line :class:`CliError`:
+unreachable (5), not found (6), refused (7).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from kubernetes_asyncio.config.config_exception import ConfigException
+from kubernetes_asyncio.config.kube_config import list_kube_config_contexts
+
+from cre.api import labels as L
+from cre.api.certification import Certification
+from cre.api.converter import from_dict
+from cre.api.errors import ValidationError
+from cre.api.job import Job
+from cre.api.kinds import BY_KIND
+from cre.api.measurement import BandwidthMeasurement
+from cre.api.workflow import Workflow
+from cre.cli.exitcodes import CliError, ExitCode
+from cre.kube.client import ApiError, KubeClient, Resource
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def _resource(kind: str) -> Resource:
+    info = BY_KIND[kind]
+    return Resource(L.GROUP, L.VERSION, info.plural, namespaced=info.namespaced, kind=kind)
+
+
+CERTIFICATIONS = _resource("Certification")
+WORKFLOWS = _resource("Workflow")
+JOBS = _resource("Job")
+BANDWIDTH = _resource("BandwidthMeasurement")
+
+
+@attrs.frozen(kw_only=True)
+class Connection:
+    """kubectl-style connection flags."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@attrs.frozen(kw_only=True)
+class Snapshot:
+    """A Certification and the objects under it, as API models."""
+
+    certification: Certification
+    workflows: Mapping[str, Workflow] = attrs.field(factory=dict)
+    jobs: Mapping[str, Job] = attrs.field(factory=dict)
+    # BandwidthMeasurement by the name of the Job it measures.
+    bandwidth: Mapping[str, BandwidthMeasurement] = attrs.field(factory=dict)
+
+
+def _kubeconfig_path(explicit: str | None) -> str | None:
+    if explicit:
+        return explicit
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return env
+    home = os.path.expanduser("~/.kube/config")
+    return home if os.path.exists(home) else None
+
+
+def namespace_of(conn: Connection) -> str:
+    """``-n``, else the namespace of the kubeconfig context in use, else ``default``."""
+    if conn.namespace:
+        return conn.namespace
+    path = _kubeconfig_path(conn.kubeconfig)
+    if path is None or not all(os.path.exists(p) for p in path.split(os.pathsep) if p):
+        return "default"  # the connection reports the missing file
+    try:
+        contexts, current = list_kube_config_contexts(path)
+    except (ConfigException, OSError, ValueError, TypeError):
+        return "default"  # the connection itself reports what is wrong with the file
+    chosen = current
+    if conn.context:
+        chosen = next((c for c in contexts if c.get("name") == conn.context), None)
+    ctx = (chosen or {}).get("context") or {}
+    return str(ctx.get("namespace") or "default")
+
+
+def _check_kubeconfig(conn: Connection) -> str | None:
+    path = _kubeconfig_path(conn.kubeconfig)
+    if conn.kubeconfig and not os.path.exists(conn.kubeconfig.split(os.pathsep)[0]):
+        raise CliError(ExitCode.UNREACHABLE, f"--kubeconfig {conn.kubeconfig}: no such file")
+    return path
+
+
+async def connect(conn: Connection) -> KubeClient:
+    """A client for ``conn``; :class:`CliError` (unreachable) when no cluster is configured."""
+    path = _check_kubeconfig(conn)
+    try:
+        if path is None:
+            if conn.context:
+                raise CliError(ExitCode.UNREACHABLE,
+                               f"--context {conn.context}: no kubeconfig found")
+            return KubeClient.in_cluster()
+        return await KubeClient.from_kubeconfig(path, context=conn.context)
+    except ConfigException as exc:
+        where = f"--context {conn.context}" if conn.context else (path or "in-cluster config")
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if path is None:
+            text = "no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod"
+        raise CliError(ExitCode.UNREACHABLE, f"{where}: {text}") from None
+    except (OSError, ValueError) as exc:
+        raise CliError(ExitCode.UNREACHABLE, f"{path}: cannot load kubeconfig: {exc}") from None
+
+
+def api_failure(exc: ApiError, *, host: str, what: str) -> CliError:
+    """An :class:`ApiError` as the one line and exit code a person needs."""
+    if exc.status == 0:
+        cause = exc.message.split(": ", 1)[-1] if exc.message else "no answer"
+        return CliError(ExitCode.UNREACHABLE, f"cannot reach the API server at {host}: {cause}")
+    if exc.status in (401, 403):
+        return CliError(ExitCode.API, f"{what}: the API server at {host} refused the request "
+                        f"({exc.status} {exc.reason}): {exc.message}")
+    return CliError(ExitCode.API, f"{what}: {exc.status} {exc.reason}: {exc.message}")
+
+
+def _model(cls: type[Any], raw: Mapping[str, Any]) -> Any:
+    try:
+        model = from_dict(raw)
+    except ValidationError as exc:
+        raise CliError(ExitCode.API, f"{exc.subject}: cannot read it: {exc.errors[0]}") from None
+    if not isinstance(model, cls):
+        raise CliError(ExitCode.API, f"expected a {cls.__name__}, got {raw.get('kind')}")
+    return model
+
+
+async def get_certification(client: KubeClient, name: str, namespace: str) -> Certification:
+    """The Certification; :class:`CliError` (not found) naming it and where it was looked for."""
+    try:
+        raw = await client.get(CERTIFICATIONS, name, namespace=namespace)
+    except ApiError as exc:
+        if exc.not_found:
+            details = exc.body.get("details") or {}
+            if details.get("name") == name or "not found" in exc.message:
+                raise CliError(ExitCode.NOT_FOUND, f"Certification {namespace}/{name} not found "
+                               f"(kubectl get certifications -n {namespace} lists them)") from None
+            raise CliError(ExitCode.NOT_FOUND, f"{client.host} does not serve "
+                           f"{CERTIFICATIONS.plural}.{L.GROUP}: CRE's CRDs are not installed "
+                           "(kubectl apply -k deploy/crds)") from None
+        raise api_failure(exc, host=client.host, what=f"Certification {namespace}/{name}") from None
+    model: Certification = _model(Certification, raw)
+    return model
+
+
+async def list_certifications(client: KubeClient, namespace: str | None) -> list[Certification]:
+    """Every Certification of ``namespace`` (all namespaces when None), sorted."""
+    try:
+        raw = await client.list(CERTIFICATIONS, namespace=namespace)
+    except ApiError as exc:
+        if exc.not_found:
+            raise CliError(ExitCode.NOT_FOUND, f"{client.host} does not serve "
+                           f"{CERTIFICATIONS.plural}.{L.GROUP}: CRE's CRDs are not installed "
+                           "(kubectl apply -k deploy/crds)") from None
+        raise api_failure(exc, host=client.host, what="list certifications") from None
+    certs = [_model(Certification, item) for item in raw.get("items", [])]
+    return sorted(certs, key=lambda c: (c.metadata.namespace or "", c.metadata.name or ""))
+
+
+async def _list(client: KubeClient, res: Resource, namespace: str,
+                query: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    try:
+        raw = await client.list(res, namespace=namespace, query=query)
+    except ApiError as exc:
+        if exc.not_found:
+            return []  # e.g. measurement CRD not installed: nothing measured
+        raise api_failure(exc, host=client.host, what=f"list {res.plural}") from None
+    items: list[dict[str, Any]] = raw.get("items", [])
+    return items
+
+
+async def snapshot(client: KubeClient, cert: Certification) -> Snapshot:
+    """Everything under ``cert``: its Workflows, their Jobs and the Jobs' measurements."""
+    namespace = cert.metadata.namespace or "default"
+    workflows: dict[str, Workflow] = {}
+    for category in cert.status.category_statuses:
+        ref = category.workflow_ref
+        if ref is None:
+            continue
+        ns = ref.namespace or namespace
+        try:
+            raw = await client.get(WORKFLOWS, ref.name, namespace=ns)
+        except ApiError as exc:
+            if exc.not_found:
+                continue
+            raise api_failure(exc, host=client.host, what=f"Workflow {ns}/{ref.name}") from None
+        workflows[ref.name] = _model(Workflow, raw)
+    jobs: dict[str, Job] = {}
+    namespaces = {namespace} | {w.metadata.namespace or namespace for w in workflows.values()}
+    for ns in sorted(namespaces):
+        for name in sorted(workflows):
+            selector = {"labelSelector": f"{L.WORKFLOW}={name}"}
+            for item in await _list(client, JOBS, ns, selector):
+                job: Job = _model(Job, item)
+                jobs[job.metadata.name or ""] = job
+    for workflow in workflows.values():  # Jobs without the label, by the groups' references
+        for group in workflow.status.groups:
+            ref = group.job_ref
+            if ref is None or ref.name in jobs:
+                continue
+            ns = ref.namespace or workflow.metadata.namespace or namespace
+            try:
+                jobs[ref.name] = _model(Job, await client.get(JOBS, ref.name, namespace=ns))
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise api_failure(exc, host=client.host, what=f"Job {ns}/{ref.name}") from None
+    bandwidth: dict[str, BandwidthMeasurement] = {}
+    if jobs:
+        for ns in sorted(namespaces):
+            for item in await _list(client, BANDWIDTH, ns):
+                bm: BandwidthMeasurement = _model(BandwidthMeasurement, item)
+                if bm.spec.job_ref.name in jobs:
+                    bandwidth[bm.spec.job_ref.name] = bm
+    return Snapshot(certification=cert, workflows=workflows, jobs=jobs, bandwidth=bandwidth)

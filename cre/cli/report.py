@@ -1,0 +1,327 @@
+"""The Certification report: per category, per group and per node, as one value.
+
+Built purely from a :class:`~cre.cli.cluster.Snapshot` (the API models of the Certification,
+its Workflows, their Jobs and the Jobs' BandwidthMeasurements), then printed three ways: a
+terminal table (``cre report``), JSON for machines (``--json``, also the golden), and one
+self-contained HTML file (``--html``, :mod:`cre.cli.htmlreport`).
+
+A node's verdict comes from its group: a node the group's Job names in ``failedNodes`` failed
+for the reason given there; otherwise a Succeeded group passes its nodes, a Failed one fails
+them with the group's failure reason, a Cancelled or InfraAborted group leaves them
+Incomplete (not certified), and a group still running shows its phase. busBW is the Job's
+measured peak (the largest ``busBW`` over message sizes, what a ``busBandwidthGBps``
+threshold is judged on); the threshold line is the bound of a ``value >= N`` expression.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from cre.api.conditions import ConditionType, GroupPhase, Verdict
+from cre.api.job import FailureClass, Job
+from cre.api.measurement import BandwidthMeasurement
+from cre.api.meta import Condition
+from cre.api.workflow import GroupStatus, Workflow
+from cre.cli.cluster import Snapshot
+
+REPORT_KIND = "CertificationReport"
+THRESHOLD_KEY = "busBandwidthGBps"
+_LOWER_BOUND = re.compile(r"\bvalue\s*>=?\s*([0-9]+(?:\.[0-9]+)?)")
+
+
+@attrs.frozen(kw_only=True)
+class Point:
+    """Bandwidth at one message size (GB/s)."""
+
+    size_bytes: int
+    alg_bw: float
+    bus_bw: float
+    samples: int
+
+
+@attrs.frozen(kw_only=True)
+class FailureLogView:
+    """The captured log tail of a failed group's Job."""
+
+    pod: str | None
+    container: str | None
+    node: str | None
+    exit_code: int | None
+    reason: str | None
+    tail: str
+
+
+@attrs.frozen(kw_only=True)
+class GroupReport:
+    """One node group of a category: its Job, outcome and measurement."""
+
+    name: str
+    phase: str
+    nodes: tuple[str, ...]
+    job: str | None
+    job_phase: str | None
+    reason: str | None
+    message: str | None
+    failure_class: FailureClass | None
+    bus_bw_peak: float | None
+    points: tuple[Point, ...]
+    failure_log: FailureLogView | None
+
+
+@attrs.frozen(kw_only=True)
+class NodeReport:
+    """One node's outcome in one category."""
+
+    node: str
+    group: str
+    verdict: str
+    reason: str | None
+    failure_class: FailureClass | None
+    bus_bw: float | None
+
+
+@attrs.frozen(kw_only=True)
+class CategoryReport:
+    """One category: its Workflow's outcome, groups, nodes and threshold."""
+
+    entry: str
+    state: str
+    verdict: str | None
+    message: str | None
+    workflow: str | None
+    platform: str | None
+    architecture: str | None
+    thresholds: Mapping[str, str]
+    threshold_gbps: float | None
+    groups: tuple[GroupReport, ...]
+    nodes: tuple[NodeReport, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Report:
+    """A Certification's report."""
+
+    name: str
+    namespace: str
+    phase: str | None
+    verdict: str | None
+    reason: str | None
+    message: str | None
+    categories: tuple[CategoryReport, ...]
+
+    @property
+    def result(self) -> str:
+        """PASSED, FAILED or INCOMPLETE once terminal; RUNNING or PENDING before."""
+        if self.verdict:
+            return self.verdict.upper()
+        return (self.phase or "Pending").upper()
+
+    @property
+    def failed_nodes(self) -> tuple[str, ...]:
+        """Nodes that failed in any category, sorted."""
+        return tuple(sorted({n.node for c in self.categories for n in c.nodes
+                             if n.verdict == Verdict.FAILED}))
+
+    @property
+    def all_nodes(self) -> tuple[str, ...]:
+        """Every node any category ran on, sorted."""
+        return tuple(sorted({n.node for c in self.categories for n in c.nodes}))
+
+
+def headline(conditions: tuple[Condition, ...]) -> Condition | None:
+    """The condition that says where an object stands: the True trio member, else the first."""
+    trio = (ConditionType.FAILED, ConditionType.SUCCEEDED, ConditionType.IN_PROGRESS)
+    for ctype in trio:
+        for cond in conditions:
+            if cond.type == ctype and cond.status == "True":
+                return cond
+    return conditions[0] if conditions else None
+
+
+def job_reason(job: Job) -> str | None:
+    """Why a Job is where it is: a True ValidationFailed first (a threshold miss), else the
+    headline condition's reason."""
+    for cond in job.status.conditions:
+        if cond.type == ConditionType.VALIDATION_FAILED and cond.status == "True":
+            return cond.reason
+    top = headline(job.status.conditions)
+    return top.reason if top else None
+
+
+def bandwidth_points(bm: BandwidthMeasurement | None) -> tuple[Point, ...]:
+    """The measurement's results by size."""
+    if bm is None:
+        return ()
+    return tuple(sorted(
+        (Point(size_bytes=r.size_bytes, alg_bw=float(r.alg_bw), bus_bw=float(r.bus_bw),
+               samples=r.samples) for r in bm.status.results),
+        key=lambda p: p.size_bytes))
+
+
+def threshold_gbps(thresholds: Mapping[str, str]) -> float | None:
+    """The lower bound of the ``busBandwidthGBps`` expression (``value >= 300``), if simple."""
+    expr = thresholds.get(THRESHOLD_KEY)
+    match = _LOWER_BOUND.search(expr) if expr else None
+    return float(match.group(1)) if match else None
+
+
+def _workflow_thresholds(workflow: Workflow | None, jobs: list[Job]) -> dict[str, str]:
+    for job in jobs:
+        if job.spec.thresholds:
+            return dict(job.spec.thresholds)
+    perf = workflow.spec.validation.performance if workflow and workflow.spec.validation else None
+    if perf is not None and perf.thresholds is not None:
+        return dict(perf.thresholds.thresholds)
+    return {}
+
+
+def _group(group: GroupStatus, snap: Snapshot) -> GroupReport:
+    job = snap.jobs.get(group.job_ref.name) if group.job_ref else None
+    points = bandwidth_points(snap.bandwidth.get(job.metadata.name or "") if job else None)
+    log = job.status.failure_log if job else None
+    return GroupReport(
+        name=group.name,
+        phase=str(group.phase),
+        nodes=group.nodes,
+        job=group.job_ref.name if group.job_ref else None,
+        job_phase=str(job.status.phase) if job and job.status.phase else None,
+        reason=group.failure_reason or (job_reason(job) if job else None),
+        message=group.message,
+        failure_class=group.failure_class or (job.status.failure_class if job else None),
+        bus_bw_peak=max((p.bus_bw for p in points), default=None),
+        points=points,
+        failure_log=None if log is None else FailureLogView(
+            pod=log.pod_name, container=log.container_name, node=log.node_name,
+            exit_code=log.exit_code, reason=log.reason, tail=log.tail),
+    )
+
+
+def _nodes(group: GroupReport, job: Job | None) -> list[NodeReport]:
+    failed = {f.name: f for f in job.status.failed_nodes} if job else {}
+    out = []
+    for node in group.nodes:
+        reason = group.reason
+        if node in failed:
+            verdict, reason = str(Verdict.FAILED), str(failed[node].reason)
+        elif group.phase == GroupPhase.SUCCEEDED:
+            verdict, reason = str(Verdict.PASSED), None
+        elif group.phase == GroupPhase.FAILED:
+            verdict = str(Verdict.FAILED)
+        elif group.phase in (GroupPhase.CANCELLED, GroupPhase.INFRA_ABORTED):
+            verdict, reason = str(Verdict.INCOMPLETE), reason or group.phase
+        else:
+            verdict = group.phase
+        out.append(NodeReport(node=node, group=group.name, verdict=verdict, reason=reason,
+                              failure_class=group.failure_class if verdict != Verdict.PASSED
+                              else None, bus_bw=group.bus_bw_peak))
+    return out
+
+
+def build_report(snap: Snapshot) -> Report:
+    """The report of one snapshot."""
+    cert = snap.certification
+    categories = []
+    for status in cert.status.category_statuses:
+        ref = status.workflow_ref
+        workflow = snap.workflows.get(ref.name) if ref else None
+        groups = [_group(g, snap) for g in workflow.status.groups] if workflow else []
+        jobs = [snap.jobs[g.job] for g in groups if g.job is not None and g.job in snap.jobs]
+        nodes = [n for g in groups for n in _nodes(g, snap.jobs.get(g.job or ""))]
+        thresholds = _workflow_thresholds(workflow, jobs)
+        orch = workflow.status.orchestration if workflow else None
+        categories.append(CategoryReport(
+            entry=f"{status.domain}/{status.variant}",
+            state=str(status.status),
+            verdict=str(status.verdict) if status.verdict else None,
+            message=status.message,
+            workflow=ref.name if ref else None,
+            platform=orch.detected_platform if orch else None,
+            architecture=orch.detected_gpu_architecture if orch else None,
+            thresholds=thresholds,
+            threshold_gbps=threshold_gbps(thresholds),
+            groups=tuple(groups),
+            nodes=tuple(sorted(nodes, key=lambda n: (n.node, n.group))),
+        ))
+    for pending in cert.spec.categories[len(cert.status.category_statuses):]:
+        categories.append(CategoryReport(  # not started yet: no status entry
+            entry=f"{pending.domain}/{pending.variant}", state="Pending", verdict=None,
+            message=None, workflow=None, platform=None, architecture=None, thresholds={},
+            threshold_gbps=None, groups=(), nodes=()))
+    cond = headline(cert.status.conditions)
+    return Report(
+        name=cert.metadata.name or "",
+        namespace=cert.metadata.namespace or "",
+        phase=str(cert.status.phase) if cert.status.phase else None,
+        verdict=str(cert.status.verdict) if cert.status.verdict else None,
+        reason=cond.reason if cond else None,
+        message=cond.message if cond else None,
+        categories=tuple(categories),
+    )
+
+
+def _failure_class(fc: FailureClass | None) -> dict[str, str] | None:
+    if fc is None:
+        return None
+    return {"scope": str(fc.scope), "reason": fc.reason, "message": fc.message}
+
+
+def _gbps(value: float | None) -> str | None:
+    return None if value is None else f"{value:.2f}"
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The report for machines (``cre report --json``); bandwidths as ``%.2f`` GB/s strings,
+    as the measurement API stores them. No clock readings, so it is stable for a golden."""
+    passed = sum(1 for c in report.categories if c.verdict == Verdict.PASSED)
+    return {
+        "apiVersion": "cre.dev/v1alpha1",
+        "kind": REPORT_KIND,
+        "certification": {"name": report.name, "namespace": report.namespace,
+                          "phase": report.phase, "verdict": report.verdict,
+                          "reason": report.reason, "message": report.message},
+        "summary": {
+            "result": report.result,
+            "categories": len(report.categories),
+            "categoriesPassed": passed,
+            "nodes": len(report.all_nodes),
+            "failedNodes": list(report.failed_nodes),
+        },
+        "categories": [
+            {
+                "entry": c.entry, "state": c.state, "verdict": c.verdict, "message": c.message,
+                "workflow": c.workflow, "platform": c.platform, "architecture": c.architecture,
+                "thresholds": dict(c.thresholds),
+                "busBandwidthThresholdGBps": _gbps(c.threshold_gbps),
+                "groups": [
+                    {
+                        "name": g.name, "phase": g.phase, "nodes": list(g.nodes),
+                        "job": g.job, "jobPhase": g.job_phase, "reason": g.reason,
+                        "message": g.message, "failureClass": _failure_class(g.failure_class),
+                        "busBWPeakGBps": _gbps(g.bus_bw_peak),
+                        "bandwidth": [
+                            {"sizeBytes": p.size_bytes, "algBW": f"{p.alg_bw:.2f}",
+                             "busBW": f"{p.bus_bw:.2f}", "samples": p.samples}
+                            for p in g.points
+                        ],
+                        "failureLog": None if g.failure_log is None else {
+                            "pod": g.failure_log.pod, "container": g.failure_log.container,
+                            "node": g.failure_log.node, "exitCode": g.failure_log.exit_code,
+                            "reason": g.failure_log.reason, "tail": g.failure_log.tail,
+                        },
+                    }
+                    for g in c.groups
+                ],
+                "nodes": [
+                    {"node": n.node, "group": n.group, "verdict": n.verdict, "reason": n.reason,
+                     "failureClass": _failure_class(n.failure_class),
+                     "busBWGBps": _gbps(n.bus_bw)}
+                    for n in c.nodes
+                ],
+            }
+            for c in report.categories
+        ],
+    }

@@ -1,0 +1,249 @@
+"""The Certification controller: a Reconciler for ``cre.dev`` Certifications on the generic
+runtime.
+
+It watches Certifications, the Workflows labelled ``cre.dev/certification`` (a Workflow change
+enqueues its controlling Certification) and GPU nodes (a node appearing or changing readiness
+wakes the Certifications still in progress: one ``WaitingForNodes`` may now find its target).
+The catalog the categories come from is loaded once by the caller (the manager's
+``--catalog-dir``, default the shipped catalog) and passed in.
+
+One reconcile is :func:`cre.kube.runtime.converge` around
+:func:`cre.core.certification.reconcile_certification`, applied by
+:class:`cre.controller.tiershell.TierExecutor`, with the same feedback as the Workflow
+controller: ``confirm_live`` is answered by listing the Certification's Workflows live, a
+Workflow name a foreign object holds goes back as ``create_conflicts``, a status write that
+conflicts re-reads the Certification.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from cre.api import labels as L
+from cre.api.certification import Certification
+from cre.api.conditions import ConditionType
+from cre.api.converter import structure
+from cre.api.watch import WatchEventType
+from cre.api.workflow import Workflow
+from cre.catalog.model import Catalog
+from cre.controller.jobevents import node_changed
+from cre.controller.tiershell import TierExecutor, TierOutcomeKind
+from cre.controller.workflow import follow
+from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
+from cre.core.certification import (
+    DEFAULT_CERTIFICATION_SETTINGS,
+    CertificationObservation,
+    CertificationSettings,
+    reconcile_certification,
+)
+from cre.core.observed import NodeView
+from cre.core.projections import node_view
+from cre.core.trio import true_member
+from cre.kube.client import NODES, ApiError, KubeClient, Resource
+from cre.kube.events import EventRecorder
+from cre.kube.informer import Informer
+from cre.kube.metrics import metrics_for
+from cre.kube.runtime import (
+    DONE,
+    Again,
+    Controller,
+    KeyQueue,
+    OwnStatusEcho,
+    Result,
+    WatchEvent,
+    converge,
+    enqueue_mapped,
+    enqueue_owner,
+    key_of,
+)
+from cre.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+CERTIFICATIONS: Final = Resource(L.GROUP, L.VERSION, "certifications", kind="Certification")
+CONTROLLER: Final = "certification"
+COMPONENT: Final = "cre.dev/certification-controller"
+MAX_PASSES: Final = 8
+INDEX_CERTIFICATION: Final = "certification"
+
+__all__ = ["CERTIFICATIONS", "CertificationController", "certification_from_dict"]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def certification_from_dict(raw: dict[str, Any]) -> Certification:
+    """The Certification model of a served object (unreadable objects are dropped)."""
+    return structure(raw, Certification)
+
+
+def involved_certification(cert: Certification) -> dict[str, Any]:
+    """The ``involvedObject`` of an Event about ``cert``."""
+    meta = cert.metadata
+    return {"apiVersion": L.API_VERSION, "kind": "Certification", "name": meta.name,
+            "namespace": meta.namespace, "uid": meta.uid}
+
+
+def _certification_index(wf: Workflow) -> list[str]:
+    value = wf.metadata.labels.get(L.CERTIFICATION)
+    return [f"{wf.metadata.namespace or ''}/{value}"] if value else []
+
+
+def _in_progress(cert: Certification) -> bool:
+    member = true_member(cert.status.conditions)
+    return member is None or member.type == ConditionType.IN_PROGRESS
+
+
+class CertificationController:
+    """Reconciles ``cre.dev/v1alpha1`` Certifications in ``namespaces`` (``None``: all), with
+    the categories of ``catalog``."""
+
+    def __init__(self, client: KubeClient, *, catalog: Catalog,
+                 namespaces: Sequence[str] | None = None, max_concurrent_reconciles: int = 2,
+                 settings: CertificationSettings = DEFAULT_CERTIFICATION_SETTINGS,
+                 clock: Callable[[], datetime] = _utcnow,
+                 registry: CollectorRegistry | None = None,
+                 nodes: Informer[NodeView] | None = None) -> None:
+        """``nodes``: a GPU node cache another controller runs in this process (default: this
+        controller builds and runs its own)."""
+        if max_concurrent_reconciles < 1:
+            raise ValueError("CertificationController: max_concurrent_reconciles must be at "
+                             f"least 1, got {max_concurrent_reconciles}")
+        self.client = client
+        self.catalog = catalog
+        self.settings = settings
+        self._clock = clock
+        kube = metrics_for(registry)
+        ns = list(namespaces) if namespaces is not None else None
+        self.certifications: Informer[Certification] = Informer(
+            client, CERTIFICATIONS, transform=certification_from_dict, namespace=ns,
+            metrics=kube, name="cre-certifications")
+        self.workflows: Informer[Workflow] = Informer(
+            client, WORKFLOWS, transform=workflow_from_dict, namespace=ns,
+            label_selector=L.CERTIFICATION,
+            indexers={INDEX_CERTIFICATION: _certification_index}, metrics=kube,
+            name="certification-workflows")
+        self._shared_nodes = nodes
+        self.nodes: Informer[NodeView] = nodes or Informer(
+            client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
+            name="certification-gpu-nodes", metrics=kube)
+        self.recorder = EventRecorder(client, component=COMPONENT)
+        self.executor = TierExecutor(client, self.recorder, owner=CERTIFICATIONS,
+                                     involved=involved_certification)
+        self.status_echo = OwnStatusEcho()
+        self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
+                                     metrics=kube)
+        self.controller.watch(self.certifications, self.on_certification, self.status_echo)
+        self.controller.watch(self.workflows, enqueue_owner(kind="Certification",
+                                                            group=L.GROUP))
+        if nodes is None:
+            self.controller.watch(self.nodes, enqueue_mapped(self._in_progress_keys),
+                                  node_changed)
+        else:
+            follow(self.controller, nodes, enqueue_mapped(self._in_progress_keys), node_changed)
+
+    @property
+    def queue(self) -> WorkQueue[str]:
+        """The controller's workqueue of Certification keys."""
+        return self.controller.queue
+
+    def has_synced(self) -> bool:
+        """True once every cache (a shared node cache included) holds its first full list."""
+        return self.controller.has_synced() and self.nodes.has_synced()
+
+    async def wait_synced(self) -> None:
+        """Return once every cache holds its first full list."""
+        await self.controller.wait_synced()
+        await self.nodes.wait_synced()
+
+    async def run(self) -> None:
+        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
+        a shared node cache, run by its owner, has synced)."""
+        if self._shared_nodes is not None:
+            await self._shared_nodes.wait_synced()
+        await self.controller.run()
+
+    def stop(self) -> None:
+        """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
+        self.controller.stop()
+
+    def on_certification(self, event: WatchEvent[Certification], queue: KeyQueue) -> None:
+        """A Certification changed (its own status echo is filtered out before)."""
+        key = key_of(event.obj)
+        if event.type == WatchEventType.DELETED:
+            self.status_echo.forget(key)
+            self.controller.queue.forget(key)
+            return
+        queue.add(key)
+
+    def _in_progress_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
+        del event
+        for cert in self.certifications.store.list():
+            if _in_progress(cert) and cert.metadata.deletion_timestamp is None:
+                yield key_of(cert)
+
+    def observe(self, cert: Certification) -> CertificationObservation:
+        """The Observation of ``cert`` from the caches."""
+        index = f"{cert.metadata.namespace or ''}/{cert.metadata.name or ''}"
+        workflows = tuple(sorted(self.workflows.store.by_index(INDEX_CERTIFICATION, index),
+                                 key=lambda w: w.metadata.name or ""))
+        nodes = tuple(sorted(self.nodes.store.list(), key=lambda n: n.name))
+        return CertificationObservation(nodes=nodes, workflows=workflows)
+
+    async def _live_workflows(self, cert: Certification) -> tuple[Workflow, ...]:
+        page = await self.client.list(
+            WORKFLOWS, namespace=cert.metadata.namespace,
+            query={"labelSelector": f"{L.CERTIFICATION}={cert.metadata.name}"})
+        out = []
+        for item in page.get("items") or []:
+            try:
+                out.append(workflow_from_dict({"apiVersion": L.API_VERSION, "kind": "Workflow",
+                                               **item}))
+            except Exception:  # unreadable: skipped as the cache skips it
+                continue
+        return tuple(sorted(out, key=lambda w: w.metadata.name or ""))
+
+    async def _fresh(self, cert: Certification) -> Certification | None:
+        try:
+            return certification_from_dict(await self.client.get(
+                CERTIFICATIONS, cert.metadata.name or "", namespace=cert.metadata.namespace))
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    async def reconcile(self, key: str) -> Result:
+        """One pass over the Certification ``namespace/name``."""
+        cert = self.certifications.store.get(key)
+        if cert is None:
+            return DONE
+        return await converge(self._step, cert, self.observe(cert),
+                              what=f"certification {key}", max_passes=MAX_PASSES)
+
+    async def _step(self, cert: Certification, obs: CertificationObservation
+                    ) -> Again[Certification, CertificationObservation] | Result:
+        plan = reconcile_certification(cert, obs, self._clock(), catalog=self.catalog,
+                                       settings=self.settings)
+        if plan.confirm_live:
+            return Again(cert, attrs.evolve(obs, workflows=await self._live_workflows(cert),
+                                            read_live=True), "live read")
+        outcome = await self.executor.apply(cert, plan)
+        if outcome.kind == TierOutcomeKind.CREATE_CONFLICTS:
+            names = tuple(c.partition("/")[2] for c in outcome.conflicts)
+            return Again(cert, attrs.evolve(obs, create_conflicts=(
+                *obs.create_conflicts, *names)), "name taken")
+        if outcome.kind == TierOutcomeKind.CONFLICT:
+            fresh = await self._fresh(cert)
+            return DONE if fresh is None else Again(fresh, obs, "write conflicted")
+        if outcome.kind == TierOutcomeKind.GONE:
+            return DONE
+        if plan.status is not None:
+            self.status_echo.remember(key_of(cert), plan.status)
+        return Result(requeue_after=plan.requeue_after)

@@ -1,0 +1,137 @@
+"""The ``nodeHealthMonitor``: a user's CEL expression over each node of a running Job.
+
+The reference runs a CEL detector with one variable, ``node`` (a corev1 Node), on the Job's
+nodes while the Job is not terminal; true means the node is unhealthy. Here the pure core does
+it on every pass, against the nodes of the Observation (the group's nodes and those hosting the
+Job's pods), with the program compiled once per expression (``cre.api.cel``, cached, no I/O).
+
+``node`` is the Node as the slim projection keeps it, in corev1 JSON shape: ``metadata`` (name,
+uid, every label), ``spec`` (``unschedulable``, ``taints``, ``providerID``) and ``status``
+(``conditions`` with type/status/reason/message, ``allocatable`` GPUs). Scalars a Go client
+would see as zero values are present with those values (``spec.unschedulable`` is ``false``
+on a node that omits it), so the catalog default ``node.spec.unschedulable == true`` means the
+same thing here as on the typed Go object. Heartbeat times, images and volumes are not kept.
+
+An expression that fails to evaluate on a node (a missing map key, a result that is not a bool)
+does not flag it, as in the reference where such errors are only logged; here the errors are
+returned so the Job's InProgress message can name them. A syntax error never gets this far:
+validation rejects the spec (``InvalidSpec``) before any workload exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+
+from cre.api.cel import CelError, compile_cel
+from cre.api.conditions import ConditionType, FailedNodeReason, JobReason
+from cre.api.job import FailedNode, Job, JobStatus
+from cre.api.meta import Condition, ConditionStatus
+from cre.core.observed import NodeView
+from cre.core.trio import bound_note
+
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+
+@attrs.frozen(kw_only=True)
+class HealthVerdict:
+    """The monitor's result on a set of nodes: the names it flagged and the evaluation errors
+    (``(node, message)``), both in node-name order."""
+
+    expression: str = ""
+    flagged: tuple[str, ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()
+
+    def message(self) -> str:
+        """``Hardware failure detected on node(s) a, b: nodeHealthMonitor `<expr>` is true``."""
+        return (f"Hardware failure detected on node(s) {', '.join(self.flagged)}: "
+                f"nodeHealthMonitor `{self.expression}` is true")
+
+    def note(self) -> str:
+        """A sentence on the evaluation errors, or ``""``."""
+        if not self.errors:
+            return ""
+        shown = "; ".join(f"{node}: {error}" for node, error in self.errors[:3])
+        more = f" (and {len(self.errors) - 3} more)" if len(self.errors) > 3 else ""
+        return f"; nodeHealthMonitor could not be evaluated on {shown}{more}"
+
+
+def node_object(view: NodeView) -> dict[str, Any]:
+    """The ``node`` variable for ``view``: corev1 Node JSON with Go zero values."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": view.name, "uid": view.uid, "labels": dict(view.labels)},
+        "spec": {
+            "unschedulable": view.unschedulable,
+            "providerID": view.provider_id or "",
+            "taints": [{"key": t.key, "value": t.value or "", "effect": t.effect or ""}
+                       for t in view.taints],
+        },
+        "status": {
+            "conditions": [{"type": c.type, "status": c.status, "reason": c.reason or "",
+                            "message": c.message or ""} for c in view.conditions],
+            "allocatable": {GPU_RESOURCE: str(view.allocatable_gpus)},
+        },
+    }
+
+
+def expression_of(job: Job) -> str | None:
+    """The Job's ``nodeHealthMonitor`` expression, if it has one."""
+    monitor = job.spec.node_health_monitor
+    return monitor.cel.expression if monitor is not None else None
+
+
+def check_nodes(expression: str, nodes: Sequence[NodeView]) -> HealthVerdict:
+    """Evaluate ``expression`` on every node; a node is flagged when the result is ``true``."""
+    try:
+        program = compile_cel(expression)
+    except CelError as exc:  # validation reports it before any workload; never raise here
+        return HealthVerdict(expression=expression, errors=(("*", str(exc)),))
+    flagged: list[str] = []
+    errors: list[tuple[str, str]] = []
+    for view in sorted(nodes, key=lambda n: n.name):
+        try:
+            result = program.run({"node": node_object(view)})
+        except CelError as exc:
+            errors.append((view.name, str(exc)))
+            continue
+        if result is True:
+            flagged.append(view.name)
+        elif result is not False:
+            errors.append((view.name, f"must return a bool, got {type(result).__name__}"))
+    return HealthVerdict(expression=expression, flagged=tuple(flagged), errors=tuple(errors))
+
+
+def check_job(job: Job, nodes: Sequence[NodeView]) -> HealthVerdict | None:
+    """The monitor's verdict on ``nodes`` for ``job`` (``None``: the Job has no monitor)."""
+    expression = expression_of(job)
+    if expression is None:
+        return None
+    return check_nodes(expression, nodes)
+
+
+def mark_hardware_failed(status: JobStatus, verdict: HealthVerdict, *, now: datetime,
+                         generation: int | None) -> JobStatus:
+    """``status`` with ``HardwareFailed=True`` (reason ``HardwareFailureDetected``; never
+    cleared) and a ``HardwareFailureDetected`` entry in ``failedNodes`` for each flagged node
+    (additive: an entry is never removed)."""
+    message = bound_note(verdict.message())
+    failed = list(status.failed_nodes)
+    keys = {(f.name, f.reason) for f in failed}
+    for name in verdict.flagged:
+        if (name, FailedNodeReason.HARDWARE_FAILURE_DETECTED) not in keys:
+            failed.append(FailedNode(name=name, reason=FailedNodeReason.HARDWARE_FAILURE_DETECTED,
+                                     message=message))
+    conditions = status.conditions
+    current = next((c for c in conditions if c.type == ConditionType.HARDWARE_FAILED), None)
+    if current is None or current.status != ConditionStatus.TRUE:
+        fresh = Condition(type=ConditionType.HARDWARE_FAILED, status=ConditionStatus.TRUE,
+                          reason=JobReason.HARDWARE_FAILURE_DETECTED, message=message,
+                          last_transition_time=now, observed_generation=generation)
+        conditions = tuple(c for c in conditions if c.type != ConditionType.HARDWARE_FAILED)
+        conditions = (*conditions, fresh)
+    return attrs.evolve(status, conditions=conditions, failed_nodes=tuple(failed))

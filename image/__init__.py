@@ -1,0 +1,1 @@
+"""Build, run and inspect the cre-manager container image (``python -m image``)."""

@@ -1,0 +1,136 @@
+"""The TierExecutor applies a tier Plan as cre.core.tierplan documents: a foreign holder of a
+name stops the plan before the status (and is reported), a holder the object controls counts
+as created, upserts replace, and the status lands only after them."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import pytest
+
+from cre.api import labels as L
+from cre.api.converter import from_dict
+from cre.api.workflow import Workflow
+from cre.controller.tiershell import (
+    TierExecutor,
+    TierOutcomeKind,
+    controlled_by,
+    resource_for,
+)
+from cre.controller.workflowshell import WORKFLOWS, involved_workflow, workflow_from_dict
+from cre.core.plan import Create
+from cre.core.tierplan import TierPlan, Upsert
+from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINING_RUNTIMES, KubeClient
+from cre.kube.events import EventRecorder
+from cre.testing.apiserver import Emulator
+
+pytestmark = pytest.mark.anyio
+_namespaces = itertools.count()
+
+
+def test_resources_of_dependency_kinds() -> None:
+    """Dependency kinds map to their API resources (plural, scope) without a discovery call."""
+    assert resource_for("v1", "ConfigMap") == CONFIGMAPS
+    assert resource_for("trainer.kubeflow.org/v1alpha1", "TrainingRuntime") == TRAINING_RUNTIMES
+    cd = resource_for("resource.nvidia.com/v1beta1", "ComputeDomain")
+    assert (cd.group, cd.version, cd.plural, cd.namespaced) == (
+        "resource.nvidia.com", "v1beta1", "computedomains", True)
+    assert resource_for("resource.k8s.io/v1", "ResourceClaimTemplate").plural == \
+        "resourceclaimtemplates"
+    assert not resource_for("trainer.kubeflow.org/v1alpha1",
+                            "ClusterTrainingRuntime").namespaced
+    assert controlled_by({"metadata": {"ownerReferences": [{"uid": "u", "controller": True}]}},
+                         "u")
+    assert not controlled_by({"metadata": {"ownerReferences": [{"uid": "u"}]}}, "u")
+
+
+@pytest.fixture
+async def setup(shared_emulator: Emulator) -> AsyncIterator[tuple[KubeClient, Workflow]]:
+    """A client and a served Workflow (in a fresh namespace) to apply plans for."""
+    ns = f"exec-{next(_namespaces)}"
+    client = await KubeClient.from_kubeconfig(str(shared_emulator.kubeconfig_path))
+    try:
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": ns}})
+        body = {"apiVersion": L.API_VERSION, "kind": "Workflow",
+                "metadata": {"name": "wf", "namespace": ns},
+                "spec": {"jobTemplate": {"spec": {"workload": {"trainJob": {
+                    "runtimeRef": {"name": "rt"}}}}}, "orchestration": {}}}
+        served = await client.create(WORKFLOWS, body, namespace=ns)
+        yield client, workflow_from_dict(served)
+    finally:
+        await client.close()
+
+
+def _cm(name: str, ns: str, *, owner: str | None, data: bytes = b"x") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": L.API_VERSION, "kind": "Workflow",
+                                    "name": "wf", "uid": owner, "controller": True}]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+            "binaryData": {"k": base64.b64encode(data).decode()}}
+
+
+def _create(body: dict[str, Any]) -> Create:
+    meta = body["metadata"]
+    return Create(api_version="v1", kind="ConfigMap", namespace=meta["namespace"],
+                  name=meta["name"], body=body)
+
+
+async def test_plan_order_and_answers(setup: tuple[KubeClient, Workflow]) -> None:
+    """Own holders count as created, upserts replace, then the status is written; a foreign
+    holder stops the next plan before its upserts and status and names ``Kind/name``."""
+    client, wf = setup
+    ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
+    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+                            involved=involved_workflow)
+    await client.create(CONFIGMAPS, _cm("mine", ns, owner=uid), namespace=ns)
+    await client.create(CONFIGMAPS, _cm("theirs", ns, owner=None), namespace=ns)
+    await client.create(CONFIGMAPS, _cm("result", ns, owner=uid, data=b"old"), namespace=ns)
+    status = attrs.evolve(wf.status, namespace=ns)
+    plan: TierPlan[Any] = TierPlan(
+        resource_version=wf.metadata.resource_version or "",
+        creates=(_create(_cm("mine", ns, owner=uid)), _create(_cm("new", ns, owner=uid))),
+        upserts=(Upsert(api_version="v1", kind="ConfigMap", namespace=ns, name="result",
+                        body=_cm("result", ns, owner=uid, data=b"new")),),
+        status=status)
+    outcome = await executor.apply(wf, plan)
+    assert outcome.kind == TierOutcomeKind.APPLIED
+    assert [c["metadata"]["name"] for c in outcome.created] == ["mine", "new"]
+    result = await client.get(CONFIGMAPS, "result", namespace=ns)
+    assert base64.b64decode(result["binaryData"]["k"]) == b"new"
+    served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
+    assert served.status.namespace == ns
+
+    conflicted = TierPlan(
+        resource_version=served.metadata.resource_version or "",
+        creates=(_create(_cm("theirs", ns, owner=uid)),),
+        upserts=(Upsert(api_version="v1", kind="ConfigMap", namespace=ns, name="result",
+                        body=_cm("result", ns, owner=uid, data=b"newer")),),
+        status=attrs.evolve(served.status, namespace="elsewhere"))
+    outcome = await executor.apply(served, conflicted)
+    assert outcome.kind == TierOutcomeKind.CREATE_CONFLICTS
+    assert outcome.conflicts == ("ConfigMap/theirs",)
+    result = await client.get(CONFIGMAPS, "result", namespace=ns)
+    assert base64.b64decode(result["binaryData"]["k"]) == b"new"
+    again = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
+    assert again.status.namespace == ns
+
+
+async def test_stale_status_write_is_a_conflict(setup: tuple[KubeClient, Workflow]) -> None:
+    """A status computed from an old resourceVersion is not written: the outcome is CONFLICT
+    (the controller re-reads and runs the core again)."""
+    client, wf = setup
+    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+                            involved=involved_workflow)
+    ns = wf.metadata.namespace or ""
+    await client.patch(WORKFLOWS, "wf", {"metadata": {"labels": {"touched": "yes"}}},
+                       namespace=ns)
+    plan: TierPlan[Any] = TierPlan(resource_version=wf.metadata.resource_version or "",
+                                   status=attrs.evolve(wf.status, namespace=ns))
+    outcome = await executor.apply(wf, plan)
+    assert outcome.kind == TierOutcomeKind.CONFLICT

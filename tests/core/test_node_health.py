@@ -1,0 +1,123 @@
+"""The nodeHealthMonitor: compiled at validation, evaluated by the pure core on the Job's nodes
+while it runs; a node it flags fails the Job (HardwareFailureDetected, Node class)."""
+
+from __future__ import annotations
+
+import attrs
+
+from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope
+from cre.api.job import CelExpression, Job, NodeHealthMonitor
+from cre.api.meta import ConditionStatus
+from cre.api.validate import validate
+from cre.core.health import check_nodes, node_object
+from cre.core.job import reconcile_job, spec_errors
+from cre.core.observed import NodeCondition, NodeTaint, NodeView
+from cre.core.plan import Observation
+from cre.core.trio import true_member
+from cre.testing.strategies.job import NODES, at, make_job, node, running_status, trainjob
+
+CORDONED = "node.spec.unschedulable == true"
+
+
+def _monitored(expression: str, **kw: object) -> Job:
+    job = make_job(**kw)  # type: ignore[arg-type]
+    monitor = NodeHealthMonitor(cel=CelExpression(expression=expression))
+    return attrs.evolve(job, spec=attrs.evolve(job.spec, node_health_monitor=monitor))
+
+
+def test_syntax_error_is_a_field_error_and_fails_the_job_before_any_workload() -> None:
+    """``node.((`` is reported at ``spec.nodeHealthMonitor.cel.expression``; a new Job carrying
+    it fails InvalidSpec naming that path and creates nothing."""
+    job = _monitored("node.((")
+    (error,) = [e for e in validate(job) if "nodeHealthMonitor" in e.path]
+    assert error.path == "spec.nodeHealthMonitor.cel.expression"
+    assert error.message.startswith("invalid CEL expression: ")
+    assert any(e.startswith("spec.nodeHealthMonitor.cel.expression: invalid CEL")
+               for e in spec_errors(job))
+    plan = reconcile_job(job, Observation(), at(0))
+    assert not plan.creates and plan.status is not None
+    failed = true_member(plan.status.conditions)
+    assert failed is not None and failed.reason == "InvalidSpec"
+    assert "spec.nodeHealthMonitor.cel.expression" in failed.message
+
+
+def test_the_node_variable_has_go_zero_values() -> None:
+    """A node that omits ``spec.unschedulable`` reads as false, as the typed Go object does."""
+    plain, cordoned = node("a"), attrs.evolve(node("b"), unschedulable=True)
+    verdict = check_nodes(CORDONED, [cordoned, plain])
+    assert verdict.flagged == ("b",) and verdict.errors == ()
+    assert node_object(plain)["spec"]["unschedulable"] is False
+
+
+def test_conditions_taints_and_labels_are_visible() -> None:
+    """Conditions (type/status/reason/message), taints and labels can be tested."""
+    sick = attrs.evolve(node("a"), labels=(("nvidia.com/gpu.health", "bad"),),
+                        conditions=(NodeCondition(type="GpuXid", status="True",
+                                                  reason="Xid79", message="fell off the bus"),),
+                        taints=(NodeTaint(key="nvidia.com/xid", effect="NoExecute"),))
+    healthy = node("b")
+    for expression in (
+        "node.status.conditions.exists(c, c.type == 'GpuXid' && c.status == 'True')",
+        "node.spec.taints.exists(t, t.effect == 'NoExecute')",
+        "node.metadata.labels['nvidia.com/gpu.health'] == 'bad'",
+    ):
+        verdict = check_nodes(expression, [sick])
+        assert verdict.flagged == ("a",), expression
+    assert check_nodes("node.spec.taints.exists(t, t.effect == 'NoExecute')",
+                       [healthy]).flagged == ()
+
+
+def test_evaluation_errors_do_not_flag_and_are_named_in_the_running_message() -> None:
+    """An expression that cannot be evaluated on a node (missing label key) flags nothing; the
+    InProgress message names the node and the error."""
+    job = _monitored("node.metadata.labels['rack'] == 'r1'", status=running_status())
+    obs = Observation(trainjob=trainjob(), nodes=tuple(node(n) for n in NODES))
+    plan = reconcile_job(job, obs, at(30))
+    assert plan.status is not None
+    current = true_member(plan.status.conditions)
+    assert current is not None and current.reason == "WorkloadRunning"
+    assert "nodeHealthMonitor could not be evaluated on gpu-0: " in current.message
+    assert not plan.deletes
+
+
+def test_a_flagged_node_fails_the_job_as_a_node_failure() -> None:
+    """A cordoned group node under ``node.spec.unschedulable == true``: HardwareFailed True,
+    the node listed as HardwareFailureDetected, the Job Failed naming the node and the
+    expression, failure class Node/GPUUnhealthy, and the workload deleted."""
+    job = _monitored(CORDONED, status=running_status())
+    nodes = (node("gpu-0"), attrs.evolve(node("gpu-1"), unschedulable=True), node("gpu-2"))
+    plan = reconcile_job(job, Observation(trainjob=trainjob(), nodes=nodes), at(30))
+    status = plan.status
+    assert status is not None
+    failed = true_member(status.conditions)
+    assert failed is not None and failed.type == ConditionType.FAILED
+    assert failed.reason == "HardwareFailureDetected"
+    assert "gpu-1" in failed.message and CORDONED in failed.message
+    hardware = next(c for c in status.conditions if c.type == ConditionType.HARDWARE_FAILED)
+    assert hardware.status == ConditionStatus.TRUE
+    assert [(f.name, f.reason) for f in status.failed_nodes] == [
+        ("gpu-1", FailedNodeReason.HARDWARE_FAILURE_DETECTED)]
+    assert status.failure_class is not None
+    assert (status.failure_class.scope, status.failure_class.reason) == (
+        FailureScope.NODE, "GPUUnhealthy")
+    assert [d.name for d in plan.deletes] == ["j1-workload"]
+    assert [e.reason for e in plan.events] == ["HardwareFailureDetected"]
+
+
+def test_healthy_nodes_leave_the_run_alone() -> None:
+    """No node flagged: the running plan is what it is without a monitor."""
+    job = _monitored(CORDONED, status=running_status())
+    obs = Observation(trainjob=trainjob(), nodes=tuple(node(n) for n in NODES))
+    plain = make_job(status=running_status())
+    assert reconcile_job(job, obs, at(30)) == reconcile_job(plain, obs, at(30))
+
+
+def test_monitor_compiles_once() -> None:
+    """The compiled program is cached by expression (pure: same input, same program)."""
+    from cre.api.cel import compile_cel
+
+    before = compile_cel.cache_info().hits
+    nodes = [NodeView(name=f"n{i}") for i in range(5)]
+    check_nodes(CORDONED, nodes)
+    check_nodes(CORDONED, nodes)
+    assert compile_cel.cache_info().hits >= before + 1

@@ -1,0 +1,123 @@
+"""A Job that cannot run says so: unschedulable pods past the grace give InProgress
+WorkloadSchedulingBlocked (timeout clock paused), and a TrainJob that never makes a pod fails
+WorkloadStalled with its Events."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+
+from cre.api.conditions import FailureScope
+from cre.api.job import Job
+from cre.core.job import reconcile_job
+from cre.core.observed import ContainerState, ObjectEvent, PodCondition, PodView
+from cre.core.plan import Observation, Plan
+from cre.core.trio import true_member
+from cre.testing.strategies.job import T0, at, make_job, node, pod, running_status, trainjob
+
+SCHEDULER = ("0/8 nodes are available: 8 node(s) didn't match Pod's node affinity/selector. "
+             "preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling.")
+W0, W1 = "j1-workload-node-0-0-aaaaa", "j1-workload-node-0-1-bbbbb"
+
+
+def _pending(name: str) -> PodView:
+    return pod(name, node=None, state=ContainerState(kind="waiting", reason="ContainerCreating"),
+               phase="Pending", conditions=(PodCondition(
+                   type="PodScheduled", status="False", reason="Unschedulable",
+                   message=SCHEDULER),))
+
+
+def _current(plan: Plan) -> tuple[str, str]:
+    assert plan.status is not None
+    cond = true_member(plan.status.conditions)
+    assert cond is not None
+    return cond.reason, cond.message
+
+
+def _blocked_world(job: Job) -> Observation:
+    return Observation(trainjob=trainjob(), worker_pods=(_pending(W0), _pending(W1)),
+                       nodes=(node("gpu-0"), attrs.evolve(node("gpu-1"), unschedulable=True)))
+
+
+def test_unschedulable_within_the_grace_records_when_it_started() -> None:
+    """Unschedulable pods first seen: blocked-since recorded, still WorkloadRunning, requeued no
+    later than the end of the grace."""
+    job = make_job(status=running_status())
+    plan = reconcile_job(job, _blocked_world(job), at(60))
+    assert plan.status is not None and plan.status.scheduling_blocked_since == at(60)
+    assert _current(plan)[0] == "WorkloadRunning"
+    assert plan.requeue_after == 15.0
+
+
+def test_unschedulable_past_the_grace_is_reported_with_the_scheduler_message() -> None:
+    """Past schedulingStallGraceSeconds: InProgress WorkloadSchedulingBlocked naming the
+    scheduler's message, the pods and the group nodes with their problems."""
+    job = make_job(status=attrs.evolve(running_status(), scheduling_blocked_since=at(60)))
+    plan = reconcile_job(job, _blocked_world(job), at(60 + 300))
+    reason, message = _current(plan)
+    assert reason == "WorkloadSchedulingBlocked"
+    assert SCHEDULER in message
+    assert f"pods: {W0}, {W1}" in message
+    assert "group nodes: gpu-0, gpu-1 (cordoned), gpu-2 (not found)" in message
+    assert "cannot be scheduled for 300s" in message
+    assert plan.status is not None and plan.status.phase == "Pending"
+
+
+def test_blocked_time_is_excluded_from_the_timeout() -> None:
+    """A 10m timeout does not fire while pods are blocked for 30m; once they are placed, the
+    start moves forward by the blocked time and the timeout counts from there."""
+    job = make_job(timeout="10m", status=attrs.evolve(running_status(started=T0),
+                                                      scheduling_blocked_since=at(60)))
+    blocked = reconcile_job(job, _blocked_world(job), at(60 + 1800))
+    assert _current(blocked)[0] == "WorkloadSchedulingBlocked"
+    placed = Observation(trainjob=trainjob(), worker_pods=(pod(W0), pod(W1)),
+                         nodes=(node("gpu-0"),))
+    resumed = reconcile_job(job, placed, at(60 + 1800))
+    assert resumed.status is not None
+    assert resumed.status.workload_start_time == T0 + timedelta(seconds=1800)
+    assert resumed.status.scheduling_blocked_since is None
+    assert _current(resumed)[0] == "WorkloadRunning"
+
+
+def test_a_trainjob_that_never_starts_fails_with_its_events() -> None:
+    """No pod 1200 s after the TrainJob's creation: the core asks for its Events, then fails the
+    Job WorkloadStalled with them (Platform class, no node blamed, workload deleted)."""
+    job = make_job(status=running_status())
+    early = reconcile_job(job, Observation(trainjob=trainjob()), at(1199))
+    assert not early.read_workload_events and early.status is None  # still running
+    asks = reconcile_job(job, Observation(trainjob=trainjob()), at(1200))
+    assert asks.read_workload_events and not asks.writes
+    events = (ObjectEvent(type="Warning", reason="TrainJobResourcesCreationFailed",
+                          message="TrainJob resources reconciliation failed: "
+                                  "TrainingRuntime mpi-runtime not found", count=7),)
+    plan = reconcile_job(job, Observation(trainjob=trainjob(), workload_events=events), at(1200))
+    reason, message = _current(plan)
+    assert reason == "WorkloadStalled"
+    assert "did not start within startupStallTimeoutSeconds 1200s" in message
+    assert ("Warning TrainJobResourcesCreationFailed: TrainJob resources reconciliation failed:"
+            " TrainingRuntime mpi-runtime not found (x7)") in message
+    status = plan.status
+    assert status is not None and status.failure_class is not None
+    assert (status.failure_class.scope, status.failure_class.reason) == (
+        FailureScope.PLATFORM, "WorkloadNotStarted")
+    assert status.failed_nodes == ()
+    assert status.failure_log is not None and "not found" in status.failure_log.tail
+    assert [d.name for d in plan.deletes] == ["j1-workload"]
+
+
+def test_a_suspended_trainjob_is_not_a_startup_stall() -> None:
+    """A suspended (queued) TrainJob without pods is pending, however long it waits."""
+    job = make_job(status=running_status())
+    plan = reconcile_job(job, Observation(trainjob=trainjob(state="suspended")), at(7200))
+    assert not plan.read_workload_events
+    assert _current(plan)[0] == "WorkloadPending"
+
+
+def test_a_workload_whose_jobset_was_built_is_no_startup_stall() -> None:
+    """No pod for a while after Trainer built the JobSet (a JobSet restart recreating its
+    Jobs) is not a workload that never started."""
+    job = make_job(status=running_status())
+    built = attrs.evolve(trainjob(), jobs_built=True)
+    plan = reconcile_job(job, Observation(trainjob=built), at(7200))
+    assert not plan.read_workload_events and plan.status is None
