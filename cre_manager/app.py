@@ -79,7 +79,7 @@ async def run_manager(config: ManagerConfig, registry: CollectorRegistry | None 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        config = parse_config(argv)
+        config = parse_config(argv, known_controllers=tuple(CONTROLLERS))
     except ConfigError as exc:
         print(f"cre-manager: {exc.message}", file=sys.stderr)
         return int(exc.code)

@@ -16,6 +16,7 @@ from cre.api.labels import GROUP, VERSION
 from cre.catalog.loader import load_catalog
 from cre.controller.certification import CertificationController
 from cre.controller.job import JobController
+from cre.controller.measurement import MeasurementController
 from cre.controller.workflow import SharedCaches, WorkflowController
 from cre.core.workflow import WorkflowSettings
 from cre.kube.client import KubeClient
@@ -107,6 +108,12 @@ def _certification_controller(client: KubeClient, config: ManagerConfig,
         nodes=shared.nodes if shared is not None else None))
 
 
+def _measurement_controller(client: KubeClient, config: ManagerConfig,
+                            registry: CollectorRegistry) -> Runnable:
+    return Draining(MeasurementController(client, namespaces=config.namespaces or None,
+                                          registry=registry))
+
+
 @attrs.frozen(slots=True)
 class ControllerSpec:
     """One controller: its ``--controllers`` name, what it needs served, how to build it (from
@@ -126,8 +133,8 @@ class ControllerSpec:
 CONTROLLERS: dict[str, ControllerSpec] = {
     spec.name: spec for spec in (
         ControllerSpec(name="job",
-                       requires=(_cre("jobs"), _trainer("trainjobs"),
-                                 _trainer("trainingruntimes")),
+                       requires=(_cre("jobs"), _cre("bandwidthmeasurements"),
+                                 _trainer("trainjobs"), _trainer("trainingruntimes")),
                        build=_job_controller),
         ControllerSpec(name="workflow",
                        requires=(_cre("workflows"), _cre("jobs"), _trainer("trainingruntimes")),
@@ -135,6 +142,10 @@ CONTROLLERS: dict[str, ControllerSpec] = {
         ControllerSpec(name="certification",
                        requires=(_cre("certifications"), _cre("workflows")),
                        build=_certification_controller),
+        ControllerSpec(name="measurement",
+                       requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
+                                 _cre("logprofiles")),
+                       build=_measurement_controller),
     )
 }
 

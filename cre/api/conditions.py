@@ -209,6 +209,10 @@ class MeasurementReason(enum.StrEnum):
     JOB_FAILED = "JobFailed"
     LOG_PROFILE_NOT_FOUND = "LogProfileNotFound"
     NO_DATA_COLLECTED = "NoDataCollected"
+    # The final read could not be done (pod gone, unreadable log): results are provisional.
+    LOGS_UNAVAILABLE = "LogsUnavailable"
+    # The Job ended; the final read failed and is retried (not terminal).
+    FINAL_READ_PENDING = "FinalReadPending"
 
 
 class CategoryState(enum.StrEnum):

@@ -164,6 +164,10 @@ class JobStatus:
     failure_class: FailureClass | None = None
     # When the finalizer started waiting for the workload's pods to drain (bounded wait).
     drain_start_time: datetime | None = None
+    # The final measured bus bandwidth (max over message sizes, GB/s, "%.2f"): what the
+    # thresholds were judged on, shown next to the verdict (printer column BusBW).
+    bus_bandwidth_gbps: str | None = attrs.field(
+        default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$"))
 
 
 @attrs.frozen(kw_only=True)

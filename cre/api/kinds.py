@@ -114,6 +114,8 @@ KINDS: tuple[KindInfo, ...] = (
             PHASE,
             REASON,
             PrinterColumn(name="Restarts", json_path=".status.restartCount", type="integer"),
+            PrinterColumn(name="BusBW", json_path=".status.busBandwidthGBps",
+                          description="Measured bus bandwidth, GB/s (max over sizes)"),
             PrinterColumn(name="Workload", json_path=".status.workloadRef.name", priority=1),
             PrinterColumn(name="Failure", json_path=".status.failureClass.scope", priority=1),
             AGE,

@@ -53,8 +53,16 @@ class BandwidthMeasurementStatus:
         default=None, metadata=c(minimum=0, int_format="int64")
     )
     results: tuple[BandwidthResult, ...] = ()
+    # NCCL transports seen ("Using network IB"), sorted.
+    transports: tuple[str, ...] = ()
     start_time: datetime | None = None
     completion_time: datetime | None = None
+    # Provisional sampling anchor: the kubelet timestamp of the last log line counted, and how
+    # many lines carrying exactly that timestamp were counted (the next read skips them).
+    sampled_through: str | None = None
+    sampled_through_lines: int | None = attrs.field(default=None, metadata=c(
+        minimum=0, int_format="int32"))
+    last_sample_time: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)

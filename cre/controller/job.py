@@ -33,10 +33,13 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.job import Job
 from cre.api.labels import GPU_PRESENT, GROUP, JOB
+from cre.api.measurement import BandwidthMeasurement
 from cre.controller.jobevents import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.jobshell import (
+    BANDWIDTHMEASUREMENTS,
     JOBS,
     JobReads,
+    bandwidth_from_dict,
     by_creation,
     involved,
     job_executor,
@@ -47,6 +50,7 @@ from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
 from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
+from cre.core.jobmeasure import BANDWIDTH_KIND, bandwidth_name
 from cre.core.observed import NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, Observation, Plan
 from cre.core.projections import node_view, trainjob_view
@@ -136,6 +140,9 @@ class JobController(JobEvents):
             name="cre-trainjobs", metrics=kube)
         self.workers = worker_pod_informer(client, ns, metrics=kube)
         self.launchers = launcher_pod_informer(client, ns, metrics=kube)
+        self.measurements: Informer[BandwidthMeasurement] = Informer(
+            client, BANDWIDTHMEASUREMENTS, transform=bandwidth_from_dict, namespace=ns,
+            label_selector=JOB, name="cre-bandwidthmeasurements", metrics=kube)
         self.nodes: Informer[NodeView] = Informer(
             client, NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true",
             name="gpu-nodes", metrics=kube)
@@ -151,6 +158,7 @@ class JobController(JobEvents):
                                      metrics=kube)
         self.controller.watch(self.jobs, self.on_job, self.status_echo)
         self.controller.watch(self.trainjobs, enqueue_owner(kind="Job", group=GROUP))
+        self.controller.watch(self.measurements, enqueue_owner(kind="Job", group=GROUP))
         self.controller.watch(self.workers, self.on_worker)
         self.controller.watch(self.launchers, self.on_launcher)
         self.controller.watch(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed)
@@ -162,7 +170,8 @@ class JobController(JobEvents):
 
     @property
     def informers(self) -> tuple[Informer[Any], ...]:
-        return (self.jobs, self.trainjobs, self.workers, self.launchers, self.nodes)
+        return (self.jobs, self.trainjobs, self.workers, self.launchers, self.nodes,
+                self.measurements)
 
     def has_synced(self) -> bool:
         """True once every cache holds its first full list."""
@@ -203,8 +212,10 @@ class JobController(JobEvents):
         hosts = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
         nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
         trainjob = object_key(job.metadata.namespace, workload_name(job.metadata.name or ""))
+        bandwidth = object_key(job.metadata.namespace, bandwidth_name(job.metadata.name or ""))
         return Observation(trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
-                           launcher_pods=launchers, nodes=nodes)
+                           launcher_pods=launchers, nodes=nodes,
+                           bandwidth_measurement=self.measurements.store.get(bandwidth))
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the Job ``namespace/name``."""
@@ -237,9 +248,19 @@ class JobController(JobEvents):
         outcome = await self.executor.apply(job, plan)
         # A workload just created is observed, so a re-run after a conflict adopts it instead
         # of creating it again and learning of it through AlreadyExists.
-        created = [trainjob_view(raw) for raw in outcome.created]
+        created = [trainjob_view(raw) for raw in outcome.created
+                   if raw.get("kind") != BANDWIDTH_KIND]
         if created:
             obs = attrs.evolve(obs, trainjob=created[-1])
+        measured = [bandwidth_from_dict(raw) for raw in outcome.created
+                    if raw.get("kind") == BANDWIDTH_KIND]
+        if measured:
+            obs = attrs.evolve(obs, bandwidth_measurement=measured[-1])
+        if (outcome.kind == OutcomeKind.CREATE_EXISTS and outcome.holder
+                and outcome.holder.get("kind") == BANDWIDTH_KIND):
+            # The measurement's name is held: the core keeps it (this Job's) or deletes it.
+            return Again(job, attrs.evolve(obs, bandwidth_measurement=bandwidth_from_dict(
+                outcome.holder)), "measurement exists")
         if outcome.kind == OutcomeKind.CREATE_EXISTS:
             holder = trainjob_view(outcome.holder) if outcome.holder else None
             return Again(job, attrs.evolve(obs, create_conflict=holder), "name taken")
@@ -268,8 +289,9 @@ class JobController(JobEvents):
 
     def _record(self, job: Job, plan: Plan, outcome: Outcome) -> None:
         ns, name = job.metadata.namespace or "", job.metadata.name or ""
-        if plan.creates:
-            self.metrics.workload_created.inc(len(plan.creates))
+        workloads = sum(1 for c in plan.creates if c.kind != BANDWIDTH_KIND)
+        if workloads:
+            self.metrics.workload_created.inc(workloads)
         status = plan.status
         if status is None:
             return

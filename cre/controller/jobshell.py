@@ -18,6 +18,7 @@ from typing import Any, Final
 from cre.api.converter import structure
 from cre.api.job import Job
 from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
+from cre.api.measurement import BandwidthMeasurement
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.observed import LogTail, ObjectEvent, PodView, TrainJobView
 from cre.core.plan import LogRequest
@@ -30,11 +31,18 @@ from cre.kube.objectevents import read_object_events
 from cre.kube.pods import live_list_pods, read_pod_log
 
 JOBS: Final = Resource(GROUP, VERSION, "jobs", kind="Job")
+BANDWIDTHMEASUREMENTS: Final = Resource(GROUP, VERSION, "bandwidthmeasurements",
+                                        kind="BandwidthMeasurement")
 
 
 def job_from_dict(raw: dict[str, Any]) -> Job:
     """The Job model of a served object (the informer drops objects that do not validate)."""
     return structure(raw, Job)
+
+
+def bandwidth_from_dict(raw: dict[str, Any]) -> BandwidthMeasurement:
+    """The BandwidthMeasurement model of a served object."""
+    return structure(raw, BandwidthMeasurement)
 
 
 def involved(job: Job) -> dict[str, Any]:
@@ -48,7 +56,9 @@ def job_executor(client: KubeClient, recorder: EventRecorder, *,
                  clock: Callable[[], datetime]) -> PlanExecutor:
     """The executor of Job plans: TrainJobs created and deleted, the Job's status and
     finalizers written, Events naming the Job."""
-    return PlanExecutor(client, recorder, owner=JOBS, kinds={TRAINJOB_KIND: TRAINJOBS},
+    return PlanExecutor(client, recorder, owner=JOBS,
+                        kinds={TRAINJOB_KIND: TRAINJOBS,
+                               BANDWIDTHMEASUREMENTS.kind: BANDWIDTHMEASUREMENTS},
                         involved=involved, clock=clock)
 
 

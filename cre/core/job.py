@@ -37,6 +37,7 @@ from cre.core import failurelog as fl
 from cre.core import stall
 from cre.core.classify import Cause, classify, group_nodes, merge_failed_nodes
 from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
+from cre.core.jobmeasure import measurement_writes, validate_succeeded
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
     DEFAULT_SETTINGS,
@@ -49,7 +50,7 @@ from cre.core.plan import (
     Patch,
     Plan,
 )
-from cre.core.timeouts import resume_clock, seconds_left
+from cre.core.timeouts import parse_duration, resume_clock, seconds_left
 from cre.core.trio import bound_note, set_exclusive, true_member
 from cre.core.workload import (
     TRAINJOB_API_VERSION,
@@ -108,7 +109,9 @@ def reconcile_job(
         return ctx.plan(patches=(Patch(namespace=ctx.namespace, name=ctx.name, body=body,
                                        resource_version=ctx.rv),))
     current = true_member(job.status.conditions)
-    if current is not None and current.type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
+    if current is not None and current.type == ConditionType.SUCCEEDED:
+        return _judge(ctx, ctx.job.status, None)
+    if current is not None and current.type == ConditionType.FAILED:
         return _terminal(ctx, current.reason)
     return _lifecycle(ctx)
 
@@ -251,13 +254,18 @@ def _restarting(job: Job) -> bool:
 
 
 def _create(ctx: _Ctx) -> Plan:
+    # The Job's BandwidthMeasurement first (cre.core.jobmeasure): created once, with the
+    # workload and before it, never later on a cache miss.
+    measure, stale = measurement_writes(ctx.job, ctx.obs.bandwidth_measurement)
+    if stale:
+        return ctx.plan(deletes=stale, requeue_after=ctx.settings.collision_retry)
     body = manifest(ctx.job)
     create = Create(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND,
                     namespace=ctx.namespace, name=body["metadata"]["name"], body=body)
     ref = reference(TrainJobView(name=create.name, namespace=ctx.namespace, uid=""))
     status = attrs.evolve(ctx.job.status, workload_ref=attrs.evolve(ref, uid=None))
     return _in_progress(ctx, status, JobReason.WORKLOAD_CREATED,
-                        f"Workload {create.name} created", creates=(create,),
+                        f"Workload {create.name} created", creates=(*measure, create),
                         requeue_after=ctx.settings.poll_interval)
 
 
@@ -317,7 +325,7 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         new, event = _with_condition(ctx, status, member=ConditionType.SUCCEEDED,
                                      reason=JobReason.WORKLOAD_COMPLETED,
                                      message=f"Workload {view.name} completed")
-        return _finish(ctx, new, event)
+        return _judge(ctx, new, event)
     if state == WorkloadState.FAILED:
         message = f"Workload {view.name} failed" + (f": {detail}" if detail else "")
         if _restart_allowed(ctx.job):
@@ -407,6 +415,18 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = ""
     status = attrs.evolve(status, failure_log=captured)
     return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
                         f"Workload {view.name} is running{note}", requeue_after=requeue)
+
+
+def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
+    """A Succeeded Job: its measurement exists, its thresholds are judged (cre.core.jobmeasure);
+    ``event`` is the Succeeded transition's, when this pass wrote it."""
+    job = attrs.evolve(ctx.job, status=status)
+    judged = validate_succeeded(job, ctx.obs.bandwidth_measurement, ctx.now,
+                                timeout=parse_duration(job.spec.measurement_timeout or "5m"))
+    events = tuple(e for e in (event, judged.event) if e is not None)
+    changed = judged.status != ctx.job.status
+    return ctx.plan(status=judged.status if changed else None,
+                    events=events if changed else (), requeue_after=judged.requeue_after)
 
 
 def _early_capture(

@@ -28,6 +28,7 @@ from typing import Any, Final
 import attrs
 
 from cre.api.job import JobStatus
+from cre.api.measurement import BandwidthMeasurement
 from cre.core.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
 
 # Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
@@ -73,6 +74,9 @@ class Observation:
     launcher_pods: tuple[PodView, ...] = ()
     nodes: tuple[NodeView, ...] = ()
     log_tails: tuple[LogTail, ...] = ()
+    # The Job's BandwidthMeasurement (``<job>-bandwidth``) as cached, or as the live holder a
+    # create's AlreadyExists returned (see cre.core.jobmeasure).
+    bandwidth_measurement: BandwidthMeasurement | None = None
     # The workload's Events, read live because the core asked (``None``: not read).
     workload_events: tuple[ObjectEvent, ...] | None = None
 

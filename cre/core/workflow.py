@@ -84,9 +84,9 @@ class WorkflowSettings:
     # The manager's --infra-scoped-failfast switch (a Workflow may override it).
     infra_scoped_fail_fast: bool = True
     # Whether the Job tier judges performance thresholds (writes ValidationFailed or
-    # ThresholdsMet). Until it does (issue 13), a Workflow never waits for a threshold verdict
-    # and says so (docs/design/013, "Thresholds").
-    thresholds_judged: bool = False
+    # ThresholdsMet): it does since issue 13 (docs/design/015). False restores the earlier
+    # behaviour: never wait for a threshold verdict, and say so (docs/design/013, "Thresholds").
+    thresholds_judged: bool = True
 
 
 DEFAULT_WORKFLOW_SETTINGS: Final = WorkflowSettings()

@@ -12,7 +12,8 @@ other module lists or watches Pods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Final
 
 import anyio
@@ -144,3 +145,39 @@ async def read_pod_log(client: KubeClient, request: LogRequest, *,
                 f"{timeout:g}s"
     return LogTail(namespace=namespace, pod=pod, container=container, text=text, error=error,
                    pod_uid=request.pod_uid, previous=request.previous)
+
+
+async def stream_pod_log(client: KubeClient, *, namespace: str, pod: str,
+                         container: str | None, on_line: Callable[[str], None],
+                         since_time: datetime | None = None, limit_bytes: int,
+                         timeout: float = 120.0) -> tuple[int, bool, str | None]:
+    """Stream a container's log with kubelet timestamps, one complete line at a time into
+    ``on_line`` (never holding the log): at most ``limit_bytes`` (asked of the server and
+    enforced here) within ``timeout`` seconds, from ``since_time`` (whole seconds) if given.
+    A trailing line without its newline (cut by the limit) is dropped. Returns ``(bytes read,
+    truncated, error)``; failures come back as the error text, not raised."""
+    query: dict[str, str | int | bool] = {"timestamps": True, "limitBytes": limit_bytes}
+    if container:
+        query["container"] = container
+    if since_time is not None:
+        query["sinceTime"] = since_time.strftime("%Y-%m-%dT%H:%M:%SZ")
+    path = PODS.path(namespace=namespace, name=pod, subresource="log")
+    where = f"log of {namespace}/{pod}" + (f" container {container}" if container else "")
+    read, truncated, error = 0, False, None
+    with anyio.move_on_after(timeout) as scope:
+        try:
+            async with client.stream_lines(path, query=query, timeout=timeout) as lines:
+                async for raw in lines:
+                    read += len(raw)
+                    if read > limit_bytes or not raw.endswith(b"\n"):
+                        truncated = read >= limit_bytes
+                        break
+                    on_line(raw[:-1].decode("utf-8", "replace").rstrip("\r"))
+        except ApiError as exc:
+            error = f"pod {namespace}/{pod} not found" if exc.not_found else \
+                f"reading {where}: {exc}"
+        except ValueError as exc:  # a line longer than the stream reader's buffer
+            error = f"reading {where}: {exc}"
+    if scope.cancelled_caught:
+        error = f"reading {where}: timed out after {timeout:g}s"
+    return read, truncated, error

@@ -4,19 +4,22 @@ Everything runs as separate processes through the real command lines: the API em
 vendored Trainer/JobSet CRDs and CRE's own), the simulated cluster, ``cre-manager``, the renderer
 (``python -m cre.render``) and ``kubectl``. The driver only orchestrates and shows progress: the
 Job's phase and condition as they change, a live table of the workload's pods, then the verdict,
-the per-node result, and either the launcher's NCCL output or, on the failure path, the
+the per-node result, and either the measured bandwidth table (per message size, from the Job's
+BandwidthMeasurement: the manager parsed the launcher's log) or, on the failure path, the
 ``failureLog`` the manager captured. Everything is shut down whatever happens; the exit code is 0
-when the scenario ended the way it should (``success``: Succeeded; ``launcher-failure``: Failed
-with a captured failure log).
+when the scenario ended the way it should (``success``: Succeeded with its threshold met;
+``launcher-failure``: Failed with a captured failure log; ``threshold``: Succeeded with
+``ValidationFailed=True / ThresholdViolation`` naming the measured value and the expression).
 
-Until the Certification tier and bandwidth measurement exist, the demo applies a ``Job`` (with
-its TrainingRuntime) directly and shows the launcher's NCCL output instead of a measured table.
+Until the Certification tier exists, the demo applies a ``Job`` (with its TrainingRuntime)
+directly, with a ``busBandwidthGBps`` threshold added, and installs the shipped LogProfiles.
 """
 
 from __future__ import annotations
 
 import argparse
 import enum
+import json
 import signal
 import subprocess
 import sys
@@ -30,8 +33,12 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from ruamel.yaml import YAML
 
+from cre.api.converter import to_dict
 from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
+from cre.core.logprofile import shipped_profiles
+from cre.testing.cluster.profiles import get_profile
 from cre.testing.procs import Stack, StackError, wait_until
 
 ENTRY = "communication/nccl-all-reduce"
@@ -44,6 +51,15 @@ NODES = 8
 class Scenario(enum.StrEnum):
     SUCCESS = "success"
     LAUNCHER_FAILURE = "launcher-failure"
+    THRESHOLD = "threshold"
+
+
+def threshold_for(scenario: Scenario) -> str:
+    """The ``busBandwidthGBps`` expression the demo's Job carries: half the profile's healthy
+    bus bandwidth (met), or a figure no cluster reaches (the threshold scenario)."""
+    if scenario is Scenario.THRESHOLD:
+        return "value >= 1000000"
+    return f"value >= {get_profile(PROFILE).busbw_gbps / 2:g}"
 
 
 @attrs.frozen(slots=True)
@@ -56,7 +72,12 @@ class Snapshot:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        # A Succeeded Job with thresholds is done once its verdict (ValidationFailed) is in.
+        if self.phase == "Succeeded":
+            return "ValidationFailed" in self.judged
+        return self.phase == "Failed"
+
+    judged: str = ""  # the ValidationFailed condition, "status/reason: message"
 
 
 def _true_conditions(status: dict[str, Any]) -> str:
@@ -113,6 +134,10 @@ class Demo:
 
         self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{NODES} GPU nodes",
                                 interval=0.2, alive=cluster.check_alive)
+        self.step("installing the shipped LogProfiles (nccl-bandwidth, nccl-loopback)")
+        docs = "".join("---\n" + json.dumps(to_dict(p)) + "\n" for p in shipped_profiles())
+        for line in self.stack.kubectl("apply", "-f", "-", stdin=docs).stdout.splitlines():
+            self.console.print(f"  {line}")
         self.step("starting cre-manager (separate process) and waiting for /readyz")
         started = time.monotonic()
         manager = self.stack.start_manager("--log-format", "json")
@@ -130,8 +155,15 @@ class Demo:
             raise StackError(f"render failed: {rendered.stderr.strip()}")
         self.console.print("  [yellow]note:[/] the Certification tier comes later; this demo "
                            "applies the CRE Job and its TrainingRuntime directly.")
-        self.step("kubectl apply -f - (Job + TrainingRuntime)")
-        out = self.stack.kubectl("apply", "-f", "-", stdin=rendered.stdout).stdout
+        docs = [d for d in YAML(typ="safe").load_all(rendered.stdout) if d]
+        expr = threshold_for(self.scenario)
+        for doc in docs:
+            if doc.get("kind") == "Job":
+                doc["spec"]["thresholds"] = {"busBandwidthGBps": expr}
+        self.step(f"kubectl apply -f - (Job with threshold busBandwidthGBps: {expr!r} + "
+                  "TrainingRuntime)")
+        body = "".join("---\n" + json.dumps(d) + "\n" for d in docs)
+        out = self.stack.kubectl("apply", "-f", "-", stdin=body).stdout
         for line in out.splitlines():
             self.console.print(f"  {line}")
 
@@ -147,8 +179,12 @@ class Demo:
             for pod in sorted(items, key=lambda p: p["metadata"]["name"]):
                 pods.append((role, pod["metadata"]["name"],
                              (pod.get("spec") or {}).get("nodeName") or "-", _pod_status(pod)))
+        verdict = next((c for c in status.get("conditions") or []
+                        if c.get("type") == "ValidationFailed"), None)
+        judged = (f"ValidationFailed={verdict.get('status')}/{verdict.get('reason')}: "
+                  f"{verdict.get('message')}" if verdict else "")
         return Snapshot(phase=str(status.get("phase") or "Pending"),
-                        condition=_true_conditions(status), pods=tuple(pods))
+                        condition=_true_conditions(status), pods=tuple(pods), judged=judged)
 
     def view(self, snap: Snapshot, elapsed: float) -> Group:
         head = Text.assemble(("Job ", "bold"), (f"{NAMESPACE}/{JOB_NAME}", "bold magenta"),
@@ -176,10 +212,11 @@ class Demo:
             while True:
                 elapsed = time.monotonic() - started
                 snap = self.snapshot()
-                if (snap.phase, snap.condition) != last:
-                    last = (snap.phase, snap.condition)
+                if (snap.phase, snap.condition + snap.judged) != last:
+                    last = (snap.phase, snap.condition + snap.judged)
                     live.console.print(f"  [{elapsed:5.1f}s] phase [bold]{snap.phase}[/]  "
-                                       f"{snap.condition}")
+                                       f"{snap.condition}"
+                                       + (f"  {snap.judged}" if snap.judged else ""))
                 live.update(self.view(snap, elapsed))
                 if snap.terminal:
                     return snap
@@ -193,9 +230,10 @@ class Demo:
     def report(self, snap: Snapshot) -> bool:
         job = self.stack.kubectl_json("get", "jobs.cre.dev", JOB_NAME, "-n", NAMESPACE)
         status = job.get("status") or {}
-        ok = snap.phase == "Succeeded"
-        self.console.print(Panel(Text(f"Verdict: {'PASSED' if ok else 'FAILED'} "
-                                      f"({snap.condition})",
+        violated = snap.judged.startswith("ValidationFailed=True")
+        ok = snap.phase == "Succeeded" and not violated
+        why = snap.judged if violated else snap.condition
+        self.console.print(Panel(Text(f"Verdict: {'PASSED' if ok else 'FAILED'} ({why})",
                                       style="bold green" if ok else "bold red"),
                                  title="CRE Job result", expand=False))
         failed = {f.get("name"): f for f in status.get("failedNodes") or []}
@@ -221,24 +259,40 @@ class Demo:
             if cls:
                 self.console.print(f"  failure class: scope [bold]{cls.get('scope')}[/], "
                                    f"reason {cls.get('reason')}")
-        if ok:
-            self.console.print(Panel(self.launcher_output(), title="launcher NCCL output "
-                                     "(the measured bandwidth table comes with a later issue)",
-                                     border_style="green"))
-        expected = (ok if self.scenario is Scenario.SUCCESS
-                    else snap.phase == "Failed" and bool(flog))
-        return expected
+        measured = self.measured_table()
+        if snap.phase == "Succeeded":
+            self.console.print(measured if measured is not None else
+                               Text("(no BandwidthMeasurement results)", style="red"))
+            if status.get("busBandwidthGBps"):
+                self.console.print(f"  busBandwidthGBps (max over sizes): "
+                                   f"[bold]{status['busBandwidthGBps']}[/] GB/s")
+        if self.scenario is Scenario.SUCCESS:
+            return ok and measured is not None
+        if self.scenario is Scenario.THRESHOLD:
+            return (snap.phase == "Succeeded" and violated and "ThresholdViolation" in snap.judged
+                    and threshold_for(self.scenario) in snap.judged)
+        return snap.phase == "Failed" and bool(flog)
 
-    def launcher_output(self) -> Text:
-        items = self.stack.kubectl_json("get", "pods", "-n", NAMESPACE, "-l",
-                                        f"{LAUNCHER}={JOB_NAME}")["items"]
-        if not items:
-            return Text("(the launcher pod is gone)")
-        name = sorted(items, key=lambda p: p["metadata"]["name"])[-1]["metadata"]["name"]
-        out = self.stack.kubectl("logs", "-n", NAMESPACE, name, check=False).stdout
-        lines = out.splitlines()
-        head = [ln for ln in lines if "nThread" in ln][:1]
-        return Text("\n".join([*head, "...", *lines[-16:]]) if len(lines) > 17 else out)
+    def measured_table(self) -> Table | None:
+        """The Job's BandwidthMeasurement results: per message size, algBW and busBW."""
+        bm = self.stack.kubectl_json("get", "bandwidthmeasurements.cre.dev",
+                                     f"{JOB_NAME}-bandwidth", "-n", NAMESPACE)
+        status = bm.get("status") or {}
+        results = status.get("results") or []
+        if not results:
+            return None
+        done: dict[str, Any] = next((c for c in status.get("conditions") or []
+                                     if c.get("type") == "Complete"), {})
+        table = Table(title=f"Measured bandwidth ({bm['metadata']['name']}: "
+                      f"{done.get('reason', 'in progress')}; transports "
+                      f"{', '.join(status.get('transports') or []) or '-'})",
+                      header_style="bold")
+        for col in ("size (B)", "algBW (GB/s)", "busBW (GB/s)", "samples"):
+            table.add_column(col, justify="right")
+        for r in results:
+            table.add_row(str(r.get("sizeBytes")), str(r.get("algBW")), str(r.get("busBW")),
+                          str(r.get("samples")))
+        return table
 
     def stop_manager(self) -> None:
         self.step("shutting down: SIGTERM to cre-manager (drains, releases, exits 0)")

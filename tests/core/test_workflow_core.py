@@ -396,7 +396,8 @@ def test_unjudged_thresholds_never_wait_and_say_so() -> None:
     """Until the Job tier judges thresholds, a Workflow with thresholds does not wait for a
     verdict nobody writes: the groups finish as their runs do, one ThresholdsNotJudged warning
     names the field, and the final message says the thresholds were not judged."""
-    world = _world(4, nodesPerJob=2, thresholds={"busBandwidthGBps": "value >= 100"})
+    world = _world(4, nodesPerJob=2, thresholds={"busBandwidthGBps": "value >= 100"},
+                   settings=WorkflowSettings(thresholds_judged=False))
     finished = world.run(always_succeed)
     assert world.wf.status.verdict == Verdict.PASSED
     assert finished < 60, "waited for a threshold verdict"

@@ -137,3 +137,15 @@ def test_apply_to_the_emulator() -> None:
             result.stdout
         deployment = stack.kubectl_json("get", "deployment", "-n", "cre-system", "cre-manager")
         assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "cre-manager"
+
+
+def test_logprofiles_apply_after_the_crds() -> None:
+    """deploy/logprofiles applies once the CRDs are in: the two shipped profiles exist."""
+    with Stack() as stack:
+        stack.start_emulator(crds=[])
+        stack.kubectl("apply", "-k", str(DEPLOY / "crds"))
+        stack.kubectl("wait", "--for", "condition=established", "--timeout", "20s",
+                      "crd/logprofiles.cre.dev")
+        result = stack.kubectl("apply", "-k", str(DEPLOY / "logprofiles"))
+        assert "logprofile.cre.dev/nccl-bandwidth created" in result.stdout, result.stdout
+        assert "logprofile.cre.dev/nccl-loopback created" in result.stdout

@@ -80,6 +80,8 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("Job", ""): BATCH_JOBS, ("Job", "batch/v1"): BATCH_JOBS, ("Job", "cre.dev/v1alpha1"): CRE_JOBS,
     ("TrainingRuntime", ""): TRAINING_RUNTIMES, ("Workflow", ""): CRE_WORKFLOWS,
     ("Certification", ""): CRE_CERTIFICATIONS, ("ConfigMap", ""): CONFIGMAPS,
+    ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
+                                           kind="BandwidthMeasurement"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -344,6 +346,13 @@ async def apply_objects(client: KubeClient, items: list[Mapping[str, Any]], *, n
             docs = [dict(item["object"])]
         else:
             raise ScenarioError(f"{where}: expected 'render' or 'object', got {sorted(item)}")
+        if "render" in item:
+            # Performance validation on the rendered CRE Job (thresholds, measurementTimeout).
+            for doc in docs:
+                if doc.get("kind") == "Job" and doc.get("apiVersion") == "cre.dev/v1alpha1":
+                    for key in ("thresholds", "measurementTimeout"):
+                        if key in item["render"]:
+                            doc["spec"][key] = item["render"][key]
         for doc in docs:
             res = KINDS.get((doc["kind"], doc.get("apiVersion", ""))) or by_kind.get(
                 doc["kind"]) or KINDS.get((doc["kind"], ""))
@@ -395,7 +404,19 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
         return datetime.fromtimestamp(clock.now(), tz=UTC)
 
     ctrl: Any
-    if name == "job":
+    if name == "measurement":
+        # The measurement controller and the LogProfiles CRE ships (as deploy/logprofiles).
+        from prometheus_client import CollectorRegistry
+
+        from cre.api.converter import to_dict
+        from cre.controller.measurement import LOGPROFILES, MeasurementController
+        from cre.core.logprofile import shipped_profiles
+
+        for profile in shipped_profiles():
+            await cluster.client.create(LOGPROFILES, to_dict(profile))
+        ctrl = MeasurementController(cluster.client, namespaces=[namespace],
+                                     registry=CollectorRegistry(), clock=now)
+    elif name == "job":
         from cre.controller.job import JobController
 
         ctrl = JobController(cluster.client, namespaces=[namespace], clock=now)
@@ -415,7 +436,7 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
                                        namespaces=[namespace], clock=now)
     else:
         raise ScenarioError(f"controllers: unknown controller {name!r} "
-                            "(known: ['certification', 'job', 'workflow'])")
+                            "(known: ['certification', 'job', 'measurement', 'workflow'])")
     tg.start_soon(ctrl.run)
 
 

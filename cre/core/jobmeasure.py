@@ -1,0 +1,156 @@
+"""The Job's side of bandwidth measurement: its BandwidthMeasurement, and its threshold verdict.
+
+A Job whose spec asks for ``bandwidthMeasurement`` owns one BandwidthMeasurement, named
+``<job>-bandwidth``, controlled by the Job (owner reference with the Job's uid, so garbage
+collection removes it with the Job) and annotated with the Job's uid (``cre.dev/job-uid``). It is
+created in the same Plan as the workload and before it, and only there: a create on a cache miss
+later would race the cluster's own creations (and an AlreadyExists still costs the API server a
+uid), so the point where a Job's objects come into being stays fixed. A group retry re-creates a
+Job under the same name; a measurement left by the previous Job (its uid differs) is deleted with
+a uid precondition before the workload is created, so numbers of two attempts never mix.
+
+Once the Job succeeded, thresholds are judged by :func:`cre.core.thresholds.judge` on the
+measurement's final values; the verdict is the additive ``ValidationFailed`` condition (the trio
+stays Succeeded), written once: a Job that already carries ``ValidationFailed`` is never judged
+again. Until the verdict, the Job waits (requeue at the ``measurementTimeout`` deadline; a
+change of the measurement also brings it back).
+
+Job status fields for the tiers above (documented in docs/design/015-measurement.md):
+``ValidationFailed`` (True: reason ThresholdViolation / MeasurementTimeout / UnknownThresholdKey
+/ InvalidThresholdExpression, message with the measured value and expression; False:
+ThresholdsMet) and ``status.busBandwidthGBps`` (the measured value, a ``"%.2f"`` string, shown
+as the printer column ``BusBW``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import attrs
+
+from cre.api.conditions import ConditionType
+from cre.api.job import Job, JobStatus
+from cre.api.labels import API_VERSION, GROUP, JOB, MANAGED_BY, MANAGED_BY_VALUE
+from cre.api.measurement import BandwidthMeasurement
+from cre.api.meta import Condition, TypedLocalObjectReference
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec
+from cre.core.thresholds import (
+    MetricKey,
+    Verdict,
+    judge,
+    measured_values,
+    measurement_state,
+)
+from cre.core.trio import true_member
+
+#: Annotation on a BandwidthMeasurement: the uid of the Job it measures.
+JOB_UID_ANNOTATION: Final = "cre.dev/job-uid"
+BANDWIDTH_KIND: Final = "BandwidthMeasurement"
+SUFFIX: Final = "-bandwidth"
+
+
+def bandwidth_name(job_name: str) -> str:
+    """The name of a Job's BandwidthMeasurement."""
+    return f"{job_name}{SUFFIX}"
+
+
+def job_name_of(measurement_name: str) -> str | None:
+    """The Job a measurement name belongs to (``None``: not a Job's measurement name)."""
+    return measurement_name[: -len(SUFFIX)] if measurement_name.endswith(SUFFIX) else None
+
+
+def bandwidth_manifest(job: Job) -> dict[str, Any]:
+    """The BandwidthMeasurement ``job`` asks for (its spec must carry the request)."""
+    request = job.spec.bandwidth_measurement
+    assert request is not None
+    name = job.metadata.name or ""
+    spec = request.for_job(TypedLocalObjectReference(api_group=GROUP, kind="Job", name=name))
+    body: dict[str, Any] = {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": name},
+                            "logProfileRef": spec.log_profile_ref,
+                            "sampleInterval": spec.sample_interval}
+    if spec.test_type:
+        body["testType"] = spec.test_type
+    return {
+        "apiVersion": API_VERSION,
+        "kind": BANDWIDTH_KIND,
+        "metadata": {
+            "name": bandwidth_name(name),
+            "namespace": job.metadata.namespace,
+            "labels": {MANAGED_BY: MANAGED_BY_VALUE, JOB: name},
+            "annotations": {JOB_UID_ANNOTATION: job.metadata.uid or ""},
+            "ownerReferences": [{"apiVersion": API_VERSION, "kind": "Job", "name": name,
+                                 "uid": job.metadata.uid, "controller": True,
+                                 "blockOwnerDeletion": True}],
+        },
+        "spec": body,
+    }
+
+
+def belongs_to(bm: BandwidthMeasurement, job: Job) -> bool:
+    """Whether ``bm`` measures this very Job (same uid), not an earlier one of the same name."""
+    uid = job.metadata.uid
+    return bool(uid) and (bm.metadata.annotations or {}).get(JOB_UID_ANNOTATION) == uid
+
+
+def measurement_writes(job: Job, bm: BandwidthMeasurement | None
+                       ) -> tuple[tuple[Create, ...], tuple[Delete, ...]]:
+    """The create (or the delete of a previous Job's leftover) the Job's measurement needs."""
+    if job.spec.bandwidth_measurement is None:
+        return (), ()
+    ns = job.metadata.namespace or ""
+    if bm is None:
+        body = bandwidth_manifest(job)
+        return (Create(api_version=API_VERSION, kind=BANDWIDTH_KIND, namespace=ns,
+                       name=body["metadata"]["name"], body=body),), ()
+    if not belongs_to(bm, job) and bm.metadata.deletion_timestamp is None:
+        return (), (Delete(api_version=API_VERSION, kind=BANDWIDTH_KIND, namespace=ns,
+                           name=bm.metadata.name or "", uid=bm.metadata.uid or ""),)
+    return (), ()
+
+
+def own_measurement(job: Job, bm: BandwidthMeasurement | None) -> BandwidthMeasurement | None:
+    """``bm`` if it measures this Job, else ``None``."""
+    return bm if bm is not None and belongs_to(bm, job) else None
+
+
+@attrs.frozen(kw_only=True)
+class Validation:
+    """What judging the thresholds gives: the new status and event, or when to look again."""
+
+    status: JobStatus
+    event: EventSpec | None = None
+    requeue_after: float | None = None
+
+
+def has_verdict(job: Job) -> bool:
+    return any(c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions)
+
+
+def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime, *,
+                       timeout: timedelta) -> Validation:
+    """The threshold verdict of a Succeeded Job (status unchanged while it waits);
+    ``timeout`` is the Job's ``measurementTimeout``."""
+    status = job.status
+    own = own_measurement(job, bm)
+    values = measured_values(own)
+    bus = values.get(MetricKey.BUS_BANDWIDTH)
+    if bus is not None and status.bus_bandwidth_gbps is None:
+        status = attrs.evolve(status, bus_bandwidth_gbps=f"{bus:.2f}")
+    if not job.spec.thresholds or has_verdict(job):
+        return Validation(status=status)
+    member = true_member(status.conditions)
+    succeeded_at = (member.last_transition_time if member is not None
+                    and member.last_transition_time is not None else now)
+    verdict = judge(job.spec.thresholds, values, succeeded_at=succeeded_at, now=now,
+                    timeout=timeout, state=measurement_state(own))
+    if not isinstance(verdict, Verdict):
+        return Validation(status=status,
+                          requeue_after=max((verdict.deadline - now).total_seconds(), 0.0))
+    cond = Condition(type=ConditionType.VALIDATION_FAILED, status=verdict.status,
+                     reason=verdict.reason, message=verdict.message, last_transition_time=now,
+                     observed_generation=job.metadata.generation)
+    status = attrs.evolve(status, conditions=(*status.conditions, cond))
+    severity = EventSeverity.WARNING if verdict.failed else EventSeverity.NORMAL
+    return Validation(status=status, event=EventSpec(type=severity, reason=verdict.reason,
+                                                     message=verdict.message))

@@ -1,0 +1,441 @@
+"""The BandwidthMeasurement lifecycle as a pure function: ``reconcile_measurement -> Plan``.
+
+A measurement follows one Job (``spec.jobRef``, tied to the Job's uid by the ``cre.dev/job-uid``
+annotation) and turns the nccl-tests table in one pod's log into per-size bandwidth. The rules,
+including the sharp edges the reference hit (provisional samples deciding verdicts, windows
+counted twice, logs read from a crash-looping container):
+
+* **Provisional sampling** while the Job is InProgress, at most every ``sampleInterval``: the
+  pod is the LogProfile's replicated job's (lowest completion index, then Succeeded < Running <
+  Failed, newer restart attempt, newer creation, name); no read while its container waits (a
+  CrashLoopBackOff launcher prints SSH errors, not NCCL output). The read starts at the anchor
+  (``status.sampledThrough``, the kubelet timestamp of the last line counted, as ``sinceTime``
+  at second resolution) and :class:`WindowFilter` skips every line at or before the anchor
+  that was already counted, so no line is ever counted twice. The anchor advances only when
+  rows were found or the container never restarted (after a restart the real output comes
+  after recovery). Rows are merged into ``status.results`` as running means; provisional
+  results are never used for a verdict (cre.core.thresholds only trusts ``JobSucceeded``).
+* **Final read** once the Job ended: the whole log of the chosen pod, streamed, every row
+  counted exactly once; the results *replace* the provisional ones. Job Succeeded: rows ->
+  ``JobSucceeded``, none -> ``NoDataCollected``; a read that fails is retried
+  (``Measuring=False / FinalReadPending``, whose transition time is when the wait started) for
+  max(2 min, the Job's measurementTimeout), then ``LogsUnavailable``. Job Failed: one
+  best-effort read, results replaced only if rows were found, ``JobFailed``.
+* The Job gone (confirmed live) or replaced (uid differs): ``LogsUnavailable`` if this
+  measurement ever saw its Job, else it keeps waiting.
+* **First terminal write wins**: a measurement with ``Complete=True`` is never written again.
+  ``completionTime`` is the Job's terminal transition time.
+
+The core asks, the shell answers (cre.core's feedback contract): ``read`` asks for a streamed
+log read (the shell runs :class:`WindowFilter` and the parser over the stream and answers with a
+:class:`ReadResult`); ``confirm_job_absence`` asks for a live read of the Job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Final
+
+import attrs
+
+from cre.api import labels as L
+from cre.api.conditions import ConditionType, JobReason, MeasurementPhase, MeasurementReason
+from cre.api.job import Job
+from cre.api.measurement import BandwidthMeasurement, BandwidthMeasurementStatus, BandwidthResult
+from cre.api.meta import Condition, ConditionStatus
+from cre.core.jobmeasure import JOB_UID_ANNOTATION
+from cre.core.logprofile import CompiledProfile
+from cre.core.ncclparse import SizeResult, split_timestamp
+from cre.core.observed import PodView
+from cre.core.plan import EventSeverity, EventSpec
+from cre.core.timeouts import parse_duration
+from cre.core.trio import true_member
+
+#: Bytes a provisional read may return (server-side limitBytes, and the client stops there).
+SAMPLE_LIMIT_BYTES: Final = 8 * 1024 * 1024
+#: Bytes the final read may stream (memory stays flat: lines are parsed as they arrive).
+FINAL_LIMIT_BYTES: Final = 512 * 1024 * 1024
+#: A provisional read never starts further back than this.
+MAX_LOOKBACK: Final = timedelta(minutes=30)
+#: Minimum time the final read is retried after the Job ended.
+FINAL_READ_GRACE: Final = timedelta(minutes=2)
+#: Re-check interval while waiting for a pod, a profile or the Job.
+POLL: Final = 15.0
+FINAL_READ_RETRY: Final = 10.0
+_PHASE_RANK: Final = {"Succeeded": 0, "Running": 1, "Failed": 2}
+
+
+def stamp_key(stamp: str) -> tuple[str, int]:
+    """An RFC3339(Nano) UTC kubelet timestamp as a sortable key (whole seconds, nanoseconds)."""
+    dot = stamp.find(".", 19)
+    if dot < 0:
+        return stamp[:19], 0
+    end = stamp.find("Z", dot)
+    digits = stamp[dot + 1:end if end > 0 else len(stamp)][:9]
+    return stamp[:19], int(digits.ljust(9, "0")) if digits.isdigit() else 0
+
+
+def parse_stamp(stamp: str) -> datetime:
+    """The timestamp as an aware datetime (microsecond precision)."""
+    head, nanos = stamp_key(stamp)
+    return datetime.fromisoformat(head + "+00:00") + timedelta(microseconds=nanos // 1000)
+
+
+@attrs.define
+class WindowFilter:
+    """Skips lines already counted: before the anchor, and the first ``skip_lines`` lines at
+    it. Remembers the last timestamp passed and how many lines carried it (the next anchor)."""
+
+    anchor: str | None = None
+    skip_lines: int = 0
+    last_stamp: str | None = None
+    lines_at_last: int = 0
+    _anchor_key: tuple[str, int] | None = None
+    _skipped_at_anchor: int = 0
+    _past_anchor: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        self._anchor_key = stamp_key(self.anchor) if self.anchor else None
+        if self.anchor:
+            self.last_stamp, self.lines_at_last = self.anchor, self.skip_lines
+
+    def admit(self, line: str) -> bool:
+        """Whether ``line`` is new (not counted by an earlier read)."""
+        stamp, _ = split_timestamp(line)
+        if stamp is None:
+            return self._anchor_key is None
+        if self._anchor_key is not None and not self._past_anchor:
+            # A log is in time order: once a line is past the anchor, every later one is.
+            key = stamp_key(stamp)
+            if key < self._anchor_key:
+                return False
+            if key == self._anchor_key and self._skipped_at_anchor < self.skip_lines:
+                self._skipped_at_anchor += 1
+                return False
+            self._past_anchor = key > self._anchor_key
+        if stamp == self.last_stamp:
+            self.lines_at_last += 1
+        else:
+            self.last_stamp, self.lines_at_last = stamp, 1
+        return True
+
+
+@attrs.frozen(kw_only=True)
+class ReadRequest:
+    """A streamed log read the core wants: ``since_time`` (second resolution) for the server,
+    the anchor for :class:`WindowFilter`, the row regex, and bounds."""
+
+    namespace: str
+    pod: str
+    container: str | None
+    pod_uid: str
+    final: bool
+    regex: str
+    since_time: datetime | None = None
+    anchor: str | None = None
+    skip_lines: int = 0
+    limit_bytes: int = SAMPLE_LIMIT_BYTES
+
+
+@attrs.frozen(kw_only=True)
+class ReadResult:
+    """The shell's answer to a :class:`ReadRequest`."""
+
+    request: ReadRequest
+    results: tuple[SizeResult, ...] = ()
+    transports: tuple[str, ...] = ()
+    rows: int = 0
+    lines: int = 0
+    last_stamp: str | None = None
+    lines_at_last: int = 0
+    truncated: bool = False
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MeasurementObservation:
+    """What the measurement core reads: its Job, profile, pods and the read it asked for."""
+
+    job: Job | None = None
+    job_absence_confirmed: bool = False
+    profile: CompiledProfile | None = None
+    profile_error: str | None = None  # not found, or invalid (names profile and key)
+    pods: tuple[PodView, ...] = ()
+    read: ReadResult | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MeasurementPlan:
+    """The outcome of one pure reconcile of a measurement."""
+
+    resource_version: str = ""
+    status: BandwidthMeasurementStatus | None = None
+    events: tuple[EventSpec, ...] = ()
+    read: ReadRequest | None = None
+    confirm_job_absence: bool = False
+    requeue_after: float | None = None
+    # Gauges: the sizes to publish (provisional), or True to remove the measurement's series.
+    gauges: tuple[BandwidthResult, ...] = ()
+    clear_gauges: bool = False
+    terminal: bool = False
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def is_complete(bm: BandwidthMeasurement) -> bool:
+    return any(c.type == ConditionType.COMPLETE and c.status == ConditionStatus.TRUE
+               for c in bm.status.conditions)
+
+
+def choose_pod(pods: Sequence[PodView], replicated_job: str) -> PodView | None:
+    """The pod to read among ``pods`` of the replicated job ``replicated_job``."""
+    mine = [p for p in pods if p.label(L.REPLICATED_JOB_NAME) == replicated_job
+            and p.deletion_timestamp is None]
+
+    def key(p: PodView) -> tuple[int, int, int, float, str]:
+        index = p.label(L.COMPLETION_INDEX) or p.label(L.JOB_INDEX) or "0"
+        attempt = p.label(L.RESTART_ATTEMPT) or "0"
+        created = p.creation_timestamp.timestamp() if p.creation_timestamp else 0.0
+        return (int(index) if index.isdigit() else 0, _PHASE_RANK.get(p.phase or "", 3),
+                -(int(attempt) if attempt.isdigit() else 0), -created, p.name)
+
+    return min(mine, key=key, default=None)
+
+
+def _container(pod: PodView, name: str | None) -> tuple[str | None, bool, int]:
+    """(container name, waiting?, restarts) of the profile's container (or the only one)."""
+    statuses = [c for c in pod.container_statuses if not c.init]
+    status = next((c for c in statuses if c.name == name), None) if name else (
+        statuses[0] if len(statuses) == 1 else None)
+    if status is None:
+        return name, False, 0
+    waiting = status.state is not None and status.state.kind == "waiting"
+    return status.name, waiting, status.restart_count
+
+
+def _set(conds: tuple[Condition, ...], *, type_: ConditionType, status: ConditionStatus,
+         reason: str, message: str, now: datetime) -> tuple[Condition, ...]:
+    old = next((c for c in conds if c.type == type_), None)
+    if old is not None and (old.status, old.reason, old.message) == (status, reason, message):
+        return conds
+    when = old.last_transition_time if old is not None and old.status == status else now
+    new = Condition(type=type_, status=status, reason=reason, message=message,
+                    last_transition_time=when)
+    return (*(c for c in conds if c.type != type_), new)
+
+
+def _results(sizes: Sequence[SizeResult]) -> tuple[BandwidthResult, ...]:
+    return tuple(BandwidthResult(size_bytes=s.size_bytes, alg_bw=s.alg_bw, bus_bw=s.bus_bw,
+                                 samples=s.samples) for s in sizes)
+
+
+def merge_running(old: Sequence[BandwidthResult], new: Sequence[SizeResult]
+                  ) -> tuple[BandwidthResult, ...]:
+    """Provisional results: running means per size over the samples of every window."""
+    acc: dict[int, list[float]] = {r.size_bytes: [float(r.alg_bw) * r.samples,
+                                                  float(r.bus_bw) * r.samples, r.samples]
+                                   for r in old}
+    for s in new:
+        cur = acc.setdefault(s.size_bytes, [0.0, 0.0, 0])
+        cur[0] += float(s.alg_bw) * s.samples
+        cur[1] += float(s.bus_bw) * s.samples
+        cur[2] += s.samples
+    return tuple(BandwidthResult(size_bytes=size, alg_bw=f"{a / n:.2f}", bus_bw=f"{b / n:.2f}",
+                                 samples=int(n))
+                 for size, (a, b, n) in sorted(acc.items()) if n)
+
+
+def _parse_seconds(text: str, default: float) -> float:
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError:
+        return default
+
+
+# --- the core ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _Ctx:
+    bm: BandwidthMeasurement
+    obs: MeasurementObservation
+    now: datetime
+
+    def plan(self, **kwargs: object) -> MeasurementPlan:
+        return MeasurementPlan(resource_version=self.bm.metadata.resource_version or "",
+                               **kwargs)  # type: ignore[arg-type]
+
+    def write(self, status: BandwidthMeasurementStatus, **kwargs: object) -> MeasurementPlan:
+        changed = status != self.bm.status
+        return self.plan(status=status if changed else None, **kwargs)
+
+
+def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
+                          now: datetime) -> MeasurementPlan:
+    """The Plan that moves ``bm`` one step along its Job."""
+    ctx = _Ctx(bm=bm, obs=obs, now=now)
+    if is_complete(bm):
+        return ctx.plan()  # first terminal write won: frozen
+    job = obs.job
+    uid = (bm.metadata.annotations or {}).get(JOB_UID_ANNOTATION)
+    if job is None or (uid and job.metadata.uid != uid):
+        if job is None and not obs.job_absence_confirmed:
+            return ctx.plan(confirm_job_absence=True)
+        if bm.status.start_time is None and job is None:
+            return ctx.plan(requeue_after=POLL)  # never saw its Job: keep waiting
+        why = ("Referenced Job no longer exists" if job is None
+               else "Referenced Job was replaced (its uid differs)")
+        return _complete(ctx, MeasurementReason.LOGS_UNAVAILABLE,
+                         f"{why}; results are provisional and are not used for threshold "
+                         "evaluation", results=None, done_at=now)
+    member = true_member(job.status.conditions)
+    if member is None:
+        return ctx.plan(requeue_after=POLL)
+    if member.type == ConditionType.SUCCEEDED:
+        return _final(ctx, job, succeeded=True, ended=member.last_transition_time or now)
+    if member.type == ConditionType.FAILED:
+        return _final(ctx, job, succeeded=False, ended=member.last_transition_time or now)
+    if member.reason != JobReason.WORKLOAD_RUNNING:
+        return ctx.plan(requeue_after=POLL)
+    return _sample(ctx)
+
+
+def _profile_problem(ctx: _Ctx) -> MeasurementPlan | None:
+    if ctx.obs.profile is not None:
+        return None
+    message = ctx.obs.profile_error or f"LogProfile {ctx.bm.spec.log_profile_ref} not found"
+    status = ctx.bm.status
+    conds = _set(status.conditions, type_=ConditionType.MEASURING,
+                 status=ConditionStatus.FALSE, reason=MeasurementReason.LOG_PROFILE_NOT_FOUND,
+                 message=message, now=ctx.now)
+    new = attrs.evolve(status, conditions=conds)
+    event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.LOG_PROFILE_NOT_FOUND,
+                      message=message)
+    return ctx.write(new, events=(event,) if new != status else (), requeue_after=POLL)
+
+
+def _sample(ctx: _Ctx) -> MeasurementPlan:
+    bm, obs, now = ctx.bm, ctx.obs, ctx.now
+    interval = _parse_seconds(bm.spec.sample_interval, 60.0)
+    last = bm.status.last_sample_time
+    if last is not None and obs.read is None and (now - last).total_seconds() < interval:
+        return ctx.plan(requeue_after=interval - (now - last).total_seconds())
+    problem = _profile_problem(ctx)
+    if problem is not None:
+        return problem
+    profile = obs.profile
+    assert profile is not None
+    pod = choose_pod(obs.pods, profile.replicated_job)
+    if pod is None or pod.phase not in ("Running", "Succeeded"):
+        return ctx.plan(requeue_after=POLL)
+    container, waiting, restarts = _container(pod, profile.container)
+    status = bm.status
+    if status.start_time is None:
+        status = attrs.evolve(status, start_time=now, phase=MeasurementPhase.MEASURING)
+    conds = _set(status.conditions, type_=ConditionType.MEASURING, status=ConditionStatus.TRUE,
+                 reason=MeasurementReason.JOB_RUNNING,
+                 message="Referenced Job is running, measurement in progress", now=now)
+    status = attrs.evolve(status, conditions=conds)
+    if waiting:
+        # A crash-looping container: its log is not NCCL output. No read, anchor kept.
+        return ctx.write(status, requeue_after=min(interval, POLL))
+    read = obs.read
+    if read is None or read.request.final or read.request.pod_uid != pod.uid:
+        anchor = status.sampled_through
+        since = None
+        if anchor is not None:
+            since = max(parse_stamp(anchor).replace(microsecond=0), now - MAX_LOOKBACK)
+        request = ReadRequest(namespace=bm.metadata.namespace or "", pod=pod.name,
+                              container=container, pod_uid=pod.uid, final=False,
+                              regex=profile.pattern.pattern, since_time=since, anchor=anchor,
+                              skip_lines=status.sampled_through_lines or 0)
+        return ctx.plan(read=request)
+    status = attrs.evolve(status, last_sample_time=now)
+    if read.error is None:
+        advance = read.rows > 0 or restarts == 0
+        if read.rows:
+            status = attrs.evolve(status, results=merge_running(status.results, read.results),
+                                  transports=tuple(sorted({*status.transports,
+                                                           *read.transports})))
+        if advance and read.last_stamp is not None:
+            status = attrs.evolve(status, sampled_through=read.last_stamp,
+                                  sampled_through_lines=read.lines_at_last)
+    return ctx.write(status, gauges=status.results, requeue_after=interval)
+
+
+def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> MeasurementPlan:
+    bm, obs = ctx.bm, ctx.obs
+    problem = _profile_problem(ctx)
+    if problem is not None:
+        if succeeded:
+            return problem
+        return _complete(ctx, MeasurementReason.JOB_FAILED, "Referenced Job failed; "
+                         f"{obs.profile_error or 'LogProfile not found'}", results=None,
+                         done_at=ended)
+    profile = obs.profile
+    assert profile is not None
+    pod = choose_pod(obs.pods, profile.replicated_job)
+    read = obs.read
+    if pod is not None and (read is None or not read.request.final
+                            or read.request.pod_uid != pod.uid):
+        container, _, _ = _container(pod, profile.container)
+        return ctx.plan(read=ReadRequest(
+            namespace=bm.metadata.namespace or "", pod=pod.name, container=container,
+            pod_uid=pod.uid, final=True, regex=profile.pattern.pattern,
+            limit_bytes=FINAL_LIMIT_BYTES))
+    error = (read.error if read is not None else None) or (
+        None if pod is not None else f"no {profile.replicated_job} pod of the Job exists")
+    if not succeeded:
+        rows = read is not None and read.error is None and read.rows > 0
+        return _complete(ctx, MeasurementReason.JOB_FAILED,
+                         "Referenced Job failed" + ("" if rows else "; no bandwidth data"),
+                         results=read.results if rows and read is not None else None,
+                         transports=read.transports if rows and read is not None else (),
+                         done_at=ended)
+    if error is None and read is not None:
+        if read.rows == 0:
+            return _complete(ctx, MeasurementReason.NO_DATA_COLLECTED,
+                             "Job succeeded but no bandwidth data was parsed; check "
+                             f"spec.logProfileRef ({bm.spec.log_profile_ref})", results=(),
+                             done_at=ended)
+        return _complete(ctx, MeasurementReason.JOB_SUCCEEDED,
+                         f"Final read ({bm.spec.log_profile_ref}): {read.rows} rows, "
+                         f"{len(read.results)} message sizes", results=read.results,
+                         transports=read.transports, done_at=ended)
+    timeout = max(FINAL_READ_GRACE, timedelta(seconds=_parse_seconds(
+        job.spec.measurement_timeout or "5m", 300.0)))
+    status = bm.status
+    conds = _set(status.conditions, type_=ConditionType.MEASURING,
+                 status=ConditionStatus.FALSE, reason=MeasurementReason.FINAL_READ_PENDING,
+                 message=f"Final log read failed, retrying: {error}", now=ctx.now)
+    pending = next(c for c in conds if c.type == ConditionType.MEASURING)
+    if ctx.now - pending.last_transition_time >= timeout:
+        had = bool(bm.status.results)
+        return _complete(ctx, MeasurementReason.LOGS_UNAVAILABLE,
+                         f"Final log read failed for {timeout}: {error}; " + (
+                             "results are provisional and are not used for threshold "
+                             "evaluation" if had else "no bandwidth data was parsed"),
+                         results=None, done_at=ended)
+    new = attrs.evolve(status, conditions=conds)
+    event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.FINAL_READ_PENDING,
+                      message=f"Final log read failed, retrying: {error}")
+    return ctx.write(new, events=(event,) if new != status else (),
+                     requeue_after=FINAL_READ_RETRY)
+
+
+def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
+              results: Sequence[SizeResult] | None, done_at: datetime,
+              transports: Sequence[str] = ()) -> MeasurementPlan:
+    status = ctx.bm.status
+    if results is not None:
+        status = attrs.evolve(status, results=_results(results))
+    status = attrs.evolve(status, transports=tuple(sorted({*status.transports, *transports})))
+    conds = _set(status.conditions, type_=ConditionType.MEASURING,
+                 status=ConditionStatus.FALSE, reason=reason, message=message, now=ctx.now)
+    conds = _set(conds, type_=ConditionType.COMPLETE, status=ConditionStatus.TRUE,
+                 reason=reason, message=message, now=ctx.now)
+    status = attrs.evolve(status, conditions=conds, completion_time=done_at,
+                          phase=MeasurementPhase.COMPLETE)
+    return ctx.write(status, clear_gauges=True, terminal=True)

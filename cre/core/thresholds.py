@@ -1,0 +1,166 @@
+"""Performance thresholds: a Job's CEL expressions judged against its final measurement.
+
+A Job whose workload exited 0 has run, not passed: ``spec.thresholds`` maps a metric key to a
+CEL expression over ``value`` (a double), e.g. ``{"busBandwidthGBps": "value >= 300"}``. This
+module is the judge, pure (the clock is a parameter, CEL is evaluated through the one door,
+:mod:`cre.api.cel`):
+
+* Values come only from a **final** measurement: a BandwidthMeasurement whose ``Complete``
+  condition is True with reason ``JobSucceeded`` and which has results. ``busBandwidthGBps`` is
+  the maximum ``busBW`` over message sizes, ``algBandwidthGBps`` the maximum ``algBW``.
+  Provisional samples (``Measuring``) never count; neither do ``NoDataCollected``,
+  ``LogsUnavailable`` or ``JobFailed`` (unmeasured).
+* Precedence, first that applies: a key outside the registry -> ``UnknownThresholdKey``; an
+  expression that does not compile, or does not give a bool -> ``InvalidThresholdExpression``
+  (the message carries the expression and the parser's error); a measured value the expression
+  rejects -> ``ThresholdViolation`` (``Threshold "<key>" violated: measured <%.4f>,
+  expression: <expr>``, one clause per key); a key still without a value -> wait until
+  ``measurementTimeout`` after the Job succeeded, then ``MeasurementTimeout`` (fails closed,
+  the message says what the measurement ended as); else ``ThresholdsMet``.
+* The verdict is the additive ``ValidationFailed`` condition: True with one of the failure
+  reasons, False with ``ThresholdsMet``. A violation is the test's signal: a Workload-class
+  failure of the group, judged by the Workflow (cre.core.deferral reads the condition).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Final
+
+import attrs
+
+from cre.api.cel import CelError, compile_cel
+from cre.api.common import THRESHOLD_KEYS
+from cre.api.conditions import ConditionType, JobReason, MeasurementReason
+from cre.api.measurement import BandwidthMeasurement
+from cre.api.meta import ConditionStatus
+
+
+class MetricKey(enum.StrEnum):
+    """The threshold keys a BandwidthMeasurement gives a value for."""
+
+    BUS_BANDWIDTH = "busBandwidthGBps"
+    ALG_BANDWIDTH = "algBandwidthGBps"
+
+
+DEFAULT_MEASUREMENT_TIMEOUT: Final = timedelta(minutes=5)
+
+
+def _condition(bm: BandwidthMeasurement, type_: ConditionType) -> tuple[str, str] | None:
+    for cond in bm.status.conditions:
+        if cond.type == type_ and cond.status == ConditionStatus.TRUE:
+            return cond.reason or "", cond.message or ""
+    return None
+
+
+def is_final(bm: BandwidthMeasurement) -> bool:
+    """Whether ``bm`` completed with a final read of a succeeded Job and has results."""
+    done = _condition(bm, ConditionType.COMPLETE)
+    return (done is not None and done[0] == MeasurementReason.JOB_SUCCEEDED
+            and bool(bm.status.results))
+
+
+def measured_values(bm: BandwidthMeasurement | None) -> dict[str, float]:
+    """Threshold key -> value from a final measurement (empty: nothing measured yet)."""
+    if bm is None or not is_final(bm):
+        return {}
+    return {MetricKey.BUS_BANDWIDTH: max(float(r.bus_bw) for r in bm.status.results),
+            MetricKey.ALG_BANDWIDTH: max(float(r.alg_bw) for r in bm.status.results)}
+
+
+def measurement_state(bm: BandwidthMeasurement | None) -> str:
+    """A phrase for messages: what the measurement is or ended as."""
+    if bm is None:
+        return "no BandwidthMeasurement exists"
+    name = bm.metadata.name or ""
+    done = _condition(bm, ConditionType.COMPLETE)
+    if done is not None:
+        return f"BandwidthMeasurement {name} ended {done[0]}: {done[1]}".rstrip(": ")
+    return f"BandwidthMeasurement {name} has not completed"
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """A threshold verdict: ``ValidationFailed`` status, reason, message."""
+
+    failed: bool
+    reason: JobReason
+    message: str
+
+    @property
+    def status(self) -> ConditionStatus:
+        return ConditionStatus.TRUE if self.failed else ConditionStatus.FALSE
+
+
+@attrs.frozen(kw_only=True)
+class Wait:
+    """No verdict yet: ask again at ``deadline`` (or when the measurement changes)."""
+
+    deadline: datetime
+    missing: tuple[str, ...]
+
+
+def _check(expr: str, value: float) -> bool:
+    result = compile_cel(expr).run({"value": float(value)})
+    if not isinstance(result, bool):
+        raise CelError(f"gives {type(result).__name__} {result!r}, not a bool")
+    return result
+
+
+def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
+          succeeded_at: datetime, now: datetime,
+          timeout: timedelta = DEFAULT_MEASUREMENT_TIMEOUT,
+          state: str = "") -> Verdict | Wait:
+    """The verdict on ``thresholds`` given ``measured`` values, or how long to wait for them."""
+    keys = sorted(thresholds)
+    unknown = [k for k in keys if k not in THRESHOLD_KEYS]
+    if unknown:
+        return Verdict(failed=True, reason=JobReason.UNKNOWN_THRESHOLD_KEY,
+                       message=f"Unknown threshold key(s) {', '.join(map(repr, unknown))} "
+                       f"(expected one of {', '.join(sorted(THRESHOLD_KEYS))})")
+    bad: list[str] = []
+    violated: list[str] = []
+    for key in keys:
+        expr = thresholds[key]
+        try:
+            compile_cel(expr)
+        except CelError as exc:
+            bad.append(f"Threshold {key!r} expression {expr!r} is invalid: {exc}")
+            continue
+        if key not in measured:
+            continue
+        try:
+            ok = _check(expr, measured[key])
+        except CelError as exc:
+            bad.append(f"Threshold {key!r} expression {expr!r} cannot be evaluated: {exc}")
+            continue
+        if not ok:
+            violated.append(f"Threshold \"{key}\" violated: measured {measured[key]:.4f}, "
+                            f"expression: {expr}")
+    if bad:
+        return Verdict(failed=True, reason=JobReason.INVALID_THRESHOLD_EXPRESSION,
+                       message="; ".join(bad))
+    if violated:
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATION,
+                       message="; ".join(violated))
+    missing = tuple(k for k in keys if k not in measured)
+    if missing:
+        deadline = succeeded_at + timeout
+        if now < deadline:
+            return Wait(deadline=deadline, missing=missing)
+        why = f"; {state}" if state else ""
+        return Verdict(failed=True, reason=JobReason.MEASUREMENT_TIMEOUT,
+                       message=f"No measured value for {', '.join(missing)} within "
+                       f"{_fmt(timeout)} after the Job succeeded{why}")
+    met = ", ".join(f"{k}={measured[k]:.4f} ({thresholds[k]})" for k in keys)
+    return Verdict(failed=False, reason=JobReason.THRESHOLDS_MET,
+                   message=f"All thresholds met: {met}")
+
+
+def _fmt(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds % 60 == 0 and seconds:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"

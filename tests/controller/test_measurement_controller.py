@@ -1,0 +1,111 @@
+"""The measurement controller with the Job controller against the API emulator: a Job asking
+for a bandwidth measurement gets one, the launcher's log is measured, thresholds are judged."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+from prometheus_client import CollectorRegistry
+
+from cre.api.converter import to_dict
+from cre.api.labels import API_VERSION
+from cre.controller.jobshell import BANDWIDTHMEASUREMENTS, JOBS
+from cre.controller.measurement import LOGPROFILES, MeasurementController
+from cre.core.logprofile import shipped_profiles
+from cre.kube.client import ApiError
+from cre.testing.apiserver import Emulator
+from cre.testing.cluster.stubs import nccl_table
+from cre.testing.jobharness import JobHarness, condition, is_true
+
+pytestmark = pytest.mark.anyio
+
+LAUNCHER = "j1-workload-launcher-0-0-aaaaa"
+
+
+@pytest.fixture
+async def both(job_harness: JobHarness, shared_emulator: Emulator
+               ) -> AsyncIterator[tuple[JobHarness, MeasurementController, CollectorRegistry]]:
+    """The Job controller's harness plus a MeasurementController on the same namespace."""
+    h = job_harness
+    for profile in shipped_profiles():
+        with contextlib.suppress(ApiError):
+            await h.client.create(LOGPROFILES, to_dict(profile))
+    registry = CollectorRegistry()
+    mc = MeasurementController(h.client, namespaces=[h.namespace], registry=registry)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(mc.run)
+        with anyio.fail_after(20):
+            await mc.wait_synced()
+        yield h, mc, registry
+        tg.cancel_scope.cancel()
+
+
+async def _job(h: JobHarness, thresholds: dict[str, str]) -> None:
+    spec: dict[str, Any] = {
+        "workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}, "runtimePatches": [
+            {"manager": "cre.dev/renderer", "trainingRuntimeSpec": {"template": {"spec": {
+                "replicatedJobs": [{"name": "launcher"}, {"name": "node"}]}}}}]}},
+        "bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth", "sampleInterval": "1s",
+                                 "testType": "all_reduce"},
+        "thresholds": thresholds, "measurementTimeout": "30s"}
+    await h.client.create(JOBS, {"apiVersion": API_VERSION, "kind": "Job",
+                                 "metadata": {"name": "j1", "namespace": h.namespace},
+                                 "spec": spec}, namespace=h.namespace)
+
+
+async def _measurement(h: JobHarness, check: Any, *, limit: float = 20.0) -> dict[str, Any]:
+    with anyio.fail_after(limit):
+        while True:
+            with contextlib.suppress(ApiError):
+                bm = await h.client.get(BANDWIDTHMEASUREMENTS, "j1-bandwidth",
+                                        namespace=h.namespace)
+                if check(bm):
+                    return bm
+            await anyio.sleep(0.05)
+
+
+TABLE = nccl_table("all_reduce_perf", "all_reduce_perf -b 1M -e 1G -f 4 -g 8", busbw=400.0,
+                   ranks=2)
+
+
+@pytest.mark.parametrize(("expr", "failed", "reason"), [
+    ("value >= 1", "False", "ThresholdsMet"),
+    ("value >= 1000000", "True", "ThresholdViolation"),
+])
+async def test_measured_and_judged(both: tuple[JobHarness, MeasurementController,
+                                               CollectorRegistry],
+                                   expr: str, failed: str, reason: str) -> None:
+    """Provisional gauges while running; the final read decides; the Job carries the verdict."""
+    h, _, registry = both
+    await _job(h, {"busBandwidthGBps": expr})
+    await h.wait_trainjob("j1")
+    await h.script.create_pod(LAUNCHER, job="j1", launcher=True, node="n0", container="launcher")
+    h.script.append_log(h.namespace, LAUNCHER, "launcher",
+                        "node-0:1:1 [0] NCCL INFO Using network IB\n" + TABLE)
+    bm = await _measurement(h, lambda bm: bool((bm.get("status") or {}).get("results")))
+    assert bm["metadata"]["ownerReferences"][0]["name"] == "j1"
+    sizes = [r["sizeBytes"] for r in bm["status"]["results"]]
+    assert registry.get_sample_value("cre_nccl_busbw_gbps", {
+        "namespace": h.namespace, "job": "j1", "size_bytes": str(sizes[-1])}) is not None
+    await h.script.terminate(LAUNCHER, exit_code=0, log="", container="launcher")
+    await h.script.finish_workload("j1", failed=False)
+    bm = await _measurement(h, lambda bm: (condition(bm, "Complete") or {}).get("status")
+                            == "True")
+    assert condition(bm, "Complete")["reason"] == "JobSucceeded"  # type: ignore[index]
+    assert bm["status"]["transports"] == ["IB"]
+    assert all(r["samples"] == 1 for r in bm["status"]["results"])  # final replaced provisional
+    job = await h.wait_job("j1", lambda j: condition(j, "ValidationFailed") is not None)
+    cond = condition(job, "ValidationFailed")
+    assert cond is not None and (cond["status"], cond["reason"]) == (failed, reason)
+    top = max(float(r["busBW"]) for r in bm["status"]["results"])
+    assert job["status"]["busBandwidthGBps"] == f"{top:.2f}"
+    assert is_true("Succeeded")(job)  # additive: the trio stays Succeeded
+    if failed == "True":
+        assert f"measured {top:.4f}, expression: {expr}" in cond["message"]
+    assert registry.get_sample_value("cre_nccl_busbw_gbps", {
+        "namespace": h.namespace, "job": "j1", "size_bytes": str(sizes[-1])}) is None
+    assert (registry.get_sample_value("cre_nccl_parsed_lines_total") or 0) > 0

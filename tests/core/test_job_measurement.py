@@ -1,0 +1,140 @@
+"""The Job's bandwidth measurement and threshold verdict (cre.core.jobmeasure via the Job core)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+
+from cre.api.conditions import ConditionType, JobReason, MeasurementReason
+from cre.api.job import BandwidthMeasurementRequest, Job
+from cre.api.measurement import (
+    BandwidthMeasurement,
+    BandwidthMeasurementSpec,
+    BandwidthMeasurementStatus,
+    BandwidthResult,
+)
+from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjectReference
+from cre.core.job import reconcile_job
+from cre.core.jobmeasure import JOB_UID_ANNOTATION, bandwidth_manifest
+from cre.core.plan import Observation
+from cre.core.trio import set_exclusive
+from cre.testing.strategies.job import at, make_job, running_status, trainjob
+
+
+def _job(thresholds: dict[str, str] | None = None, *, succeeded_at: int | None = None) -> Job:
+    job = make_job()
+    spec = attrs.evolve(job.spec, bandwidth_measurement=BandwidthMeasurementRequest(
+        log_profile_ref="nccl-bandwidth"), thresholds=thresholds or {})
+    status = running_status()
+    if succeeded_at is not None:
+        conds, _ = set_exclusive(status.conditions, member=ConditionType.SUCCEEDED,
+                                 reason=JobReason.WORKLOAD_COMPLETED, message="done",
+                                 now=at(succeeded_at), generation=1)
+        status = attrs.evolve(status, conditions=conds)
+    return attrs.evolve(job, spec=spec, status=status)
+
+
+def _bm(job: Job, reason: str | None, bus: str = "350.00", *, uid: str | None = None
+        ) -> BandwidthMeasurement:
+    conds = () if reason is None else (Condition(
+        type=ConditionType.COMPLETE, status=ConditionStatus.TRUE, reason=reason,
+        message="m", last_transition_time=at(0)),)
+    return BandwidthMeasurement(
+        metadata=ObjectMeta(name="j1-bandwidth", namespace="team-a", uid="bm-1",
+                            annotations={JOB_UID_ANNOTATION: uid or job.metadata.uid or ""}),
+        spec=BandwidthMeasurementSpec(job_ref=TypedLocalObjectReference(
+            api_group="cre.dev", kind="Job", name="j1"), log_profile_ref="nccl-bandwidth"),
+        status=BandwidthMeasurementStatus(conditions=conds, results=(
+            BandwidthResult(size_bytes=1 << 30, alg_bw="200.00", bus_bw=bus, samples=1),)))
+
+
+def _validation(plan_status: object) -> Condition | None:
+    conds = getattr(plan_status, "conditions", ())
+    return next((c for c in conds if c.type == ConditionType.VALIDATION_FAILED), None)
+
+
+def test_new_job_creates_its_measurement_before_the_workload() -> None:
+    """A fresh Job asking for a measurement creates <job>-bandwidth (owned, uid-annotated) in the
+    same plan as its workload and before it."""
+    job = attrs.evolve(_job(), status=make_job().status)
+    plan = reconcile_job(job, Observation(), at(0))
+    assert [c.kind for c in plan.creates] == ["BandwidthMeasurement", "TrainJob"]
+    create = plan.creates[0]
+    assert create.body == bandwidth_manifest(job)
+    meta = create.body["metadata"]
+    assert meta["name"] == "j1-bandwidth"
+    assert meta["annotations"] == {JOB_UID_ANNOTATION: "job-uid-1"}
+    assert meta["ownerReferences"][0]["uid"] == "job-uid-1"
+    assert create.body["spec"]["jobRef"] == {"apiGroup": "cre.dev", "kind": "Job", "name": "j1"}
+    # Its own measurement observed (a create's AlreadyExists answer): only the workload.
+    again = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None)), at(0))
+    assert [c.kind for c in again.creates] == ["TrainJob"]
+
+
+def test_running_job_never_creates_on_a_cache_miss() -> None:
+    """A running Job whose measurement is not in the cache creates nothing."""
+    plan = reconcile_job(_job(), Observation(trainjob=trainjob()), at(30))
+    assert not plan.creates
+
+
+def test_leftover_of_an_earlier_job_is_deleted_first() -> None:
+    """A measurement annotated with another Job's uid (a group retry) is deleted by uid before
+    the workload is created."""
+    job = attrs.evolve(_job(), status=make_job().status)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None, uid="old")), at(0))
+    assert not plan.creates
+    (delete,) = plan.deletes
+    assert (delete.kind, delete.name, delete.uid) == ("BandwidthMeasurement", "j1-bandwidth",
+                                                      "bm-1")
+
+
+def test_threshold_met_and_violated() -> None:
+    """A final measurement decides: ThresholdsMet (False) or ThresholdViolation (True)."""
+    job = _job({"busBandwidthGBps": "value >= 300"}, succeeded_at=10)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(
+        job, MeasurementReason.JOB_SUCCEEDED)), at(20))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.status == ConditionStatus.FALSE
+    assert cond.reason == JobReason.THRESHOLDS_MET
+    assert plan.status is not None and plan.status.bus_bandwidth_gbps == "350.00"
+    job = _job({"busBandwidthGBps": "value >= 1000000"}, succeeded_at=10)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(
+        job, MeasurementReason.JOB_SUCCEEDED)), at(20))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.status == ConditionStatus.TRUE
+    assert cond.message == ('Threshold "busBandwidthGBps" violated: measured 350.0000, '
+                            "expression: value >= 1000000")
+    assert [e.reason for e in plan.events] == ["ThresholdViolation"]
+    # The trio stays Succeeded: the verdict is additive.
+    assert plan.status is not None and plan.status.phase == job.status.phase
+
+
+def test_provisional_results_wait_then_time_out() -> None:
+    """A measurement still Measuring never decides; after measurementTimeout: MeasurementTimeout."""
+    job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
+    obs = Observation(bandwidth_measurement=_bm(job, None))
+    plan = reconcile_job(job, obs, at(60))
+    assert plan.status is None and plan.requeue_after == timedelta(seconds=250).total_seconds()
+    plan = reconcile_job(job, obs, at(10 + 300))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.reason == JobReason.MEASUREMENT_TIMEOUT
+
+
+def test_verdict_written_once() -> None:
+    """A Job carrying ValidationFailed is not judged again."""
+    job = _job({"busBandwidthGBps": "value >= 300"}, succeeded_at=10)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(
+        job, MeasurementReason.JOB_SUCCEEDED)), at(20))
+    assert plan.status is not None
+    judged = attrs.evolve(job, status=plan.status)
+    again = reconcile_job(judged, Observation(bandwidth_measurement=_bm(
+        job, MeasurementReason.JOB_SUCCEEDED, bus="1.00")), at(30))
+    assert again.status is None and not again.events
+
+
+def test_success_without_measurement_is_unchanged() -> None:
+    """A Succeeded Job without thresholds or measurement plans nothing (as before)."""
+    job = attrs.evolve(_job(succeeded_at=10), spec=make_job().spec)
+    plan = reconcile_job(job, Observation(), at(20))
+    assert plan.quiet
