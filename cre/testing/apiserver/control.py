@@ -5,7 +5,8 @@ configures faults through these endpoints (the in-process equivalent is the
 :class:`~cre.testing.apiserver.Emulator` object):
 
 * ``POST /_emulator/logs/{namespace}/{pod}/{container}[?previous=true]`` — body (text) is
-  appended to that container's log; ``204``.
+  appended to that container's log (``&repeat=N``: N times, for huge logs such as the 1 GB
+  one of ``python -m bench logs``); ``204``.
 * ``POST /_emulator/logs/{namespace}/{pod}/{container}/rotate`` — a restart: the current log
   becomes the ``previous=true`` log; ``204``.
 * ``GET /_emulator/faults`` — the current fault configuration (JSON);
@@ -28,11 +29,14 @@ from aiohttp import web
 
 from . import errors
 from .meta import rfc3339
-from .query import parse_bool
+from .query import parse_bool, parse_int
 from .store import dumps
 
 if TYPE_CHECKING:
     from .context import ServerContext
+
+MAX_REPEAT = 1 << 20
+MAX_LOG_CHARS = 4 << 30  # one append never builds more than 4 GiB of text
 
 
 async def handle(server: ServerContext, request: web.Request) -> web.StreamResponse:
@@ -46,6 +50,13 @@ async def handle(server: ServerContext, request: web.Request) -> web.StreamRespo
             server.logs.rotate(ns, pod, container)
         else:
             text = (await request.read()).decode("utf-8", errors="replace")
+            repeat = parse_int(request.query.get("repeat"), name="repeat")
+            if repeat is not None:
+                if not 1 <= repeat <= MAX_REPEAT or len(text) * repeat > MAX_LOG_CHARS:
+                    raise errors.bad_request(
+                        f"repeat must be 1..{MAX_REPEAT} and the text at most "
+                        f"{MAX_LOG_CHARS} characters in all")
+                text *= repeat
             previous = bool(parse_bool(request.query.get("previous"), name="previous"))
             server.logs.append(ns, pod, container, text, previous=previous)
         return web.Response(status=204)
