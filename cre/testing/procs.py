@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -233,20 +234,18 @@ class Stack:
 
     def emulator_control(self, method: str, path: str, body: Any = None) -> Any:
         """A call to the emulator's ``/_emulator/`` control API (JSON in and out)."""
-        server = self.server_url()
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{server}/_emulator/{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else None
-
-    def server_url(self) -> str:
-        """The emulator's URL, read from its kubeconfig."""
         from ruamel.yaml import YAML
 
-        config = YAML(typ="safe").load(self.kubeconfig.read_text())
-        return str(config["clusters"][0]["cluster"]["server"])
+        cluster = YAML(typ="safe").load(self.kubeconfig.read_text())["clusters"][0]["cluster"]
+        ca = cluster.get("certificate-authority")
+        context = ssl.create_default_context(cafile=ca) if ca else None
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{cluster['server']}/_emulator/{path}", data=data,
+                                     method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60, context=context) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
 
     def kubeconfig_with_token(self, token: str, name: str) -> Path:
         """A copy of the emulator's kubeconfig whose user presents ``token``."""

@@ -45,7 +45,7 @@ from .httpio import (
 from .logs import LogStore
 from .objects import Objects
 from .query import decode_continue, delete_options, encode_continue, list_options
-from .rbac import Attributes, Rbac, User
+from .rbac import Attributes, Rbac, User, forbidden_message
 from .resources import Registry, ResourceType, builtin_types, crd_types
 from .store import Event, Obj, Store
 from .writectx import WriteOptions
@@ -186,7 +186,7 @@ class ApiServer:
             except ApiError as exc:
                 return error_response(exc)
         user: User | None = None
-        seen = [Attributes(verb=request.method.lower(), path=path)]
+        seen: list[Attributes | None] = [Attributes(verb=request.method.lower(), path=path)]
         code = 0
         try:
             user = self.rbac.authenticate(request.headers.get("Authorization"))
@@ -199,14 +199,11 @@ class ApiServer:
             code = exc.code
             return error_response(exc)
         finally:
-            a = seen[0]
-            self.audit.add(user=user.name if user else "", verb=a.verb, group=a.group,
-                           resource=a.resource, subresource=a.subresource,
-                           namespace=a.namespace, name=a.name,
-                           path="" if a.resource else path, code=code)
+            if seen[0] is not None:
+                self._audit(user, seen[0], code=code)
 
     async def _serve(self, request: web.Request, user: User,
-                     seen: list[Attributes]) -> web.StreamResponse:
+                     seen: list[Attributes | None]) -> web.StreamResponse:
         """Authorize and serve an API request; ``seen[0]`` becomes its authorizer attributes
         (for the audit record)."""
         path = request.path
@@ -215,7 +212,7 @@ class ApiServer:
             parts[:2] == ["api", "v1"] or (parts[0] == "apis" and len(parts) >= 4))
         if not resource_request:
             # Non-resource URLs: allowed for every authenticated user (system:discovery).
-            self.rbac.authorize(user, seen[0])
+            self.rbac.authorize(user, Attributes(verb=request.method.lower(), path=path))
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
         # "/version/" is what the generated Python clients' VersionApi asks for.
@@ -239,7 +236,41 @@ class ApiServer:
                        namespace=route.namespace, name=route.name)
         seen[0] = a
         self.rbac.authorize(user, a)
-        return await self._dispatch(request, route)
+        if a.verb == "watch":
+            # A watch lasts as long as its client: audited when it starts (ResponseStarted).
+            self._audit(user, a, code=200)
+            seen[0] = None
+        return await self._dispatch(request, route, user)
+
+    def _audit(self, user: User | None, a: Attributes, *, code: int) -> None:
+        self.audit.add(user=user.name if user else "", verb=a.verb, group=a.group,
+                       resource=a.resource, subresource=a.subresource, namespace=a.namespace,
+                       name=a.name, path="" if a.resource else a.path, code=code)
+
+    def _check_owner_references(self, user: User, namespace: str, body: Any) -> None:
+        """The OwnerReferencesPermissionEnforcement admission plugin (on create): setting
+        ``blockOwnerDeletion`` needs ``update`` on the owner's ``finalizers`` subresource."""
+        if not self.rbac.enforce or not isinstance(body, dict):
+            return
+        for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+            if not isinstance(ref, dict) or ref.get("blockOwnerDeletion") is not True:
+                continue
+            owner = self.registry.by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind")))
+            if owner is None:
+                continue
+            check = Attributes(verb="update", group=owner.group, resource=owner.plural,
+                               subresource="finalizers",
+                               namespace=namespace if owner.namespaced else "",
+                               name=str(ref.get("name", "")),
+                               path="admission:OwnerReferencesPermissionEnforcement")
+            allowed = self.rbac.allowed(user, check)
+            self._audit(user, check, code=200 if allowed else 403)
+            if not allowed:
+                raise errors.ApiError(
+                    code=403, reason=errors.Reason.FORBIDDEN,
+                    message="cannot set blockOwnerDeletion if an ownerReference refers to a "
+                            "resource you can't set finalizers on: "
+                            + forbidden_message(user, check), details={})
 
     def _route(self, group: str, version: str, rest: list[str]) -> Route:
         if not self.registry.in_group_version(group, version):
@@ -263,7 +294,8 @@ class ApiServer:
             raise errors.resource_not_found()
         return Route(rt, namespace, name, sub, watch_path)
 
-    async def _dispatch(self, request: web.Request, r: Route) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, r: Route,
+                        user: User) -> web.StreamResponse:
         method = request.method
         q: Any = request.query
         rt = r.rt
@@ -299,6 +331,7 @@ class ApiServer:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request)
             opts = write_options(request)
+            self._check_owner_references(user, r.namespace, body)
             obj = self.objects.create(rt, r.namespace, body, opts)
             return respond(request, self, rt, obj, status=201, warnings=opts.warnings)
         if verb == "update":
