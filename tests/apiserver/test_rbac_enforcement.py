@@ -217,3 +217,4 @@ def test_kubectl_with_a_service_account_token_gets_the_real_403(tmp_path: Path) 
                 in denied.stderr
 
     anyio.run(main)
+
