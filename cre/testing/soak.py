@@ -72,6 +72,7 @@ class Soak:
         self.metrics: dict[str, float] = {}
         self._not_ready: list[str] = []
         self.startup_exits = 0
+        self.exits_during_runs = 0
 
     # -- processes -------------------------------------------------------------------------
 
@@ -135,6 +136,16 @@ class Soak:
             m.send(sig)
             m.wait(60)
         self.managers.clear()
+
+    def _supervised(self, done: bool) -> bool:
+        """``done``, after restarting managers that exited (a leader that lost its lease in
+        an outage exits on purpose; its Deployment starts it again)."""
+        if not done:
+            dead = [m for m in self.managers if m.returncode() is not None]
+            if dead:
+                self.exits_during_runs += len(dead)
+                self._ensure_manager()
+        return done
 
     def _ensure_manager(self) -> None:
         self.managers = [m for m in self.managers if m.returncode() is None]
@@ -205,27 +216,32 @@ class Soak:
         self._ensure_manager()
         started = time.monotonic()
         audit_from = self.stack.emulator_control("GET", "audit?since=999999999")["seq"]
-        self.apply_job(name, fail=fail)
-        if "launcher_fails_while_down" in kinds:
-            # The workload starts, the manager dies, the launcher exits while no manager runs;
-            # the restarted one must still record the failure and name the launcher.
-            wait_until(lambda: self._launcher_exists(name), timeout=self.verdict_timeout,
-                       what=f"{name}'s launcher pod", interval=0.2)
-            self._kill(signal.SIGKILL)
-            wait_until(lambda: self._launcher_failed(name), timeout=self.verdict_timeout,
-                       what=f"{name}'s launcher to fail", interval=0.3)
-        self._inject(kinds, rng, name)
-        if "launcher_fails_while_down" in kinds:
-            self._ensure_manager()
-        if deleted:
-            self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+        self.stack.emulator_control("DELETE", "journal")  # this run's writes only
+        self.stack.emulator_control("POST", "journal")
         try:
+            self.apply_job(name, fail=fail)
+            if "launcher_fails_while_down" in kinds:
+                # The workload is created, the manager dies, the launcher runs and exits while
+                # no manager runs; the restarted one must still record it, naming the launcher.
+                wait_until(lambda: self._supervised(self._trainjob(name) is not None),
+                           timeout=self.verdict_timeout, what=f"{name}'s TrainJob",
+                           interval=0.2)
+                self._kill(signal.SIGKILL)
+                wait_until(lambda: self._trainjob_failed(name), timeout=self.verdict_timeout,
+                           what=f"{name}'s workload to fail", interval=0.3)
+            self._inject(kinds, rng, name)
+            if "launcher_fails_while_down" in kinds:
+                self._ensure_manager()
             if deleted:
-                wait_until(lambda: self.phase(name) is None, timeout=self.verdict_timeout,
-                           what=f"{name} to be gone", interval=0.3)
+                self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+            if deleted:
+                wait_until(lambda: self._supervised(self.phase(name) is None),
+                           timeout=self.verdict_timeout, what=f"{name} to be gone",
+                           interval=0.3)
             else:
-                wait_until(lambda: self.phase(name) in TERMINAL, timeout=self.verdict_timeout,
-                           what=f"{name} to reach a verdict", interval=0.3)
+                wait_until(lambda: self._supervised(self.phase(name) in TERMINAL),
+                           timeout=self.verdict_timeout, what=f"{name} to reach a verdict",
+                           interval=0.3)
         except StackError as exc:
             result.violations["verdict"] = str(exc)
         result.seconds = time.monotonic() - started
@@ -239,18 +255,15 @@ class Soak:
             self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
         return result
 
-    def _launcher_exists(self, name: str) -> bool:
-        doc = self.get_json("get", "pods", "-l", f"cre.dev/launcher={name}") or {}
-        return bool(doc.get("items"))
+    def _trainjob(self, name: str) -> dict[str, Any] | None:
+        return self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name))
 
-    def _launcher_failed(self, name: str) -> bool:
-        doc = self.get_json("get", "pods", "-l", f"cre.dev/launcher={name}") or {}
-        for pod in doc.get("items") or []:
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-                term = (cs.get("state") or {}).get("terminated")
-                if term and term.get("exitCode", 0) != 0:
-                    return True
-        return False
+    def _trainjob_failed(self, name: str) -> bool:
+        """The workload ended Failed (its launcher exited non-zero; JobSet may already have
+        deleted the launcher pod)."""
+        tj = self._trainjob(name) or {}
+        return any(c.get("type") == "Failed" and c.get("status") == "True"
+                   for c in (tj.get("status") or {}).get("conditions") or [])
 
     def _inject(self, kinds: list[str], rng: random.Random, name: str) -> None:
         spec: dict[str, Any] = {"seed": rng.randrange(1 << 30), "errors": []}
@@ -395,6 +408,8 @@ def summarize(results: list[RunResult], soak: Soak, *, seed: int) -> dict[str, A
         # Managers that exited while starting during injected faults (restarted, as the
         # Deployment restarts its pod).
         "manager_startup_exits": soak.startup_exits,
+        # Managers that exited while running (a lease lost in an outage): restarted likewise.
+        "manager_exits_during_runs": soak.exits_during_runs,
         "failing_runs": [{"run": r.run, "seed": r.seed, "faults": r.faults,
                           "expected": r.expected, "phase": r.phase,
                           "violations": r.violations, "journal": r.journal}
