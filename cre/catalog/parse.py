@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -48,7 +49,28 @@ def load_yaml(text: str, *, file: str) -> Any:
 
 
 def parse_catalog(files: Mapping[str, str]) -> Catalog:
-    """Build the catalog from ``{posix path relative to the catalog root: text}``."""
+    """Build the catalog from ``{posix path relative to the catalog root: text}``; the first
+    problem found raises (see :func:`parse_catalog_report` to load around bad files)."""
+    report = parse_catalog_report(files)
+    if report.errors:
+        raise report.errors[0]
+    return report.catalog
+
+
+@attrs.frozen
+class CatalogReport:
+    """A catalog loaded around its bad files: what loaded, and one error per file that did not
+    (file, key path, problem), in file order."""
+
+    catalog: Catalog
+    errors: tuple[CatalogError, ...] = ()
+
+
+def parse_catalog_report(files: Mapping[str, str]) -> CatalogReport:
+    """The catalog from every file that parses; each bad entry or platform file is one
+    CatalogError (with its file and key) and the others still load. Only the GPU defaults
+    table, without which nothing can be checked, and a catalog with no platform at all are
+    fatal (raised)."""
     if GPU_DEFAULTS_FILE not in files:
         raise CatalogError(GPU_DEFAULTS_FILE, "", "missing: the GPU defaults table is required")
     gpu_defaults = _parse_gpu_defaults(load_yaml(files[GPU_DEFAULTS_FILE], file=GPU_DEFAULTS_FILE))
@@ -56,27 +78,45 @@ def parse_catalog(files: Mapping[str, str]) -> Catalog:
     platforms: dict[str, PlatformData] = {}
     entries: dict[str, CatalogEntry] = {}
     entry_docs: list[tuple[str, Any]] = []
+    errors: list[CatalogError] = []
     for path in sorted(files):
         if not path.endswith(".yaml") or path == GPU_DEFAULTS_FILE:
             continue
-        doc = load_yaml(files[path], file=path)
-        if path.startswith(PLATFORMS_DIR):
-            pdata = _parse_platform(doc, file=path, gpu_defaults=gpu_defaults)
-            platforms[pdata.name] = pdata
-        elif path.startswith("_"):
+        if path.startswith("_") and not path.startswith(PLATFORMS_DIR):
             continue
-        else:
-            entry_docs.append((path, doc))
+        try:
+            doc = load_yaml(files[path], file=path)
+            if path.startswith(PLATFORMS_DIR):
+                pdata = _parse_platform(doc, file=path, gpu_defaults=gpu_defaults)
+                platforms[pdata.name] = pdata
+            else:
+                entry_docs.append((path, doc))
+        except CatalogError as exc:
+            errors.append(exc)
     if not platforms:
-        raise CatalogError(PLATFORMS_DIR, "", "no platform files found")
+        raise errors[0] if errors else CatalogError(PLATFORMS_DIR, "", "no platform files found")
     names = frozenset(platforms)
-    for pdata in platforms.values():
-        for block in pdata.fabric:
-            _check_selector_names(block, file=pdata.file, platforms=names, archs=archs)
+    for pname, pdata in sorted(platforms.items()):
+        try:
+            for block in pdata.fabric:
+                _check_selector_names(block, file=pdata.file, platforms=names, archs=archs)
+        except CatalogError as exc:
+            errors.append(exc)
+            del platforms[pname]
+    names = frozenset(platforms)
     for path, doc in entry_docs:
-        entry = _parse_entry(doc, file=path, platforms=names, archs=archs)
+        try:
+            entry = _parse_entry(doc, file=path, platforms=names, archs=archs)
+        except CatalogError as exc:
+            errors.append(exc)
+            continue
+        if entry.name in entries:
+            errors.append(CatalogError(path, "name",
+                                       f"duplicate entry name {entry.name!r}"))
+            continue
         entries[entry.name] = entry
-    return Catalog(entries=entries, platforms=platforms, gpu_defaults=gpu_defaults)
+    return CatalogReport(catalog=Catalog(entries=entries, platforms=platforms,
+                                         gpu_defaults=gpu_defaults), errors=tuple(errors))
 
 
 def _mapping(value: Any, *, file: str, path: str) -> Mapping[str, Any]:

@@ -32,6 +32,7 @@ from typing import Final
 import attrs
 
 from cre.api.job import FailureLog
+from cre.core.logtext import bounded_tail, first_bytes, sanitize
 from cre.core.observed import ContainerState, ContainerStatusView, LogTail, PodView
 from cre.core.plan import LIMIT_BYTES
 
@@ -39,6 +40,8 @@ DISRUPTION_TARGET: Final = "DisruptionTarget"
 OOM_KILLED: Final = "OOMKilled"
 # Kubelet answers 200 with this body once the container's log is gone (AICR PR #1651).
 KUBELET_LOG_GONE: Final = "unable to retrieve container logs for"
+# A read error quoted in a record keeps its first KiB (the API server's message leads).
+ERROR_BYTES: Final = 1024
 # Preferred container names when a pod runs several (Trainer's MPI runtimes name them "node").
 PREFERRED_CONTAINERS: Final = ("node", "launcher")
 
@@ -145,19 +148,17 @@ def _before(a: tuple[int, datetime | None, int], b: tuple[int, datetime | None, 
 
 
 def trim_tail(text: str, *, limit: int = LIMIT_BYTES) -> str:
-    """The last ``limit`` UTF-8 bytes of ``text``, cut on a character boundary."""
-    raw = text.encode("utf-8")
-    if len(raw) <= limit:
-        return text
-    return raw[-limit:].decode("utf-8", errors="ignore")
+    """What ``failureLog.tail`` may hold of ``text``: no terminal escape sequences or control
+    characters (:func:`cre.core.logtext.sanitize`), then its last ``limit`` UTF-8 bytes."""
+    return bounded_tail(text, limit)
 
 
 def tail_error(tail: LogTail) -> str | None:
     """Why the tail is unusable (a read error, or kubelet's "log is gone" 200 body)."""
     if tail.error:
-        return tail.error
+        return first_bytes(sanitize(tail.error), ERROR_BYTES)
     if tail.text.lstrip().startswith(KUBELET_LOG_GONE):
-        return tail.text.strip()
+        return first_bytes(sanitize(tail.text.strip()), ERROR_BYTES)
     return None
 
 
@@ -219,9 +220,9 @@ def timeout_pod(
 def timeout_record(pod: PodView, container: str, tail: LogTail) -> FailureLog:
     """``failureLog`` with reason ``Timeout`` from the tail read when the run timed out."""
     error = tail_error(tail)
-    text = trim_tail(tail.text) if error is None else (
+    text = trim_tail(tail.text if error is None else (
         f"the log of container {container!r} of pod {pod.name!r} could not be read ({error})"
-    )
+    ))
     return FailureLog(
         pod_name=pod.name,
         container_name=container,

@@ -13,6 +13,7 @@ client-go callers use ``apierrors.IsNotFound``.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -221,14 +222,31 @@ class KubeClient:
 
     async def read_text(self, path: str, *, query: Query | None = None,
                         timeout: float | None = 30.0, limit_bytes: int | None = None) -> str:
-        """A plain-text answer (pod logs), read to the end or to ``limit_bytes``."""
+        """A plain-text answer (pod logs), read to the end or to ``limit_bytes``.
+
+        With ``limit_bytes`` the body is streamed and the read stops at the limit whatever the
+        server sends (a server that ignores ``limitBytes``, a log with no newline): memory is
+        bounded by the limit, and the connection is closed rather than drained. A character cut
+        by the limit is dropped, not replaced."""
         resp = await self._call("GET", path, query=query, body=None,
                                 content_type="application/json", accept="*/*", timeout=timeout)
         async with resp:
             if not 200 <= resp.status <= 299:
                 raise _error_from_body(resp.status, await resp.read(), resp.headers)
-            raw = await (resp.content.read(limit_bytes) if limit_bytes else resp.read())
-        return bytes(raw).decode("utf-8", "replace")
+            if not limit_bytes:
+                return bytes(await resp.read()).decode("utf-8", "replace")
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            parts: list[str] = []
+            left = limit_bytes
+            while left > 0:
+                chunk = await resp.content.read(left)
+                if not chunk:
+                    break
+                left -= len(chunk)
+                parts.append(decoder.decode(chunk))
+            if left <= 0 and not resp.content.at_eof():
+                resp.close()  # the rest is never read: do not return a half-read connection
+        return "".join(parts)
 
     @asynccontextmanager
     async def stream_lines(self, path: str, *, query: Query | None = None,

@@ -19,8 +19,10 @@ from typing import Final
 import anyio
 
 from cre.api import labels as L
+from cre.core.failurelog import ERROR_BYTES
+from cre.core.logtext import bounded_tail, first_bytes, sanitize
 from cre.core.observed import LogTail, PodView
-from cre.core.plan import LogRequest
+from cre.core.plan import LIMIT_BYTES, LogRequest
 from cre.core.projections import pod_view
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.guard import require_pod_scope
@@ -118,12 +120,14 @@ async def live_list_pods(client: KubeClient, *, label_selector: str,
 
 
 async def read_pod_log(client: KubeClient, request: LogRequest, *,
-                       timeout: float = 10.0) -> LogTail:
+                       timeout: float = 10.0, keep_bytes: int = LIMIT_BYTES) -> LogTail:
     """The tail ``request`` asks for: its container's log (of the previous run when
     ``request.previous``), at most ``request.tail_lines`` lines and ``request.limit_bytes``
-    bytes, within ``timeout`` seconds. Failures come back as ``LogTail.error``, not raised; the
-    tail carries the request's pod UID and ``previous`` flag, so the core matches it to the
-    container run it asked about."""
+    bytes (streamed and cut there whatever the server sends), within ``timeout`` seconds. The
+    text kept is sanitized and its last ``keep_bytes`` only
+    (:func:`cre.core.logtext.bounded_tail`). Failures come back as ``LogTail.error``, not
+    raised; the tail carries the request's pod UID and ``previous`` flag, so the core matches
+    it to the container run it asked about."""
     namespace, pod, container = request.namespace, request.pod, request.container
     query: dict[str, str | int | bool] = {"container": container,
                                           "tailLines": request.tail_lines,
@@ -143,7 +147,11 @@ async def read_pod_log(client: KubeClient, request: LogRequest, *,
     if scope.cancelled_caught:
         error = f"reading log of {namespace}/{pod} container {container}: timed out after " \
                 f"{timeout:g}s"
-    return LogTail(namespace=namespace, pod=pod, container=container, text=text, error=error,
+    # What is kept is what a status may hold (escape sequences out, the last keep_bytes): a
+    # prefetched tail held for minutes costs that bound, not the read's.
+    return LogTail(namespace=namespace, pod=pod, container=container,
+                   text=bounded_tail(text, keep_bytes),
+                   error=None if error is None else first_bytes(sanitize(error), ERROR_BYTES),
                    pod_uid=request.pod_uid, previous=request.previous)
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -172,11 +173,12 @@ class Stack:
         return proc
 
     def start_emulator(self, *, crds: Sequence[Path] | None = None,
-                       timeout: float = 60.0) -> Proc:
-        """The API emulator with the upstream Trainer/JobSet CRDs and CRE's own."""
+                       timeout: float = 60.0, args: Sequence[str] = ()) -> Proc:
+        """The API emulator with the upstream Trainer/JobSet CRDs and CRE's own (``args``:
+        more of its CLI flags, e.g. ``--rbac``)."""
         dirs = list(crds) if crds is not None else [*UPSTREAM_CRDS, CRE_CRDS]
         argv = ["-m", "cre.testing.apiserver", "--port", "0", "--write-kubeconfig",
-                str(self.kubeconfig)]
+                str(self.kubeconfig), *args]
         for d in dirs:
             argv += ["--crds", str(d)]
         proc = self._spawn("apiserver", argv)
@@ -195,9 +197,11 @@ class Stack:
         return self._spawn("cluster", ["-m", "cre.testing.cluster", *argv])
 
     def start_manager(self, *args: str, name: str = "manager", env: dict[str, str] | None = None,
-                      wait_ready: bool = True, timeout: float = 60.0) -> ManagerProc:
-        """``cre-manager`` on ephemeral ports; waits until it serves (and is ready)."""
-        argv = ["-m", "cre_manager", "--kubeconfig", str(self.kubeconfig),
+                      wait_ready: bool = True, timeout: float = 60.0,
+                      kubeconfig: Path | None = None) -> ManagerProc:
+        """``cre-manager`` on ephemeral ports; waits until it serves (and is ready). It uses
+        the emulator's administrator kubeconfig unless given another (``kubeconfig``)."""
+        argv = ["-m", "cre_manager", "--kubeconfig", str(kubeconfig or self.kubeconfig),
                 "--health-probe-bind-address", "127.0.0.1:0",
                 "--metrics-bind-address", "127.0.0.1:0", *args]
         proc = self._spawn(name, argv, env=env, cls=ManagerProc)
@@ -227,6 +231,31 @@ class Stack:
         if check and result.returncode != 0:
             raise StackError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
         return result
+
+    def emulator_control(self, method: str, path: str, body: Any = None) -> Any:
+        """A call to the emulator's ``/_emulator/`` control API (JSON in and out)."""
+        from ruamel.yaml import YAML
+
+        cluster = YAML(typ="safe").load(self.kubeconfig.read_text())["clusters"][0]["cluster"]
+        ca = cluster.get("certificate-authority")
+        context = ssl.create_default_context(cafile=ca) if ca else None
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{cluster['server']}/_emulator/{path}", data=data,
+                                     method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60, context=context) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+    def kubeconfig_with_token(self, token: str, name: str) -> Path:
+        """A copy of the emulator's kubeconfig whose user presents ``token``."""
+        from ruamel.yaml import YAML
+
+        config = YAML(typ="safe").load(self.kubeconfig.read_text())
+        config["users"] = [{"name": "cre-emulator", "user": {"token": token}}]
+        path = self.workdir / name
+        path.write_text(json.dumps(config), encoding="utf-8")
+        return path
 
     def kubectl_json(self, *args: str) -> dict[str, Any]:
         doc: dict[str, Any] = json.loads(self.kubectl(*args, "-o", "json").stdout)

@@ -22,13 +22,17 @@ def gpu_nodes(stack: Stack) -> list[str]:
     return sorted(n["metadata"]["name"] for n in items)
 
 
-def apply_job(stack: Stack, name: str, *, nodes: list[str]) -> None:
-    """Render the NCCL all-reduce Job (with its TrainingRuntime) and kubectl-apply it."""
+def apply_job(stack: Stack, name: str, *, nodes: list[str], fail: bool = False) -> None:
+    """Render the NCCL all-reduce Job (with its TrainingRuntime) and kubectl-apply it; with
+    ``fail`` its launcher gets a size nccl-tests cannot parse (``-e infG``) and exits 1."""
     rendered = subprocess.run(
         [sys.executable, "-m", "cre.render", "--entry", "communication/nccl-all-reduce",
          "--platform", "aws", "--arch", "h100", "--nodes", ",".join(nodes), "--job-name", name],
-        capture_output=True, text=True, check=True)
-    stack.kubectl("apply", "-f", "-", stdin=rendered.stdout)
+        capture_output=True, text=True, check=True).stdout
+    if fail:
+        assert "\n        - 16G\n" in rendered
+        rendered = rendered.replace("\n        - 16G\n", "\n        - infG\n")
+    stack.kubectl("apply", "-f", "-", stdin=rendered)
 
 
 def job_phase(stack: Stack, name: str) -> str:

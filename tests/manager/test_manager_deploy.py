@@ -101,7 +101,7 @@ def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
     by_resource = {(g, r): v for g, r, v in cluster}
     assert not any(r.startswith(("secrets", "leases", "*")) for _, r, _ in cluster)
     assert not any("*" in v for _, _, v in cluster)
-    assert by_resource[("", "pods")] == {"get", "list", "watch"}
+    assert by_resource[("", "pods")] == {"list", "watch"}
     assert by_resource[("", "pods/log")] == {"get"}
     assert by_resource[("", "nodes")] == {"get", "list", "watch"}
     # create: one per transition; list: the Events of a workload that never started.
@@ -109,7 +109,7 @@ def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
     assert not any(g == "events.k8s.io" for g, _, _ in cluster)
     assert by_resource[("trainer.kubeflow.org", "trainjobs")] == {
         "create", "get", "list", "watch", "delete"}
-    assert by_resource[("cre.dev", "jobs/status")] >= {"update", "patch"}
+    assert by_resource[("cre.dev", "jobs/status")] == {"update"}
     assert by_resource[("cre.dev", "jobs/finalizers")] == {"update"}
     role = _one(default, "Role", "cre-manager-leader-election")
     assert role["metadata"]["namespace"] == "cre-system"
@@ -118,10 +118,11 @@ def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
 
 
 def test_rbac_covers_what_the_start_up_checks_list(default: list[dict[str, Any]]) -> None:
-    """Every resource the enabled controllers require is listable and watchable."""
+    """Every resource the enabled controllers require is listable (the start-up check lists
+    each; what else is needed is proved by the calls made in integration/e2e/test_e2e_rbac)."""
     by_resource = {(g, r): v for g, r, v in _rules(_one(default, "ClusterRole"))}
     for res in required_resources(tuple(CONTROLLERS)):
-        assert {"list", "watch"} <= by_resource[(res.group, res.plural)], res.crd_name
+        assert "list" in by_resource[(res.group, res.plural)], res.crd_name
 
 
 def test_apply_to_the_emulator() -> None:

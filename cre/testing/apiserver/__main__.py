@@ -30,6 +30,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="emulated Kubernetes minor release, e.g. 1.33")
     p.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed CA")
     p.add_argument("--seed", type=int, default=0, help="seed for names, uids and faults")
+    p.add_argument("--rbac", action="store_true",
+                   help="enforce RBAC for service-account tokens (kubectl create token)")
     return p.parse_args(argv)
 
 
@@ -52,7 +54,7 @@ async def run(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with serve(crds=args.crds, kubernetes_version=args.kubernetes_version,
-                     port=args.port, tls=args.tls, seed=args.seed,
+                     port=args.port, tls=args.tls, seed=args.seed, rbac=args.rbac,
                      kubeconfig_path=args.write_kubeconfig.resolve()) as emu:
         print(f"cre api emulator serving {emu.url} (Kubernetes {emu.kubernetes_version}); "
               f"kubeconfig {emu.kubeconfig_path}", file=sys.stderr, flush=True)

@@ -151,15 +151,21 @@ def _fast_types(node: SchemaNode) -> frozenset[type]:
     return _PY_TYPES.get(node.type, frozenset())
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_JSON_INT_MAX = 2**53 - 1
+
+
 def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
-        return "integer"
+        # Go decodes an integer beyond int64 as a float64, which is past 2**53: a "number".
+        return "integer" if _INT64_MIN <= value <= _INT64_MAX else "number"
     if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
+        # swag.IsFloat64AJSONInteger: integral and within the exactly representable range.
+        return "integer" if value.is_integer() and abs(value) <= _JSON_INT_MAX else "number"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list):

@@ -14,10 +14,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from .audit import Audit, Journal
     from .faults import Faults
     from .gc import GarbageCollector
     from .logs import LogStore
     from .objects import Objects
+    from .rbac import Rbac
     from .resources import Registry
     from .store import Store
 
@@ -34,6 +36,9 @@ class ServerContext(Protocol):
     logs: LogStore
     faults: Faults
     gc: GarbageCollector
+    audit: Audit
+    journal: Journal
+    rbac: Rbac
     openapi_generation: int
     # Rendered OpenAPI documents by (generation, group, version); discovery fills it.
     openapi_cache: dict[tuple[int, str, str], bytes]

@@ -5,7 +5,8 @@ configures faults through these endpoints (the in-process equivalent is the
 :class:`~cre.testing.apiserver.Emulator` object):
 
 * ``POST /_emulator/logs/{namespace}/{pod}/{container}[?previous=true]`` — body (text) is
-  appended to that container's log; ``204``.
+  appended to that container's log (``&repeat=N``: N times, for huge logs such as the 1 GB
+  one of ``python -m bench logs``); ``204``.
 * ``POST /_emulator/logs/{namespace}/{pod}/{container}/rotate`` — a restart: the current log
   becomes the ``previous=true`` log; ``204``.
 * ``GET /_emulator/faults`` — the current fault configuration (JSON);
@@ -15,6 +16,15 @@ configures faults through these endpoints (the in-process equivalent is the
   ``DELETE /_emulator/faults`` — clear every fault.
 * ``GET /_emulator/state`` — ``{"resourceVersion": ..., "kubernetesVersion": ..., "now": ...}``.
 * ``POST /_emulator/gc`` — run the garbage collector until nothing is pending; ``204``.
+* ``GET /_emulator/audit[?since=N]`` — every request since sequence ``N`` (user, verb, group,
+  resource, subresource, namespace, name, path, code; see :mod:`.audit`);
+  ``DELETE /_emulator/audit`` — forget them.
+* ``POST /_emulator/journal`` — start keeping every object version written;
+  ``GET /_emulator/journal`` — them (``{"dropped": n, "objects": [...]}``);
+  ``DELETE /_emulator/journal`` — stop and forget.
+* ``GET /_emulator/objects`` — every stored object now, all resources.
+* ``POST /_emulator/rbac`` — ``{"enforce": true|false}`` turns RBAC enforcement on or off
+  (:mod:`.rbac`).
 
 These paths are not part of the Kubernetes API; real clients never call them.
 """
@@ -28,11 +38,14 @@ from aiohttp import web
 
 from . import errors
 from .meta import rfc3339
-from .query import parse_bool
+from .query import parse_bool, parse_int
 from .store import dumps
 
 if TYPE_CHECKING:
     from .context import ServerContext
+
+MAX_REPEAT = 1 << 20
+MAX_LOG_CHARS = 4 << 30  # one append never builds more than 4 GiB of text
 
 
 async def handle(server: ServerContext, request: web.Request) -> web.StreamResponse:
@@ -46,6 +59,13 @@ async def handle(server: ServerContext, request: web.Request) -> web.StreamRespo
             server.logs.rotate(ns, pod, container)
         else:
             text = (await request.read()).decode("utf-8", errors="replace")
+            repeat = parse_int(request.query.get("repeat"), name="repeat")
+            if repeat is not None:
+                if not 1 <= repeat <= MAX_REPEAT or len(text) * repeat > MAX_LOG_CHARS:
+                    raise errors.bad_request(
+                        f"repeat must be 1..{MAX_REPEAT} and the text at most "
+                        f"{MAX_LOG_CHARS} characters in all")
+                text *= repeat
             previous = bool(parse_bool(request.query.get("previous"), name="previous"))
             server.logs.append(ns, pod, container, text, previous=previous)
         return web.Response(status=204)
@@ -71,6 +91,41 @@ async def handle(server: ServerContext, request: web.Request) -> web.StreamRespo
         return _json({"resourceVersion": str(server.store.rv),
                       "kubernetesVersion": server.kubernetes_version,
                       "now": rfc3339(server.clock())})
+    if parts == ["audit"]:
+        if method == "GET":
+            since = parse_int(request.query.get("since"), name="since") or 0
+            return _json({"seq": server.audit.seq,
+                          "records": [r.to_json() for r in server.audit.since(since)]})
+        if method == "DELETE":
+            server.audit.clear()
+            return web.Response(status=204)
+    if parts == ["journal"]:
+        journal = server.journal
+        if method == "POST":
+            journal.enabled = True
+            return web.Response(status=204)
+        if method == "DELETE":
+            journal.enabled = False
+            journal.clear()
+            return web.Response(status=204)
+        if method == "GET":
+            body = b'{"dropped":%d,"objects":[' % journal.dropped + b",".join(
+                b'{"group":%s,"resource":%s,"object":%s}' % (dumps(g), dumps(r), raw)
+                for g, r, raw in journal.entries) + b"]}"
+            return web.Response(body=body, content_type="application/json")
+    if parts == ["objects"] and method == "GET":
+        return _json([{"group": g, "resource": r, "object": obj}
+                      for (g, r), bucket in sorted(server.store.buckets.items())
+                      for obj in bucket.objects.values()])
+    if parts == ["rbac"] and method == "POST":
+        try:
+            spec = json.loads(await request.read() or b"{}")
+        except ValueError as exc:
+            raise errors.bad_request(f"rbac spec is not JSON: {exc}") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("enforce"), bool):
+            raise errors.bad_request('rbac spec must be {"enforce": true|false}')
+        server.rbac.enforce = spec["enforce"]
+        return web.Response(status=204)
     if parts == ["gc"] and method == "POST":
         server.gc.settle()
         return web.Response(status=204)

@@ -23,9 +23,11 @@ from aiohttp import web
 from ruamel.yaml import YAML
 
 from . import errors
+from .audit import Audit
 from .errors import ApiError
 from .faults import Faults
 from .objects import DeleteOptions, WriteOptions
+from .rbac import Rbac
 from .resources import ResourceType
 from .selectors import parse_field_selector, parse_label_selector
 from .server import ApiServer
@@ -161,6 +163,16 @@ class Emulator:
         return self.server.faults
 
     @property
+    def audit(self) -> Audit:
+        """Every request served (see :mod:`.audit`)."""
+        return self.server.audit
+
+    @property
+    def rbac(self) -> Rbac:
+        """Tokens and RBAC enforcement (see :mod:`.rbac`)."""
+        return self.server.rbac
+
+    @property
     def resource_version(self) -> int:
         return self.server.store.rv
 
@@ -266,11 +278,13 @@ async def serve(
     kubeconfig_path: Path | None = None,
     bookmark_interval: float = 60.0,
     history: int = 4096,
+    rbac: bool = False,
 ) -> AsyncIterator[Emulator]:
-    """Run an emulator on 127.0.0.1 for the duration of the ``async with`` block."""
+    """Run an emulator on 127.0.0.1 for the duration of the ``async with`` block (``rbac``:
+    enforce RBAC for service-account tokens, see :mod:`.rbac`)."""
     clock = clock or Clock()
     server = ApiServer(kubernetes_version=kubernetes_version, clock=clock, seed=seed,
-                       history=history, bookmark_interval=bookmark_interval)
+                       history=history, bookmark_interval=bookmark_interval, rbac=rbac)
     for crd in load_manifests(crds):
         if crd.get("kind") == "Kustomization":
             continue  # CRD folders commonly carry their kustomization

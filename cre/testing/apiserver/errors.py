@@ -35,6 +35,7 @@ class Reason(enum.StrEnum):
     INTERNAL_ERROR = "InternalError"
     SERVICE_UNAVAILABLE = "ServiceUnavailable"
     FORBIDDEN = "Forbidden"
+    UNAUTHORIZED = "Unauthorized"
     TIMEOUT = "Timeout"
     REQUEST_ENTITY_TOO_LARGE = "RequestEntityTooLarge"
     UNKNOWN = ""

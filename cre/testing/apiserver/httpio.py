@@ -53,6 +53,14 @@ class PlainNotFound(ApiError):
         super().__init__(code=404, reason=errors.Reason.NOT_FOUND, message="404 page not found")
 
 
+def warning_text(text: str) -> str:
+    """A warning as the quoted-string of a ``Warning`` header: backslash and quote escaped, and
+    control characters (a field name from a client may hold any) escaped as ``\\xNN``, so the
+    header stays one valid line."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"')
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in out)
+
+
 def load_yaml(raw: bytes) -> Any:
     """One YAML document as plain dicts and lists (ruamel's safe loader)."""
     return YAML(typ="safe").load(io.BytesIO(raw))
@@ -138,6 +146,5 @@ def respond(
     else:
         resp = json_response(obj, status=status)
     for text in dict.fromkeys(warnings or ()):
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        resp.headers.add("Warning", f'299 - "{escaped}"')
+        resp.headers.add("Warning", f'299 - "{warning_text(text)}"')
     return resp

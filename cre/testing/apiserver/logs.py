@@ -98,10 +98,23 @@ class LogStore:
             chosen = [ln for ln in chosen if ln.time >= since]
         if opts.tail_lines is not None and start == 0:
             chosen = chosen[-opts.tail_lines :] if opts.tail_lines else []
-        out = "".join(
-            (f"{_stamp(ln.time)} {ln.text}" if opts.timestamps else ln.text) for ln in chosen
-        )
-        return out.encode(), end
+        budget = opts.limit_bytes
+        if budget is None:
+            out = "".join(
+                (f"{_stamp(ln.time)} {ln.text}" if opts.timestamps else ln.text) for ln in chosen
+            )
+            return out.encode(), end
+        # As the kubelet streams the file and stops at limitBytes: never more than the budget
+        # is built, whatever the size of a line (a 1 GB log without a newline is one line).
+        parts: list[bytes] = []
+        for ln in chosen:
+            if budget <= 0:
+                break
+            text = f"{_stamp(ln.time)} {ln.text}" if opts.timestamps else ln.text
+            piece = text[:budget].encode()[:budget]  # a character is at least one byte
+            parts.append(piece)
+            budget -= len(piece)
+        return b"".join(parts), end
 
     async def wait_changed(self, timeout: float) -> None:
         ev = self._changed

@@ -215,6 +215,7 @@ def builtin_types() -> list[ResourceType]:
             singular="serviceaccount",
             kind="ServiceAccount",
             namespaced=True,
+            subresources=frozenset({"token"}),
             short_names=("sa",),
             return_deleted_object=True,
         ),

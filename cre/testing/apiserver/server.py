@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -26,6 +26,7 @@ from cre.api.watch import WatchEventType as EventType
 
 from . import control, discovery, errors, podapi, table, watch
 from .admission import Admission
+from .audit import Audit, Journal
 from .convert import from_storage
 from .errors import ApiError
 from .faults import Faults
@@ -44,6 +45,7 @@ from .httpio import (
 from .logs import LogStore
 from .objects import Objects
 from .query import decode_continue, delete_options, encode_continue, list_options
+from .rbac import Attributes, Rbac, User, forbidden_message
 from .resources import Registry, ResourceType, builtin_types, crd_types
 from .store import Event, Obj, Store
 from .writectx import WriteOptions
@@ -74,6 +76,7 @@ class ApiServer:
         seed: int = 0,
         history: int = 4096,
         bookmark_interval: float = 60.0,
+        rbac: bool = False,
     ) -> None:
         self.kubernetes_version = kubernetes_version
         self.clock = clock
@@ -96,6 +99,10 @@ class ApiServer:
         self.store.listeners.append(self._forget_pod_logs)
         self.faults = Faults(seed)
         self.faults.attach(self.store)
+        self.audit = Audit()
+        self.journal = Journal()
+        self.store.listeners.append(self.journal.listener)
+        self.rbac = Rbac(self.store, enforce=rbac)
         self.openapi_generation = 0
         self.openapi_cache: dict[tuple[int, str, str], bytes] = {}
         self._gc_task: asyncio.Task[None] | None = None
@@ -173,36 +180,100 @@ class ApiServer:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
-        try:
-            if path.startswith("/_emulator/"):
+        if path.startswith("/_emulator/"):
+            try:
                 return await control.handle(self, request)
+            except ApiError as exc:
+                return error_response(exc)
+        user: User | None = None
+        seen: list[Attributes | None] = [Attributes(verb=request.method.lower(), path=path)]
+        code = 0
+        try:
+            user = self.rbac.authenticate(request.headers.get("Authorization"))
             if self.faults.latency:
                 await asyncio.sleep(self.faults.latency)
-            if path in ("/healthz", "/readyz", "/livez"):
-                return web.Response(text="ok")
-            # "/version/" is what the generated Python clients' VersionApi asks for.
-            if path in ("/version", "/version/", "/api", "/apis") or path.startswith("/openapi"):
-                self._nonresource_fault(path)
-                return discovery.handle(self, request)
-            parts = [p for p in path.split("/") if p]
-            if parts[:2] == ["api", "v1"]:
-                group, version, rest = "", "v1", parts[2:]
-            elif parts[:1] == ["apis"] and len(parts) >= 2:
-                if len(parts) == 2:
-                    self._nonresource_fault(path)
-                    return discovery.handle(self, request)
-                group, version, rest = parts[1], parts[2], parts[3:]
-            else:
-                return web.Response(status=404, text="404 page not found\n")
-            if not rest:
-                self._nonresource_fault(path)
-                if not self.registry.in_group_version(group, version):
-                    return web.Response(status=404, text="404 page not found\n")
-                return discovery.handle(self, request)
-            route = self._route(group, version, rest)
-            return await self._dispatch(request, route)
+            response = await self._serve(request, user, seen)
+            code = response.status
+            return response
         except ApiError as exc:
+            code = exc.code
             return error_response(exc)
+        finally:
+            if seen[0] is not None:
+                self._audit(user, seen[0], code=code)
+
+    async def _serve(self, request: web.Request, user: User,
+                     seen: list[Attributes | None]) -> web.StreamResponse:
+        """Authorize and serve an API request; ``seen[0]`` becomes its authorizer attributes
+        (for the audit record)."""
+        path = request.path
+        parts = [p for p in path.split("/") if p]
+        resource_request = len(parts) >= 3 and (
+            parts[:2] == ["api", "v1"] or (parts[0] == "apis" and len(parts) >= 4))
+        if not resource_request:
+            # Non-resource URLs: allowed for every authenticated user (system:discovery).
+            self.rbac.authorize(user, Attributes(verb=request.method.lower(), path=path))
+        if path in ("/healthz", "/readyz", "/livez"):
+            return web.Response(text="ok")
+        # "/version/" is what the generated Python clients' VersionApi asks for.
+        if path in ("/version", "/version/", "/api", "/apis") or path.startswith("/openapi"):
+            self._nonresource_fault(path)
+            return discovery.handle(self, request)
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 2:
+            if len(parts) == 2:
+                self._nonresource_fault(path)
+                return discovery.handle(self, request)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return web.Response(status=404, text="404 page not found\n")
+        if not rest:
+            self._nonresource_fault(path)
+            if not self.registry.in_group_version(group, version):
+                return web.Response(status=404, text="404 page not found\n")
+            return discovery.handle(self, request)
+        route = self._route(group, version, rest)
+        a = Attributes(verb=_verb(request.method, route, request.query), group=group,
+                       resource=route.rt.plural, subresource=route.subresource,
+                       namespace=route.namespace, name=route.name)
+        seen[0] = a
+        self.rbac.authorize(user, a)
+        if a.verb == "watch":
+            # A watch lasts as long as its client: audited when it starts (ResponseStarted).
+            self._audit(user, a, code=200)
+            seen[0] = None
+        return await self._dispatch(request, route, user)
+
+    def _audit(self, user: User | None, a: Attributes, *, code: int) -> None:
+        self.audit.add(user=user.name if user else "", verb=a.verb, group=a.group,
+                       resource=a.resource, subresource=a.subresource, namespace=a.namespace,
+                       name=a.name, path="" if a.resource else a.path, code=code)
+
+    def _check_owner_references(self, user: User, namespace: str, body: Any) -> None:
+        """The OwnerReferencesPermissionEnforcement admission plugin (on create): setting
+        ``blockOwnerDeletion`` needs ``update`` on the owner's ``finalizers`` subresource."""
+        if not self.rbac.enforce or not isinstance(body, dict):
+            return
+        for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+            if not isinstance(ref, dict) or ref.get("blockOwnerDeletion") is not True:
+                continue
+            owner = self.registry.by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind")))
+            if owner is None:
+                continue
+            check = Attributes(verb="update", group=owner.group, resource=owner.plural,
+                               subresource="finalizers",
+                               namespace=namespace if owner.namespaced else "",
+                               name=str(ref.get("name", "")),
+                               path="admission:OwnerReferencesPermissionEnforcement")
+            allowed = self.rbac.allowed(user, check)
+            self._audit(user, check, code=200 if allowed else 403)
+            if not allowed:
+                raise errors.ApiError(
+                    code=403, reason=errors.Reason.FORBIDDEN,
+                    message="cannot set blockOwnerDeletion if an ownerReference refers to a "
+                            "resource you can't set finalizers on: "
+                            + forbidden_message(user, check), details={})
 
     def _nonresource_fault(self, path: str) -> None:
         """Raise the injected fault for ``/version`` or a discovery document, if any."""
@@ -235,7 +306,8 @@ class ApiServer:
             raise errors.resource_not_found()
         return Route(rt, namespace, name, sub, watch_path)
 
-    async def _dispatch(self, request: web.Request, r: Route) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, r: Route,
+                        user: User) -> web.StreamResponse:
         method = request.method
         q: Any = request.query
         rt = r.rt
@@ -249,6 +321,10 @@ class ApiServer:
             if r.subresource == "eviction" and method == "POST":
                 return await podapi.evict(self, request, r, await read_body(request))
             raise _method_not_allowed(rt, verb)
+        if r.subresource == "token":
+            if method != "POST":
+                raise _method_not_allowed(rt, verb)
+            return self._token_request(r, await read_body(request, optional=True))
         if r.subresource == "scale":
             from . import scale
 
@@ -267,6 +343,7 @@ class ApiServer:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request)
             opts = write_options(request)
+            self._check_owner_references(user, r.namespace, body)
             obj = self.objects.create(rt, r.namespace, body, opts)
             return respond(request, self, rt, obj, status=201, warnings=opts.warnings)
         if verb == "update":
@@ -290,6 +367,24 @@ class ApiServer:
         if verb == "deletecollection":
             return await self._delete_collection(request, rt, r.namespace)
         raise _method_not_allowed(rt, verb)
+
+    def _token_request(self, r: Route, body: Any) -> web.StreamResponse:
+        """TokenRequest (``kubectl create token``): a bearer token for the service account."""
+        self.objects.get(r.rt, r.namespace, r.name)  # 404 for a missing service account
+        spec = dict((body or {}).get("spec") or {}) if isinstance(body, dict) else {}
+        seconds = int(spec.get("expirationSeconds") or 3600)
+        spec["expirationSeconds"] = seconds
+        spec.setdefault("audiences", ["https://kubernetes.default.svc.cluster.local"])
+        now = self.clock()
+        expires = now + timedelta(seconds=seconds)
+        return json_response({
+            "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": r.name, "namespace": r.namespace,
+                         "creationTimestamp": _rfc3339(now)},
+            "spec": spec,
+            "status": {"token": self.rbac.mint(r.namespace, r.name),
+                       "expirationTimestamp": _rfc3339(expires)},
+        }, status=201)
 
     async def _patch(self, request: web.Request, r: Route) -> web.StreamResponse:
         rt = r.rt
@@ -462,6 +557,10 @@ def _too_large(want: int, current: int) -> ApiError:
                              "message": "Too large resource version"}]},
         retry_after=1,
     )
+
+
+def _rfc3339(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _verb(method: str, r: Route, q: Any) -> str:

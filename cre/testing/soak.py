@@ -1,0 +1,431 @@
+"""The chaos soak: Jobs run on the simulated cluster while the API server and the manager fail.
+
+``python -m bench soak`` (and the short seeded soak in ``make test``) drive the real processes
+of :mod:`cre.testing.procs`: the API emulator, the cluster simulator and ``cre-manager``. Each
+run applies one NCCL Job whose expected verdict is known (it succeeds, or its launcher exits 1
+on arguments nccl-tests refuses), injects a seeded mix of faults through the emulator's fault
+API and the process table, waits for the verdict, clears the faults and checks the invariants,
+each a named check:
+
+* ``verdict``: the Job is terminal with the expected phase (a real failure never becomes a
+  success, nor the reverse); a Job deleted mid-run is gone instead;
+* ``single_create``: at most one TrainJob create was admitted for the Job (counted from the
+  emulator's audit, not from the end state);
+* ``no_orphans``: after a deletion no TrainJob, TrainingRuntime or pod of the Job is left;
+* ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod,
+  also when the launcher failed while the manager was down;
+* ``no_regression``: in the journal of every version written, a terminal phase or a recorded
+  failureLog is never lost afterwards;
+* ``retries`` (over the soak): the manager's metrics count retries when faults were injected.
+
+A run's faults come from ``random.Random(run_seed)``; a violating run carries its seed and the
+emulator's journal of the Job's versions, and ``--replay SEED`` runs exactly that run again.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from typing import Any, Final
+
+import attrs
+
+from cre.core.workload import workload_name
+from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+
+NODES: Final = 8
+FAULT_KINDS: Final = (
+    "conflict_storm", "throttle_429", "server_errors", "latency", "watch_drops",
+    "gone_error_event", "gone_http", "outage", "manager_sigkill", "leader_failover",
+    "launcher_fails_while_down", "job_deleted", "node_not_ready",
+)
+TERMINAL: Final = ("Succeeded", "Failed")
+
+
+@attrs.define
+class RunResult:
+    run: int
+    seed: int
+    faults: list[str]
+    expected: str
+    phase: str = ""
+    seconds: float = 0.0
+    violations: dict[str, str] = attrs.field(factory=dict)
+    journal: list[dict[str, Any]] = attrs.field(factory=list)
+
+
+class Soak:
+    """One stack for all runs; managers restarted as the faults demand."""
+
+    def __init__(self, stack: Stack, *, time_scale: float, outage_seconds: float,
+                 verdict_timeout: float) -> None:
+        self.stack = stack
+        self.time_scale = time_scale
+        self.outage_seconds = outage_seconds
+        self.verdict_timeout = verdict_timeout
+        self.managers: list[ManagerProc] = []
+        self._incarnation = 0
+        self.metrics: dict[str, float] = {}
+        self._not_ready: list[str] = []
+        self.startup_exits = 0
+        self.exits_during_runs = 0
+
+    # -- processes -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.stack.start_emulator()
+        sim = self.stack.start_cluster(nodes=NODES, time_scale=self.time_scale)
+        wait_until(lambda: len(self.gpu_nodes()) >= NODES, timeout=60, what="GPU nodes",
+                   interval=0.2, alive=sim.check_alive)
+        self.kubectl("apply", "-f", "-", stdin="{apiVersion: v1, kind: Namespace, "
+                                                "metadata: {name: cre-system}}")
+        self.stack.emulator_control("POST", "journal")
+        self.managers.append(self._manager())
+
+    def _manager(self, *, wait_ready: bool = True) -> ManagerProc:
+        """A new manager; one that exits while starting (an API brown-out at start-up) is
+        started again after a pause, as a Deployment's pod restarts (counted)."""
+        for attempt in range(30):
+            try:
+                return self._start_manager(wait_ready=wait_ready)
+            except StackError as exc:
+                if "exited with code" not in str(exc):
+                    raise
+                self.startup_exits += 1
+                time.sleep(min(0.5 * (attempt + 1), 5.0))
+        raise StackError("the manager kept exiting at start-up")
+
+    def _start_manager(self, *, wait_ready: bool) -> ManagerProc:
+        self._incarnation += 1
+        return self.stack.start_manager(
+            "--leader-elect", "--leader-elect-lease-namespace", "cre-system",
+            "--leader-elect-identity", f"soak-{self._incarnation}",
+            "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+            "--leader-elect-retry-period", "0.5s",
+            name=f"manager-{self._incarnation}", wait_ready=wait_ready, timeout=120)
+
+    def _scrape(self, manager: ManagerProc) -> None:
+        status, text = manager.get("metrics", "/metrics")
+        if status != 200:
+            return
+        for line in text.splitlines():
+            if line.startswith(("workqueue_retries_total", "cre_informer_relists_total",
+                                "cre_informer_reconnects_total",
+                                "controller_runtime_reconcile_errors_total")):
+                series, _, value = line.rpartition(" ")
+                metric = series.split("{", 1)[0]
+                key = f"{manager.name}:{series}"
+                self.metrics[key] = float(value)
+                self.metrics.setdefault(f"metric:{metric}", 0.0)
+
+    def retries_seen(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, value in self.metrics.items():
+            if not key.startswith("metric:"):
+                metric = key.split(":", 1)[1].split("{", 1)[0]
+                out[metric] = out.get(metric, 0.0) + value
+        return out
+
+    def _kill(self, sig: signal.Signals) -> None:
+        for m in self.managers:
+            self._scrape(m)
+            m.send(sig)
+            m.wait(60)
+        self.managers.clear()
+
+    def _supervised(self, done: bool) -> bool:
+        """``done``, after restarting managers that exited (a leader that lost its lease in
+        an outage exits on purpose; its Deployment starts it again)."""
+        if not done:
+            dead = [m for m in self.managers if m.returncode() is not None]
+            if dead:
+                self.exits_during_runs += len(dead)
+                self._ensure_manager()
+        return done
+
+    def _ensure_manager(self) -> None:
+        self.managers = [m for m in self.managers if m.returncode() is None]
+        if not self.managers:
+            self.managers.append(self._manager())
+
+    # -- cluster helpers -------------------------------------------------------------------
+
+    def kubectl(self, *args: str, stdin: str | None = None, tries: int = 20) -> str:
+        """kubectl, retried: the soak's own calls go through the same faulty server."""
+        for attempt in range(tries):
+            try:
+                return self.stack.kubectl(*args, stdin=stdin).stdout
+            except (StackError, subprocess.TimeoutExpired):
+                if attempt == tries - 1:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
+
+    def get_json(self, *args: str) -> dict[str, Any] | None:
+        import json
+
+        for _ in range(20):
+            out = self.stack.kubectl(*args, "-o", "json", check=False)
+            if out.returncode == 0:
+                doc: dict[str, Any] = json.loads(out.stdout)
+                return doc
+            if "NotFound" in out.stderr or "not found" in out.stderr:
+                return None
+            time.sleep(0.5)
+        raise StackError(f"kubectl get {args} kept failing")
+
+    def gpu_nodes(self) -> list[str]:
+        doc = self.get_json("get", "nodes", "-l", "nvidia.com/gpu.present=true") or {}
+        return sorted(n["metadata"]["name"] for n in doc.get("items") or [])
+
+    def phase(self, name: str) -> str | None:
+        job = self.get_json("get", "jobs.cre.dev", name)
+        return None if job is None else str((job.get("status") or {}).get("phase") or "")
+
+    def apply_job(self, name: str, *, fail: bool) -> None:
+        rendered = subprocess.run(
+            [sys.executable, "-m", "cre.render", "--entry", "communication/nccl-all-reduce",
+             "--platform", "aws", "--arch", "h100", "--nodes", ",".join(self.gpu_nodes()),
+             "--job-name", name], capture_output=True, text=True, check=True).stdout
+        if fail:
+            rendered = rendered.replace("\n        - 16G\n", "\n        - infG\n")
+        self.kubectl("apply", "-f", "-", stdin=rendered)
+
+    def faults(self, spec: dict[str, Any]) -> None:
+        self.stack.emulator_control("POST", "faults", spec)
+
+    def clear_faults(self) -> None:
+        self.stack.emulator_control("DELETE", "faults")
+
+    # -- one run ---------------------------------------------------------------------------
+
+    def run(self, index: int, seed: int) -> RunResult:
+        rng = random.Random(seed)
+        kinds = rng.sample(FAULT_KINDS, rng.choice((0, 1, 1, 2, 3)))
+        fail = "launcher_fails_while_down" in kinds or rng.random() < 0.4
+        deleted = "job_deleted" in kinds
+        name = f"soak-{index}-{seed % 100000}"
+        # A node going NotReady under the Job may fail it (Node class) or not: any verdict.
+        expected = ("Deleted" if deleted else "Terminal" if "node_not_ready" in kinds
+                    else "Failed" if fail else "Succeeded")
+        result = RunResult(run=index, seed=seed, faults=sorted(kinds), expected=expected)
+        self._ensure_manager()
+        started = time.monotonic()
+        audit_from = self.stack.emulator_control("GET", "audit?since=999999999")["seq"]
+        self.stack.emulator_control("DELETE", "journal")  # this run's writes only
+        self.stack.emulator_control("POST", "journal")
+        try:
+            self.apply_job(name, fail=fail)
+            if "launcher_fails_while_down" in kinds:
+                # The workload is created, the manager dies, the launcher runs and exits while
+                # no manager runs; the restarted one must still record it, naming the launcher.
+                wait_until(lambda: self._supervised(self._trainjob(name) is not None),
+                           timeout=self.verdict_timeout, what=f"{name}'s TrainJob",
+                           interval=0.2)
+                self._kill(signal.SIGKILL)
+                wait_until(lambda: self._trainjob_failed(name), timeout=self.verdict_timeout,
+                           what=f"{name}'s workload to fail", interval=0.3)
+            self._inject(kinds, rng, name)
+            if "launcher_fails_while_down" in kinds:
+                self._ensure_manager()
+            if deleted:
+                self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+            if deleted:
+                wait_until(lambda: self._supervised(self.phase(name) is None),
+                           timeout=self.verdict_timeout, what=f"{name} to be gone",
+                           interval=0.3)
+            else:
+                wait_until(lambda: self._supervised(self.phase(name) in TERMINAL),
+                           timeout=self.verdict_timeout, what=f"{name} to reach a verdict",
+                           interval=0.3)
+        except StackError as exc:
+            result.violations["verdict"] = str(exc)
+        result.seconds = time.monotonic() - started
+        self.clear_faults()
+        self._restore_nodes()
+        self._ensure_manager()
+        for m in self.managers:
+            self._scrape(m)
+        self._check(result, name, audit_from=audit_from, deleted=deleted, fail=fail)
+        if not deleted:
+            self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+        return result
+
+    def _trainjob(self, name: str) -> dict[str, Any] | None:
+        return self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name))
+
+    def _trainjob_failed(self, name: str) -> bool:
+        """The workload ended Failed (its launcher exited non-zero; JobSet may already have
+        deleted the launcher pod)."""
+        tj = self._trainjob(name) or {}
+        return any(c.get("type") == "Failed" and c.get("status") == "True"
+                   for c in (tj.get("status") or {}).get("conditions") or [])
+
+    def _inject(self, kinds: list[str], rng: random.Random, name: str) -> None:
+        spec: dict[str, Any] = {"seed": rng.randrange(1 << 30), "errors": []}
+        for kind in kinds:
+            if kind == "conflict_storm":
+                spec["errors"].append({"code": 409, "rate": rng.uniform(0.3, 0.7),
+                                       "verb": "update", "resource": "jobs"})
+            elif kind == "throttle_429":
+                spec["errors"].append({"code": 429, "rate": rng.uniform(0.1, 0.3),
+                                       "retryAfter": 1})
+            elif kind == "server_errors":
+                spec["errors"].append({"code": rng.choice((500, 503)),
+                                       "rate": rng.uniform(0.1, 0.3)})
+            elif kind == "latency":
+                spec["latency"] = rng.uniform(0.02, 0.2)
+            elif kind == "watch_drops":
+                spec["watch"] = {"afterEvents": rng.randint(3, 20)}
+            elif kind == "gone_error_event":
+                spec["force410OnResume"] = True
+                spec["dropWatches"] = True
+            elif kind == "gone_http":
+                spec["watchGoneStatus"] = rng.randint(1, 4)
+                spec["dropWatches"] = True
+        self.faults(spec)
+        if "outage" in kinds:
+            time.sleep(rng.uniform(0.5, 2.0))
+            self.faults({"outageSeconds": self.outage_seconds})
+        if "manager_sigkill" in kinds:
+            time.sleep(rng.uniform(0.5, 3.0))
+            self._kill(signal.SIGKILL)
+            self.managers.append(self._manager(wait_ready=False))
+        if "leader_failover" in kinds:
+            standby = self._manager(wait_ready=False)
+            time.sleep(rng.uniform(0.5, 2.0))
+            self._kill(signal.SIGTERM)  # the leader releases; the standby takes over
+            self.managers.append(standby)
+        if "node_not_ready" in kinds:
+            time.sleep(rng.uniform(0.5, 2.0))
+            node = rng.choice(self.gpu_nodes())
+            self._set_ready(node, ready=False)
+            self._not_ready.append(node)
+
+    def _set_ready(self, node: str, *, ready: bool) -> None:
+        import json
+
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        cond = {"type": "Ready", "status": "True" if ready else "False",
+                "reason": "KubeletReady" if ready else "KubeletNotReady",
+                "message": "soak" if ready else "soak: node NotReady",
+                "lastHeartbeatTime": now, "lastTransitionTime": now}
+        self.kubectl("patch", "node", node, "--subresource=status", "--type=strategic", "-p",
+                     json.dumps({"status": {"conditions": [cond]}}))
+
+    def _restore_nodes(self) -> None:
+        for node in self._not_ready:
+            self._set_ready(node, ready=True)
+        self._not_ready = []
+
+    def _check(self, result: RunResult, name: str, *, audit_from: int, deleted: bool,
+               fail: bool) -> None:
+        job = self.get_json("get", "jobs.cre.dev", name)
+        phase = "" if job is None else str((job.get("status") or {}).get("phase") or "")
+        result.phase = "Deleted" if job is None else phase
+        if result.expected == "Terminal" and result.phase in TERMINAL:
+            pass
+        elif "verdict" not in result.violations and result.phase != result.expected:
+            result.violations["verdict"] = f"expected {result.expected}, got {result.phase}"
+        audit = self.stack.emulator_control("GET", f"audit?since={audit_from}")["records"]
+        # Runs are sequential: every TrainJob create admitted in this run's window is this
+        # Job's (one generation: the soak never edits a Job's spec).
+        creates = [r for r in audit if r["verb"] == "create" and r["resource"] == "trainjobs"
+                   and r["code"] == 201 and r["namespace"] == "default"]
+        if len(creates) > 1:
+            result.violations["single_create"] = f"{len(creates)} TrainJob creates admitted"
+        if deleted:
+            try:
+                wait_until(lambda: not self._leftovers(name), timeout=60,
+                           what=f"{name}'s objects to be collected", interval=0.5)
+            except StackError:
+                result.violations["no_orphans"] = f"left behind: {self._leftovers(name)}"
+        if fail and job is not None and phase == "Failed":
+            log = (job.get("status") or {}).get("failureLog") or {}
+            if "launcher" not in str(log.get("podName") or ""):
+                result.violations["failure_log"] = f"failureLog names {log.get('podName')!r}"
+        versions = [o["object"] for o in self.stack.emulator_control("GET", "journal")["objects"]
+                    if o["resource"] == "jobs" and o["object"]["metadata"]["name"] == name]
+        seen_terminal = seen_log = False
+        for v in versions:
+            status = v.get("status") or {}
+            if seen_terminal and status.get("phase") not in TERMINAL:
+                result.violations["no_regression"] = "a terminal phase was lost"
+            if seen_log and not status.get("failureLog"):
+                result.violations["no_regression"] = "a recorded failureLog was lost"
+            seen_terminal = seen_terminal or status.get("phase") in TERMINAL
+            seen_log = seen_log or bool(status.get("failureLog"))
+        if result.violations:
+            result.journal = versions
+
+    def _leftovers(self, name: str) -> list[str]:
+        left: list[str] = []
+        if self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name)):
+            left.append("trainjob")
+        if self.get_json("get", "trainingruntimes.trainer.kubeflow.org", f"{name}-runtime"):
+            left.append("trainingruntime")
+        for label in (f"cre.dev/job={name}", f"cre.dev/launcher={name}"):
+            if (self.get_json("get", "pods", "-l", label) or {}).get("items"):
+                left.append(f"pods {label}")
+        return left
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))], 2)
+
+
+def summarize(results: list[RunResult], soak: Soak, *, seed: int) -> dict[str, Any]:
+    faults = Counter(k for r in results for k in r.faults)
+    with_faults = [r.seconds for r in results if r.faults]
+    without = [r.seconds for r in results if not r.faults]
+    retries = soak.retries_seen()
+    api_faults = sum(faults[k] for k in FAULT_KINDS[:8])
+    checks = {"retries": "" if not api_faults or sum(retries.values()) > 0
+              else "faults were injected but no retry was counted"}
+    violating = [r for r in results if r.violations]
+    return {
+        "benchmark": "soak", "seed": seed, "runs": len(results),
+        "faults_injected": dict(sorted(faults.items())),
+        "fault_kinds_missing": sorted(set(FAULT_KINDS) - set(faults)),
+        "violations": sum(len(r.violations) for r in results) + sum(bool(v)
+                                                                   for v in checks.values()),
+        "violations_by_check": dict(Counter(c for r in results for c in r.violations)),
+        "soak_checks": checks,
+        "time_to_verdict_s": {"with_faults": {"p50": percentile(with_faults, 50),
+                                              "p99": percentile(with_faults, 99),
+                                              "runs": len(with_faults)},
+                              "without_faults": {"p50": percentile(without, 50),
+                                                 "p99": percentile(without, 99),
+                                                 "runs": len(without)}},
+        "manager_retry_metrics": retries,
+        # Managers that exited while starting during injected faults (restarted, as the
+        # Deployment restarts its pod).
+        "manager_startup_exits": soak.startup_exits,
+        # Managers that exited while running (a lease lost in an outage): restarted likewise.
+        "manager_exits_during_runs": soak.exits_during_runs,
+        "failing_runs": [{"run": r.run, "seed": r.seed, "faults": r.faults,
+                          "expected": r.expected, "phase": r.phase,
+                          "violations": r.violations, "journal": r.journal}
+                         for r in violating],
+        "replay": "python -m bench soak --replay <seed>",
+    }
+
+
+def run_soak(*, runs: int, seed: int, time_scale: float, outage_seconds: float,
+             verdict_timeout: float, replay: int | None = None) -> dict[str, Any]:
+    """The soak's JSON report."""
+    master = random.Random(seed)
+    seeds = [replay] if replay is not None else [master.randrange(1 << 31) for _ in range(runs)]
+    with Stack() as stack:
+        soak = Soak(stack, time_scale=time_scale, outage_seconds=outage_seconds,
+                    verdict_timeout=verdict_timeout)
+        soak.start()
+        results = [soak.run(i, s) for i, s in enumerate(seeds)]
+        return summarize(results, soak, seed=seed)
