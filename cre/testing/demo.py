@@ -46,6 +46,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cre.api.labels import GPU_PRESENT
+from cre.core.workload import workload_name
 from cre.testing.procs import Stack, StackError, wait_until
 
 CERT = "gpu-cert"
@@ -56,6 +57,8 @@ ALL_REDUCE = "communication/nccl-all-reduce"
 LOOPBACK = "communication/nccl-loopback"
 LOST_GROUP = "group-1"  # infra-abort: the group whose node is lost
 LOST_JOB = f"{CERT}-communication-nccl-all-reduce-{LOST_GROUP}-iter-1"
+# Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is truncated + hashed).
+LOST_LAUNCHER = f"{workload_name(LOST_JOB)}-launcher"
 
 
 class Scenario(enum.StrEnum):
@@ -92,6 +95,10 @@ def _true_conditions(status: dict[str, Any]) -> str:
     return "; ".join(parts) or "-"
 
 
+def _class(fc: dict[str, Any] | None) -> str:
+    return f"{fc.get('scope')}/{fc.get('reason')}" if fc else ""
+
+
 def _pod_status(pod: dict[str, Any]) -> str:
     status = pod.get("status") or {}
     for cs in status.get("containerStatuses") or []:
@@ -112,7 +119,8 @@ class Snapshot:
     verdict: str
     categories: tuple[tuple[str, str, str], ...]  # (entry, status, verdict)
     workflow: str
-    groups: tuple[tuple[str, str, str, str, int], ...]  # (group, phase, nodes, job, infra retries)
+    # (group, phase, nodes, job, infra retries, failure class of its last failure)
+    groups: tuple[tuple[str, str, str, str, int, str], ...]
     jobs: tuple[tuple[str, str, str], ...]  # (job, phase, failure class)
     pods: tuple[tuple[str, str, str], ...]  # (pod, node, status)
 
@@ -120,7 +128,7 @@ class Snapshot:
     def terminal(self) -> bool:
         return bool(self.verdict) and self.phase in ("Succeeded", "Failed")
 
-    def group(self, name: str) -> tuple[str, str, str, str, int] | None:
+    def group(self, name: str) -> tuple[str, str, str, str, int, str] | None:
         return next((g for g in self.groups if g[0] == name), None)
 
 
@@ -138,6 +146,7 @@ class Demo:
         self.lost_node = ""
         self.node_lost = False
         self.node_back = False
+        self.deferred = ""  # the failure class of the deferred abort
 
     def step(self, text: str) -> None:
         self.console.print(f"[bold cyan]>[/] {text}")
@@ -155,7 +164,7 @@ class Demo:
             # The launcher of group-1's first run dies after 30 simulated seconds: long enough
             # for the demo to take one of the group's nodes away first. Its infra retry (a new
             # Job name) runs normally.
-            extra = ["--fail-launcher-pod-prefix", f"{LOST_JOB}-workload-launcher",
+            extra = ["--fail-launcher-pod-prefix", LOST_LAUNCHER,
                      "--fail-launcher-after", "30", "--fail-launcher-message",
                      "ORTE has lost communication with a remote daemon"]
             note = f" (the MPI launcher of {LOST_GROUP}'s first run will lose a node)"
@@ -207,14 +216,14 @@ class Demo:
                        if w["metadata"]["name"] == current["workflowRef"]["name"]), wf)
         groups = tuple((str(g.get("name")), str(g.get("phase")), ",".join(
             n.rsplit("-", 1)[-1] for n in g.get("nodes") or []),
-            str((g.get("jobRef") or {}).get("name") or "-"), int(g.get("infraRetries") or 0))
+            str((g.get("jobRef") or {}).get("name") or "-"), int(g.get("infraRetries") or 0),
+            _class(g.get("failureClass")))
             for g in (wf.get("status") or {}).get("groups") or [])
         jobs = []
         for job in self._items("jobs.cre.dev"):
             js = job.get("status") or {}
-            fc = js.get("failureClass") or {}
             jobs.append((str(job["metadata"]["name"]), str(js.get("phase") or "Pending"),
-                         f"{fc.get('scope')}/{fc.get('reason')}" if fc else ""))
+                         _class(js.get("failureClass"))))
         pods = tuple((str(p["metadata"]["name"]), str((p.get("spec") or {}).get("nodeName")
                                                       or "-"), _pod_status(p))
                      for p in self._items("pods"))
@@ -232,9 +241,9 @@ class Demo:
                        title_justify="left")
         for col in ("group", "phase", "nodes", "job", "infra retries"):
             groups.add_column(col)
-        for name, phase, nodes, job, infra in snap.groups:
+        for name, phase, nodes, job, infra, _ in snap.groups:
             groups.add_row(name, Text(phase, style=_phase_style(phase)), nodes, job, str(infra))
-        active = {j for *_, j, _ in snap.groups}
+        active = {g[3] for g in snap.groups}
         pods = Table(box=None, header_style="bold")
         for col in ("pod", "node", "status"):
             pods.add_column(col)
@@ -269,8 +278,9 @@ class Demo:
                        elapsed: float) -> None:
         lines = [(f"certification {CERT}", f"{snap.phase} {snap.verdict}".strip())]
         lines += [(f"category {e}", f"{s} {v}".strip()) for e, s, v in snap.categories]
-        lines += [(f"{snap.workflow} {g}", f"{p} job {j}" + (f" (infra retry {r})" if r else ""))
-                  for g, p, _, j, r in snap.groups]
+        lines += [(f"{snap.workflow} {g}", f"{p} job {j}" + (
+            f" (infra retry {r} after a {fc} abort: deferred, siblings continue)" if r else ""))
+            for g, p, _, j, r, fc in snap.groups]
         lines += [(f"job {j}", f"{p}" + (f" class {fc}" if fc else "")) for j, p, fc in snap.jobs]
         for key, value in lines:
             if seen.get(key) != value:
@@ -282,17 +292,18 @@ class Demo:
         failed (as a node that rebooted would)."""
         group = snap.group(LOST_GROUP)
         if not self.node_lost and group is not None and any(
-                n.startswith(f"{LOST_JOB}-workload-launcher") and s == "Running"
+                n.startswith(LOST_LAUNCHER) and s == "Running"
                 for n, _, s in snap.pods):
             self.lost_node = next(n for n in self.nodes if n.endswith(f"-{group[2].split(',')[0]}"))
             console.print(f"  [{elapsed:5.1f}s] [bold red]node loss[/]: {self.lost_node}'s "
                           f"kubelet reports NotReady while {LOST_GROUP} runs")
             self.set_ready(self.lost_node, ready=False)
             self.node_lost = True
-        job = next((j for j in snap.jobs if j[0] == LOST_JOB), None)
-        if self.node_lost and not self.node_back and job is not None and job[1] == "Failed":
-            console.print(f"  [{elapsed:5.1f}s] [bold]{LOST_JOB}[/] failed with class "
-                          f"[bold]{job[2]}[/]: deferred, siblings keep running; "
+        if self.node_lost and not self.node_back and group is not None and (
+                group[4] > 0 or group[1] not in ("Running", "Pending")):
+            self.deferred = group[5]
+            console.print(f"  [{elapsed:5.1f}s] {LOST_GROUP}'s Job failed with class "
+                          f"[bold]{group[5]}[/]: deferred, no sibling cancelled; "
                           f"{self.lost_node} is back (Ready) for the infra retry")
             self.set_ready(self.lost_node, ready=True)
             self.node_back = True
@@ -329,7 +340,8 @@ class Demo:
                                       style=_phase_style(verdict)),
                                  title=f"Certification {CERT}", expand=False))
         cats = Table(title="Per category", header_style="bold")
-        for col in ("category", "state", "verdict", "groups", "busBW peak GB/s", "message"):
+        for col in ("category", "state", "verdict", "groups", "busBW peak GB/s (groups)",
+                    "message"):
             cats.add_column(col)
         for c in rep["categories"]:
             peaks = [float(g["busBWPeakGBps"]) for g in c["groups"] if g.get("busBWPeakGBps")]
@@ -385,9 +397,17 @@ class Demo:
                 if n and (n.get("reason") or n.get("failureClass")):
                     fc = n.get("failureClass") or {}
                     notes.append(f"{n.get('reason') or ''} {fc.get('scope') or ''}".strip())
+            if self.deferred and node in self.lost_group_nodes(rep):
+                notes.append(f"{LOST_GROUP}: {self.deferred} abort deferred, not blamed; "
+                             "passed on its infra retry")
             cells.append("; ".join(sorted(set(notes))))
             table.add_row(*cells)
         return table
+
+    @staticmethod
+    def lost_group_nodes(rep: dict[str, Any]) -> list[str]:
+        groups = rep["categories"][0]["groups"]
+        return next((list(g["nodes"]) for g in groups if g["name"] == LOST_GROUP), [])
 
     def expected(self, rep: dict[str, Any], snap: Snapshot) -> bool:
         verdicts = [c["verdict"] for c in rep["categories"]]
@@ -399,8 +419,9 @@ class Demo:
         groups = rep["categories"][0]["groups"]
         lost = next((g for g in groups if g["name"] == LOST_GROUP), None)
         siblings_ok = all(g["phase"] == "Succeeded" for g in groups if g["name"] != LOST_GROUP)
-        return (self.node_lost and lost is not None and not rep["summary"]["failedNodes"]
-                and siblings_ok and rep["certification"]["verdict"] in ("Passed", "Incomplete")
+        return (self.node_lost and self.node_back and lost is not None
+                and not rep["summary"]["failedNodes"] and siblings_ok
+                and rep["certification"]["verdict"] in ("Passed", "Incomplete")
                 and lost["job"] != LOST_JOB)  # re-run on the infra retry
 
     def stop_manager(self) -> None:
