@@ -14,6 +14,9 @@ configures faults through these endpoints (the in-process equivalent is the
   ``{"watchGoneStatus": 1}`` answers the next watch resume with an HTTP 410 Status;
   ``DELETE /_emulator/faults`` — clear every fault.
 * ``GET /_emulator/state`` — ``{"resourceVersion": ..., "kubernetesVersion": ..., "now": ...}``.
+* ``GET /_emulator/requests`` — the API requests served so far, as an audit log would count
+  them: ``[{"userAgent", "verb", "resource", "count"}]`` (the product token of the client's
+  User-Agent, so ``cre-manager`` and the simulator are told apart); ``DELETE`` resets them.
 * ``POST /_emulator/gc`` — run the garbage collector until nothing is pending; ``204``.
 
 These paths are not part of the Kubernetes API; real clients never call them.
@@ -71,6 +74,12 @@ async def handle(server: ServerContext, request: web.Request) -> web.StreamRespo
         return _json({"resourceVersion": str(server.store.rv),
                       "kubernetesVersion": server.kubernetes_version,
                       "now": rfc3339(server.clock())})
+    if parts == ["requests"] and method == "GET":
+        return _json([{"userAgent": a, "verb": v, "resource": r, "count": n}
+                      for (a, v, r), n in sorted(server.requests.items())])
+    if parts == ["requests"] and method == "DELETE":
+        server.requests.clear()
+        return web.Response(status=204)
     if parts == ["gc"] and method == "POST":
         server.gc.settle()
         return web.Response(status=204)

@@ -107,7 +107,7 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
 
 async def run(args: argparse.Namespace) -> None:
     """Simulate until SIGTERM/SIGINT."""
-    client = await KubeClient.from_kubeconfig(args.kubeconfig)
+    client = await KubeClient.from_kubeconfig(args.kubeconfig, user_agent="cre-simulator")
     try:
         cluster = SimulatedCluster(client, config=sim_config(args),
                                    clock=SimClock(scale=args.time_scale, start=time.time()),
