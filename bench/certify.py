@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -43,6 +45,7 @@ NAME = "scale"
 P99_TARGET_S = 1.0
 RSS_TARGET_MIB = 300.0
 QUEUE_HISTOGRAM = "workqueue_queue_duration_seconds"
+RECONCILE_HISTOGRAM = "controller_runtime_reconcile_time_seconds"
 
 
 def certification(nodes_per_job: int) -> str:
@@ -66,15 +69,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / 100.0  # utime, stime in clock ticks (100 Hz)
 
 
-def queue_histograms(text: str) -> dict[str, dict[float, float]]:
-    """Cumulative buckets of the queue-duration histogram per workqueue name."""
+def histograms(text: str, name: str, label: str) -> dict[str, dict[float, float]]:
+    """Cumulative buckets of histogram ``name`` per value of ``label``."""
     out: dict[str, dict[float, float]] = {}
     for family in text_string_to_metric_families(text):
-        if family.name != QUEUE_HISTOGRAM:
+        if family.name != name:
             continue
         for sample in family.samples:
             if sample.name.endswith("_bucket"):
-                out.setdefault(sample.labels["name"], {})[float(sample.labels["le"])] = \
+                out.setdefault(sample.labels[label], {})[float(sample.labels["le"])] = \
                     sample.value
     return out
 
@@ -100,9 +103,9 @@ def quantile(buckets: dict[float, float], q: float) -> dict[str, float | None]:
     return {"estimate": None, "le": None}
 
 
-def latency(text: str) -> dict[str, Any]:
-    """p50/p99 per workqueue and over every queue, with the number of observations."""
-    per_queue = queue_histograms(text)
+def latency(text: str, name: str = QUEUE_HISTOGRAM, label: str = "name") -> dict[str, Any]:
+    """p50/p99 per workqueue (controller) and over all of them, with the observation count."""
+    per_queue = histograms(text, name, label)
     merged: dict[float, float] = {}
     for buckets in per_queue.values():
         for le, v in buckets.items():
@@ -191,6 +194,13 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
         peak_rss = 0.0
         started = time.monotonic()
         stack.kubectl("apply", "-f", "-", stdin=certification(args.nodes_per_job))
+        spy = None
+        if args.profile_manager:
+            out = Path(f"{args.profile_manager}-{nodes}.txt").resolve()
+            spy = subprocess.Popen(["py-spy", "record", "--pid", str(manager.pid), "--rate",
+                                    "50", "--format", "raw", "--nonblocking", "-o", str(out)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            result["manager_profile"] = str(out)
         state: dict[str, Any] = {}
         reached = False
         while time.monotonic() - started < args.timeout:
@@ -203,6 +213,9 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
                 break
             time.sleep(args.poll)
         wall = time.monotonic() - started
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
         cpu = {name: round(cpu_seconds(p.pid) - cpu0[name], 1)
                for name, p in (("apiserver", emu_proc), ("cluster", sim), ("manager", manager))}
         metrics = manager.get("metrics", "/metrics")[1]
@@ -213,6 +226,7 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
             "wall_seconds_per_group": round(wall / groups, 3) if reached else None,
             "final_state": state,
             "event_to_reconcile_seconds": latency(metrics),
+            "reconcile_seconds": latency(metrics, RECONCILE_HISTOGRAM, "controller"),
             "manager_peak_rss_mib": round(max(peak_rss, proc_status(manager.pid, "VmHWM")), 1),
             "manager_rss_mib_at_end": round(proc_status(manager.pid, "VmRSS"), 1),
             "emulator_rss_mib_at_end": round(proc_status(emu_proc.pid, "VmRSS"), 1),
@@ -246,6 +260,9 @@ def main() -> None:
                    help="seconds to wait for the verdict per size; then report progress")
     p.add_argument("--poll", type=float, default=1.0, help="seconds between progress polls")
     p.add_argument("--keep", action="store_true", help="keep the process logs")
+    p.add_argument("--profile-manager", metavar="PREFIX",
+                   help="py-spy the manager from apply to verdict (collapsed stacks in "
+                        "PREFIX-<nodes>.txt; py-spy on PATH, from PyPI)")
     args = p.parse_args()
     runs = []
     for nodes in args.nodes:
