@@ -187,7 +187,9 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
         wait_until(registered, timeout=600, what=f"{nodes} GPU nodes", interval=1.0,
                    alive=sim.check_alive)
         result["nodes_registered_seconds"] = round(time.monotonic() - started, 1)
-        manager: ManagerProc = stack.start_manager("--log-format", "json", timeout=300)
+        manager: ManagerProc = stack.start_manager(
+            "--log-format", "json", "--max-concurrent-reconciles",
+            str(args.max_concurrent_reconciles), timeout=300)
         emulator = Emulator(stack.kubeconfig)
         emulator.reset_requests()
         cpu0 = {p.name: cpu_seconds(p.pid) for p in (emu_proc, sim, manager)}
@@ -259,6 +261,8 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds to wait for the verdict per size; then report progress")
     p.add_argument("--poll", type=float, default=1.0, help="seconds between progress polls")
+    p.add_argument("--max-concurrent-reconciles", type=int, default=10,
+                   help="the manager's workers per controller (its default: 10)")
     p.add_argument("--keep", action="store_true", help="keep the process logs")
     p.add_argument("--profile-manager", metavar="PREFIX",
                    help="py-spy the manager from apply to verdict (collapsed stacks in "
@@ -274,7 +278,9 @@ def main() -> None:
     result: dict[str, Any] = {"benchmark": "certify", "entry": "communication/nccl-all-reduce",
                               "nodes_per_job": args.nodes_per_job, "max_concurrent": 0,
                               "time_scale": args.time_scale,
-                              "simulator_write_concurrency": args.write_concurrency, "runs": runs}
+                              "simulator_write_concurrency": args.write_concurrency,
+                              "max_concurrent_reconciles": args.max_concurrent_reconciles,
+                              "runs": runs}
     done = [r for r in runs if r.get("reached_verdict")]
     if len(done) >= 2:
         small, large = done[0], done[-1]
