@@ -180,13 +180,14 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
                                   extra_args=["--write-concurrency", str(args.write_concurrency)])
         started = time.monotonic()
 
-        def registered() -> bool:
-            out = stack.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o",
-                                "name", timeout=120).stdout
-            return len(out.split()) >= nodes
-        wait_until(registered, timeout=600, what=f"{nodes} GPU nodes", interval=1.0,
+        def ready() -> bool:  # Ready, not just registered: discovery excludes NotReady nodes
+            out = stack.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true",
+                                "--no-headers", timeout=120).stdout
+            return sum(1 for line in out.splitlines() if line.split()[1:2] == ["Ready"]) \
+                >= nodes
+        wait_until(ready, timeout=900, what=f"{nodes} Ready GPU nodes", interval=2.0,
                    alive=sim.check_alive)
-        result["nodes_registered_seconds"] = round(time.monotonic() - started, 1)
+        result["nodes_ready_seconds"] = round(time.monotonic() - started, 1)
         manager: ManagerProc = stack.start_manager(
             "--log-format", "json", "--max-concurrent-reconciles",
             str(args.max_concurrent_reconciles), timeout=300)
