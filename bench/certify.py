@@ -262,8 +262,8 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds to wait for the verdict per size; then report progress")
     p.add_argument("--poll", type=float, default=1.0, help="seconds between progress polls")
-    p.add_argument("--max-concurrent-reconciles", type=int, default=10,
-                   help="the manager's workers per controller (its default: 10)")
+    p.add_argument("--max-concurrent-reconciles", type=int, default=50,
+                   help="the manager's workers per controller (default 50, the manager's)")
     p.add_argument("--keep", action="store_true", help="keep the process logs")
     p.add_argument("--profile-manager", metavar="PREFIX",
                    help="py-spy the manager from apply to verdict (collapsed stacks in "
