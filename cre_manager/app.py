@@ -35,9 +35,11 @@ log = logging.getLogger("cre_manager")
 async def connect(config: ManagerConfig) -> KubeClient:
     """A client from the resolved kubeconfig/context, else from the in-cluster config."""
     try:
+        agent = f"cre-manager/{__version__}"
         if config.kubeconfig is None:
-            return KubeClient.in_cluster()
-        return await KubeClient.from_kubeconfig(config.kubeconfig, context=config.context)
+            return KubeClient.in_cluster(user_agent=agent)
+        return await KubeClient.from_kubeconfig(config.kubeconfig, context=config.context,
+                                                user_agent=agent)
     except (ConfigException, OSError, ValueError) as exc:
         flag = "--kubeconfig" if config.kubeconfig else "in-cluster config"
         raise ConfigError(flag, str(exc)) from None

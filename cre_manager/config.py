@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt("--leader-elect-retry-period", "wait between election tries (default 2s)")
     opt("--metrics-bind-address", "address of /metrics, e.g. :8080; 0 disables (default :8080)")
     opt("--health-probe-bind-address", "address of /healthz and /readyz (default :8081)")
-    opt("--max-concurrent-reconciles", "workers per controller (default 10)")
+    opt("--max-concurrent-reconciles", "workers per controller (default 50; reconciles mostly "
+        "wait on API round-trips)")
     opt("--log-format", "json or text (default json)")
     opt("--log-level", f"one of {', '.join(LOG_LEVELS)} (default info)")
     opt("--catalog-dir", "workload catalog directory (default: the shipped catalog)")
@@ -339,7 +340,7 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
         leader_election=_leader_election(r, env),
         metrics_address=_address(r, "--metrics-bind-address", ":8080"),
         health_address=_address(r, "--health-probe-bind-address", ":8081"),
-        max_concurrent_reconciles=_int(r, "--max-concurrent-reconciles", "10", minimum=1),
+        max_concurrent_reconciles=_int(r, "--max-concurrent-reconciles", "50", minimum=1),
         log_format=fmt, log_level=(level or "info").lower(), catalog_dir=catalog,
         shutdown_grace_period=_duration(r, "--shutdown-grace-period", "30s"),
         controllers=controllers, infra_scoped_fail_fast=infra_scoped,

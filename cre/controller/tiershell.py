@@ -6,10 +6,11 @@ order, the one :mod:`cre.core.tierplan` documents:
 
 1. ``patches`` of the object itself (its finalizer), guarded by ``resourceVersion``;
 2. ``deletes`` with UID preconditions (gone already, or replaced: fine);
-3. ``creates``; AlreadyExists is answered by reading the holder: one this object controls (a
-   create that worked on a pass whose status write then conflicted) counts as created, any
-   other is a *foreign* holder and goes back to the core as ``Kind/name`` in
-   ``create_conflicts``, nothing further is written;
+3. ``creates``, kind by kind in the order kinds first appear, up to 16 of a kind in flight
+   (a dependency's kind precedes the Job's); AlreadyExists is answered by reading the holder:
+   one this object controls (a create that worked on a pass whose status write then
+   conflicted) counts as created, any other is a *foreign* holder and goes back to the core
+   as ``Kind/name`` in ``create_conflicts``, nothing further is written;
 4. ``upserts`` (create, or replace what holds the name), *before* the status, so a status never
    records a finished group without its node results;
 5. the ``status`` through ``/status``, guarded by ``resourceVersion`` (409: the caller re-reads
@@ -24,9 +25,10 @@ names the object; transient API errors propagate the same way.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+import anyio
 import attrs
 
 from cre.api.converter import to_dict
@@ -92,6 +94,21 @@ class TierOutcome:
     created: tuple[dict[str, Any], ...] = ()
 
 
+#: Creates of one kind in flight at once: a Workflow launching 125 groups writes 250 objects,
+#: which one at a time take the API round-trip 250 times over (docs/design/013, "Scale").
+CREATE_CONCURRENCY: Final = 16
+
+
+def kind_batches(creates: Sequence[Create]) -> list[list[Create]]:
+    """``creates`` split by kind, kinds in the order they first appear (a group's dependency
+    comes before its Job, so every dependency batch precedes the Job batch), each batch in
+    plan order."""
+    batches: dict[tuple[str, str], list[Create]] = {}
+    for create in creates:
+        batches.setdefault((create.api_version, create.kind), []).append(create)
+    return list(batches.values())
+
+
 class TierExecutor:
     """Applies the TierPlans of one owner kind (``owner``) through ``client``."""
 
@@ -130,12 +147,13 @@ class TierExecutor:
                     raise
         created: list[dict[str, Any]] = []
         conflicts: list[str] = []
-        for create in plan.creates:
-            made = await self._create(obj, create)
-            if made is None:
-                conflicts.append(f"{create.kind}/{create.name}")
+        for batch in kind_batches(plan.creates):
+            made = await self._create_batch(obj, batch)
+            created += [m for m in made if m is not None]
+            conflicts += [f"{c.kind}/{c.name}" for c, m in zip(batch, made, strict=True)
+                          if m is None]
+            if conflicts:
                 break
-            created.append(made)
         if conflicts:
             return TierOutcome(kind=TierOutcomeKind.CREATE_CONFLICTS,
                                conflicts=tuple(conflicts), created=tuple(created))
@@ -157,6 +175,29 @@ class TierExecutor:
             await self.recorder.emit(involved=self.involved(obj), type_=event.type,
                                      reason=event.reason, message=event.message)
         return TierOutcome(kind=TierOutcomeKind.APPLIED, created=tuple(created))
+
+    async def _create_batch(self, owner: Any, batch: Sequence[Create]
+                            ) -> list[dict[str, Any] | None]:
+        """Create ``batch`` (one kind) with up to :data:`CREATE_CONCURRENCY` requests in flight;
+        the answers in the batch's order. An error other than a foreign holder propagates once
+        the requests in flight have ended."""
+        results: list[dict[str, Any] | None] = [None] * len(batch)
+        limiter = anyio.Semaphore(CREATE_CONCURRENCY)
+
+        async def one(i: int, create: Create) -> None:
+            async with limiter:
+                results[i] = await self._create(owner, create)
+
+        if len(batch) == 1:
+            results[0] = await self._create(owner, batch[0])
+            return results
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, create in enumerate(batch):
+                    tg.start_soon(one, i, create)
+        except BaseExceptionGroup as group:  # re-raise the first, as a sequential loop would
+            raise group.exceptions[0] from None
+        return results
 
     async def _create(self, owner: Any, create: Create) -> dict[str, Any] | None:
         """The created (or already ours) object; ``None`` when a foreign object holds the name."""

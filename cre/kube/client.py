@@ -173,20 +173,27 @@ class KubeClient:
         return str(self._api.configuration.host)
 
     @classmethod
-    async def from_kubeconfig(cls, path: str | None = None, *,
-                              context: str | None = None) -> KubeClient:
-        """A client for the kubeconfig at ``path`` (or $KUBECONFIG / ~/.kube/config)."""
+    async def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None,
+                              user_agent: str | None = None) -> KubeClient:
+        """A client for the kubeconfig at ``path`` (or $KUBECONFIG / ~/.kube/config);
+        ``user_agent`` names the program in the API server's audit log (``cre-manager/1.2``)."""
         cfg = k8s_client.Configuration()
         await k8s_config.load_kube_config(config_file=path, context=context,
                                           client_configuration=cfg)
-        return cls(k8s_client.ApiClient(configuration=cfg))
+        return cls._with_agent(k8s_client.ApiClient(configuration=cfg), user_agent)
 
     @classmethod
-    def in_cluster(cls) -> KubeClient:
+    def in_cluster(cls, *, user_agent: str | None = None) -> KubeClient:
         """A client from the pod's service-account token and CA (in-cluster config)."""
         cfg = k8s_client.Configuration()
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        return cls(k8s_client.ApiClient(configuration=cfg))
+        return cls._with_agent(k8s_client.ApiClient(configuration=cfg), user_agent)
+
+    @classmethod
+    def _with_agent(cls, api: k8s_client.ApiClient, user_agent: str | None) -> KubeClient:
+        if user_agent:
+            api.user_agent = user_agent
+        return cls(api)
 
     async def close(self) -> None:
         await self._api.close()

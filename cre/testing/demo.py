@@ -1,18 +1,26 @@
 """``make demo``: CRE's main job on an emulated 8-node aws-h100 cluster, as a person would run it.
 
 Everything runs as separate processes through the real command lines: the API emulator (with the
-vendored Trainer/JobSet CRDs and CRE's own), the simulated cluster, ``cre-manager``, the renderer
-(``python -m cre.render``) and ``kubectl``. The driver only orchestrates and shows progress: the
-Job's phase and condition as they change, a live table of the workload's pods, then the verdict,
-the per-node result, and either the measured bandwidth table (per message size, from the Job's
-BandwidthMeasurement: the manager parsed the launcher's log) or, on the failure path, the
-``failureLog`` the manager captured. Everything is shut down whatever happens; the exit code is 0
-when the scenario ended the way it should (``success``: Succeeded with its threshold met;
-``launcher-failure``: Failed with a captured failure log; ``threshold``: Succeeded with
-``ValidationFailed=True / ThresholdViolation`` naming the measured value and the expression).
+vendored Trainer/JobSet CRDs and CRE's own), the simulated cluster, ``cre-manager``, ``kubectl``
+and the ``cre`` command. The driver applies a ``Certification`` of two categories
+(``communication/nccl-all-reduce`` in groups of two nodes, then ``communication/nccl-loopback``
+on every node) with ``kubectl apply`` and follows it live: Certification -> the current
+category's Workflow and its groups -> their Jobs -> the workload pods. It ends with the verdict,
+the per-category and per-node table (``cre report --json``), the ``cre status`` tree, and the
+self-contained HTML report (``write_html_report``), whose path it prints.
 
-Until the Certification tier exists, the demo applies a ``Job`` (with its TrainingRuntime)
-directly, with a ``busBandwidthGBps`` threshold added, and installs the shipped LogProfiles.
+Scenarios (the exit code is 0 when the run ended the way the scenario should):
+
+* ``success``: both categories pass, verdict Passed.
+* ``launcher-failure``: every MPI launcher exits 1 with an NCCL error: all-reduce fails with its
+  captured failure log, loopback still runs and passes, verdict Failed.
+* ``infra-abort``: while group-1 runs under ``FailFast``, one of its nodes is lost (its kubelet
+  reports NotReady, ``kubectl patch node --subresource=status``) and its launcher dies (the
+  simulator's ``--fail-launcher-pod-prefix``, as the tiers golden
+  ``integration/cases/tiers/infra-retry-after-node-loss`` does). The Job tier classifies it
+  ``Node`` scope; the Workflow defers it: the siblings keep running (never Cancelled), the node
+  comes back, group-1 re-runs on its infra retry and the verdict is Passed (or Incomplete with
+  the group's nodes Uncertified if the retry aborts too), with no node Failed.
 """
 
 from __future__ import annotations
@@ -20,11 +28,14 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -33,51 +44,46 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-from ruamel.yaml import YAML
 
-from cre.api.converter import to_dict
-from cre.api.labels import GPU_PRESENT, JOB, LAUNCHER
-from cre.core.logprofile import shipped_profiles
-from cre.testing.cluster.profiles import get_profile
+from cre.api.labels import GPU_PRESENT
+from cre.core.workload import workload_name
 from cre.testing.procs import Stack, StackError, wait_until
 
-ENTRY = "communication/nccl-all-reduce"
-JOB_NAME = "nccl-all-reduce-demo"
+CERT = "gpu-cert"
 NAMESPACE = "default"
 PROFILE = "aws-h100"
 NODES = 8
+ALL_REDUCE = "communication/nccl-all-reduce"
+LOOPBACK = "communication/nccl-loopback"
+LOST_GROUP = "group-1"  # infra-abort: the group whose node is lost
+LOST_JOB = f"{CERT}-communication-nccl-all-reduce-{LOST_GROUP}-iter-1"
+# Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is truncated + hashed).
+LOST_LAUNCHER = f"{workload_name(LOST_JOB)}-launcher"
 
 
 class Scenario(enum.StrEnum):
     SUCCESS = "success"
     LAUNCHER_FAILURE = "launcher-failure"
-    THRESHOLD = "threshold"
+    INFRA_ABORT = "infra-abort"
 
 
-def threshold_for(scenario: Scenario) -> str:
-    """The ``busBandwidthGBps`` expression the demo's Job carries: half the profile's healthy
-    bus bandwidth (met), or a figure no cluster reaches (the threshold scenario)."""
-    if scenario is Scenario.THRESHOLD:
-        return "value >= 1000000"
-    return f"value >= {get_profile(PROFILE).busbw_gbps / 2:g}"
+def certification(scenario: Scenario) -> str:
+    """The Certification the demo applies (FailFast on the infra-abort path, to show that an
+    infrastructure abort never cancels a sibling even then)."""
+    policy = "  failurePolicy: {mode: FailFast}\n" if scenario is Scenario.INFRA_ABORT else ""
+    return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
+            f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
+            f"spec:\n  target: {{nodeSelector: {{{GPU_PRESENT}: \"true\"}}}}\n{policy}"
+            f"  categories:\n"
+            f"  - {{domain: communication, variant: nccl-all-reduce, "
+            f"options: {{nodesPerJob: 2}}}}\n"
+            f"  - {{domain: communication, variant: nccl-loopback}}\n")
 
 
-@attrs.frozen(slots=True)
-class Snapshot:
-    """What the live view shows at one poll."""
-
-    phase: str
-    condition: str  # "Type=Reason: message" of the True condition(s)
-    pods: tuple[tuple[str, str, str, str], ...]  # (role, name, node, status)
-
-    @property
-    def terminal(self) -> bool:
-        # A Succeeded Job with thresholds is done once its verdict (ValidationFailed) is in.
-        if self.phase == "Succeeded":
-            return "ValidationFailed" in self.judged
-        return self.phase == "Failed"
-
-    judged: str = ""  # the ValidationFailed condition, "status/reason: message"
+def _phase_style(phase: str) -> str:
+    return {"Succeeded": "bold green", "Passed": "bold green", "Failed": "bold red",
+            "Incomplete": "bold yellow", "InfraAborted": "bold yellow",
+            "Cancelled": "yellow"}.get(phase, "cyan")
 
 
 def _true_conditions(status: dict[str, Any]) -> str:
@@ -87,6 +93,10 @@ def _true_conditions(status: dict[str, Any]) -> str:
             msg = f": {cond['message']}" if cond.get("message") else ""
             parts.append(f"{cond.get('type')}={cond.get('reason')}{msg}")
     return "; ".join(parts) or "-"
+
+
+def _class(fc: dict[str, Any] | None) -> str:
+    return f"{fc.get('scope')}/{fc.get('reason')}" if fc else ""
 
 
 def _pod_status(pod: dict[str, Any]) -> str:
@@ -101,6 +111,27 @@ def _pod_status(pod: dict[str, Any]) -> str:
     return str(status.get("phase") or "Pending")
 
 
+@attrs.frozen(slots=True)
+class Snapshot:
+    """What the live view shows at one poll."""
+
+    phase: str
+    verdict: str
+    categories: tuple[tuple[str, str, str], ...]  # (entry, status, verdict)
+    workflow: str
+    # (group, phase, nodes, job, infra retries, failure class of its last failure)
+    groups: tuple[tuple[str, str, str, str, int, str], ...]
+    jobs: tuple[tuple[str, str, str], ...]  # (job, phase, failure class)
+    pods: tuple[tuple[str, str, str], ...]  # (pod, node, status)
+
+    @property
+    def terminal(self) -> bool:
+        return bool(self.verdict) and self.phase in ("Succeeded", "Failed")
+
+    def group(self, name: str) -> tuple[str, str, str, str, int, str] | None:
+        return next((g for g in self.groups if g[0] == name), None)
+
+
 class Demo:
     """One demo run over a :class:`Stack`."""
 
@@ -112,6 +143,10 @@ class Demo:
         self.time_scale = time_scale
         self.timeout = timeout
         self.nodes: list[str] = []
+        self.lost_node = ""
+        self.node_lost = False
+        self.node_back = False
+        self.deferred = ""  # the failure class of the deferred abort
 
     def step(self, text: str) -> None:
         self.console.print(f"[bold cyan]>[/] {text}")
@@ -121,11 +156,22 @@ class Demo:
     def start(self) -> None:
         self.step("starting the Kubernetes API emulator (Trainer, JobSet and CRE CRDs)")
         self.stack.start_emulator()
-        fail = self.scenario is Scenario.LAUNCHER_FAILURE
-        self.step(f"starting a simulated {NODES}-node {PROFILE} cluster"
-                  + (" whose MPI launchers fail with an NCCL error" if fail else ""))
-        cluster = self.stack.start_cluster(profile=PROFILE, nodes=NODES,
-                                           time_scale=self.time_scale, fail_launcher=fail)
+        extra: list[str] = []
+        note = ""
+        if self.scenario is Scenario.LAUNCHER_FAILURE:
+            note = " whose MPI launchers fail with an NCCL error"
+        elif self.scenario is Scenario.INFRA_ABORT:
+            # The launcher of group-1's first run dies after 30 simulated seconds: long enough
+            # for the demo to take one of the group's nodes away first. Its infra retry (a new
+            # Job name) runs normally.
+            extra = ["--fail-launcher-pod-prefix", LOST_LAUNCHER,
+                     "--fail-launcher-after", "30", "--fail-launcher-message",
+                     "ORTE has lost communication with a remote daemon"]
+            note = f" (the MPI launcher of {LOST_GROUP}'s first run will lose a node)"
+        self.step(f"starting a simulated {NODES}-node {PROFILE} cluster{note}")
+        cluster = self.stack.start_cluster(
+            profile=PROFILE, nodes=NODES, time_scale=self.time_scale,
+            fail_launcher=self.scenario is not Scenario.SUCCESS, extra_args=extra)
 
         def gpu_nodes() -> list[str]:
             items = self.stack.kubectl_json("get", "nodes", "-l", f"{GPU_PRESENT}=true")["items"]
@@ -134,10 +180,6 @@ class Demo:
 
         self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{NODES} GPU nodes",
                                 interval=0.2, alive=cluster.check_alive)
-        self.step("installing the shipped LogProfiles (nccl-bandwidth, nccl-loopback)")
-        docs = "".join("---\n" + json.dumps(to_dict(p)) + "\n" for p in shipped_profiles())
-        for line in self.stack.kubectl("apply", "-f", "-", stdin=docs).stdout.splitlines():
-            self.console.print(f"  {line}")
         self.step("starting cre-manager (separate process) and waiting for /readyz")
         started = time.monotonic()
         manager = self.stack.start_manager("--log-format", "json")
@@ -145,154 +187,242 @@ class Demo:
                            f"probes {manager.health_url}, metrics {manager.metrics_url}/metrics")
 
     def apply(self) -> None:
-        self.step(f"rendering {ENTRY} for aws/h100 on {len(self.nodes)} nodes "
-                  "(python -m cre.render)")
-        rendered = subprocess.run(
-            [sys.executable, "-m", "cre.render", "--entry", ENTRY, "--platform", "aws",
-             "--arch", "h100", "--nodes", ",".join(self.nodes), "--job-name", JOB_NAME,
-             "--namespace", NAMESPACE], capture_output=True, text=True, check=False)
-        if rendered.returncode != 0:
-            raise StackError(f"render failed: {rendered.stderr.strip()}")
-        self.console.print("  [yellow]note:[/] the Certification tier comes later; this demo "
-                           "applies the CRE Job and its TrainingRuntime directly.")
-        docs = [d for d in YAML(typ="safe").load_all(rendered.stdout) if d]
-        expr = threshold_for(self.scenario)
-        for doc in docs:
-            if doc.get("kind") == "Job":
-                doc["spec"]["thresholds"] = {"busBandwidthGBps": expr}
-        self.step(f"kubectl apply -f - (Job with threshold busBandwidthGBps: {expr!r} + "
-                  "TrainingRuntime)")
-        body = "".join("---\n" + json.dumps(d) + "\n" for d in docs)
+        body = certification(self.scenario)
+        self.step("kubectl apply -f - <<EOF")
+        for line in body.splitlines():
+            self.console.print(f"  [dim]{line}[/]")
         out = self.stack.kubectl("apply", "-f", "-", stdin=body).stdout
         for line in out.splitlines():
             self.console.print(f"  {line}")
 
     # -- progress --------------------------------------------------------------------------------
 
+    def _items(self, *args: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.stack.kubectl_json(
+            "get", *args, "-n", NAMESPACE)["items"]
+        return sorted(items, key=lambda o: str(o["metadata"]["name"]))
+
     def snapshot(self) -> Snapshot:
-        job = self.stack.kubectl_json("get", "jobs.cre.dev", JOB_NAME, "-n", NAMESPACE)
-        status = job.get("status") or {}
-        pods: list[tuple[str, str, str, str]] = []
-        for role, label in (("launcher", LAUNCHER), ("worker", JOB)):
-            items = self.stack.kubectl_json("get", "pods", "-n", NAMESPACE, "-l",
-                                            f"{label}={JOB_NAME}")["items"]
-            for pod in sorted(items, key=lambda p: p["metadata"]["name"]):
-                pods.append((role, pod["metadata"]["name"],
-                             (pod.get("spec") or {}).get("nodeName") or "-", _pod_status(pod)))
-        verdict = next((c for c in status.get("conditions") or []
-                        if c.get("type") == "ValidationFailed"), None)
-        judged = (f"ValidationFailed={verdict.get('status')}/{verdict.get('reason')}: "
-                  f"{verdict.get('message')}" if verdict else "")
+        cert = self.stack.kubectl_json("get", "certifications", CERT, "-n", NAMESPACE)
+        status = cert.get("status") or {}
+        cats = tuple((f"{c.get('domain')}/{c.get('variant')}", str(c.get("status") or ""),
+                      str(c.get("verdict") or "")) for c in status.get("categoryStatuses") or [])
+        workflows = self._items("workflows")
+        wf = workflows[-1] if workflows else {}
+        current = next((c for c in status.get("categoryStatuses") or []
+                        if c.get("status") not in ("Succeeded", "Failed")), None)
+        if current and current.get("workflowRef"):
+            wf = next((w for w in workflows
+                       if w["metadata"]["name"] == current["workflowRef"]["name"]), wf)
+        groups = tuple((str(g.get("name")), str(g.get("phase")), ",".join(
+            n.rsplit("-", 1)[-1] for n in g.get("nodes") or []),
+            str((g.get("jobRef") or {}).get("name") or "-"), int(g.get("infraRetries") or 0),
+            _class(g.get("failureClass")))
+            for g in (wf.get("status") or {}).get("groups") or [])
+        jobs = []
+        for job in self._items("jobs.cre.dev"):
+            js = job.get("status") or {}
+            jobs.append((str(job["metadata"]["name"]), str(js.get("phase") or "Pending"),
+                         _class(js.get("failureClass"))))
+        pods = tuple((str(p["metadata"]["name"]), str((p.get("spec") or {}).get("nodeName")
+                                                      or "-"), _pod_status(p))
+                     for p in self._items("pods"))
         return Snapshot(phase=str(status.get("phase") or "Pending"),
-                        condition=_true_conditions(status), pods=tuple(pods), judged=judged)
+                        verdict=str(status.get("verdict") or ""), categories=cats,
+                        workflow=str((wf.get("metadata") or {}).get("name") or "-"),
+                        groups=groups, jobs=tuple(jobs), pods=pods)
 
     def view(self, snap: Snapshot, elapsed: float) -> Group:
-        head = Text.assemble(("Job ", "bold"), (f"{NAMESPACE}/{JOB_NAME}", "bold magenta"),
-                             "  phase ", (snap.phase, "bold green" if snap.phase == "Succeeded"
-                                          else "bold red" if snap.phase == "Failed"
-                                          else "bold yellow"),
-                             f"  [{elapsed:4.1f}s]")
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for col in ("role", "pod", "node", "status"):
-            table.add_column(col)
-        for role, name, node, status in snap.pods:
-            table.add_row(role, name, node, status)
-        if not snap.pods:
-            table.add_row("-", "(no workload pods yet)", "-", "-")
-        return Group(head, Text(f"  {snap.condition}", style="dim"), table)
+        head = Text.assemble(("Certification ", "bold"), (f"{NAMESPACE}/{CERT}", "bold magenta"),
+                             "  phase ", (snap.phase, _phase_style(snap.phase)),
+                             f"  verdict {snap.verdict or '-'}  [{elapsed:5.1f}s]")
+        cats = "  ".join(f"{e}: {s or 'Pending'}" for e, s, _ in snap.categories) or "-"
+        groups = Table(title=f"Workflow {snap.workflow}", box=None, header_style="bold",
+                       title_justify="left")
+        for col in ("group", "phase", "nodes", "job", "infra retries"):
+            groups.add_column(col)
+        for name, phase, nodes, job, infra, _ in snap.groups:
+            groups.add_row(name, Text(phase, style=_phase_style(phase)), nodes, job, str(infra))
+        active = {g[3] for g in snap.groups}
+        pods = Table(box=None, header_style="bold")
+        for col in ("pod", "node", "status"):
+            pods.add_column(col)
+        shown = [p for p in snap.pods if any(p[0].startswith(j) for j in active)]
+        for name, node, status in shown[-16:]:
+            pods.add_row(name, node, status)
+        return Group(head, Text(f"  categories: {cats}", style="dim"), groups, pods)
 
     def follow(self) -> Snapshot:
-        """Live view until the Job is terminal; transitions are printed as they happen."""
-        self.step("following the Job (phase and conditions as the manager writes them)")
+        """Live view until the Certification has a verdict; transitions printed as they happen."""
+        self.step("following Certification -> Workflow -> groups -> Jobs -> pods")
         started = time.monotonic()
-        last: tuple[str, str] | None = None
+        seen: dict[str, str] = {}
         snap = self.snapshot()
         with Live(self.view(snap, 0.0), console=self.console, refresh_per_second=8,
                   transient=True) as live:
             while True:
                 elapsed = time.monotonic() - started
                 snap = self.snapshot()
-                if (snap.phase, snap.condition + snap.judged) != last:
-                    last = (snap.phase, snap.condition + snap.judged)
-                    live.console.print(f"  [{elapsed:5.1f}s] phase [bold]{snap.phase}[/]  "
-                                       f"{snap.condition}"
-                                       + (f"  {snap.judged}" if snap.judged else ""))
+                self._print_changes(live.console, snap, seen, elapsed)
+                if self.scenario is Scenario.INFRA_ABORT:
+                    self._node_loss(live.console, snap, elapsed)
                 live.update(self.view(snap, elapsed))
                 if snap.terminal:
                     return snap
                 if elapsed > self.timeout:
-                    raise StackError(f"the Job did not finish within {self.timeout:g}s "
-                                     f"(phase {snap.phase})")
+                    raise StackError(f"the Certification had no verdict within "
+                                     f"{self.timeout:g}s (phase {snap.phase})")
                 time.sleep(0.25)
+
+    def _print_changes(self, console: Console, snap: Snapshot, seen: dict[str, str],
+                       elapsed: float) -> None:
+        lines = [(f"certification {CERT}", f"{snap.phase} {snap.verdict}".strip())]
+        lines += [(f"category {e}", f"{s} {v}".strip()) for e, s, v in snap.categories]
+        lines += [(f"{snap.workflow} {g}", f"{p} job {j}" + (
+            f" (infra retry {r} after a {fc} abort: deferred, siblings continue)" if r else ""))
+            for g, p, _, j, r, fc in snap.groups]
+        lines += [(f"job {j}", f"{p}" + (f" class {fc}" if fc else "")) for j, p, fc in snap.jobs]
+        for key, value in lines:
+            if seen.get(key) != value:
+                seen[key] = value
+                console.print(f"  [{elapsed:5.1f}s] {key}: [bold]{value}[/]")
+
+    def _node_loss(self, console: Console, snap: Snapshot, elapsed: float) -> None:
+        """Take a node of group-1 away while its launcher runs; bring it back once the Job
+        failed (as a node that rebooted would)."""
+        group = snap.group(LOST_GROUP)
+        if not self.node_lost and group is not None and any(
+                n.startswith(LOST_LAUNCHER) and s == "Running"
+                for n, _, s in snap.pods):
+            self.lost_node = next(n for n in self.nodes if n.endswith(f"-{group[2].split(',')[0]}"))
+            console.print(f"  [{elapsed:5.1f}s] [bold red]node loss[/]: {self.lost_node}'s "
+                          f"kubelet reports NotReady while {LOST_GROUP} runs")
+            self.set_ready(self.lost_node, ready=False)
+            self.node_lost = True
+        if self.node_lost and not self.node_back and group is not None and (
+                group[4] > 0 or group[1] not in ("Running", "Pending")):
+            self.deferred = group[5]
+            console.print(f"  [{elapsed:5.1f}s] {LOST_GROUP}'s Job failed with class "
+                          f"[bold]{group[5]}[/]: deferred, no sibling cancelled; "
+                          f"{self.lost_node} is back (Ready) for the infra retry")
+            self.set_ready(self.lost_node, ready=True)
+            self.node_back = True
+
+    def set_ready(self, node: str, *, ready: bool) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        cond = {"type": "Ready", "status": "True" if ready else "False",
+                "reason": "KubeletReady" if ready else "KubeletNotReady",
+                "message": "kubelet is posting ready status" if ready
+                else "container runtime network not ready",
+                "lastHeartbeatTime": now, "lastTransitionTime": now}
+        self.stack.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p",
+                           json.dumps({"status": {"conditions": [cond]}}))
 
     # -- results ---------------------------------------------------------------------------------
 
-    def report(self, snap: Snapshot) -> bool:
-        job = self.stack.kubectl_json("get", "jobs.cre.dev", JOB_NAME, "-n", NAMESPACE)
-        status = job.get("status") or {}
-        violated = snap.judged.startswith("ValidationFailed=True")
-        ok = snap.phase == "Succeeded" and not violated
-        why = snap.judged if violated else snap.condition
-        self.console.print(Panel(Text(f"Verdict: {'PASSED' if ok else 'FAILED'} ({why})",
-                                      style="bold green" if ok else "bold red"),
-                                 title="CRE Job result", expand=False))
-        failed = {f.get("name"): f for f in status.get("failedNodes") or []}
-        table = Table(title="Per-node result", header_style="bold")
-        for col in ("node", "result", "reason"):
-            table.add_column(col)
-        for node in self.nodes:
-            entry = failed.get(node)
-            if entry:
-                table.add_row(node, Text("FAILED", style="red"), str(entry.get("reason")))
-            else:
-                table.add_row(node, Text("passed" if ok else "not blamed", style="green"), "")
-        self.console.print(table)
-        flog = status.get("failureLog")
-        if flog:
-            where = (f"pod {flog.get('podName')} container {flog.get('containerName')} on "
-                     f"{flog.get('nodeName')}: exit {flog.get('exitCode')} "
-                     f"({flog.get('reason')})")
-            tail = "\n".join(str(flog.get("tail") or "").splitlines()[-25:])
-            self.console.print(Panel(Text(tail), title=f"status.failureLog - {where}",
-                                     border_style="red"))
-            cls = status.get("failureClass") or {}
-            if cls:
-                self.console.print(f"  failure class: scope [bold]{cls.get('scope')}[/], "
-                                   f"reason {cls.get('reason')}")
-        measured = self.measured_table()
-        if snap.phase == "Succeeded":
-            self.console.print(measured if measured is not None else
-                               Text("(no BandwidthMeasurement results)", style="red"))
-            if status.get("busBandwidthGBps"):
-                self.console.print(f"  busBandwidthGBps (max over sizes): "
-                                   f"[bold]{status['busBandwidthGBps']}[/] GB/s")
-        if self.scenario is Scenario.SUCCESS:
-            return ok and measured is not None
-        if self.scenario is Scenario.THRESHOLD:
-            return (snap.phase == "Succeeded" and violated and "ThresholdViolation" in snap.judged
-                    and threshold_for(self.scenario) in snap.judged)
-        return snap.phase == "Failed" and bool(flog)
+    def cre(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The ``cre`` command against the emulator."""
+        return subprocess.run([sys.executable, "-m", "cre.cli", *args, "--kubeconfig",
+                               str(self.stack.kubeconfig), "-n", NAMESPACE],
+                              capture_output=True, text=True, check=False, timeout=120,
+                              env={**os.environ, "COLUMNS": str(self.console.width)})
 
-    def measured_table(self) -> Table | None:
-        """The Job's BandwidthMeasurement results: per message size, algBW and busBW."""
-        bm = self.stack.kubectl_json("get", "bandwidthmeasurements.cre.dev",
-                                     f"{JOB_NAME}-bandwidth", "-n", NAMESPACE)
-        status = bm.get("status") or {}
-        results = status.get("results") or []
-        if not results:
-            return None
-        done: dict[str, Any] = next((c for c in status.get("conditions") or []
-                                     if c.get("type") == "Complete"), {})
-        table = Table(title=f"Measured bandwidth ({bm['metadata']['name']}: "
-                      f"{done.get('reason', 'in progress')}; transports "
-                      f"{', '.join(status.get('transports') or []) or '-'})",
-                      header_style="bold")
-        for col in ("size (B)", "algBW (GB/s)", "busBW (GB/s)", "samples"):
-            table.add_column(col, justify="right")
-        for r in results:
-            table.add_row(str(r.get("sizeBytes")), str(r.get("algBW")), str(r.get("busBW")),
-                          str(r.get("samples")))
+    def report(self, snap: Snapshot, html: Path) -> bool:
+        done = self.cre("report", CERT, "--json")
+        if done.returncode != 0:
+            raise StackError(f"cre report failed: {done.stderr.strip()}")
+        rep: dict[str, Any] = json.loads(done.stdout)
+        summary, cert = rep["summary"], rep["certification"]
+        verdict = str(cert.get("verdict") or "-")
+        self.console.print(Panel(Text(f"Verdict: {verdict.upper()}  ({summary['categoriesPassed']}"
+                                      f"/{summary['categories']} categories passed; "
+                                      f"{cert.get('message') or ''})",
+                                      style=_phase_style(verdict)),
+                                 title=f"Certification {CERT}", expand=False))
+        cats = Table(title="Per category", header_style="bold")
+        for col in ("category", "state", "verdict", "groups", "busBW peak GB/s (groups)",
+                    "message"):
+            cats.add_column(col)
+        for c in rep["categories"]:
+            peaks = [float(g["busBWPeakGBps"]) for g in c["groups"] if g.get("busBWPeakGBps")]
+            cats.add_row(c["entry"], c["state"], Text(str(c["verdict"]),
+                                                      style=_phase_style(str(c["verdict"]))),
+                         str(len(c["groups"])), f"{min(peaks):.1f}-{max(peaks):.1f}"
+                         if peaks else "-", str(c.get("message") or ""))
+        self.console.print(cats)
+        self.console.print(self.node_table(rep))
+        for c in rep["categories"]:
+            for g in c["groups"]:
+                flog = g.get("failureLog")
+                if flog:
+                    tail = "\n".join(str(flog.get("tail") or "").splitlines()[-12:])
+                    fc = g.get("failureClass") or {}
+                    self.console.print(Panel(Text(tail), border_style="red", title=(
+                        f"{c['entry']} {g['name']}: failureLog of {flog.get('pod')} on "
+                        f"{flog.get('node')}, exit {flog.get('exitCode')} - class "
+                        f"{fc.get('scope')}/{fc.get('reason')}")))
+        tree = self.cre("status", CERT)
+        if tree.returncode == 0:
+            self.step("cre status " + CERT)
+            self.console.print(Text.from_ansi(tree.stdout.rstrip()))
+        self.step("kubectl get certifications")
+        self.console.print(self.stack.kubectl("get", "certifications", "-n",
+                                              NAMESPACE).stdout.rstrip())
+        from cre.cli.session import write_html_report
+
+        path = write_html_report(CERT, path=html, namespace=NAMESPACE,
+                                 kubeconfig=str(self.stack.kubeconfig))
+        self.console.print(Panel(f"HTML report: [bold]{path}[/]", expand=False))
+        return self.expected(rep, snap)
+
+    def node_table(self, rep: dict[str, Any]) -> Table:
+        table = Table(title="Per node", header_style="bold")
+        table.add_column("node")
+        entries = [c["entry"] for c in rep["categories"]]
+        for entry in entries:
+            table.add_column(entry.split("/", 1)[-1])
+        table.add_column("reason / class")
+        rows: dict[str, dict[str, dict[str, Any]]] = {}
+        for c in rep["categories"]:
+            for n in c["nodes"]:
+                rows.setdefault(n["node"], {})[c["entry"]] = n
+        for node in sorted(rows):
+            cells: list[Text | str] = [node]
+            notes = []
+            for entry in entries:
+                n = rows[node].get(entry)
+                verdict = str(n["verdict"]) if n else "-"
+                bw = f" {n['busBWGBps']}" if n and n.get("busBWGBps") else ""
+                cells.append(Text(verdict + bw, style=_phase_style(verdict)))
+                if n and (n.get("reason") or n.get("failureClass")):
+                    fc = n.get("failureClass") or {}
+                    notes.append(f"{n.get('reason') or ''} {fc.get('scope') or ''}".strip())
+            if self.deferred and node in self.lost_group_nodes(rep):
+                notes.append(f"{LOST_GROUP}: {self.deferred} abort deferred, not blamed; "
+                             "passed on its infra retry")
+            cells.append("; ".join(sorted(set(notes))))
+            table.add_row(*cells)
         return table
+
+    @staticmethod
+    def lost_group_nodes(rep: dict[str, Any]) -> list[str]:
+        groups = rep["categories"][0]["groups"]
+        return next((list(g["nodes"]) for g in groups if g["name"] == LOST_GROUP), [])
+
+    def expected(self, rep: dict[str, Any], snap: Snapshot) -> bool:
+        verdicts = [c["verdict"] for c in rep["categories"]]
+        if self.scenario is Scenario.SUCCESS:
+            return verdicts == ["Passed", "Passed"]
+        if self.scenario is Scenario.LAUNCHER_FAILURE:
+            logs = [g for g in rep["categories"][0]["groups"] if g.get("failureLog")]
+            return verdicts == ["Failed", "Passed"] and bool(logs)
+        groups = rep["categories"][0]["groups"]
+        lost = next((g for g in groups if g["name"] == LOST_GROUP), None)
+        siblings_ok = all(g["phase"] == "Succeeded" for g in groups if g["name"] != LOST_GROUP)
+        return (self.node_lost and self.node_back and lost is not None
+                and not rep["summary"]["failedNodes"] and siblings_ok
+                and rep["certification"]["verdict"] in ("Passed", "Incomplete")
+                and lost["job"] != LOST_JOB)  # re-run on the infra retry
 
     def stop_manager(self) -> None:
         self.step("shutting down: SIGTERM to cre-manager (drains, releases, exits 0)")
@@ -305,19 +435,21 @@ class Demo:
                     raise StackError(f"cre-manager exited {code}:\n{proc.tail()}")
 
 
-def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool) -> int:
+def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool,
+        html: Path) -> int:
     console = Console(highlight=False)
-    if not console.is_terminal:  # piped (CI, `make demo | tee`): room for the NCCL table
-        console = Console(highlight=False, width=140)
-    console.print(Panel(f"CRE demo: [bold]{ENTRY}[/] on a simulated {NODES}-node {PROFILE} "
-                        f"cluster - scenario [bold]{scenario}[/]", expand=False))
+    if not console.is_terminal:  # piped (CI, `make demo | tee`): room for the tables
+        console = Console(highlight=False, width=160)
+    console.print(Panel(f"CRE demo: a Certification of [bold]{ALL_REDUCE}[/] and "
+                        f"[bold]{LOOPBACK}[/] on a simulated {NODES}-node {PROFILE} cluster - "
+                        f"scenario [bold]{scenario}[/]", expand=False))
     with Stack(keep=keep) as stack:
         demo = Demo(stack, console, scenario=scenario, time_scale=time_scale, timeout=timeout)
         try:
             demo.start()
             demo.apply()
             snap = demo.follow()
-            expected = demo.report(snap)
+            expected = demo.report(snap, html)
             demo.stop_manager()
         except (StackError, subprocess.TimeoutExpired) as exc:
             console.print(f"[bold red]demo failed:[/] {exc}")
@@ -335,15 +467,22 @@ def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cre.testing.demo", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m cre.testing.demo", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", type=Scenario, choices=list(Scenario),
                    default=Scenario.SUCCESS)
     p.add_argument("--time-scale", type=float, default=5.0,
                    help="simulated seconds per wall second")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the Job")
+    p.add_argument("--timeout", type=float, default=420.0,
+                   help="seconds to wait for the verdict")
+    p.add_argument("--html", type=Path, default=None,
+                   help="where to write the HTML report (default: cre-demo-<scenario>.html "
+                        "in the temporary directory)")
     p.add_argument("--keep", action="store_true", help="keep the process logs directory")
     args = p.parse_args(argv)
-    return run(args.scenario, time_scale=args.time_scale, timeout=args.timeout, keep=args.keep)
+    html = args.html or Path(tempfile.gettempdir()) / f"cre-demo-{args.scenario}.html"
+    return run(args.scenario, time_scale=args.time_scale, timeout=args.timeout, keep=args.keep,
+               html=html)
 
 
 if __name__ == "__main__":

@@ -187,13 +187,16 @@ class Stack:
         return proc
 
     def start_cluster(self, *, profile: str = "aws-h100", nodes: int = 8,
-                      time_scale: float = 1.0, fail_launcher: bool = False) -> Proc:
+                      time_scale: float = 1.0, fail_launcher: bool = False,
+                      extra_args: Sequence[str] = ()) -> Proc:
         """The simulated cluster (``python -m cre.testing.cluster``); ``fail_launcher`` makes
-        every MPI launcher exit 1 with an NCCL error (its ``--fail-launcher`` flag)."""
+        every MPI launcher exit 1 with an NCCL error (its ``--fail-launcher`` flag);
+        ``extra_args`` go to its command line as they are (``--write-concurrency 16``)."""
         argv = ["--kubeconfig", str(self.kubeconfig), "--profile", profile, "--nodes",
                 str(nodes), "--time-scale", str(time_scale)]
         if fail_launcher:
             argv.append("--fail-launcher")
+        argv += list(extra_args)
         return self._spawn("cluster", ["-m", "cre.testing.cluster", *argv])
 
     def start_manager(self, *args: str, name: str = "manager", env: dict[str, str] | None = None,

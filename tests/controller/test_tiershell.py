@@ -19,6 +19,7 @@ from cre.controller.tiershell import (
     TierExecutor,
     TierOutcomeKind,
     controlled_by,
+    kind_batches,
     resource_for,
 )
 from cre.controller.workflowshell import WORKFLOWS, involved_workflow, workflow_from_dict
@@ -134,3 +135,43 @@ async def test_stale_status_write_is_a_conflict(setup: tuple[KubeClient, Workflo
                                    status=attrs.evolve(wf.status, namespace=ns))
     outcome = await executor.apply(wf, plan)
     assert outcome.kind == TierOutcomeKind.CONFLICT
+
+
+def test_kind_batches_keep_dependency_kinds_first_and_plan_order() -> None:
+    """Creates split by kind in the order kinds first appear; each batch keeps plan order."""
+    def mk(kind: str, name: str) -> Create:
+        return Create(api_version="v1", kind=kind, namespace="ns", name=name, body={})
+    plan = [mk("TrainingRuntime", "rt-0"), mk("Job", "j-0"), mk("TrainingRuntime", "rt-1"),
+            mk("Job", "j-1"), mk("ConfigMap", "cm")]
+    assert [[c.name for c in b] for b in kind_batches(plan)] == [
+        ["rt-0", "rt-1"], ["j-0", "j-1"], ["cm"]]
+    assert kind_batches([]) == []
+
+
+async def test_many_creates_of_a_kind_land_in_plan_order_with_foreign_holders_named(
+        setup: tuple[KubeClient, Workflow]) -> None:
+    """40 creates of one kind (more than are sent at once) all land and come back in plan
+    order; a foreign holder among them is named and stops the plan before its status."""
+    client, wf = setup
+    ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
+    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+                            involved=involved_workflow)
+    names = [f"cm-{i:02d}" for i in range(40)]
+    plan: TierPlan[Any] = TierPlan(
+        resource_version=wf.metadata.resource_version or "",
+        creates=tuple(_create(_cm(n, ns, owner=uid)) for n in names))
+    outcome = await executor.apply(wf, plan)
+    assert outcome.kind == TierOutcomeKind.APPLIED
+    assert [c["metadata"]["name"] for c in outcome.created] == names
+    await client.create(CONFIGMAPS, _cm("foreign", ns, owner=None), namespace=ns)
+    served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
+    mixed: TierPlan[Any] = TierPlan(
+        resource_version=served.metadata.resource_version or "",
+        creates=tuple(_create(_cm(n, ns, owner=uid)) for n in ["x-1", "foreign", "x-2"]),
+        status=attrs.evolve(served.status, namespace="elsewhere"))
+    outcome = await executor.apply(served, mixed)
+    assert outcome.kind == TierOutcomeKind.CREATE_CONFLICTS
+    assert outcome.conflicts == ("ConfigMap/foreign",)
+    assert sorted(c["metadata"]["name"] for c in outcome.created) == ["x-1", "x-2"]
+    again = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
+    assert again.status.namespace is None  # the status was not written

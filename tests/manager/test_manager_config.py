@@ -23,7 +23,7 @@ def test_defaults(kubeconfig: Path) -> None:
     assert cfg.leader_election is None
     assert cfg.metrics_address == BindAddress(None, 8080)
     assert cfg.health_address == BindAddress(None, 8081)
-    assert cfg.max_concurrent_reconciles == 10
+    assert cfg.max_concurrent_reconciles == 50
     assert cfg.log_format is LogFormat.JSON
     assert cfg.log_level == "info"
     assert cfg.shutdown_grace_period == 30.0

@@ -9,6 +9,7 @@ parsing they share (bodies, write options, field-selector checks) lives in :mod:
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -42,3 +43,5 @@ class ServerContext(Protocol):
     openapi_generation: int
     # Rendered OpenAPI documents by (generation, group, version); discovery fills it.
     openapi_cache: dict[tuple[int, str, str], bytes]
+    # Requests served by (user agent's product, verb, resource[/subresource]).
+    requests: collections.Counter[tuple[str, str, str]]

@@ -15,6 +15,9 @@ configures faults through these endpoints (the in-process equivalent is the
   ``{"watchGoneStatus": 1}`` answers the next watch resume with an HTTP 410 Status;
   ``DELETE /_emulator/faults`` — clear every fault.
 * ``GET /_emulator/state`` — ``{"resourceVersion": ..., "kubernetesVersion": ..., "now": ...}``.
+* ``GET /_emulator/requests`` — the API requests served so far, as an audit log would count
+  them: ``[{"userAgent", "verb", "resource", "count"}]`` (the product token of the client's
+  User-Agent, so ``cre-manager`` and the simulator are told apart); ``DELETE`` resets them.
 * ``POST /_emulator/gc`` — run the garbage collector until nothing is pending; ``204``.
 * ``GET /_emulator/audit[?since=N]`` — every request since sequence ``N`` (user, verb, group,
   resource, subresource, namespace, name, path, code; see :mod:`.audit`);
@@ -125,6 +128,12 @@ async def handle(server: ServerContext, request: web.Request) -> web.StreamRespo
         if not isinstance(spec, dict) or not isinstance(spec.get("enforce"), bool):
             raise errors.bad_request('rbac spec must be {"enforce": true|false}')
         server.rbac.enforce = spec["enforce"]
+        return web.Response(status=204)
+    if parts == ["requests"] and method == "GET":
+        return _json([{"userAgent": a, "verb": v, "resource": r, "count": n}
+                      for (a, v, r), n in sorted(server.requests.items())])
+    if parts == ["requests"] and method == "DELETE":
+        server.requests.clear()
         return web.Response(status=204)
     if parts == ["gc"] and method == "POST":
         server.gc.settle()

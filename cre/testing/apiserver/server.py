@@ -12,6 +12,7 @@ through :mod:`.httpio`; none of them imports this module back.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import random
 from collections.abc import Callable
@@ -105,6 +106,8 @@ class ApiServer:
         self.rbac = Rbac(self.store, enforce=rbac)
         self.openapi_generation = 0
         self.openapi_cache: dict[tuple[int, str, str], bytes] = {}
+        # What the audit log would count: (user agent's product, verb, resource[/sub]) -> n.
+        self.requests: collections.Counter[tuple[str, str, str]] = collections.Counter()
         self._gc_task: asyncio.Task[None] | None = None
         self._compact_task: asyncio.Task[None] | None = None
         ns_rt = self.registry.get("", "v1", "namespaces")
@@ -312,6 +315,9 @@ class ApiServer:
         q: Any = request.query
         rt = r.rt
         verb = _verb(method, r, q)
+        agent = request.headers.get("User-Agent", "").split("/", 1)[0] or "-"
+        resource = f"{rt.plural}/{r.subresource}" if r.subresource else rt.plural
+        self.requests[(agent, verb, resource)] += 1
         fault = self.faults.check(verb, rt.plural, r.name)
         if fault is not None:
             raise fault

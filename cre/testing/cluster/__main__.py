@@ -57,6 +57,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                            f"(default {FAIL_AFTER:g})")
     fail.add_argument("--fail-launcher-times", type=int, default=None, metavar="N",
                       help="only the next N launchers fail (default: all of them)")
+    fail.add_argument("--fail-launcher-pod-prefix", default="", metavar="PREFIX",
+                      help="only launchers whose pod name starts with PREFIX fail (e.g. one "
+                           "group's first run: <job>-workload-launcher)")
     fail.add_argument("--fail-launcher-message", default=FAILURE_MESSAGE, metavar="TEXT",
                       help="the error line the failing launcher prints (default: an NCCL "
                            "NET/IB completion error)")
@@ -70,6 +73,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--write-concurrency: must be at least 1")
     if args.fail_launcher_after < 0:
         p.error("--fail-launcher-after: must be >= 0")
+    if args.fail_launcher_pod_prefix and not args.fail_launcher:
+        p.error("--fail-launcher-pod-prefix: needs --fail-launcher")
     if args.fail_launcher_times is not None and args.fail_launcher_times < 1:
         p.error("--fail-launcher-times: must be at least 1")
     for item in args.bad_node:
@@ -94,6 +99,7 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
         # What SimulatedCluster.fail_launcher registers, fixed before the cluster starts.
         overrides = (Override(behaviour=Behaviour.FAIL, role=Role.LAUNCHER,
                               after=args.fail_launcher_after, times=args.fail_launcher_times,
+                              pod_prefix=args.fail_launcher_pod_prefix,
                               message=args.fail_launcher_message, id="cli-fail-launcher"),)
     return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),
                      overrides=overrides, write_concurrency=args.write_concurrency)
@@ -101,7 +107,7 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
 
 async def run(args: argparse.Namespace) -> None:
     """Simulate until SIGTERM/SIGINT."""
-    client = await KubeClient.from_kubeconfig(args.kubeconfig)
+    client = await KubeClient.from_kubeconfig(args.kubeconfig, user_agent="cre-simulator")
     try:
         cluster = SimulatedCluster(client, config=sim_config(args),
                                    clock=SimClock(scale=args.time_scale, start=time.time()),
