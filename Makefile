@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser
+.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser soak
 
 venv: $(STAMP)
 
@@ -54,6 +54,10 @@ docs: $(STAMP)
 # pytest, hypothesis, rich or the test kit's dependencies.
 install-check:
 	PY=$(PY) .ci/install-check
+
+# The short seeded chaos soak (opt-in until confirmed; `python -m bench soak` is the long one).
+soak: $(STAMP)
+	CRE_SOAK=1 $(BIN)/python -m pytest -q -p no:cacheprovider integration/e2e/test_e2e_soak.py
 
 clean:
 	rm -rf $(VENV)
