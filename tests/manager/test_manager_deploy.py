@@ -103,7 +103,7 @@ def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
     assert not any("*" in v for _, _, v in cluster)
     assert by_resource[("", "pods")] == {"list", "watch"}
     assert by_resource[("", "pods/log")] == {"get"}
-    assert by_resource[("", "nodes")] == {"get", "list", "watch"}
+    assert by_resource[("", "nodes")] == {"list", "watch"}
     # create: one per transition; list: the Events of a workload that never started.
     assert by_resource[("", "events")] == {"create", "list"}
     assert not any(g == "events.k8s.io" for g, _, _ in cluster)
