@@ -31,6 +31,7 @@ from cre.api.job import (
     JobStatus,
     WorkloadSpec,
 )
+from cre.api.goodput import GoodputMeasurement
 from cre.api.measurement import BandwidthMeasurement, LogProfile
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, ObjectReference
 from cre.api.validate import validate, validated
@@ -54,6 +55,7 @@ __all__ = [
     "FailureLog",
     "FailureScope",
     "FieldError",
+    "GoodputMeasurement",
     "Job",
     "JobReason",
     "JobSpec",
