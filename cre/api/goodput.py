@@ -57,7 +57,9 @@ class GoodputTally:
 
     ``run`` counts the runs seen (0 before the first line); ``run_pod_uid`` is the pod the
     current run's lines come from; ``checkpoint_run`` is the run in which the last checkpoint
-    completed (the Job restarts from a checkpoint only when one was logged in the current run).
+    completed and ``interrupted_run`` the last run an interruption was recorded for (at most
+    one per run, so recording is idempotent). The Job restarts from a checkpoint only when one
+    completed in the current, uninterrupted run.
     """
 
     run: int = attrs.field(default=0, metadata=_INT32)
@@ -72,6 +74,7 @@ class GoodputTally:
     pending_save_ms: int | None = attrs.field(default=None, metadata=_INT64)
     checkpoint_ms: int | None = attrs.field(default=None, metadata=_INT64)
     checkpoint_run: int | None = attrs.field(default=None, metadata=_INT32)
+    interrupted_run: int | None = attrs.field(default=None, metadata=_INT32)
     lost_ms: int = attrs.field(default=0, metadata=_INT64)
     reschedule_ms: int = attrs.field(default=0, metadata=_INT64)
     resume_ms: int = attrs.field(default=0, metadata=_INT64)
