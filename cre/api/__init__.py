@@ -22,6 +22,7 @@ from cre.api.conditions import (
 )
 from cre.api.converter import from_dict, structure, to_dict, unstructure
 from cre.api.errors import FieldError, ValidationError
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import (
     FailedNode,
     FailureClass,
@@ -31,7 +32,6 @@ from cre.api.job import (
     JobStatus,
     WorkloadSpec,
 )
-from cre.api.goodput import GoodputMeasurement
 from cre.api.measurement import BandwidthMeasurement, LogProfile
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, ObjectReference
 from cre.api.validate import validate, validated

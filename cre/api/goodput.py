@@ -126,6 +126,8 @@ class GoodputMeasurementStatus:
     # counted and how many lines with exactly that timestamp were counted.
     sampled_through: str | None = None
     sampled_through_lines: int | None = attrs.field(default=None, metadata=_INT32)
+    # The pod the anchor belongs to (a new pod is read from its start).
+    sampled_pod_uid: str | None = None
     last_sample_time: datetime | None = None
     tally: GoodputTally = attrs.field(factory=GoodputTally)
 

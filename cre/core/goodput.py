@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 import attrs
 
@@ -56,7 +57,7 @@ def seconds_ms(text: str | None) -> int:
     return int(whole) * 1000 + int((frac + "000")[:3])
 
 
-def _evolve_tally(status: GoodputMeasurementStatus, **changes: object
+def _evolve_tally(status: GoodputMeasurementStatus, **changes: Any
                   ) -> GoodputMeasurementStatus:
     return attrs.evolve(status, tally=attrs.evolve(status.tally, **changes))
 
@@ -125,8 +126,8 @@ def _step(status: GoodputMeasurementStatus, ev: LogEvent, *, warmup_steps: int,
         return status
     t = status.tally
     at = ev.at_ms
-    changes: dict[str, object] = {"prev_step": step, "prev_step_ms": at}
-    fields: dict[str, object] = {"current_step": step, "last_step_timestamp": from_ms(at),
+    changes: dict[str, Any] = {"prev_step": step, "prev_step_ms": at}
+    fields: dict[str, Any] = {"current_step": step, "last_step_timestamp": from_ms(at),
                                  "highest_step": max(step, status.highest_step or 0)}
     if t.run_resumed_ms is None:
         # The run's first step: what came before it was warm-up (first run) or resumption.
@@ -153,7 +154,7 @@ def _step(status: GoodputMeasurementStatus, ev: LogEvent, *, warmup_steps: int,
             if ev.tflops_milli is not None:
                 changes.update(tflops_milli_sum=t.tflops_milli_sum + ev.tflops_milli,
                                tflops_samples=t.tflops_samples + 1)
-    return _evolve_tally(attrs.evolve(status, **fields), **changes)  # type: ignore[arg-type]
+    return _evolve_tally(attrs.evolve(status, **fields), **changes)
 
 
 def _checkpoint_done(status: GoodputMeasurementStatus, ev: LogEvent
