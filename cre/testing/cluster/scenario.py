@@ -7,7 +7,8 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
               overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
               badNodes: {aws-h100-node-1: 0.4}}
     controllers: [job]          # CRE controllers to run in-process (optional): job, workflow,
-                                # certification; managerArgs: {infraScopedFailFast: false}
+                                # certification, measurement, goodput;
+                                # managerArgs: {infraScopedFailFast: false}
     ignoreSimulatorErrors: false  # true when apiFault makes the simulator's writes fail
     apply:                      # objects to create, in order
       - render: {entry: communication/nccl-all-reduce, job: ar, as: job|trainjob, kai: false}
@@ -82,6 +83,8 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("Certification", ""): CRE_CERTIFICATIONS, ("ConfigMap", ""): CONFIGMAPS,
     ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
                                            kind="BandwidthMeasurement"),
+    ("GoodputMeasurement", ""): Resource("cre.dev", "v1alpha1", "goodputmeasurements",
+                                         kind="GoodputMeasurement"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -416,6 +419,18 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
             await cluster.client.create(LOGPROFILES, to_dict(profile))
         ctrl = MeasurementController(cluster.client, namespaces=[namespace],
                                      registry=CollectorRegistry(), clock=now)
+    elif name == "goodput":
+        # The goodput controller and the goodput LogProfile CRE ships.
+        from prometheus_client import CollectorRegistry
+
+        from cre.api.converter import to_dict
+        from cre.controller.goodput import GoodputController
+        from cre.controller.measurement import LOGPROFILES
+        from cre.core.goodputprofiles import megatron_profile
+
+        await cluster.client.create(LOGPROFILES, to_dict(megatron_profile()))
+        ctrl = GoodputController(cluster.client, namespaces=[namespace],
+                                 registry=CollectorRegistry(), clock=now)
     elif name == "job":
         from cre.controller.job import JobController
 
@@ -436,7 +451,7 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
                                        namespaces=[namespace], clock=now)
     else:
         raise ScenarioError(f"controllers: unknown controller {name!r} "
-                            "(known: ['certification', 'job', 'measurement', 'workflow'])")
+                            "(known: ['certification', 'goodput', 'job', 'measurement', 'workflow'])")
     tg.start_soon(ctrl.run)
 
 
