@@ -450,8 +450,8 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
         ctrl = CertificationController(cluster.client, catalog=load_catalog(),
                                        namespaces=[namespace], clock=now)
     else:
-        raise ScenarioError(f"controllers: unknown controller {name!r} "
-                            "(known: ['certification', 'goodput', 'job', 'measurement', 'workflow'])")
+        raise ScenarioError(f"controllers: unknown controller {name!r} (known: "
+                            "['certification', 'goodput', 'job', 'measurement', 'workflow'])")
     tg.start_soon(ctrl.run)
 
 
