@@ -90,8 +90,13 @@ class GoodputController:
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
                  max_concurrent_reconciles: int = 2, log_timeout: float = 120.0,
                  clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
+        if time_scale <= 0:
+            raise ValueError(f"GoodputController: time_scale must be positive, got {time_scale}")
         self.client = client
+        # Seconds of ``clock`` per wall second (a simulated clock runs faster): requeues are
+        # in clock seconds, the workqueue waits in wall seconds.
+        self.time_scale = time_scale
         self.log_timeout = log_timeout
         self._clock = clock
         kube = metrics_for(registry)
@@ -264,4 +269,5 @@ class GoodputController:
                                      reason=event.reason, message=event.message)
         if plan.publish:
             self.metrics.publish(ns, name, plan.status or gm.status, terminal=plan.terminal)
-        return Result(requeue_after=plan.requeue_after)
+        after = plan.requeue_after
+        return Result(requeue_after=after / self.time_scale if after is not None else None)

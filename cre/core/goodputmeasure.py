@@ -324,11 +324,15 @@ def _final(ctx: _Ctx, status: GoodputMeasurementStatus, job: Job, *, succeeded: 
         status = G.interrupt(status, at=to_ms(ended), reason=JobReason.WORKLOAD_FAILED)
         status = G.summarise(status, log_interval=parser.log_interval)
         return _complete(ctx, status, MeasurementReason.JOB_FAILED,
-                         f"Referenced Job failed; goodput {status.result or 'n/a'}",
-                         done_at=ended)
+                         f"Referenced Job failed; {_runs(status)}", done_at=ended)
     return _complete(ctx, status, MeasurementReason.JOB_SUCCEEDED,
-                     f"Goodput {status.result or 'n/a'} over {status.training_time_sec}s, "
-                     f"{status.interruption_count} interruption(s)", done_at=ended)
+                     f"Referenced Job succeeded; {_runs(status)}", done_at=ended)
+
+
+def _runs(status: GoodputMeasurementStatus) -> str:
+    # No measured figure here: a condition message is stable across runs of the same story.
+    return (f"goodput measured over {status.tally.run} run(s) with "
+            f"{status.interruption_count} interruption(s)")
 
 
 def _complete(ctx: _Ctx, status: GoodputMeasurementStatus, reason: MeasurementReason,

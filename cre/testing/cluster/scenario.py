@@ -30,6 +30,8 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar, fields: [status]}
       - {kind: Pod, labels: {cre.dev/launcher: ar}, fields: [metadata.name, status.phase]}
       - nodeResults: wf         # a Workflow's node-result ConfigMaps, decoded
+      - facts: {kind: GoodputMeasurement, name: j-goodput, checks: ["status.result < 1"]}
+                                # comparisons on run-dependent numbers (cluster.facts)
 
 Waits watch the object (list + watch, never a sleep loop) and time out after ``timeout``
 *simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
@@ -313,6 +315,15 @@ class ScenarioRun:
     async def collect(self, item: Mapping[str, Any], *, where: str) -> Any:
         if "nodeResults" in item:
             return {"nodeResults": await self.node_results(str(item["nodeResults"]))}
+        if "facts" in item:
+            from cre.testing.cluster.facts import check_facts
+
+            spec = item["facts"]
+            objs, _ = await self._list(resource_for(spec, where=where), spec)
+            if not objs:
+                raise ScenarioError(f"{where}.facts: no object matches {dict(spec)}")
+            return {"facts": check_facts(objs[0], list(spec.get("checks") or []),
+                                         where=f"{where}.facts")}
         if "logs" in item:
             spec = item["logs"]
             pod = (await self.pods(spec))[int(spec.get("index", 0))]
@@ -430,7 +441,8 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
 
         await cluster.client.create(LOGPROFILES, to_dict(megatron_profile()))
         ctrl = GoodputController(cluster.client, namespaces=[namespace],
-                                 registry=CollectorRegistry(), clock=now)
+                                 registry=CollectorRegistry(), clock=now,
+                                 time_scale=clock.scale)
     elif name == "job":
         from cre.controller.job import JobController
 
