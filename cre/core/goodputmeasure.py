@@ -183,8 +183,8 @@ def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: date
     status, events = _restarts(ctx, job)
     member = true_member(job.status.conditions)
     if member is not None and member.type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
-        return _final(ctx, status, job, succeeded=member.type == ConditionType.SUCCEEDED,
-                      ended=member.last_transition_time or now)
+        return _final(ctx, status, succeeded=member.type == ConditionType.SUCCEEDED,
+                      why=member.reason, ended=member.last_transition_time or now)
     if member is None or member.reason != JobReason.WORKLOAD_RUNNING:
         return ctx.write(status, events=events, requeue_after=POLL)
     return _sample(ctx, status, events)
@@ -294,7 +294,7 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
     return ctx.write(status, events=events, publish=True, requeue_after=interval)
 
 
-def _final(ctx: _Ctx, status: GoodputMeasurementStatus, job: Job, *, succeeded: bool,
+def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why: str,
            ended: datetime) -> GoodputPlan:
     parser = ctx.obs.parser
     if parser is None:
@@ -321,7 +321,7 @@ def _final(ctx: _Ctx, status: GoodputMeasurementStatus, job: Job, *, succeeded: 
         return _complete(ctx, status, MeasurementReason.JOB_FAILED,
                          "Referenced Job failed; no training step was parsed", done_at=ended)
     if not succeeded:
-        status = G.interrupt(status, at=to_ms(ended), reason=JobReason.WORKLOAD_FAILED)
+        status = G.interrupt(status, at=to_ms(ended), reason=why or JobReason.WORKLOAD_FAILED)
         status = G.summarise(status, log_interval=parser.log_interval)
         return _complete(ctx, status, MeasurementReason.JOB_FAILED,
                          f"Referenced Job failed; {_runs(status)}", done_at=ended)

@@ -153,6 +153,6 @@ def check_stall(job: Job, gm: GoodputMeasurement | None, now: datetime) -> Stall
     if now <= deadline:
         return StallCheck(next_check=deadline)
     return StallCheck(stall=Stall(since=last_step, message=(
-        "Workload stalled: no training step within the configured threshold (last step "
-        f"{own.status.current_step} at {last_step.isoformat()}; threshold {multiplier} x "
-        f"{avg}s x log interval {interval})")))
+        "Workload stalled: no training step within the configured threshold (none after "
+        f"step {own.status.current_step} for {multiplier} x {avg}s x log interval {interval}"
+        f" + {int(grace.total_seconds())}s)")))
