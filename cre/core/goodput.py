@@ -118,12 +118,15 @@ def interrupt(status: GoodputMeasurementStatus, *, at: int | None, reason: str
                          pending_save_ms=None)
 
 
+_Changes = tuple[dict[str, Any], dict[str, Any]]  # (status fields, tally fields)
+
+
 def _step(status: GoodputMeasurementStatus, ev: LogEvent, *, warmup_steps: int,
-          log_interval: int | None) -> GoodputMeasurementStatus:
+          log_interval: int | None) -> _Changes:
     step = ev.step
     assert step is not None
     if log_interval and step % log_interval:
-        return status
+        return {}, {}
     t = status.tally
     at = ev.at_ms
     changes: dict[str, Any] = {"prev_step": step, "prev_step_ms": at}
@@ -154,20 +157,31 @@ def _step(status: GoodputMeasurementStatus, ev: LogEvent, *, warmup_steps: int,
             if ev.tflops_milli is not None:
                 changes.update(tflops_milli_sum=t.tflops_milli_sum + ev.tflops_milli,
                                tflops_samples=t.tflops_samples + 1)
-    return _evolve_tally(attrs.evolve(status, **fields), **changes)
+    return fields, changes
 
 
-def _checkpoint_done(status: GoodputMeasurementStatus, ev: LogEvent
-                     ) -> GoodputMeasurementStatus:
+def _checkpoint_done(status: GoodputMeasurementStatus, ev: LogEvent) -> _Changes:
     t = status.tally
     took = ev.save_ms
     if took is None:
         took = max(ev.at_ms - t.pending_save_ms, 0) if t.pending_save_ms is not None else 0
     step = ev.step if ev.step is not None else status.current_step
-    status = attrs.evolve(status, last_checkpoint_step=step,
-                          last_checkpoint_time=from_ms(ev.at_ms))
-    return _evolve_tally(status, save_ms=t.save_ms + took, pending_save_ms=None,
-                         checkpoint_ms=ev.at_ms, checkpoint_run=t.run)
+    return ({"last_checkpoint_step": step, "last_checkpoint_time": from_ms(ev.at_ms)},
+            {"save_ms": t.save_ms + took, "pending_save_ms": None, "checkpoint_ms": ev.at_ms,
+             "checkpoint_run": t.run})
+
+
+def _event(status: GoodputMeasurementStatus, ev: LogEvent, *, warmup_steps: int,
+           log_interval: int | None) -> _Changes:
+    if ev.kind in _STEPS:
+        return _step(status, ev, warmup_steps=warmup_steps, log_interval=log_interval)
+    if ev.kind == EventKind.CHECKPOINT_SAVE:
+        return {}, {"pending_save_ms": ev.at_ms}
+    if ev.kind == EventKind.CHECKPOINT_DONE:
+        return _checkpoint_done(status, ev)
+    if ev.kind == EventKind.CHECKPOINT_LOADED and ev.step is not None:
+        return {"current_step": ev.step}, {}
+    return {}, {}
 
 
 def fold(status: GoodputMeasurementStatus, events: Iterable[LogEvent], *,
@@ -188,15 +202,15 @@ def fold(status: GoodputMeasurementStatus, events: Iterable[LogEvent], *,
             continue  # a late line of the interrupted run: its time was already accounted
         if t.run == 0 or ended or new_pod:
             status = _start_run(status, ev.at_ms, pod_uid)
-        status = _seen(status, ev.at_ms)
-        if ev.kind in _STEPS:
-            status = _step(status, ev, warmup_steps=warmup_steps, log_interval=log_interval)
-        elif ev.kind == EventKind.CHECKPOINT_SAVE:
-            status = _evolve_tally(status, pending_save_ms=ev.at_ms)
-        elif ev.kind == EventKind.CHECKPOINT_DONE:
-            status = _checkpoint_done(status, ev)
-        elif ev.kind == EventKind.CHECKPOINT_LOADED and ev.step is not None:
-            status = attrs.evolve(status, current_step=ev.step)
+        fields, changes = _event(status, ev, warmup_steps=warmup_steps,
+                                 log_interval=log_interval)
+        last = status.tally.last_line_ms
+        if last is None or ev.at_ms > last:
+            changes["last_line_ms"] = ev.at_ms
+        if changes:  # one copy of the tally and one of the status per event
+            fields["tally"] = attrs.evolve(status.tally, **changes)
+        if fields:
+            status = attrs.evolve(status, **fields)
     if seen_until is not None and status.tally.run > 0:
         status = _seen(status, seen_until)
     return status
