@@ -6,6 +6,8 @@ import json
 from datetime import datetime, timedelta
 
 import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cre.api.conditions import ConditionType, JobReason, MeasurementReason
 from cre.api.converter import to_dict
@@ -29,7 +31,7 @@ from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.measurement import WindowFilter
 from cre.core.trio import set_exclusive
 from cre.testing.strategies.job import at, make_job, pod, running_status
-from tests.core.test_goodput import RUN_1, RUN_2
+from tests.core.test_goodput import RUN_1, RUN_2, log, stamp, training_logs
 
 PARSER = compile_goodput_profile(megatron_profile())
 WORKER = attrs.evolve(pod("j1-workload-node-0-0-aaaaa"), labels=(
@@ -192,3 +194,27 @@ def test_job_gone_or_replaced() -> None:
     other = attrs.evolve(_job(), metadata=attrs.evolve(_job().metadata, uid="other"))
     replaced = reconcile_goodput(seen, GoodputObservation(job=other, parser=PARSER), _t(5))
     assert replaced.terminal
+
+
+@settings(max_examples=40, deadline=None)
+@given(training_logs(), st.lists(st.integers(1, 400), max_size=4),
+       st.sampled_from(["ok", JobReason.WORKLOAD_FAILED]))
+def test_any_run_completes_frozen(steps: list[tuple[float, str]], samples: list[int],
+                                  end: str) -> None:
+    """Whatever the log and the sampling times, the Complete status reconciled again on its
+    own content (terminal fields stripped) regenerates byte for byte, and its ratio is in
+    [0, 1]."""
+    lines = log(*steps)
+    gm, job = _gm(), _job()
+    for t in sorted(samples):
+        gm, _ = _pass(gm, _obs(job), _t(t), [ln for ln in lines if ln < stamp(t)])
+    obs = _obs(_job(end=end, end_at=600))
+    gm, plan = _pass(gm, obs, _t(700), lines)
+    assert plan.terminal and is_complete(gm)
+    if gm.status.result is not None:
+        assert 0.0 <= float(gm.status.result) <= 1.0
+    stripped = attrs.evolve(gm, status=attrs.evolve(
+        gm.status, completion_time=None, phase=None,
+        conditions=tuple(c for c in gm.status.conditions if c.type != ConditionType.COMPLETE)))
+    again, _ = _pass(stripped, obs, _t(800), lines)
+    assert json.dumps(to_dict(again), sort_keys=True) == json.dumps(to_dict(gm), sort_keys=True)
