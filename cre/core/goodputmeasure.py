@@ -276,7 +276,8 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
     parser = obs.parser
     assert parser is not None
     pod = choose_pod(obs.pods, parser.replicated_job)
-    if pod is None or pod.phase not in ("Running", "Succeeded"):
+    # A failed trainer is read too: the Job waits on this sample for its last checkpoint.
+    if pod is None or pod.phase not in ("Running", "Succeeded", "Failed"):
         return ctx.write(status, events=events, requeue_after=POLL)
     container, waiting = _container(pod, parser.container)
     if status.start_time is None:

@@ -37,7 +37,12 @@ from cre.core import failurelog as fl
 from cre.core import stall
 from cre.core.classify import Cause, classify, group_nodes, merge_failed_nodes
 from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
-from cre.core.jobgoodput import check_stall, checkpoint_restart_allowed, goodput_writes
+from cre.core.jobgoodput import (
+    check_stall,
+    checkpoint_read_pending,
+    checkpoint_restart_allowed,
+    goodput_writes,
+)
 from cre.core.jobmeasure import measurement_writes, validate_succeeded
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
@@ -335,6 +340,11 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         message = f"Workload {view.name} failed" + (f": {detail}" if detail else "")
         if _restart_allowed(ctx):
             return _restart(ctx, view, message)
+        failed = view.condition("Failed")
+        wait = checkpoint_read_pending(ctx.job, ctx.obs.goodput_measurement, now=ctx.now,
+                                       failed_at=failed.last_transition_time if failed else None)
+        if wait is not None:  # the measurement has not read the end of the log yet
+            return ctx.plan(requeue_after=wait)
         return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
                      message=message, view=view, status=status)
     health = check_job(ctx.job, ctx.obs.nodes)

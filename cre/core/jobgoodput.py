@@ -17,7 +17,11 @@ Job's restarts itself and the Job ignores step data from before its last restart
   Both budgets get two sample intervals of grace (the measurement reports that late).
 * **Checkpoint restart**: allowed while ``restartCount < checkpoint.maxRestarts`` and the
   measurement saw a checkpoint complete in the current run, since the last restart. A Job
-  without a goodputMeasurement cannot see checkpoints and restarts on its budget alone.
+  without a goodputMeasurement cannot see checkpoints and restarts on its budget alone. When
+  the workload fails before the measurement sampled the end of its log, the Job waits for one
+  more sample (at most two sample intervals) before it decides: the checkpoint may be in the
+  lines not read yet (the reference decides at once, and a run checkpointing shortly before
+  its crash fails for good).
 """
 
 from __future__ import annotations
@@ -108,6 +112,26 @@ def checkpoint_restart_allowed(job: Job, gm: GoodputMeasurement | None) -> bool:
         return True
     own = own_goodput(job, gm)
     return own is not None and checkpoint_since_restart(own.status, job.status.restart_count)
+
+
+def checkpoint_read_pending(job: Job, gm: GoodputMeasurement | None, *,
+                            failed_at: datetime | None, now: datetime) -> float | None:
+    """Seconds to wait before judging a failed workload without a known checkpoint, or
+    ``None``: judge now. A restart is left and the measurement has not sampled since the
+    failure (the checkpoint may be in lines it has not read yet): wait for one more sample, at
+    most two sample intervals after the failure."""
+    checkpoint = job.spec.checkpoint
+    own = own_goodput(job, gm)
+    if (checkpoint is None or job.status.restart_count >= checkpoint.max_restarts
+            or own is None or failed_at is None):
+        return None
+    sampled = own.status.last_sample_time
+    if sampled is not None and sampled >= failed_at:
+        return None
+    left = (failed_at + stall_grace(own) - now).total_seconds()
+    if left <= 0:
+        return None
+    return min(left, stall_grace(own).total_seconds() / 2)
 
 
 @attrs.frozen(kw_only=True)

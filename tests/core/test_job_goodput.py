@@ -181,3 +181,33 @@ def test_without_goodput_the_budget_alone_decides() -> None:
     plan = reconcile_job(job, Observation(trainjob=trainjob(state="failed")),
                          T0 + timedelta(seconds=30))
     assert plan.status is not None and plan.status.restart_count == 1
+
+
+@pytest.mark.parametrize(("sampled", "now", "waits"), [
+    (None, 300, True),  # failed at 290, not sampled since: wait (grace 2 x 10 s)
+    (285, 305, True),
+    (None, 311, False),  # the grace is over: judge
+    (291, 300, False),  # sampled after the failure: it saw what there was to see
+])
+def test_failed_workload_waits_for_the_measurements_last_sample(
+        sampled: float | None, now: float, waits: bool) -> None:
+    """A restart is left but no checkpoint is known yet, and the measurement has not sampled
+    since the workload failed: the Job waits (no write) for one more sample, bounded."""
+    job = _job(max_restarts=1)
+    gm = _gm()
+    gm = attrs.evolve(gm, status=attrs.evolve(
+        gm.status, last_sample_time=at(sampled) if sampled is not None else None))
+    view = trainjob(state="failed")
+    view = attrs.evolve(view, conditions=tuple(
+        attrs.evolve(c, last_transition_time=at(290)) for c in view.conditions))
+    worker = pod("j1-workload-node-0-0-aaaaa")
+    obs = Observation(trainjob=view, worker_pods=(worker,), goodput_measurement=gm,
+                      log_tails=(tail(worker),))
+    plan = reconcile_job(job, obs, at(now))
+    if waits:
+        assert plan.status is None and plan.requeue_after is not None
+        assert 0 < plan.requeue_after <= 10
+    else:
+        assert plan.status is not None
+        member = true_member(plan.status.conditions)
+        assert member is not None and member.reason == JobReason.WORKLOAD_FAILED
