@@ -27,6 +27,7 @@ LATER_TIERS = {
     "workflows": "the Workflow controller",
     "workloadruns": "the Workflow controller's workload runs",
     "bandwidthmeasurements": "the measurement controller",
+    "goodputmeasurements": "the goodput controller (Jobs with a goodputMeasurement)",
     "logprofiles": "the LogProfile reader of failure classification",
 }
 # Verbs on the Job tier's own resources that only another tier's controller uses.
