@@ -247,6 +247,9 @@ class GroupStatus:
     # The Job's failure reason (its Failed condition), e.g. JobTimedOut, ThresholdViolation.
     failure_reason: str | None = None
     message: str | None = None
+    # The bus bandwidth the group's Job measured (GB/s, ``"%.2f"``), next to its outcome.
+    bus_bandwidth_gbps: str | None = attrs.field(
+        default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$"))
 
 
 @attrs.frozen(kw_only=True)
