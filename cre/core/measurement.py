@@ -237,6 +237,12 @@ def _container(pod: PodView, name: str | None) -> tuple[str | None, bool, int]:
     return status.name, waiting, status.restart_count
 
 
+def _waiting_reason(pod: PodView, name: str | None) -> str:
+    status = next((c for c in pod.container_statuses if c.name == name), None)
+    state = status.state if status is not None else None
+    return (state.reason if state is not None else None) or "waiting"
+
+
 def _set(conds: tuple[Condition, ...], *, type_: ConditionType, status: ConditionStatus,
          reason: str, message: str, now: datetime) -> tuple[Condition, ...]:
     old = next((c for c in conds if c.type == type_), None)
@@ -351,14 +357,19 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
     assert profile is not None
     pod = choose_pod(obs.pods, profile.replicated_job)
     if pod is None or pod.phase not in ("Running", "Succeeded"):
-        return ctx.plan(requeue_after=POLL)
+        # Pod events do not wake a measurement: poll, never slower than its sampleInterval.
+        return ctx.plan(requeue_after=min(interval, POLL))
     container, waiting, restarts = _container(pod, profile.container)
     status = bm.status
     if status.start_time is None:
         status = attrs.evolve(status, start_time=now, phase=MeasurementPhase.MEASURING)
+    message = "Referenced Job is running, measurement in progress"
+    if waiting:
+        # Said on the condition, so a person sees why the numbers stand still.
+        message = (f"Referenced Job is running; sample skipped: container {container} of pod "
+                   f"{pod.name} is waiting ({_waiting_reason(pod, container)})")
     conds = _set(status.conditions, type_=ConditionType.MEASURING, status=ConditionStatus.TRUE,
-                 reason=MeasurementReason.JOB_RUNNING,
-                 message="Referenced Job is running, measurement in progress", now=now)
+                 reason=MeasurementReason.JOB_RUNNING, message=message, now=now)
     status = attrs.evolve(status, conditions=conds)
     if waiting:
         # A crash-looping container: its log is not NCCL output. No read, anchor kept.

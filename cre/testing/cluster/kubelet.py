@@ -229,6 +229,14 @@ def _run(world: World, pod: Obj, c: Obj, cs: Obj, program: Program, started: flo
             cs["ready"] = True
         else:
             b.wake(started + program.ready_after)
+    if program.mid_after is not None:
+        mark = f"mid/{uid_of(pod)}/{c['name']}/{cs.get('restartCount', 0)}"
+        if mark not in world.marks:
+            if now >= started + program.mid_after:
+                b.add(AppendLog(ns_of(pod), name_of(pod), c["name"], program.mid_text),
+                      Mark(mark, now))
+            else:
+                b.wake(started + program.mid_after)
     end: float | None = None
     exit_code, reason, message = program.exit_code, program.reason, program.message
     if program.wait_for_workers is not None:
