@@ -50,7 +50,7 @@ INFRA_SCOPES: Final = frozenset({FailureScope.NODE, FailureScope.PLATFORM,
 # Node-class reasons that are evidence against the node itself (it is blamed).
 NODE_FAULTS: Final = frozenset({ClassReason.NODE_NOT_READY, ClassReason.GPU_UNHEALTHY})
 VALIDATION_REASONS: Final = frozenset({
-    JobReason.THRESHOLD_VIOLATION, JobReason.MEASUREMENT_TIMEOUT,
+    JobReason.THRESHOLD_VIOLATED, JobReason.MEASUREMENT_TIMEOUT,
     JobReason.UNKNOWN_THRESHOLD_KEY, JobReason.INVALID_THRESHOLD_EXPRESSION,
 })
 # Group failure_reason values for the final reason precedence.
@@ -148,7 +148,7 @@ def job_outcome(job: Job) -> JobOutcome | None:
         succeeded=member.type == ConditionType.SUCCEEDED and not validation,
         reason=member.reason if not judged else (verdict.reason if verdict is not None
                                                  and verdict.reason
-                                                 else JobReason.THRESHOLD_VIOLATION),
+                                                 else JobReason.THRESHOLD_VIOLATED),
         message=verdict.message or member.message if verdict is not None else member.message,
         failure_class=job.status.failure_class, blamed=blamed,
         hardware=hardware, validation=validation)

@@ -16,7 +16,7 @@ again. Until the verdict, the Job waits (requeue at the ``measurementTimeout`` d
 change of the measurement also brings it back).
 
 Job status fields for the tiers above (documented in docs/design/015-measurement.md):
-``ValidationFailed`` (True: reason ThresholdViolation / MeasurementTimeout / UnknownThresholdKey
+``ValidationFailed`` (True: reason ThresholdViolated / MeasurementTimeout / UnknownThresholdKey
 / InvalidThresholdExpression, message with the measured value and expression; False:
 ThresholdsMet) and ``status.busBandwidthGBps`` (the measured value, a ``"%.2f"`` string, shown
 as the printer column ``BusBW``). A per-node measurement (``nccl-loopback``) is judged per node:

@@ -13,7 +13,7 @@ module is the judge, pure (the clock is a parameter, CEL is evaluated through th
 * Precedence, first that applies: a key outside the registry -> ``UnknownThresholdKey``; an
   expression that does not compile, or does not give a bool -> ``InvalidThresholdExpression``
   (the message carries the expression and the parser's error); a measured value the expression
-  rejects -> ``ThresholdViolation`` (``Threshold "<key>" violated: measured <%.4f>,
+  rejects -> ``ThresholdViolated`` (``Threshold "<key>" violated: measured <%.4f>,
   expression: <expr>``, one clause per key); a key still without a value -> wait until
   ``measurementTimeout`` after the Job succeeded, then ``MeasurementTimeout`` (fails closed,
   the message says what the measurement ended as); else ``ThresholdsMet``.
@@ -150,7 +150,7 @@ def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
         return Verdict(failed=True, reason=JobReason.INVALID_THRESHOLD_EXPRESSION,
                        message="; ".join(bad))
     if violated:
-        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATION,
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATED,
                        message="; ".join(violated))
     missing = tuple(k for k in keys if k not in measured)
     if missing:
@@ -201,7 +201,7 @@ def judge_nodes(thresholds: Mapping[str, str], nodes: Mapping[str, Mapping[str, 
         if not isinstance(verdict, Verdict):  # a key this measurement does not give
             blamed.append((node, f"No measured value for {', '.join(verdict.missing)} on "
                                  f"node {node}"))
-        elif verdict.reason == JobReason.THRESHOLD_VIOLATION:
+        elif verdict.reason == JobReason.THRESHOLD_VIOLATED:
             blamed.append((node, verdict.message.replace(" violated:",
                                                          f" violated on node {node}:")))
         elif verdict.failed:
@@ -209,7 +209,7 @@ def judge_nodes(thresholds: Mapping[str, str], nodes: Mapping[str, Mapping[str, 
     if blamed:
         shown = "; ".join(m for _, m in blamed[:MESSAGE_NODES])
         more = len(blamed) - MESSAGE_NODES
-        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATION,
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATED,
                        message=f"{len(blamed)} of {len(nodes)} node(s) missed: {shown}"
                        + (f"; and {more} more (status.failedNodes)" if more > 0 else ""),
                        nodes=tuple(blamed))

@@ -116,7 +116,7 @@ def test_thresholds_blame_only_the_node_that_missed() -> None:
     status = judged.status
     assert status.bus_bandwidth_gbps == "192.00"  # the lowest node: the number that explains
     cond = next(c for c in status.conditions if c.type == ConditionType.VALIDATION_FAILED)
-    assert (cond.status, cond.reason) == (ConditionStatus.TRUE, JobReason.THRESHOLD_VIOLATION)
+    assert (cond.status, cond.reason) == (ConditionStatus.TRUE, JobReason.THRESHOLD_VIOLATED)
     assert "node-2: measured 192.0000, expression: value >= 300" in cond.message
     assert [(f.name, f.reason) for f in status.failed_nodes] == [
         ("node-2", FailedNodeReason.THRESHOLD_VIOLATION)]
@@ -151,7 +151,7 @@ def test_provisional_node_results_are_not_judged() -> None:
 
 def test_a_group_level_miss_still_blames_the_whole_group() -> None:
     """A multi-node all-reduce has one figure for the group: every node answers for it."""
-    outcome = D.JobOutcome(succeeded=False, reason=JobReason.THRESHOLD_VIOLATION,
+    outcome = D.JobOutcome(succeeded=False, reason=JobReason.THRESHOLD_VIOLATED,
                            message="Threshold violated", validation=True)
     decision = D.decide(nodes=("a", "b"), retries=0, infra_retries=0, outcome=outcome,
                         policy=D.EffectivePolicy(deferral=False))

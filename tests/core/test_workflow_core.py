@@ -288,7 +288,7 @@ def test_final_reason_precedence() -> None:
             if group == "group-0" and fail in ("hardware", "both"):
                 return failed(job, now, hardware=True)
             if group == "group-1" and fail in ("validation", "both"):
-                return failed(job, now, condition_reason=JobReason.THRESHOLD_VIOLATION)
+                return failed(job, now, condition_reason=JobReason.THRESHOLD_VIOLATED)
             if fail == "plain" and group == "group-0":
                 return failed(job, now)
             return succeeded(job, now)
