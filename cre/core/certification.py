@@ -225,8 +225,11 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
         missed = next((c for c in wf.status.conditions if c.type
                        == ConditionType.VALIDATION_FAILED
                        and c.status == ConditionStatus.TRUE), None)
-        if missed is not None:
-            # Mirrored from the Workflow: the Certification fails with the validation reason.
+        already = any(c.type == ConditionType.VALIDATION_FAILED
+                      and c.status == ConditionStatus.TRUE for c in status.conditions)
+        if missed is not None and not already:
+            # Mirrored from the (first) Workflow that missed: the Certification fails with the
+            # validation reason.
             conditions, _ = set_additive(
                 status.conditions, type_=ConditionType.VALIDATION_FAILED, status=True,
                 reason=CertificationReason.WORKFLOW_VALIDATION_FAILED,
