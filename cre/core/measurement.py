@@ -51,7 +51,10 @@ from cre.api.measurement import (
 from cre.api.meta import Condition, ConditionStatus
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.logprofile import CompiledProfile
-from cre.core.ncclparse import SizeResult, split_timestamp
+from cre.core.logwindow import WindowFilter as WindowFilter
+from cre.core.logwindow import parse_stamp
+from cre.core.logwindow import stamp_key as stamp_key
+from cre.core.ncclparse import SizeResult
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
 from cre.core.timeouts import parse_duration
@@ -69,61 +72,6 @@ FINAL_READ_GRACE: Final = timedelta(minutes=2)
 POLL: Final = 15.0
 FINAL_READ_RETRY: Final = 10.0
 _PHASE_RANK: Final = {"Succeeded": 0, "Running": 1, "Failed": 2}
-
-
-def stamp_key(stamp: str) -> tuple[str, int]:
-    """An RFC3339(Nano) UTC kubelet timestamp as a sortable key (whole seconds, nanoseconds)."""
-    dot = stamp.find(".", 19)
-    if dot < 0:
-        return stamp[:19], 0
-    end = stamp.find("Z", dot)
-    digits = stamp[dot + 1:end if end > 0 else len(stamp)][:9]
-    return stamp[:19], int(digits.ljust(9, "0")) if digits.isdigit() else 0
-
-
-def parse_stamp(stamp: str) -> datetime:
-    """The timestamp as an aware datetime (microsecond precision)."""
-    head, nanos = stamp_key(stamp)
-    return datetime.fromisoformat(head + "+00:00") + timedelta(microseconds=nanos // 1000)
-
-
-@attrs.define
-class WindowFilter:
-    """Skips lines already counted: before the anchor, and the first ``skip_lines`` lines at
-    it. Remembers the last timestamp passed and how many lines carried it (the next anchor)."""
-
-    anchor: str | None = None
-    skip_lines: int = 0
-    last_stamp: str | None = None
-    lines_at_last: int = 0
-    _anchor_key: tuple[str, int] | None = None
-    _skipped_at_anchor: int = 0
-    _past_anchor: bool = False
-
-    def __attrs_post_init__(self) -> None:
-        self._anchor_key = stamp_key(self.anchor) if self.anchor else None
-        if self.anchor:
-            self.last_stamp, self.lines_at_last = self.anchor, self.skip_lines
-
-    def admit(self, line: str) -> bool:
-        """Whether ``line`` is new (not counted by an earlier read)."""
-        stamp, _ = split_timestamp(line)
-        if stamp is None:
-            return self._anchor_key is None
-        if self._anchor_key is not None and not self._past_anchor:
-            # A log is in time order: once a line is past the anchor, every later one is.
-            key = stamp_key(stamp)
-            if key < self._anchor_key:
-                return False
-            if key == self._anchor_key and self._skipped_at_anchor < self.skip_lines:
-                self._skipped_at_anchor += 1
-                return False
-            self._past_anchor = key > self._anchor_key
-        if stamp == self.last_stamp:
-            self.lines_at_last += 1
-        else:
-            self.last_stamp, self.lines_at_last = stamp, 1
-        return True
 
 
 @attrs.frozen(kw_only=True)
