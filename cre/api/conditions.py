@@ -108,7 +108,9 @@ class JobReason(enum.StrEnum):
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"
     THRESHOLDS_MET = "ThresholdsMet"
-    THRESHOLD_VIOLATION = "ThresholdViolation"
+    # The reference's reason on the Job's ValidationFailed condition; the nodes it blames carry
+    # FailedNodeReason.THRESHOLD_VIOLATION ("ThresholdViolation").
+    THRESHOLD_VIOLATED = "ThresholdViolated"
     UNKNOWN_THRESHOLD_KEY = "UnknownThresholdKey"
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
     JOB_TIMED_OUT = "JobTimedOut"

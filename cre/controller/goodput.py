@@ -42,7 +42,7 @@ from cre.core.goodputmeasure import (
 )
 from cre.core.jobgoodput import goodput_name
 from cre.core.logprofile import ProfileError
-from cre.core.measurement import WindowFilter
+from cre.core.logwindow import WindowFilter
 from cre.kube.client import ApiError, KubeClient
 from cre.kube.events import EventRecorder
 from cre.kube.informer import Informer

@@ -43,13 +43,13 @@ from cre.api.meta import Condition, ConditionStatus
 from cre.core import goodput as G
 from cre.core.goodputlog import GoodputParser, LogEvent, to_ms
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
+from cre.core.logwindow import parse_stamp
 from cre.core.measurement import (
     FINAL_LIMIT_BYTES,
     MAX_LOOKBACK,
     POLL,
     SAMPLE_LIMIT_BYTES,
     choose_pod,
-    parse_stamp,
 )
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec

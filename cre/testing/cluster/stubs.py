@@ -50,6 +50,13 @@ class Behaviour(enum.StrEnum):
     DCGM_FAIL = "dcgm-fail"  # dcgmi diag reports a failed test
     SLOW = "slow"  # bandwidth multiplied by ``factor``
     SUCCEED = "succeed"  # exit 0 at once (e.g. an init container told to pass)
+    # nccl-tests with two cycles over the sizes: a healthy table after ``after`` seconds, then
+    # ``hold`` seconds later a second table at ``factor`` of the bandwidth (a link that degrades
+    # mid-run), exit 0.
+    DEGRADE = "degrade"
+    # nccl-tests prints its table after ``after`` seconds, then ``hold`` seconds later dies
+    # with an NCCL error (exit 1): under restartPolicy OnFailure the container crash-loops.
+    CRASH_AFTER_TABLE = "crash-after-table"
 
 
 @attrs.frozen(slots=True)
@@ -66,6 +73,7 @@ class Override:
     factor: float = 1.0
     message: str = ""
     id: str = ""
+    hold: float = 60.0
 
 
 @attrs.frozen(slots=True)
@@ -98,7 +106,8 @@ class Program:
     message: str = ""
     ready_after: float | None = 0.0
     wait_for_workers: float | None = None
-    # Output written over the run (``start_text`` first, ``end_text`` at the exit).
+    # Output written over the run (``start_text`` first, ``end_text`` at the exit), e.g. the
+    # first of two nccl-tests cycles, or a trainer's steps and checkpoints.
     lines: tuple[TimedLine, ...] = ()
 
 
@@ -230,8 +239,30 @@ def _override_program(ov: Override, ctx: StubContext, cmd: str) -> Program:
             return dcgm_program(passed=False)
         case Behaviour.SUCCEED:
             return Program(name="succeed", duration=0.0)
+        case Behaviour.DEGRADE | Behaviour.CRASH_AFTER_TABLE:
+            return _two_part_program(ov, ctx, cmd)
         case Behaviour.SLOW:  # handled by choose(); kept exhaustive for mypy
             return choose(ctx)
+
+
+def _two_part_program(ov: Override, ctx: StubContext, cmd: str) -> Program:
+    binary = next((b for b in NCCL_BINARIES if b in cmd), "all_reduce_perf")
+    loopback = "mpirun" not in cmd
+    bw = ctx.node_busbw if loopback else ctx.group_busbw
+    ranks = 1 if loopback else ctx.group_size
+    first = nccl_table(binary, cmd, busbw=bw, ranks=ranks)
+    banner = nccl_banner(ctx, cmd, loopback=loopback)
+    if ov.behaviour is Behaviour.DEGRADE:
+        return Program(name="degrade", start_text=banner, lines=(TimedLine(ov.after, first),),
+                       end_text=nccl_table(binary, cmd, busbw=bw * ov.factor, ranks=ranks),
+                       duration=ov.after + ov.hold)
+    msg = ov.message or "remote process exited or there was a network error"
+    host = ctx.pod_name
+    return Program(name="crash-after-table", start_text=banner,
+                   lines=(TimedLine(ov.after, first),),
+                   end_text=f"{host}: Test NCCL failure common.cu:1279 '{msg} / '\n"
+                            f" .. {host} pid 1: Test failure common.cu:1157\n",
+                   duration=ov.after + ov.hold, exit_code=1, reason="Error")
 
 
 def _flag_seconds(cmd: str, flag: str, default: float) -> float:
@@ -429,7 +460,7 @@ def parse_overrides(raw: Sequence[Mapping[str, Any]], *, where: str) -> tuple[Ov
             raise ValueError(f"{path}.role: {item.get('role')!r} is not one of "
                              f"{[r.value for r in Role]}") from None
         unknown = set(item) - {"behaviour", "role", "podPrefix", "container", "node", "after",
-                               "times", "factor", "message"}
+                               "times", "factor", "message", "hold"}
         if unknown:
             raise ValueError(f"{path}: unknown fields {sorted(unknown)}")
         out.append(Override(behaviour=behaviour, role=role,
@@ -437,5 +468,6 @@ def parse_overrides(raw: Sequence[Mapping[str, Any]], *, where: str) -> tuple[Ov
                             container=str(item.get("container", "")),
                             node=str(item.get("node", "")), after=float(item.get("after", 5.0)),
                             times=item.get("times"), factor=float(item.get("factor", 1.0)),
-                            message=str(item.get("message", "")), id=f"{where}-{i}"))
+                            message=str(item.get("message", "")), id=f"{where}-{i}",
+                            hold=float(item.get("hold", 60.0))))
     return tuple(out)
