@@ -229,7 +229,7 @@ def _runtime(run: WorkloadRun, *, framework: str, gpus: int, nodes_per_job: int,
             "numProcPerNode": gpus, "sshAuthMountPath": scripts.SSH_RAW_DIR,
             "runLauncherAsNode": False}}
     else:
-        policy = {"numNodes": nodes_per_job, "torch": {"numProcPerNode": str(gpus)}}
+        policy = {"numNodes": nodes_per_job, "torch": {}}
     return {
         "apiVersion": TRAINER_API, "kind": "TrainingRuntime",
         "metadata": {"name": f"{name}-runtime", "namespace": run.metadata.namespace or "",
@@ -314,7 +314,7 @@ def _trainer(run: WorkloadRun, *, argv: Sequence[str], pre_command: Sequence[str
         trainer["args"] = [k8s_literal(a) for a in argv[split:]]
     if user_env:
         trainer["env"] = user_env
-    if mpi:
+    if mpi or run.spec.framework.torch is not None:  # torchrun --nproc-per-node
         trainer["numProcPerNode"] = gpus
     return trainer
 
