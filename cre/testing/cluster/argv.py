@@ -7,9 +7,10 @@ to an undefined name, or an unterminated ``$(``, stays as written. :func:`expand
 applies exactly that, so a workload that forgets to escape a user's ``$(...)`` is caught here
 as it would be on a real node.
 
-A platform pre-command turns a command into ``/bin/bash -c <script>`` whose last line is
-``exec`` of the real argv, each element shell-quoted; :func:`effective_argv` reads that line
-with POSIX shell word rules (``shlex``), which is what bash does with single-quoted words.
+A platform pre-command turns a command into ``/bin/bash -c <script>`` that ends in ``exec`` of
+the real argv, each element shell-quoted; :func:`effective_argv` reads the words from the first
+line starting with ``exec`` to the end with POSIX shell word rules (``shlex``), which is what
+bash does with single-quoted words (a quoted word may hold newlines).
 Nothing is ever executed.
 
 ``cre-argv-echo`` (a stub binary for tests: ``mpirun ... cre-argv-echo ARGS`` or run directly)
@@ -83,10 +84,11 @@ def effective_argv(container: Mapping[str, Any]) -> list[str]:
     argv = [str(a) for a in (container.get("command") or [])]
     argv += [str(a) for a in (container.get("args") or [])]
     if len(argv) == 3 and argv[0] in SHELLS and argv[1] == "-c":
-        lines = [ln for ln in argv[2].splitlines() if ln.strip()]
-        if lines and lines[-1].startswith("exec "):
+        lines = argv[2].split("\n")
+        at = next((i for i, ln in enumerate(lines) if ln.startswith("exec ")), None)
+        if at is not None:  # the exec words may span lines (a quoted newline)
             try:
-                return shlex.split(lines[-1][len("exec "):])
+                return shlex.split("\n".join(lines[at:])[len("exec "):])
             except ValueError:
                 return argv
     return argv
