@@ -162,3 +162,16 @@ def test_nic_detection_needs_one_common_candidate() -> None:
     assert detect_nic((n("rdma/a"), n("rdma/b"))) is None
     assert detect_nic((n("nvidia.com/mlnxnics"),)) == "nvidia.com/mlnxnics"
     assert detect_nic(()) is None
+
+
+def test_a_running_workflow_writes_the_run_once() -> None:
+    """While the Workflow runs, the first mirror writes InProgress/WorkflowRunning; the next
+    pass over the same state writes nothing (no status churn every requeue)."""
+    run, wf = started(run_of(), nodes(2))
+    wf = with_trio(wf, ConditionType.IN_PROGRESS, "GroupsRunning", "running")
+    first = reconcile(run, RunObservation(nodes=nodes(2), workflow=wf))
+    assert reason(first, ConditionType.IN_PROGRESS)[0] == WorkloadRunReason.WORKFLOW_RUNNING
+    assert first.status is not None
+    again = reconcile(attrs.evolve(run, status=first.status),
+                      RunObservation(nodes=nodes(2), workflow=wf), seconds=30)
+    assert again.status is None and again.requeue_after is not None
