@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from cre.api.labels import GROUP, VERSION
 from cre.catalog.loader import load_catalog
 from cre.controller.certification import CertificationController
+from cre.controller.goodput import GoodputController
 from cre.controller.job import JobController
 from cre.controller.measurement import MeasurementController
 from cre.controller.workflow import SharedCaches, WorkflowController
@@ -124,6 +125,12 @@ def _measurement_controller(client: KubeClient, config: ManagerConfig,
                                           registry=registry))
 
 
+def _goodput_controller(client: KubeClient, config: ManagerConfig,
+                        registry: CollectorRegistry) -> Runnable:
+    return Draining(GoodputController(client, namespaces=config.namespaces or None,
+                                      registry=registry))
+
+
 @attrs.frozen(slots=True)
 class ControllerSpec:
     """One controller: its ``--controllers`` name, what it needs served, how to build it (from
@@ -144,7 +151,8 @@ CONTROLLERS: dict[str, ControllerSpec] = {
     spec.name: spec for spec in (
         ControllerSpec(name="job",
                        requires=(_cre("jobs"), _cre("bandwidthmeasurements"),
-                                 _trainer("trainjobs"), _trainer("trainingruntimes")),
+                                 _cre("goodputmeasurements"), _trainer("trainjobs"),
+                                 _trainer("trainingruntimes")),
                        build=_job_controller),
         ControllerSpec(name="workflow",
                        requires=(_cre("workflows"), _cre("jobs"), _trainer("trainingruntimes")),
@@ -159,6 +167,10 @@ CONTROLLERS: dict[str, ControllerSpec] = {
                        requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
                                  _cre("logprofiles")),
                        build=_measurement_controller),
+        ControllerSpec(name="goodput",
+                       requires=(_cre("goodputmeasurements"), _cre("jobs"),
+                                 _cre("logprofiles")),
+                       build=_goodput_controller),
     )
 }
 

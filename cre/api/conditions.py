@@ -216,6 +216,10 @@ class MeasurementReason(enum.StrEnum):
     LOGS_UNAVAILABLE = "LogsUnavailable"
     # The Job ended; the final read failed and is retried (not terminal).
     FINAL_READ_PENDING = "FinalReadPending"
+    # Goodput: the Job restarted its workload (an interruption was recorded); an event.
+    WORKLOAD_RESTARTED = "WorkloadRestarted"
+    # Goodput: the LogProfile cannot parse training logs (no trainingStep pattern, bad regex).
+    LOG_PROFILE_INVALID = "LogProfileInvalid"
 
 
 class CategoryState(enum.StrEnum):

@@ -82,7 +82,7 @@ def test_logs_are_json_with_reconcile_context(cluster_stack: Stack) -> None:
     from_controller = [r for r in records if r["logger"].startswith(("cre.controller",
                                                                      "cre.kube.informer"))]
     assert from_controller
-    # Every controller's records name it (job, workflow, certification, workloadrun, ...).
+    # Every controller's records name it (job, workflow, certification, goodput, workloadrun...).
     assert all(r.get("controller") in CONTROLLERS for r in from_controller)
     assert all(r.get("controller") == "job" for r in from_controller
                if r["logger"].startswith("cre.controller.job"))

@@ -28,6 +28,7 @@ LATER_TIERS = {
     "workloadruns": "the WorkloadRun controller (status writes need a WorkloadRun applied; "
                     "the blockOwnerDeletion of the Workflow it owns needs finalizers update)",
     "bandwidthmeasurements": "the measurement controller",
+    "goodputmeasurements": "the goodput controller (Jobs with a goodputMeasurement)",
     "logprofiles": "the LogProfile reader of failure classification",
 }
 # Verbs on the Job tier's own resources that only another tier's controller uses.

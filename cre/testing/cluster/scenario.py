@@ -7,7 +7,7 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
               overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
               badNodes: {aws-h100-node-1: 0.4}}
     controllers: [job]          # CRE controllers to run in-process (optional): job, workflow,
-                                # certification, measurement, workloadrun;
+                                # certification, measurement, goodput, workloadrun;
                                 # managerArgs: {infraScopedFailFast: false}
     ignoreSimulatorErrors: false  # true when apiFault makes the simulator's writes fail
     apply:                      # objects to create, in order
@@ -30,6 +30,8 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar, fields: [status]}
       - {kind: Pod, labels: {cre.dev/launcher: ar}, fields: [metadata.name, status.phase]}
       - nodeResults: wf         # a Workflow's node-result ConfigMaps, decoded
+      - facts: {kind: GoodputMeasurement, name: j-goodput, checks: ["status.result < 1"]}
+                                # comparisons on run-dependent numbers (cluster.facts)
 
 Waits watch the object (list + watch, never a sleep loop) and time out after ``timeout``
 *simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
@@ -84,6 +86,8 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("WorkloadRun", ""): Resource("cre.dev", "v1alpha1", "workloadruns", kind="WorkloadRun"),
     ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
                                            kind="BandwidthMeasurement"),
+    ("GoodputMeasurement", ""): Resource("cre.dev", "v1alpha1", "goodputmeasurements",
+                                         kind="GoodputMeasurement"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -312,6 +316,15 @@ class ScenarioRun:
     async def collect(self, item: Mapping[str, Any], *, where: str) -> Any:
         if "nodeResults" in item:
             return {"nodeResults": await self.node_results(str(item["nodeResults"]))}
+        if "facts" in item:
+            from cre.testing.cluster.facts import check_facts
+
+            spec = item["facts"]
+            objs, _ = await self._list(resource_for(spec, where=where), spec)
+            if not objs:
+                raise ScenarioError(f"{where}.facts: no object matches {dict(spec)}")
+            return {"facts": check_facts(objs[0], list(spec.get("checks") or []),
+                                         where=f"{where}.facts")}
         if "logs" in item:
             spec = item["logs"]
             pod = (await self.pods(spec))[int(spec.get("index", 0))]
@@ -418,6 +431,19 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
             await cluster.client.create(LOGPROFILES, to_dict(profile))
         ctrl = MeasurementController(cluster.client, namespaces=[namespace],
                                      registry=CollectorRegistry(), clock=now)
+    elif name == "goodput":
+        # The goodput controller and the goodput LogProfile CRE ships.
+        from prometheus_client import CollectorRegistry
+
+        from cre.api.converter import to_dict
+        from cre.controller.goodput import GoodputController
+        from cre.controller.measurement import LOGPROFILES
+        from cre.core.goodputprofiles import megatron_profile
+
+        await cluster.client.create(LOGPROFILES, to_dict(megatron_profile()))
+        ctrl = GoodputController(cluster.client, namespaces=[namespace],
+                                 registry=CollectorRegistry(), clock=now,
+                                 time_scale=clock.scale)
     elif name == "job":
         from cre.controller.job import JobController
 
@@ -444,7 +470,8 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
                                      namespaces=[namespace], clock=now)
     else:
         raise ScenarioError(f"controllers: unknown controller {name!r} (known: "
-                            "['certification', 'job', 'measurement', 'workflow', 'workloadrun'])")
+                            "['certification', 'goodput', 'job', 'measurement', 'workflow', "
+                            "'workloadrun'])")
     tg.start_soon(ctrl.run)
 
 

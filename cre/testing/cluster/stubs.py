@@ -72,6 +72,18 @@ class Override:
 
 
 @attrs.frozen(slots=True)
+class TimedLine:
+    """Output ``at`` simulated seconds after the container started; ``mark`` (when set) is
+    remembered in the simulator's marks with ``value`` as the line is written (a trainer's
+    checkpoint on its volume outlives the container)."""
+
+    at: float
+    text: str
+    mark: str = ""
+    value: Any = None
+
+
+@attrs.frozen(slots=True)
 class Program:
     """A container instance's scripted life, in simulated seconds from its start.
 
@@ -89,6 +101,8 @@ class Program:
     message: str = ""
     ready_after: float | None = 0.0
     wait_for_workers: float | None = None
+    # Output written over the run (``start_text`` first, ``end_text`` at the exit).
+    lines: tuple[TimedLine, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -106,6 +120,9 @@ class StubContext:
     gpu_product: str
     peers: tuple[str, ...] = ()  # worker endpoints (hostname.subdomain) of the group
     wait_timeout: float | None = None  # scenario override of wait-for-workers' give-up time
+    namespace: str = ""
+    # What earlier containers left behind (``trainer/...`` marks: checkpoints, a crash done).
+    state: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 NCCL_BINARIES = ("all_reduce_perf", "all_gather_perf", "alltoall_perf", "reduce_scatter_perf",
@@ -149,6 +166,10 @@ def choose(ctx: StubContext, override: Override | None = None) -> Program:
                        duration=None, ready_after=5.0)
     if "dcgmi" in cmd and "diag" in cmd:
         return dcgm_program(passed=True)
+    from cre.testing.cluster.trainerstub import is_trainer, trainer_program
+
+    if ctx.role is not Role.INIT and is_trainer(cmd):
+        return trainer_program(ctx, cmd)
     for binary in NCCL_BINARIES:
         if binary in cmd or binary in image:
             loopback = "mpirun" not in cmd
