@@ -19,6 +19,7 @@ from cre.controller.goodput import GoodputController
 from cre.controller.job import JobController
 from cre.controller.measurement import MeasurementController
 from cre.controller.workflow import SharedCaches, WorkflowController
+from cre.controller.workloadrun import WorkloadRunController
 from cre.core.workflow import WorkflowSettings
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
@@ -109,6 +110,15 @@ def _certification_controller(client: KubeClient, config: ManagerConfig,
         nodes=shared.nodes if shared is not None else None))
 
 
+def _workloadrun_controller(client: KubeClient, config: ManagerConfig,
+                            registry: CollectorRegistry) -> Runnable:
+    shared = _shared_caches(client, config, registry)
+    return Draining(WorkloadRunController(
+        client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
+        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+        nodes=shared.nodes if shared is not None else None))
+
+
 def _measurement_controller(client: KubeClient, config: ManagerConfig,
                             registry: CollectorRegistry) -> Runnable:
     return Draining(MeasurementController(client, namespaces=config.namespaces or None,
@@ -150,6 +160,9 @@ CONTROLLERS: dict[str, ControllerSpec] = {
         ControllerSpec(name="certification",
                        requires=(_cre("certifications"), _cre("workflows")),
                        build=_certification_controller),
+        ControllerSpec(name="workloadrun",
+                       requires=(_cre("workloadruns"), _cre("workflows")),
+                       build=_workloadrun_controller),
         ControllerSpec(name="measurement",
                        requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
                                  _cre("logprofiles")),

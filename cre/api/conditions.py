@@ -201,6 +201,9 @@ class WorkloadRunReason(enum.StrEnum):
     WORKFLOW_VALIDATION_FAILED = "WorkflowValidationFailed"
     THRESHOLD_VIOLATION = "ThresholdViolation"
     BUILD_FAILED = "BuildFailed"
+    WORKFLOW_DELETED = "WorkflowDeleted"
+    WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
+    WAITING_FOR_NODES = "WaitingForNodes"
 
 
 class MeasurementReason(enum.StrEnum):

@@ -132,6 +132,8 @@ KINDS: tuple[KindInfo, ...] = (
             REASON,
             PrinterColumn(name="Nodes", json_path=".spec.numNodes", type="integer"),
             PrinterColumn(name="Platform", json_path=".status.detectedPlatform", priority=1),
+            PrinterColumn(name="GPU", json_path=".status.detectedGPUArchitecture", priority=1),
+            PrinterColumn(name="Workflow", json_path=".status.workflowRef.name", priority=1),
             AGE,
         ),
     ),

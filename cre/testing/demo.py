@@ -31,6 +31,8 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
   ``Node`` scope; the Workflow defers it: the siblings keep running (never Cancelled), the node
   comes back, group-1 re-runs on its infra retry and the verdict is Passed (or Incomplete with
   the group's nodes Uncertified if the retry aborts too), with no node Failed.
+* ``workloadrun``: not a Certification: an MPI WorkloadRun on 4 nodes, 2 per group, and its
+  measured bus bandwidth (:mod:`cre.testing.demo_workloadrun`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Scenario(enum.StrEnum):
     LAUNCHER_FAILURE = "launcher-failure"
     INFRA_ABORT = "infra-abort"
     THRESHOLD = "threshold"
+    WORKLOADRUN = "workloadrun"
 
 
 THRESHOLD = "value >= 300"
@@ -566,6 +569,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "in the temporary directory)")
     p.add_argument("--keep", action="store_true", help="keep the process logs directory")
     args = p.parse_args(argv)
+    if args.scenario is Scenario.WORKLOADRUN:
+        from cre.testing.demo_workloadrun import run_demo
+
+        return run_demo(time_scale=args.time_scale, timeout=args.timeout, keep=args.keep)
     html = args.html or Path(tempfile.gettempdir()) / f"cre-demo-{args.scenario}.html"
     return run(args.scenario, time_scale=args.time_scale, timeout=args.timeout, keep=args.keep,
                html=html)

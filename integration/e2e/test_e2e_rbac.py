@@ -25,7 +25,8 @@ SA = "system:serviceaccount:cre-system:cre-manager"
 LATER_TIERS = {
     "certifications": "the Certification controller",
     "workflows": "the Workflow controller",
-    "workloadruns": "the Workflow controller's workload runs",
+    "workloadruns": "the WorkloadRun controller (status writes need a WorkloadRun applied; "
+                    "the blockOwnerDeletion of the Workflow it owns needs finalizers update)",
     "bandwidthmeasurements": "the measurement controller",
     "goodputmeasurements": "the goodput controller (Jobs with a goodputMeasurement)",
     "logprofiles": "the LogProfile reader of failure classification",

@@ -29,6 +29,7 @@ from typing import Any
 
 from cre.api import labels
 from cre.kube.client import NODES, PODS
+from cre.testing.cluster.argv import expand_container
 from cre.testing.cluster.clock import fmt_time
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.jobset import JOBSET_NAME, RJOB_NAME
@@ -298,7 +299,7 @@ def _pick(world: World, pod: Obj, node: Obj, c: Obj, role: Role | None, cfg: Sim
     group_nodes = _group_nodes(world, pod) or [name_of(node)]
     prof = cfg.profile
     ctx = StubContext(
-        pod_name=name_of(pod), container=c, role=role, node_name=name_of(node),
+        pod_name=name_of(pod), container=expand_container(c), role=role, node_name=name_of(node),
         node_busbw=prof.loopback_gbps * cfg.node_factor(name_of(node)),
         group_busbw=prof.busbw_gbps * min(cfg.node_factor(n) for n in group_nodes),
         group_size=len(group_nodes), gpus_per_node=prof.gpus, gpu_product=prof.gpu_product,

@@ -7,7 +7,7 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
               overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
               badNodes: {aws-h100-node-1: 0.4}}
     controllers: [job]          # CRE controllers to run in-process (optional): job, workflow,
-                                # certification, measurement, goodput;
+                                # certification, measurement, goodput, workloadrun;
                                 # managerArgs: {infraScopedFailFast: false}
     ignoreSimulatorErrors: false  # true when apiFault makes the simulator's writes fail
     apply:                      # objects to create, in order
@@ -86,6 +86,7 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("Job", ""): BATCH_JOBS, ("Job", "batch/v1"): BATCH_JOBS, ("Job", "cre.dev/v1alpha1"): CRE_JOBS,
     ("TrainingRuntime", ""): TRAINING_RUNTIMES, ("Workflow", ""): CRE_WORKFLOWS,
     ("Certification", ""): CRE_CERTIFICATIONS, ("ConfigMap", ""): CONFIGMAPS,
+    ("WorkloadRun", ""): Resource("cre.dev", "v1alpha1", "workloadruns", kind="WorkloadRun"),
     ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
                                            kind="BandwidthMeasurement"),
     ("GoodputMeasurement", ""): Resource("cre.dev", "v1alpha1", "goodputmeasurements",
@@ -503,9 +504,16 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
 
         ctrl = CertificationController(cluster.client, catalog=load_catalog(),
                                        namespaces=[namespace], clock=now)
+    elif name == "workloadrun":
+        from cre.catalog.loader import load_catalog
+        from cre.controller.workloadrun import WorkloadRunController
+
+        ctrl = WorkloadRunController(cluster.client, catalog=load_catalog(),
+                                     namespaces=[namespace], clock=now)
     else:
         raise ScenarioError(f"controllers: unknown controller {name!r} (known: "
-                            "['certification', 'goodput', 'job', 'measurement', 'workflow'])")
+                            "['certification', 'goodput', 'job', 'measurement', 'workflow', "
+                            "'workloadrun'])")
     tg.start_soon(ctrl.run)
 
 

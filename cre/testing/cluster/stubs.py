@@ -3,9 +3,10 @@
 Upstream proves CRE-like behaviour with stub images that print NCCL output or fail on purpose.
 Here a container's program is chosen from its image and command (``all_reduce_perf`` and
 friends -> nccl-tests; ``sshd`` -> an MPI worker that runs until killed; ``dcgmi diag`` -> a
-DCGM diagnostic; an init container called or running ``wait-for-workers`` -> a wait on the
-worker pods), and a scenario can override it per role, pod, container or node (a launcher told
-to fail, a node marked bad).
+DCGM diagnostic; ``cre-argv-echo`` -> prints the argv it got (``cre.testing.cluster.argv``);
+an init container called or running ``wait-for-workers`` -> a wait on the worker pods), and a
+scenario can override it per role, pod, container or node (a launcher told to fail, a node
+marked bad).
 
 nccl-tests output follows the real text format: the ``# nThread`` banner, ``# Using devices``,
 the two-line column header with out-of-place and in-place time/algbw/busbw/#wrong, one row per
@@ -27,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from cre.testing.cluster.argv import echo_text
 
 
 class Role(enum.StrEnum):
@@ -162,6 +165,9 @@ def choose(ctx: StubContext, override: Override | None = None) -> Program:
     factor = override.factor if override and override.behaviour is Behaviour.SLOW else 1.0
     if override and override.behaviour is not Behaviour.SLOW:
         return _override_program(override, ctx, cmd)
+    echoed = echo_text(ctx.container) if ctx.role is not Role.INIT else None
+    if echoed is not None:
+        return Program(name="argv-echo", end_text=echoed, duration=2.0)
     if ctx.role is Role.INIT and ("wait-for-workers" in cmd or "wait-for-workers" in name):
         return wait_for_workers_program(ctx, cmd)
     if "sshd" in cmd:
