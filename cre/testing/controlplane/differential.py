@@ -114,6 +114,9 @@ class Outcome:
         return "differing" if self.unexplained else "allowed"
 
 
+USER_AGENT = "cre-differential/1.0"
+"""Both servers name the default field manager after it (``cre-differential``)."""
+
 _VAR = re.compile(r"\$\{(\w+)\}")
 
 
@@ -140,6 +143,7 @@ async def _request(session: aiohttp.ClientSession, target: Target, step: Step,
     data = body.encode() if isinstance(body, str) else (
         None if body is None else json.dumps(body).encode())
     headers = {"Authorization": f"Bearer {target.token}", "Accept": "application/json",
+               "User-Agent": USER_AGENT,
                **({"Content-Type": step.content_type} if data is not None else {}),
                **step.headers}
     async with session.request(step.method, target.url + path, data=data, headers=headers,
@@ -213,13 +217,15 @@ _MASK_KEYS = {"uid": "<uid>", "resourceVersion": "<rv>", "creationTimestamp": "<
               "lastUpdateTime": "<ts>", "lastProbeTime": "<ts>", "startTime": "<ts>",
               "continue": "<continue>"}
 _RV_IN_MESSAGE = re.compile(r"\b\d{2,}\b")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def normalise(value: Any, *, key: str = "") -> Any:
-    """Mask run-specific values: uids, resourceVersions, timestamps, continue tokens,
-    generated name suffixes, numbers in Expired/Gone messages and bookmark annotations."""
+    """Mask run-specific values: uids (wherever they appear, in keys and strings too),
+    resourceVersions, timestamps, continue tokens, generated name suffixes and the numbers
+    in Expired/Gone messages."""
     if isinstance(value, dict):
-        out = {k: normalise(v, key=k) for k, v in value.items()}
+        out = {_UUID.sub("<uid>", k): normalise(v, key=k) for k, v in value.items()}
         meta = out.get("metadata")
         if isinstance(meta, dict) and meta.get("generateName") and "name" in meta:
             meta["name"] = meta["generateName"] + "<suffix>"
@@ -230,6 +236,8 @@ def normalise(value: Any, *, key: str = "") -> Any:
         return [normalise(v, key=key) for v in value]
     if key in _MASK_KEYS and value not in (None, ""):
         return _MASK_KEYS[key]
+    if isinstance(value, str):
+        return _UUID.sub("<uid>", value)
     return value
 
 

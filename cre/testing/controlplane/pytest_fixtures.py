@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .build import Unavailable
+from .build import Binaries, Unavailable, ensure_built
 from .plane import ControlPlane, start
 
 DIFF_CONTROLLERS = "garbagecollector,namespace"
@@ -27,13 +27,22 @@ def skip_reason() -> str | None:
     return None
 
 
-def start_or_skip() -> ControlPlane:
-    """A started control plane (every CRD installed), or a pytest skip naming the cause."""
+def binaries_or_skip() -> Binaries:
+    """The built binaries (building them if needed), or a pytest skip naming the cause."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     try:
-        return start()
+        return ensure_built().binaries
+    except Unavailable as exc:
+        pytest.skip(f"real control plane unavailable: {exc}")
+
+
+def start_or_skip() -> ControlPlane:
+    """A started control plane (every CRD installed), or a pytest skip naming the cause."""
+    binaries = binaries_or_skip()
+    try:
+        return start(binaries=binaries)
     except Unavailable as exc:
         pytest.skip(f"real control plane unavailable: {exc}")
 
