@@ -172,6 +172,58 @@ class ControlPlane:
         return all(self.request("GET", f"/apis/{spec['group']}/{v}/{spec['names']['plural']}"
                                 "?limit=1")[0] == 200 for v in served)
 
+    def reset(self, *, keep_namespaces: Sequence[str] = (
+            "default", "kube-system", "kube-public", "kube-node-lease")) -> None:
+        """Remove what tests created: every deletable namespaced object in the kept namespaces
+        (finalizers stripped, no grace period), every other namespace, and every node.
+
+        Lets tests written for a fresh emulator share one real server."""
+        kinds = self._deletable_kinds()
+        for ns in keep_namespaces:
+            for base, plural in kinds:
+                if ns == "default" and plural in ("services", "endpoints", "endpointslices"):
+                    continue  # the `kubernetes` service and its endpoints are the server's
+                path = f"{base}/namespaces/{ns}/{plural}"
+                status, body = self.request("GET", path)
+                if status != 200:
+                    continue
+                for item in body.get("items", []):
+                    name = item["metadata"]["name"]
+                    if item["metadata"].get("finalizers"):
+                        self.request("PATCH", f"{path}/{name}",
+                                     {"metadata": {"finalizers": None}},
+                                     content_type="application/merge-patch+json")
+                    if plural == "serviceaccounts" and name == "default":
+                        continue
+                    if ns == "kube-system" or (plural == "configmaps"
+                                               and name == "kube-root-ca.crt"):
+                        continue
+                    self.request("DELETE", f"{path}/{name}?gracePeriodSeconds=0")
+        status, body = self.request("GET", "/api/v1/namespaces")
+        for item in body.get("items", []) if status == 200 else []:
+            name = item["metadata"]["name"]
+            if name not in keep_namespaces:
+                self.request("DELETE", f"/api/v1/namespaces/{name}?gracePeriodSeconds=0")
+        status, body = self.request("GET", "/api/v1/nodes")
+        for item in body.get("items", []) if status == 200 else []:
+            self.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+
+    def _deletable_kinds(self) -> list[tuple[str, str]]:
+        """(API base path, plural) of every namespaced resource that can be listed and deleted."""
+        out: list[tuple[str, str]] = []
+        bases = ["/api/v1"]
+        status, groups = self.request("GET", "/apis")
+        for group in groups.get("groups", []) if status == 200 else []:
+            bases.append("/apis/" + group["preferredVersion"]["groupVersion"])
+        for base in bases:
+            status, listing = self.request("GET", base)
+            for res in listing.get("resources", []) if status == 200 else []:
+                verbs = set(res.get("verbs", []))
+                if res.get("namespaced") and "/" not in res["name"] \
+                        and {"list", "delete"} <= verbs and res["name"] != "events":
+                    out.append((base, res["name"]))
+        return out
+
     def start_component(self, name: str, args: Sequence[str], *, detach: bool = False,
                         binary: Path | None = None) -> Component:
         log_path = self.workdir / f"{name}.log"
