@@ -114,6 +114,12 @@ class ControlPlane:
 
     token: str = TOKEN
 
+    @property
+    def serving_cert(self) -> tuple[Path, Path]:
+        """(certificate, key) for 127.0.0.1 signed by the plane's CA (which kube-apiserver
+        also trusts for kubelets: :mod:`.kubelet_logs` serves logs with it)."""
+        return self.workdir / "pki" / "server.crt", self.workdir / "pki" / "server.key"
+
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file))
 
@@ -361,6 +367,8 @@ def start(*, workdir: Path | None = None, crds: Sequence[Path] | None = None,
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
             "--disable-admission-plugins=ServiceAccount", "--profiling=false",
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-certificate-authority={ca_file}",
         ], detach=detach)
         wait_for(plane.ready, timeout=timeout, what="kube-apiserver /readyz", alive=[etcd, api])
         _write_kubeconfig(plane.kubeconfig, url=url, ca_file=ca_file, token=TOKEN)

@@ -126,6 +126,7 @@ SCRIPTS: tuple[Script, ...] = (
         post(CMS, cm("a")),
         post(CMS, cm("b")),
         get(CMS + "?watch=true", watch=2),
+        get(CMS + "?watch=true&allowWatchBookmarks=true", watch=3, wait=2.0),
         get(CMS + "?watch=true&labelSelector=nomatch%3D1", watch=1, wait=1.0),
     )),
     Script("watch_initial_events_bookmark", about="sendInitialEvents ends with a bookmark",
@@ -134,6 +135,11 @@ SCRIPTS: tuple[Script, ...] = (
         get(CMS + "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
             "&allowWatchBookmarks=true", watch=2),
         get(CMS + "?watch=true&sendInitialEvents=true"),
+    )),
+    Script("watch_too_old", about="a watch from before the server's history: 410 Expired",
+           steps=(
+        post(CMS, cm("a")),
+        get(CMS + "?watch=true&resourceVersion=1", watch=1),
     )),
     Script("conflict_409", about="optimistic concurrency on PUT", steps=(
         post(CMS, cm("a", x="1"), save={"rv": "metadata.resourceVersion"}),
