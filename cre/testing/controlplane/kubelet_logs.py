@@ -43,9 +43,7 @@ class KubeletLogs:
         context.load_cert_chain(str(self._cert), str(self._key))
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
         await site.start()
-        server = site._server
-        assert server is not None
-        self.port = int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])
         return self.port
 
     async def close(self) -> None:
