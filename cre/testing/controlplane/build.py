@@ -175,7 +175,8 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> BuildReport:
                       f"({pinned.label})", flush=True)
             _run([*nice, go, "mod", "download"], cwd=module,
                  what=f"downloading the modules of {module.relative_to(REPO)}")
-            _run([*nice, go, "build", "-p", str(jobs), "-trimpath", "-ldflags=-s -w",
+            _run([*nice, go, "build", "-p", str(jobs), "-trimpath",
+                  f"-ldflags={_ldflags(pinned) if output == 'kube' else '-s -w'}",
                   "-o", str(staging / output), "."], cwd=module, what=f"go build of {output}")
         for component in COMPONENTS:
             (staging / component).symlink_to("kube")
@@ -188,6 +189,17 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> BuildReport:
     binaries = Binaries(bin_dir=final, versions=pinned)
     return BuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
                        bin_bytes=_size(final))
+
+
+def _ldflags(pinned: Versions) -> str:
+    """Stripped, with the version stamps upstream's build sets (``/version``, user agents)."""
+    major, minor = pinned.kubernetes.lstrip("v").split(".")[:2]
+    stamps = {"gitVersion": pinned.kubernetes, "gitMajor": major, "gitMinor": minor,
+              "gitTreeState": "clean"}
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {package}.{k}={v}" for k, v in stamps.items()]
+    return " ".join(flags)
 
 
 def _size(folder: Path) -> int:
