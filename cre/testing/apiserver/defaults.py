@@ -12,8 +12,10 @@ int32 fields always serialize (a ReplicaSet's ``status.replicas``, a PodDisrupti
 template labels; from 1.35 a missing ``onPodConditions[].status`` becomes ``True`` (1.33/1.34
 reject it in validation instead); pods' and pod templates' ``SetDefaults_PodSpec`` /
 ``SetDefaults_Container`` fields (``dnsPolicy``, ``schedulerName``, ``terminationMessagePath``,
-``imagePullPolicy`` ...). Left out: what admission plugins add on a cluster (service-account
-token volume, default tolerations, priority), probe and volume-source defaults.
+``imagePullPolicy`` ...), requests copied from limits; :func:`admit_new_pod` adds what the
+default ``Priority`` and ``DefaultTolerationSeconds`` admission plugins add to a new pod. Left
+out: the service-account token volume (its admission plugin needs the token controller),
+priority classes, probe and volume-source defaults.
 """
 
 from __future__ import annotations
@@ -172,6 +174,39 @@ def _pod_spec(spec: Obj) -> None:
 def _pod(spec: Obj) -> None:
     _pod_spec(spec)
     _fill(spec, {"enableServiceLinks": True})  # SetDefaults_Pod: pods only, not templates
+    for key in ("initContainers", "containers"):  # SetDefaults_Pod: requests from limits
+        for c in spec.get(key) or []:
+            resources = c.get("resources") if isinstance(c, dict) else None
+            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if isinstance(limits, dict) and limits:
+                requests = resources.setdefault("requests", {})  # type: ignore[union-attr]
+                for name, value in limits.items():
+                    requests.setdefault(name, value)
+
+
+_UNTOLERATED_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def admit_new_pod(pod: Obj) -> None:
+    """What the default admission plugins add to a pod being created: ``Priority`` (priority 0
+    and ``PreemptLowerPriority`` when no class is named and none is the default) and
+    ``DefaultTolerationSeconds`` (NoExecute tolerations of the not-ready and unreachable
+    taints for 300 s, unless the pod tolerates them already)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if not spec.get("priorityClassName"):
+        spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.get("tolerations") or []
+    for taint in _UNTOLERATED_TAINTS:
+        if not any(isinstance(t, dict) and (t.get("key") == taint or (
+                not t.get("key") and t.get("operator") == "Exists"))
+                and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
+            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": 300})
+    if tolerations:
+        spec["tolerations"] = tolerations
 
 
 def _with_template(fill: Callable[[Obj], None]) -> Callable[[Obj], None]:

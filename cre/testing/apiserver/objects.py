@@ -19,8 +19,8 @@ from typing import Any
 
 from . import crdstatus, deletion, errors, patching, patchverb
 from .admission import Admission
-from .convert import core_event_defaults, from_storage, to_storage
-from .defaults import ServiceAllocator, generate_job_selector
+from .convert import core_event_defaults, drop_empty_fields, from_storage, to_storage
+from .defaults import ServiceAllocator, admit_new_pod, generate_job_selector
 from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
 from .errors import StatusCause
 from .meta import (
@@ -165,7 +165,9 @@ class Objects:
         causes = validate_metadata(body, namespaced=rt.namespaced)
         if causes:
             raise errors.invalid_object(rt.qualified, str(meta.get("name", "")), causes)
-        body = self._admit(rt, body, None, opts)
+        body = drop_empty_fields(rt, self._admit(rt, body, None, opts))
+        if rt.kind == "Pod" and rt.group == "":
+            admit_new_pod(body)
         body = patching.record_update(
             None, body, manager=opts.manager, operation="Update", subresource=None,
             now=self.now(), schema=self.admission.schema_of(rt),
@@ -367,7 +369,7 @@ class Objects:
         causes = validate_metadata(new, namespaced=rt.namespaced)
         if causes:
             raise errors.invalid_object(rt.qualified, key[1], causes)
-        new = self._admit(rt, new, old, opts)
+        new = drop_empty_fields(rt, self._admit(rt, new, old, opts))
         meta = new["metadata"]
         old_view = from_storage(rt, old)
         if rt.uses_generation and old_meta.get("generation") is not None and spec_changed(

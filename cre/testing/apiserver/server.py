@@ -506,7 +506,7 @@ class ApiServer:
         if table_version:
             return json_response(table.build(self, rt, items, meta, table_version, request))
         body = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
-                "items": items}
+                "items": _list_items(rt, items)}
         if rt.is_custom:
             body = {k: body[k] for k in sorted(body)}
         return json_response(body)
@@ -528,8 +528,17 @@ class ApiServer:
             meta_out["continue"] = token
         return json_response(
             {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta_out,
-             "items": items}
+             "items": _list_items(rt, items)}
         )
+
+
+def _list_items(rt: ResourceType, items: list[Obj]) -> list[Obj]:
+    """A built-in list's items carry no apiVersion/kind (kube-apiserver encodes the typed
+    list, whose items' TypeMeta is empty); custom resources' items keep theirs."""
+    if rt.is_custom:
+        return items
+    return [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
+            for item in items]
 
 
 def _return_freed_memory() -> None:

@@ -114,6 +114,7 @@ def source_digest() -> str:
             path = module / name
             digest.update(f"{module.name}/{name}\0".encode())
             digest.update(path.read_bytes() if path.is_file() else b"")
+    digest.update(_ldflags(versions()).encode())
     return digest.hexdigest()[:16]
 
 
@@ -167,6 +168,7 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> BuildReport:
     final = cache_root() / pinned.label / "bin"
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="bin-", dir=final.parent))
+    staging.chmod(0o755)
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     try:
         for module, output in ((ETCD_MODULE, "etcd"), (KUBE_MODULE, "kube")):
