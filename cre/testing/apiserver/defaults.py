@@ -118,6 +118,7 @@ def generate_job_selector(job: Obj) -> None:
     spec = job.get("spec")
     if not isinstance(spec, dict) or spec.get("manualSelector") is True:
         return
+    spec.setdefault("manualSelector", False)  # kube-apiserver 1.34 stores it explicitly
     meta = job.get("metadata") or {}
     template = spec.get("template")
     if not isinstance(template, dict):
@@ -209,13 +210,17 @@ def admit_new_pod(pod: Obj) -> None:
         spec["tolerations"] = tolerations
 
 
-def _with_template(fill: Callable[[Obj], None]) -> Callable[[Obj], None]:
+def _with_template(fill: Callable[[Obj], None], *,
+                   restart_default: bool = True) -> Callable[[Obj], None]:
     def both(spec: Obj) -> None:
         fill(spec)
         template = spec.get("template")
         tspec = template.get("spec") if isinstance(template, dict) else None
         if isinstance(tspec, dict):
+            had_restart = "restartPolicy" in tspec
             _pod_spec(tspec)
+            if not restart_default and not had_restart:
+                del tspec["restartPolicy"]
     return both
 
 
@@ -247,6 +252,11 @@ class ServiceAllocator:
         kind = spec.get("type") or "ClusterIP"
         if kind == "ExternalName":
             return
+        if spec.get("clusterIP") == "None" and not spec.get("selector"):
+            # A headless Service without a selector asks for both families (kube-apiserver
+            # 1.34 answers so even on a single-stack cluster).
+            _fill(spec, {"clusterIPs": ["None"], "ipFamilies": ["IPv4", "IPv6"],
+                         "ipFamilyPolicy": "RequireDualStack"})
         if not spec.get("clusterIP"):
             n, self._next_ip = self._next_ip, self._next_ip + 1
             spec["clusterIP"] = f"10.96.{n // 256 % 256}.{n % 256}"
@@ -263,7 +273,7 @@ class ServiceAllocator:
 _BY_KIND = {"Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset,
             "ReplicaSet": _replicaset}
 _BY_GROUP_KIND = {**{("apps", k): _with_template(fn) for k, fn in _BY_KIND.items()},
-                  ("batch", "Job"): _with_template(_job), ("", "Pod"): _pod,
+                  ("batch", "Job"): _with_template(_job, restart_default=False), ("", "Pod"): _pod,
                   ("", "Service"): _service,
                   ("", "ReplicationController"): _with_template(_replication_controller)}
 

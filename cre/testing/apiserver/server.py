@@ -412,9 +412,8 @@ class ApiServer:
         try:
             patch = load_yaml(raw) if patch_type == "apply" else orjson.loads(raw)
         except (ValueError, YAMLError) as exc:
-            if patch_type == "apply":
-                raise errors.bad_request(f"error decoding patch: {exc}") from None
-            raise errors.bad_request("invalid JSON patch") from None
+            # kube-apiserver: "error decoding patch: " and its JSON decoder's message
+            raise errors.bad_request(f"error decoding patch: {exc}") from None
         if patch_type == "json" and not isinstance(patch, list):
             raise errors.bad_request(
                 "error decoding patch: json: cannot unmarshal object into Go value of type "

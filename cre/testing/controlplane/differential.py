@@ -81,11 +81,12 @@ class Script:
 @attrs.frozen
 class Allowed:
     """A documented difference: paths matching ``path`` (fnmatch on ``step[i].a.b``) in
-    script ``script`` (fnmatch) differ for ``reason``."""
+    script ``script`` (fnmatch; not the scripts named in ``unless``) differ for ``reason``."""
 
     script: str
     path: str
     reason: str
+    unless: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -265,7 +266,8 @@ def compare(script: str, emulator: Sequence[Any], real: Sequence[Any],
     """Differences between the normalised records; each tagged with its allowlist reason."""
     raw: list[tuple[str, Any, Any]] = []
     _walk([normalise(r) for r in emulator], [normalise(r) for r in real], "step", raw)
-    rules = [a for a in allowed if fnmatch.fnmatchcase(script, a.script)]
+    rules = [a for a in allowed
+             if fnmatch.fnmatchcase(script, a.script) and script not in a.unless]
     diffs = []
     for path, a, b in raw:
         reason = next((r.reason for r in rules if fnmatch.fnmatchcase(path, r.path)), None)
