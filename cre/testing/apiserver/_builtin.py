@@ -233,9 +233,7 @@ def _mutable_view(spec: dict[str, Any], old: dict[str, Any]) -> str:
     old_gates = old.get("schedulingGates") or []
     if all(g in old_gates for g in spec.get("schedulingGates") or ()):
         view.pop("schedulingGates", None)
-    if not old.get("nodeName"):
-        view.pop("nodeName", None)
-    return json.dumps(view, sort_keys=True)
+    return json.dumps(view, sort_keys=True)  # nodeName: only through pods/binding
 
 
 def _job_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cause]:

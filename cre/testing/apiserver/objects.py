@@ -218,9 +218,11 @@ class Objects:
     def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions) -> Obj:
         if rt.group == "events.k8s.io":
             return obj
-        obj, dropped = self.admission.admit(
-            rt, obj, None if old is None else from_storage(rt, old)
-        )
+        old_view = None if old is None else from_storage(rt, old)
+        if opts.binding and old_view is not None:  # the one write that may set spec.nodeName
+            old_view = {**old_view, "spec": {**(old_view.get("spec") or {}),
+                                             "nodeName": (obj.get("spec") or {}).get("nodeName")}}
+        obj, dropped = self.admission.admit(rt, obj, old_view)
         unknown = [f'unknown field "{path}"' for path in dropped]
         if unknown and opts.field_validation == "Strict":
             detail = "strict decoding error: " + ", ".join(unknown)
@@ -371,7 +373,8 @@ class Objects:
         new = drop_empty_fields(rt, self._admit(rt, new, old, opts))
         meta = new["metadata"]
         old_view = from_storage(rt, old)
-        if rt.uses_generation and old_meta.get("generation") is not None and spec_changed(
+        if rt.uses_generation and old_meta.get("generation") is not None and not opts.binding \
+                and spec_changed(
             old_view, new, ignore_status="status" in rt.subresources
         ):
             meta["generation"] = int(old_meta["generation"]) + 1

@@ -321,11 +321,13 @@ class ApiServer:
         fault = self.faults.check(verb, rt.plural, r.name)
         if fault is not None:
             raise fault
-        if r.subresource in ("log", "eviction"):
+        if r.subresource in ("log", "eviction", "binding"):
             if r.subresource == "log" and method == "GET":
                 return await podapi.logs(self, request, r)
             if r.subresource == "eviction" and method == "POST":
                 return await podapi.evict(self, request, r, await read_body(request))
+            if r.subresource == "binding" and method == "POST":
+                return await podapi.bind(self, request, r, await read_body(request))
             raise _method_not_allowed(rt, verb)
         if r.subresource == "token":
             if method != "POST":

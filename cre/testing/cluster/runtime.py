@@ -148,10 +148,14 @@ class SimulatedCluster:
                     return
                 raise
             self._reflect(action.resource, got)
-        elif isinstance(action, Bind):
-            got = await c.patch(PODS, action.pod, {"spec": {"nodeName": action.node}},
-                                namespace=action.namespace)
-            self._reflect(PODS, got)
+        elif isinstance(action, Bind):  # as kube-scheduler binds: the pods/binding subresource
+            await c.request("POST", PODS.path(namespace=action.namespace, name=action.pod,
+                                              subresource="binding"),
+                            body={"apiVersion": "v1", "kind": "Binding",
+                                  "metadata": {"name": action.pod},
+                                  "target": {"apiVersion": "v1", "kind": "Node",
+                                             "name": action.node}})
+            self._reflect(PODS, await c.get(PODS, action.pod, namespace=action.namespace))
         elif isinstance(action, Delete):
             try:
                 got = await c.delete(action.resource, action.name, namespace=action.namespace,

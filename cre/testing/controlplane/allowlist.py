@@ -29,6 +29,10 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed("patch_types", "step[[]10].body.message",
             "a body that is not JSON is reported as 'error decoding patch: ' and the decoder's "
             "own error text (Go's encoding/json there, orjson here)"),
+    Allowed("pod_binding", "step[[]1].body.*message",
+            "kube-apiserver appends a diff of the old and new Go PodSpec structs (its field "
+            "names, its line offsets) to the 'pod updates may not change fields' message; the "
+            "emulator sends the sentence alone. Code, reason, field and the sentence agree"),
     Allowed("table_output", "step[[]*].body.columnDefinitions[[]*].description",
             "column descriptions are upstream's API documentation text, which the emulator "
             "words itself rather than copies; names, types, formats and priorities agree"),

@@ -254,6 +254,19 @@ SCRIPTS: tuple[Script, ...] = (
             "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
             "ports": [{"containerPort": 80}]}]}}),
     )),
+    Script("pod_binding", about="nodeName is set through pods/binding only, once", steps=(
+        post(PODS, pod("p")),
+        Step("PATCH", PODS + "/p", body={"spec": {"nodeName": "n1"}}, content_type=MERGE),
+        post(PODS + "/p/binding", {"apiVersion": "v1", "kind": "Binding",
+                                   "metadata": {"name": "p"},
+                                   "target": {"apiVersion": "v1", "kind": "Node",
+                                              "name": "n1"}}),
+        get(PODS + "/p"),
+        post(PODS + "/p/binding", {"apiVersion": "v1", "kind": "Binding",
+                                   "metadata": {"name": "p"},
+                                   "target": {"apiVersion": "v1", "kind": "Node",
+                                              "name": "n2"}}),
+    )),
     Script("job_defaulting", about="a batch/v1 Job's server-filled fields", steps=(
         post(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
                     "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
