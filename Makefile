@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser soak
+.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser soak controlplane
 
 venv: $(STAMP)
 
@@ -27,7 +27,14 @@ browser:
 	  || echo "make: could not apt-get install the Debian package chromium;" \
 	          "the HTML report's browser test will be skipped"; }
 
-test: $(STAMP) image-tools browser
+# The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), built
+# once per machine from pinned Go modules (tools/controlplane/) into
+# ${XDG_CACHE_HOME:-~/.cache}/cre/controlplane/<versions>/bin; design record docs/design/016.
+# Without Go or its module proxy this prints what is missing and the tests that need it skip.
+controlplane: $(STAMP)
+	-$(BIN)/python -m cre.testing.controlplane build
+
+test: $(STAMP) image-tools browser controlplane
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 goldens: $(STAMP)

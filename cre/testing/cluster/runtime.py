@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -103,8 +103,10 @@ class SimulatedCluster:
     """Nodes of one profile plus the simulated controllers, against one API server."""
 
     def __init__(self, client: KubeClient, *, config: SimConfig, clock: SimClock, nodes: int,
-                 logs: LogSink) -> None:
+                 logs: LogSink, node_status: Mapping[str, Any] | None = None) -> None:
         self.client = client
+        self.node_status = dict(node_status or {})
+        """More node status fields (a real apiserver's way to the kubelet's logs)."""
         self.config = config
         self.clock = clock
         self.node_count = nodes
@@ -146,10 +148,14 @@ class SimulatedCluster:
                     return
                 raise
             self._reflect(action.resource, got)
-        elif isinstance(action, Bind):
-            got = await c.patch(PODS, action.pod, {"spec": {"nodeName": action.node}},
-                                namespace=action.namespace)
-            self._reflect(PODS, got)
+        elif isinstance(action, Bind):  # as kube-scheduler binds: the pods/binding subresource
+            await c.request("POST", PODS.path(namespace=action.namespace, name=action.pod,
+                                              subresource="binding"),
+                            body={"apiVersion": "v1", "kind": "Binding",
+                                  "metadata": {"name": action.pod},
+                                  "target": {"apiVersion": "v1", "kind": "Node",
+                                             "name": action.node}})
+            self._reflect(PODS, await c.get(PODS, action.pod, namespace=action.namespace))
         elif isinstance(action, Delete):
             try:
                 got = await c.delete(action.resource, action.name, namespace=action.namespace,
@@ -222,6 +228,7 @@ class SimulatedCluster:
                 if not exc.already_exists:
                     raise
             status = {k: v for k, v in body["status"].items() if k != "conditions"}
+            status.update(self.node_status)
             await self.client.patch(NODES, body["metadata"]["name"], {"status": status},
                                     subresource="status")
 
