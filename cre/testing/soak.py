@@ -35,7 +35,9 @@ from typing import Any, Final
 import attrs
 
 from cre.core.workload import workload_name
+from cre.testing import soaktiers as tiers
 from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+from cre.testing.soaktiers import MANAGER_GAPS, failure_log_problem
 
 NODES: Final = 8
 FAULT_KINDS: Final = (
@@ -46,12 +48,17 @@ FAULT_KINDS: Final = (
 TERMINAL: Final = ("Succeeded", "Failed")
 
 
+class SoakStuck(StackError):
+    """The cluster cannot get back to idle between runs: the soak ends with its report."""
+
+
 @attrs.define
 class RunResult:
     run: int
     seed: int
     faults: list[str]
     expected: str
+    tier: str = "Job"
     phase: str = ""
     seconds: float = 0.0
     violations: dict[str, str] = attrs.field(factory=dict)
@@ -72,13 +79,16 @@ class Soak:
         self.metrics: dict[str, float] = {}
         self._not_ready: list[str] = []
         self.startup_exits = 0
+        self.timeouts_in_a_row = 0
         self.exits_during_runs = 0
+        self._exits_at_start = 0
 
     # -- processes -------------------------------------------------------------------------
 
     def start(self) -> None:
         self.stack.start_emulator()
-        sim = self.stack.start_cluster(nodes=NODES, time_scale=self.time_scale)
+        sim = self.stack.start_cluster(nodes=NODES, time_scale=self.time_scale,
+                                       extra_args=tiers.SIM_ARGS)
         wait_until(lambda: len(self.gpu_nodes()) >= NODES, timeout=60, what="GPU nodes",
                    interval=0.2, alive=sim.check_alive)
         self.kubectl("apply", "-f", "-", stdin="{apiVersion: v1, kind: Namespace, "
@@ -137,7 +147,7 @@ class Soak:
             m.wait(60)
         self.managers.clear()
 
-    def _supervised(self, done: bool) -> bool:
+    def supervised(self, done: bool) -> bool:
         """``done``, after restarting managers that exited (a leader that lost its lease in
         an outage exits on purpose; its Deployment starts it again)."""
         if not done:
@@ -204,56 +214,123 @@ class Soak:
     # -- one run ---------------------------------------------------------------------------
 
     def run(self, index: int, seed: int) -> RunResult:
+        """One run (its faults, verdict and invariants drawn from ``seed`` alone)."""
+        self._exits_at_start = self.exits_during_runs
+        result = self._run(index, seed)
+        timed_out = "timed out" in result.violations.get("verdict", "")
+        self.timeouts_in_a_row = self.timeouts_in_a_row + 1 if timed_out else 0
+        return result
+
+    def _run(self, index: int, seed: int) -> RunResult:
         rng = random.Random(seed)
         kinds = rng.sample(FAULT_KINDS, rng.choice((0, 1, 1, 2, 3)))
         fail = "launcher_fails_while_down" in kinds or rng.random() < 0.4
         deleted = "job_deleted" in kinds
+        # A third of the runs certify (a Certification -> Workflow -> Jobs); a launcher that
+        # fails while the manager is down is a Job-level scenario.
+        tier = ("Certification" if rng.random() < 0.35
+                and "launcher_fails_while_down" not in kinds else "Job")
         name = f"soak-{index}-{seed % 100000}"
         # A node going NotReady under the Job may fail it (Node class) or not: any verdict.
         expected = ("Deleted" if deleted else "Terminal" if "node_not_ready" in kinds
                     else "Failed" if fail else "Succeeded")
-        result = RunResult(run=index, seed=seed, faults=sorted(kinds), expected=expected)
+        result = RunResult(run=index, seed=seed, faults=sorted(kinds), expected=expected,
+                           tier=tier)
         self._ensure_manager()
+        self._wait_idle(result)
         started = time.monotonic()
         audit_from = self.stack.emulator_control("GET", "audit?since=999999999")["seq"]
         self.stack.emulator_control("DELETE", "journal")  # this run's writes only
         self.stack.emulator_control("POST", "journal")
+        if tier == "Certification":
+            return self._run_certification(result, rng, index=index, fail=fail,
+                                           deleted=deleted, started=started,
+                                           audit_from=audit_from)
         try:
             self.apply_job(name, fail=fail)
             if "launcher_fails_while_down" in kinds:
                 # The workload is created, the manager dies, the launcher runs and exits while
                 # no manager runs; the restarted one must still record it, naming the launcher.
-                wait_until(lambda: self._supervised(self._trainjob(name) is not None),
+                wait_until(lambda: self.supervised(self._trainjob(name) is not None),
                            timeout=self.verdict_timeout, what=f"{name}'s TrainJob",
                            interval=0.2)
                 self._kill(signal.SIGKILL)
                 wait_until(lambda: self._trainjob_failed(name), timeout=self.verdict_timeout,
                            what=f"{name}'s workload to fail", interval=0.3)
-            self._inject(kinds, rng, name)
+            self.inject(kinds, rng)
             if "launcher_fails_while_down" in kinds:
                 self._ensure_manager()
             if deleted:
                 self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
             if deleted:
-                wait_until(lambda: self._supervised(self.phase(name) is None),
+                wait_until(lambda: self.supervised(self.phase(name) is None),
                            timeout=self.verdict_timeout, what=f"{name} to be gone",
                            interval=0.3)
             else:
-                wait_until(lambda: self._supervised(self.phase(name) in TERMINAL),
+                wait_until(lambda: self.supervised(self.phase(name) in TERMINAL),
                            timeout=self.verdict_timeout, what=f"{name} to reach a verdict",
                            interval=0.3)
         except StackError as exc:
-            result.violations["verdict"] = str(exc)
+            result.violations["verdict"] = f"{exc}; {self.diagnose('default')}"
         result.seconds = time.monotonic() - started
+        self.settle()
+        self._check(result, name, audit_from=audit_from, deleted=deleted, fail=fail)
+        if not deleted:
+            self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+        return result
+
+    def _run_certification(self, result: RunResult, rng: random.Random, *, index: int,
+                           fail: bool, deleted: bool, started: float,
+                           audit_from: int) -> RunResult:
+        return tiers.run_certification(self, result, rng, index=index, fail=fail,
+                                       deleted=deleted, started=started, audit_from=audit_from)
+
+    def manager_gap(self, result: RunResult) -> bool:
+        """Whether the run left the cluster without a manager for a while (a fault that
+        kills it, or a manager that exited during the run)."""
+        return (bool(set(result.faults) & set(MANAGER_GAPS))
+                or self.exits_during_runs > self._exits_at_start)
+
+    def settle(self) -> None:
+        """After a run's verdict: faults cleared, nodes Ready, a manager running (scraped)."""
         self.clear_faults()
         self._restore_nodes()
         self._ensure_manager()
         for m in self.managers:
             self._scrape(m)
-        self._check(result, name, audit_from=audit_from, deleted=deleted, fail=fail)
-        if not deleted:
-            self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
-        return result
+
+    def diagnose(self, namespace: str) -> str:
+        """Why a run may not progress: managers alive, the run's pods that are not running
+        (with the scheduler's message), for the report of a run that timed out."""
+        alive = [m.name for m in self.managers if m.returncode() is None]
+        pods = []
+        for pod in (self.get_json("get", "pods", "-n", namespace) or {}).get("items") or []:
+            status = pod.get("status") or {}
+            if status.get("phase") != "Running":
+                why = "; ".join(str(c.get("message")) for c in status.get("conditions") or []
+                                if c.get("status") == "False" and c.get("message"))
+                pods.append(f"{pod['metadata']['name']}: {status.get('phase')} {why}".strip())
+        return f"managers alive: {alive}; pods not running: {pods}"
+
+    def _wait_idle(self, result: RunResult) -> None:
+        """Every run starts on an idle cluster: no pod of an earlier run holds a node. A
+        cluster that does not get there ends the soak, loudly, rather than failing every
+        later run with a timeout (the first soak's stall)."""
+        def busy() -> list[str]:
+            doc = self.get_json("get", "pods", "-A") or {}
+            return [f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                    for p in doc.get("items") or []
+                    if (p.get("status") or {}).get("phase") not in TERMINAL]
+        if self.timeouts_in_a_row >= 2:
+            raise SoakStuck(f"run {result.run} (seed {result.seed}) not started: the last "
+                            f"{self.timeouts_in_a_row} runs timed out waiting for a verdict; "
+                            "see their diagnosis in failing_runs")
+        try:
+            wait_until(lambda: self.supervised(not busy()), timeout=self.verdict_timeout,
+                       what="the previous runs' pods to be gone", interval=0.5)
+        except StackError as exc:
+            raise SoakStuck(f"run {result.run} (seed {result.seed}) cannot start: {exc}: "
+                            f"{busy()}") from exc
 
     def _trainjob(self, name: str) -> dict[str, Any] | None:
         return self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name))
@@ -265,7 +342,7 @@ class Soak:
         return any(c.get("type") == "Failed" and c.get("status") == "True"
                    for c in (tj.get("status") or {}).get("conditions") or [])
 
-    def _inject(self, kinds: list[str], rng: random.Random, name: str) -> None:
+    def inject(self, kinds: list[str], rng: random.Random) -> None:
         spec: dict[str, Any] = {"seed": rng.randrange(1 << 30), "errors": []}
         for kind in kinds:
             if kind == "conflict_storm":
@@ -345,9 +422,10 @@ class Soak:
             except StackError:
                 result.violations["no_orphans"] = f"left behind: {self._leftovers(name)}"
         if fail and job is not None and phase == "Failed":
-            log = (job.get("status") or {}).get("failureLog") or {}
-            if "launcher" not in str(log.get("podName") or ""):
-                result.violations["failure_log"] = f"failureLog names {log.get('podName')!r}"
+            problem = failure_log_problem(job.get("status") or {},
+                                          manager_gap=self.manager_gap(result))
+            if problem:
+                result.violations["failure_log"] = problem
         versions = [o["object"] for o in self.stack.emulator_control("GET", "journal")["objects"]
                     if o["resource"] == "jobs" and o["object"]["metadata"]["name"] == name]
         seen_terminal = seen_log = False
@@ -410,7 +488,8 @@ def summarize(results: list[RunResult], soak: Soak, *, seed: int) -> dict[str, A
         "manager_startup_exits": soak.startup_exits,
         # Managers that exited while running (a lease lost in an outage): restarted likewise.
         "manager_exits_during_runs": soak.exits_during_runs,
-        "failing_runs": [{"run": r.run, "seed": r.seed, "faults": r.faults,
+        "runs_by_tier": dict(Counter(r.tier for r in results)),
+        "failing_runs": [{"run": r.run, "seed": r.seed, "tier": r.tier, "faults": r.faults,
                           "expected": r.expected, "phase": r.phase,
                           "violations": r.violations, "journal": r.journal}
                          for r in violating],
@@ -419,13 +498,36 @@ def summarize(results: list[RunResult], soak: Soak, *, seed: int) -> dict[str, A
 
 
 def run_soak(*, runs: int, seed: int, time_scale: float, outage_seconds: float,
-             verdict_timeout: float, replay: int | None = None) -> dict[str, Any]:
-    """The soak's JSON report."""
+             verdict_timeout: float, replay: int | None = None,
+             budget_seconds: float | None = None) -> dict[str, Any]:
+    """The soak's JSON report. It never hangs: every wait is bounded, a cluster that cannot
+    get back to idle ends the soak (``stuck`` in the report, with the seed), and past
+    ``budget_seconds`` (a watchdog, not a performance figure) no further run starts
+    (``runs_not_started``)."""
     master = random.Random(seed)
     seeds = [replay] if replay is not None else [master.randrange(1 << 31) for _ in range(runs)]
+    started = time.monotonic()
+    results: list[RunResult] = []
+    stuck = ""
     with Stack() as stack:
         soak = Soak(stack, time_scale=time_scale, outage_seconds=outage_seconds,
                     verdict_timeout=verdict_timeout)
         soak.start()
-        results = [soak.run(i, s) for i, s in enumerate(seeds)]
-        return summarize(results, soak, seed=seed)
+        for i, s in enumerate(seeds):
+            if budget_seconds is not None and time.monotonic() - started > budget_seconds:
+                stuck = f"the soak's budget of {budget_seconds:g}s ran out before run {i}"
+                break
+            try:
+                results.append(soak.run(i, s))
+            except SoakStuck as exc:
+                stuck = str(exc)
+                break
+            last = results[-1]
+            print(f"soak: run {i} seed {s} {last.tier} {last.faults} -> {last.phase} in "
+                  f"{last.seconds:.1f}s {last.violations or ''}", file=sys.stderr, flush=True)
+        report = summarize(results, soak, seed=seed)
+    report["stuck"] = stuck
+    report["runs_not_started"] = len(seeds) - len(results)
+    if stuck:
+        report["violations"] += 1
+    return report
