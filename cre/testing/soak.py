@@ -359,12 +359,17 @@ class Soak:
             elif kind == "watch_drops":
                 spec["watch"] = {"afterEvents": rng.randint(3, 20)}
             elif kind == "gone_error_event":
+                # Every open watch ends and every resume in the next seconds is answered with
+                # an ERROR 410 event (a watch cache that moved on); relisted informers resume.
                 spec["force410OnResume"] = True
                 spec["dropWatches"] = True
             elif kind == "gone_http":
                 spec["watchGoneStatus"] = rng.randint(1, 4)
                 spec["dropWatches"] = True
         self.faults(spec)
+        if "gone_error_event" in kinds:
+            time.sleep(rng.uniform(1.0, 3.0))
+            self.faults({"force410OnResume": False})
         if "outage" in kinds:
             time.sleep(rng.uniform(0.5, 2.0))
             self.faults({"outageSeconds": self.outage_seconds})
