@@ -19,7 +19,6 @@ from e2e_helpers import (
     SIM_TIME_SCALE,
     apply_job,
     create_namespace,
-    emulator_faults,
     gpu_nodes,
     job_phase,
     wait_phase,
@@ -127,8 +126,8 @@ def _certify(stack: Stack) -> None:
     create, then a read and a replace), and a status write that conflicts once is re-read."""
     create_namespace(stack, "rbac-cert")
     since = stack.emulator_control("GET", "audit?since=999999999")["seq"]
-    emulator_faults(stack, {"errors": [{"code": 409, "rate": 1.0, "verb": "update",
-                                        "resource": "certifications"}]})
+    stack.emulator_control("POST", "faults", {"errors": [
+        {"code": 409, "rate": 1.0, "verb": "update", "resource": "certifications"}]})
     stack.kubectl("apply", "-f", "-", stdin=CERTIFICATION)
 
     def conflicted() -> bool:
