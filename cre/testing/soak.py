@@ -1,25 +1,32 @@
-"""The chaos soak: Jobs run on the simulated cluster while the API server and the manager fail.
+"""The chaos soak: Jobs and Certifications run on the simulated cluster while the API server and
+the manager fail.
 
 ``python -m bench soak`` (and the short seeded soak in ``make test``) drive the real processes
 of :mod:`cre.testing.procs`: the API emulator, the cluster simulator and ``cre-manager``. Each
-run applies one NCCL Job whose expected verdict is known (it succeeds, or its launcher exits 1
-on arguments nccl-tests refuses), injects a seeded mix of faults through the emulator's fault
-API and the process table, waits for the verdict, clears the faults and checks the invariants,
-each a named check:
+run applies one NCCL Job, or (about a third of the runs) a Certification in two groups
+(:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its launchers
+exit 1), injects a seeded mix of faults through the emulator's fault API and the process table,
+waits for the verdict, clears the faults and checks the invariants, each a named check:
 
-* ``verdict``: the Job is terminal with the expected phase (a real failure never becomes a
-  success, nor the reverse); a Job deleted mid-run is gone instead;
-* ``single_create``: at most one TrainJob create was admitted for the Job (counted from the
-  emulator's audit, not from the end state);
-* ``no_orphans``: after a deletion no TrainJob, TrainingRuntime or pod of the Job is left;
-* ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod,
-  also when the launcher failed while the manager was down;
-* ``no_regression``: in the journal of every version written, a terminal phase or a recorded
-  failureLog is never lost afterwards;
+* ``verdict``: the object is terminal with the expected phase (a real failure never becomes a
+  success, nor the reverse); an object deleted mid-run is gone instead;
+* ``single_create``: at most one TrainJob create was admitted per Job (counted from the
+  emulator's audit, not from the end state); for a Certification, no Workflow, Job or TrainJob
+  name was created twice;
+* ``no_orphans``: after a deletion no TrainJob, TrainingRuntime, ConfigMap or pod is left;
+* ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod; a
+  launcher that failed while no manager ran is deleted by JobSet about 0.5 s later, before
+  anyone can read it, and then the record must say so (``PodNotFound``);
+* ``no_regression``: in the journal of every version written, a terminal phase, a verdict or a
+  recorded failureLog is never lost afterwards;
 * ``retries`` (over the soak): the manager's metrics count retries when faults were injected.
 
 A run's faults come from ``random.Random(run_seed)``; a violating run carries its seed and the
-emulator's journal of the Job's versions, and ``--replay SEED`` runs exactly that run again.
+emulator's journal of its objects' versions, and ``--replay SEED`` runs exactly that run again.
+The driver never hangs: every wait is bounded, each run starts on an idle cluster (no pod of an
+earlier run left), and after two runs in a row that timed out (each reported with the managers
+alive and the pods that did not run, with the scheduler's message) the soak stops with
+``stuck`` naming the next run and its seed.
 """
 
 from __future__ import annotations
@@ -29,7 +36,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from typing import Any, Final
 
 import attrs
@@ -37,6 +43,7 @@ import attrs
 from cre.core.workload import workload_name
 from cre.testing import soaktiers as tiers
 from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+from cre.testing.soakreport import summarize
 from cre.testing.soaktiers import MANAGER_GAPS, failure_log_problem
 
 NODES: Final = 8
@@ -243,7 +250,7 @@ class Soak:
         self.stack.emulator_control("DELETE", "journal")  # this run's writes only
         self.stack.emulator_control("POST", "journal")
         if tier == "Certification":
-            return self._run_certification(result, rng, index=index, fail=fail,
+            return tiers.run_certification(self, result, rng, index=index, fail=fail,
                                            deleted=deleted, started=started,
                                            audit_from=audit_from)
         try:
@@ -278,12 +285,6 @@ class Soak:
         if not deleted:
             self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
         return result
-
-    def _run_certification(self, result: RunResult, rng: random.Random, *, index: int,
-                           fail: bool, deleted: bool, started: float,
-                           audit_from: int) -> RunResult:
-        return tiers.run_certification(self, result, rng, index=index, fail=fail,
-                                       deleted=deleted, started=started, audit_from=audit_from)
 
     def manager_gap(self, result: RunResult) -> bool:
         """Whether the run left the cluster without a manager for a while (a fault that
@@ -457,51 +458,6 @@ class Soak:
         return left
 
 
-def percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))], 2)
-
-
-def summarize(results: list[RunResult], soak: Soak, *, seed: int) -> dict[str, Any]:
-    faults = Counter(k for r in results for k in r.faults)
-    with_faults = [r.seconds for r in results if r.faults]
-    without = [r.seconds for r in results if not r.faults]
-    retries = soak.retries_seen()
-    api_faults = sum(faults[k] for k in FAULT_KINDS[:8])
-    checks = {"retries": "" if not api_faults or sum(retries.values()) > 0
-              else "faults were injected but no retry was counted"}
-    violating = [r for r in results if r.violations]
-    return {
-        "benchmark": "soak", "seed": seed, "runs": len(results),
-        "faults_injected": dict(sorted(faults.items())),
-        "fault_kinds_missing": sorted(set(FAULT_KINDS) - set(faults)),
-        "violations": sum(len(r.violations) for r in results) + sum(bool(v)
-                                                                   for v in checks.values()),
-        "violations_by_check": dict(Counter(c for r in results for c in r.violations)),
-        "soak_checks": checks,
-        "time_to_verdict_s": {"with_faults": {"p50": percentile(with_faults, 50),
-                                              "p99": percentile(with_faults, 99),
-                                              "runs": len(with_faults)},
-                              "without_faults": {"p50": percentile(without, 50),
-                                                 "p99": percentile(without, 99),
-                                                 "runs": len(without)}},
-        "manager_retry_metrics": retries,
-        # Managers that exited while starting during injected faults (restarted, as the
-        # Deployment restarts its pod).
-        "manager_startup_exits": soak.startup_exits,
-        # Managers that exited while running (a lease lost in an outage): restarted likewise.
-        "manager_exits_during_runs": soak.exits_during_runs,
-        "runs_by_tier": dict(Counter(r.tier for r in results)),
-        "failing_runs": [{"run": r.run, "seed": r.seed, "tier": r.tier, "faults": r.faults,
-                          "expected": r.expected, "phase": r.phase,
-                          "violations": r.violations, "journal": r.journal}
-                         for r in violating],
-        "replay": "python -m bench soak --replay <seed>",
-    }
-
-
 def run_soak(*, runs: int, seed: int, time_scale: float, outage_seconds: float,
              verdict_timeout: float, replay: int | None = None,
              budget_seconds: float | None = None) -> dict[str, Any]:
@@ -530,7 +486,9 @@ def run_soak(*, runs: int, seed: int, time_scale: float, outage_seconds: float,
             last = results[-1]
             print(f"soak: run {i} seed {s} {last.tier} {last.faults} -> {last.phase} in "
                   f"{last.seconds:.1f}s {last.violations or ''}", file=sys.stderr, flush=True)
-        report = summarize(results, soak, seed=seed)
+        report = summarize(results, seed=seed, fault_kinds=FAULT_KINDS,
+                           retries=soak.retries_seen(), startup_exits=soak.startup_exits,
+                           exits_during_runs=soak.exits_during_runs)
     report["stuck"] = stuck
     report["runs_not_started"] = len(seeds) - len(results)
     if stuck:

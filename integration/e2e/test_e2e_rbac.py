@@ -2,9 +2,13 @@
 account's token with RBAC enforced, runs Jobs end to end; the emulator's audit of its requests
 must need every grant of ``deploy/`` (nothing unused, secrets above all) and get no 403.
 
-The Job tier is what runs here. Grants only the other tiers use are excused by name with the
-reason (``LATER_TIERS``, ``LATER_VERBS``) and leave those lists as the tiers join the test; one
-of them used by this run fails the test too (the excuse is stale).
+Jobs (passing, failing, stalled, their TrainJob deleted), a Certification (two groups in turn,
+failing, one conflicting status write) and a user Workflow with a ConfigMap dependency run here,
+so the Job, Workflow and Certification controllers' grants are each used by a real call. What
+is still excused is named with the reason: the kinds of tiers not in this run (``LATER_TIERS``)
+and the DRA objects only MNNVL/RoCE fabrics use (``LATER_VERBS``: the simulated cluster is H100
+over EFA and the emulator serves no DRA kinds). An excused grant this run uses fails the test
+too (the excuse is stale).
 """
 
 from __future__ import annotations
@@ -28,14 +32,15 @@ from ruamel.yaml import YAML
 from cre.testing.procs import REPO, Stack, wait_until
 
 SA = "system:serviceaccount:cre-system:cre-manager"
-# Resources of tiers whose controllers are not in the manager yet
-# (cre_manager.controllers.CONTROLLERS): their grants join the proof with their scenarios.
+# Kinds whose own scenarios are not in this run (measurement thresholds, workload runs): only
+# the verbs of theirs this run does not reach are excused; they join with their scenarios.
 LATER_TIERS = {
     "workloadruns": "the Workflow controller's workload runs",
     "bandwidthmeasurements": "the measurement controller",
     "logprofiles": "the LogProfile reader of failure classification",
 }
-# Verbs on the Job tier's own resources that only another tier's controller uses.
+# The Workflow controller's DRA dependencies: created, read and deleted only for fabrics that
+# need them (a ComputeDomain for MNNVL, ResourceClaimTemplates for RoCE).
 LATER_VERBS = {
     ("resource.nvidia.com", "computedomains", "create"): "MNNVL fabrics (GB200/GB300) only",
     ("resource.nvidia.com", "computedomains", "delete"): "MNNVL fabrics (GB200/GB300) only",
@@ -45,7 +50,6 @@ LATER_VERBS = {
     ("resource.k8s.io", "resourceclaimtemplates", "delete"): "RoCE fabrics only",
     ("resource.k8s.io", "resourceclaimtemplates", "get"): "RoCE fabrics only",
     ("resource.k8s.io", "resourceclaimtemplates", "list"): "RoCE fabrics only",
-    ("", "events", "list"): "a TrainJob that never starts is failed with its Events",
 }
 
 
@@ -209,6 +213,17 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
     wait_until(lambda: job_phase(stack, "rbac-gone") in ("Failed", "Succeeded"), timeout=120,
                what="rbac-gone to end", interval=0.2)
     stack.kubectl("delete", "jobs.cre.dev", "rbac-ok", "--wait=true", "--timeout=60s")
+    # A Job whose TrainJob never starts (its runtime is missing): failed after
+    # startupStallTimeoutSeconds with the TrainJob's Events, which the controller lists.
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "cre.dev/v1alpha1", "kind": "Job",
+        "metadata": {"name": "rbac-stalled", "namespace": "default"},
+        "spec": {"startupStallTimeoutSeconds": 3,
+                 "workload": {"trainJob": {"runtimeRef": {"name": "missing-runtime"}}}}}))
+    wait_phase(stack, "rbac-stalled", "Failed")
+    stalled = stack.kubectl_json("get", "jobs.cre.dev", "rbac-stalled")["status"]
+    reasons = {c["type"]: c.get("reason") for c in stalled.get("conditions") or []}
+    assert reasons.get("Failed") == "WorkloadStalled", stalled
     # A Certification in two groups: the Certification and Workflow controllers create, update
     # and delete their Workflow, Jobs, per-group TrainingRuntime copies and node-result
     # ConfigMaps, and deleting it removes them all.
