@@ -67,7 +67,7 @@ def failure_log_problem(status: dict[str, Any], *, manager_gap: bool) -> str:
     if manager_gap and log.get("reason") == "PodNotFound":
         return ""
     return (f"failureLog names {log.get('podName')!r} (reason {log.get('reason')!r}) "
-            f"{'although' if not manager_gap else 'after'} a manager gap")
+            f"{'after a manager gap' if manager_gap else 'with a manager running'}")
 
 
 def certification(name: str, namespace: str) -> str:
