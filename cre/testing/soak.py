@@ -13,7 +13,9 @@ waits for the verdict, clears the faults and checks the invariants, each a named
 * ``single_create``: at most one TrainJob create was admitted per Job (counted from the
   emulator's audit, not from the end state); for a Certification, no Workflow, Job or TrainJob
   name was created twice;
-* ``no_orphans``: after a deletion no TrainJob, TrainingRuntime, ConfigMap or pod is left;
+* ``no_orphans``: after a deletion no TrainJob or pod of the Job is left (its TrainingRuntime is
+  the user's, applied with it); nothing of a Certification is left in its namespace
+  (Workflows, Jobs, TrainJobs, the per-group TrainingRuntime copies, ConfigMaps, pods);
 * ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod; a
   launcher that failed while no manager ran is deleted by JobSet about 0.5 s later, before
   anyone can read it, and then the record must say so (``PodNotFound``);
@@ -284,6 +286,9 @@ class Soak:
         self._check(result, name, audit_from=audit_from, deleted=deleted, fail=fail)
         if not deleted:
             self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+        # The TrainingRuntime was applied with the Job (the user's, not CRE's to delete).
+        self.kubectl("delete", "trainingruntimes.trainer.kubeflow.org", f"{name}-runtime",
+                     "--wait=false", "--ignore-not-found")
         return result
 
     def manager_gap(self, result: RunResult) -> bool:
@@ -450,8 +455,6 @@ class Soak:
         left: list[str] = []
         if self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name)):
             left.append("trainjob")
-        if self.get_json("get", "trainingruntimes.trainer.kubeflow.org", f"{name}-runtime"):
-            left.append("trainingruntime")
         for label in (f"cre.dev/job={name}", f"cre.dev/launcher={name}"):
             if (self.get_json("get", "pods", "-l", label) or {}).get("items"):
                 left.append(f"pods {label}")
