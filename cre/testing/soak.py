@@ -17,8 +17,10 @@ waits for the verdict, clears the faults and checks the invariants, each a named
   the user's, applied with it); nothing of a Certification is left in its namespace
   (Workflows, Jobs, TrainJobs, the per-group TrainingRuntime copies, ConfigMaps, pods);
 * ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod; a
-  launcher that failed while no manager ran is deleted by JobSet about 0.5 s later, before
-  anyone can read it, and then the record must say so (``PodNotFound``);
+  launcher that failed while the manager was blind (none ran, or its watches were down) is
+  deleted by JobSet about 0.5 s later, before anyone can read it, and then the record must say
+  why no pod is named (``PodNotFound``, or ``NoTerminatedContainer`` when only workers were
+  left);
 * ``no_regression``: in the journal of every version written, a terminal phase, a verdict or a
   recorded failureLog is never lost afterwards;
 * ``retries`` (over the soak): the manager's metrics count retries when faults were injected.
@@ -46,7 +48,7 @@ from cre.core.workload import workload_name
 from cre.testing import soaktiers as tiers
 from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
 from cre.testing.soakreport import summarize
-from cre.testing.soaktiers import MANAGER_GAPS, failure_log_problem
+from cre.testing.soaktiers import BLIND_FAULTS, failure_log_problem
 
 NODES: Final = 8
 FAULT_KINDS: Final = (
@@ -291,10 +293,10 @@ class Soak:
                      "--wait=false", "--ignore-not-found")
         return result
 
-    def manager_gap(self, result: RunResult) -> bool:
-        """Whether the run left the cluster without a manager for a while (a fault that
-        kills it, or a manager that exited during the run)."""
-        return (bool(set(result.faults) & set(MANAGER_GAPS))
+    def blind(self, result: RunResult) -> bool:
+        """Whether the run left the manager blind for a while (a fault that kills it or takes
+        every watch down, or a manager that exited during the run)."""
+        return (bool(set(result.faults) & set(BLIND_FAULTS))
                 or self.exits_during_runs > self._exits_at_start)
 
     def settle(self) -> None:
@@ -434,7 +436,7 @@ class Soak:
                 result.violations["no_orphans"] = f"left behind: {self._leftovers(name)}"
         if fail and job is not None and phase == "Failed":
             problem = failure_log_problem(job.get("status") or {},
-                                          manager_gap=self.manager_gap(result))
+                                          blind=self.blind(result))
             if problem:
                 result.violations["failure_log"] = problem
         versions = [o["object"] for o in self.stack.emulator_control("GET", "journal")["objects"]

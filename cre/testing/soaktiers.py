@@ -16,7 +16,7 @@ Failed). The invariants, from the emulator's journal and audit rather than the e
   the run is left in its namespace: Workflows, Jobs, TrainJobs, TrainingRuntimes, ConfigMaps,
   pods;
 * ``failure_log``: in a failing run, every Job that ended Failed recorded a failureLog naming
-  its launcher pod (``PodNotFound`` only after a manager gap:
+  its launcher pod (or says why not when the manager was blind:
   :func:`failure_log_problem`);
 * ``no_regression``: no object of the run (Certification, Workflow, Job) loses a terminal
   phase, a verdict or a failureLog in a later version.
@@ -49,25 +49,30 @@ LEFTOVER_KINDS: Final = ("certifications.cre.dev", "workflows.cre.dev", "jobs.cr
                          "pods")
 
 
-# Faults that leave the cluster without a running manager for a while.
-MANAGER_GAPS: Final = ("manager_sigkill", "leader_failover", "launcher_fails_while_down")
+# Faults that leave the manager blind for a while: no manager runs (killed, failing over), or
+# every watch is down and its resumes refused (410 window, API outage).
+BLIND_FAULTS: Final = ("manager_sigkill", "leader_failover", "launcher_fails_while_down",
+                       "gone_error_event", "outage")
+# What a failure record may say when the launcher was deleted while the manager was blind.
+UNSEEN_REASONS: Final = ("PodNotFound", "NoTerminatedContainer")
 
 
-def failure_log_problem(status: dict[str, Any], *, manager_gap: bool) -> str:
+def failure_log_problem(status: dict[str, Any], *, blind: bool) -> str:
     """What is wrong with a failed Job's ``failureLog`` ("" when nothing): a Workload-class
     failure must record one naming the launcher pod. JobSet deletes a failed launcher's pods
-    about 0.5 s after it fails (measured on Mokka, modelled by the simulator), so when no
-    manager ran at that moment nobody can read them: then the record must say so
-    (``PodNotFound``) rather than name a pod."""
+    about 0.5 s after it fails (measured on Mokka, modelled by the simulator), so when the
+    manager could not see the launcher then (no manager ran, or its watches were down) nobody
+    can read it: the record must still be there and say why no pod is named (``PodNotFound``,
+    or ``NoTerminatedContainer`` when only the workers were left)."""
     if ((status.get("failureClass") or {}).get("scope")) not in (None, "Workload"):
         return ""
     log = status.get("failureLog") or {}
     if "launcher" in str(log.get("podName") or ""):
         return ""
-    if manager_gap and log.get("reason") == "PodNotFound":
+    if blind and log.get("reason") in UNSEEN_REASONS:
         return ""
     return (f"failureLog names {log.get('podName')!r} (reason {log.get('reason')!r}) "
-            f"{'after a manager gap' if manager_gap else 'with a manager running'}")
+            f"{'after the manager was blind' if blind else 'with the manager watching'}")
 
 
 def certification(name: str, namespace: str) -> str:
@@ -127,7 +132,7 @@ def run_certification(soak: Soak, result: RunResult, rng: random.Random, *, inde
     audit = soak.stack.emulator_control("GET", f"audit?since={audit_from}")["records"]
     versions = soak.stack.emulator_control("GET", "journal")["objects"]
     check(result, namespace=namespace, versions=versions, audit=audit, fail=fail,
-          manager_gap=soak.manager_gap(result))
+          blind=soak.blind(result))
     if result.violations:
         result.journal = [{"resource": v["resource"], **v["object"]} for v in versions
                           if (v["object"].get("metadata") or {}).get("namespace") == namespace
@@ -156,7 +161,7 @@ def leftovers(soak: Soak, namespace: str) -> list[str]:
 
 
 def check(result: RunResult, *, namespace: str, versions: list[dict[str, Any]],
-          audit: list[dict[str, Any]], fail: bool, manager_gap: bool) -> None:
+          audit: list[dict[str, Any]], fail: bool, blind: bool) -> None:
     """The journal and audit invariants of one tier run (``versions``: the journal's entries,
     each ``{"group", "resource", "object"}``), recorded in ``result.violations``."""
     mine = [v for v in versions
@@ -183,7 +188,7 @@ def check(result: RunResult, *, namespace: str, versions: list[dict[str, Any]],
         bad = sorted(f"{name}: {problem}" for name, job in final.items()
                      if (job.get("status") or {}).get("phase") == "Failed"
                      and (problem := failure_log_problem(job.get("status") or {},
-                                                         manager_gap=manager_gap)))
+                                                         blind=blind)))
         if bad:
             result.violations["failure_log"] = "; ".join(bad)
     lost = _regressions(mine)

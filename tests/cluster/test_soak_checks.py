@@ -27,7 +27,7 @@ def _checked(versions: list[dict[str, Any]], audit: list[dict[str, Any]] | None 
              fail: bool = False, gap: bool = False) -> dict[str, str]:
     result = RunResult(run=0, seed=1, faults=[], expected="Succeeded", tier="Certification")
     check(result, namespace=NS, versions=versions, audit=audit or [], fail=fail,
-          manager_gap=gap)
+          blind=gap)
     return result.violations
 
 
@@ -73,11 +73,13 @@ def test_failed_jobs_must_name_their_launcher() -> None:
 def test_failure_log_problem() -> None:
     workload = {"failureClass": {"scope": "Workload"}}
     assert failure_log_problem({**workload, "failureLog": {"podName": "j-launcher-x"}},
-                               manager_gap=False) == ""
-    assert "with a manager running" in failure_log_problem(
-        {**workload, "failureLog": {"reason": "PodNotFound"}}, manager_gap=False)
-    assert failure_log_problem({**workload}, manager_gap=True)  # no record at all
-    assert failure_log_problem({"failureClass": {"scope": "Node"}}, manager_gap=False) == ""
+                               blind=False) == ""
+    assert "with the manager watching" in failure_log_problem(
+        {**workload, "failureLog": {"reason": "PodNotFound"}}, blind=False)
+    assert failure_log_problem({**workload}, blind=True)  # no record at all
+    assert failure_log_problem({**workload, "failureLog": {"reason": "NoTerminatedContainer"}},
+                               blind=True) == ""
+    assert failure_log_problem({"failureClass": {"scope": "Node"}}, blind=False) == ""
 
 
 def test_summary_figures() -> None:
