@@ -32,13 +32,14 @@ from typing import Any
 
 import aiohttp
 import anyio
-from aiohttp import web
 
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.plan import LIMIT_BYTES, READ_LIMIT_BYTES, LogRequest
 from cre.core.projections import pod_view
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.pods import read_pod_log
+from cre.testing.apiserver.emulator import write_kubeconfig
+from cre.testing.logserver import flooding_log_server
 
 NS = "bench"
 MIB = 1024 * 1024
@@ -96,33 +97,6 @@ async def _emulator(folder: Path) -> AsyncIterator[tuple[str, Path]]:
     finally:
         proc.terminate()
         await proc.wait()
-
-
-@asynccontextmanager
-async def _ignoring_server(chunk: bytes, count: int) -> AsyncIterator[str]:
-    """A server whose every pods/log answer is ``chunk`` ``count`` times, whatever the query."""
-
-    async def log(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-        await resp.prepare(request)
-        try:
-            for _ in range(count):
-                await resp.write(chunk)
-        except (ConnectionError, aiohttp.ClientConnectionResetError):
-            pass  # the client cut the stream: what is under test
-        return resp
-
-    app = web.Application()
-    app.router.add_get("/api/v1/namespaces/{ns}/pods/{pod}/log", log)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 def _pod(name: str) -> dict[str, Any]:
@@ -197,7 +171,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await client.delete(PODS, pod["metadata"]["name"], namespace=NS)
             finally:
                 await client.close()
-    async with _ignoring_server(no_newline_chunk, total // MIB) as url:
+    async with flooding_log_server(no_newline_chunk, total // MIB) as url:
         client = await KubeClient.from_kubeconfig(_kubeconfig(url, Path(tempfile.mkdtemp())))
         try:
             out = await _measure(client, _pod("ignores-limit"), reads=args.reads,
@@ -224,11 +198,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _kubeconfig(url: str, folder: Path) -> str:
     path = folder / "kubeconfig"
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {"token": "bench"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    write_kubeconfig(path, url=url, ca_path=None)
     return str(path)
 
 

@@ -15,9 +15,11 @@ from prometheus_client import CollectorRegistry
 from cre.api.labels import GROUP, VERSION
 from cre.catalog.loader import load_catalog
 from cre.controller.certification import CertificationController
+from cre.controller.goodput import GoodputController
 from cre.controller.job import JobController
 from cre.controller.measurement import MeasurementController
 from cre.controller.workflow import SharedCaches, WorkflowController
+from cre.controller.workloadrun import WorkloadRunController
 from cre.core.workflow import WorkflowSettings
 from cre.kube.client import KubeClient
 from cre_manager.config import ManagerConfig
@@ -108,10 +110,25 @@ def _certification_controller(client: KubeClient, config: ManagerConfig,
         nodes=shared.nodes if shared is not None else None))
 
 
+def _workloadrun_controller(client: KubeClient, config: ManagerConfig,
+                            registry: CollectorRegistry) -> Runnable:
+    shared = _shared_caches(client, config, registry)
+    return Draining(WorkloadRunController(
+        client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
+        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+        nodes=shared.nodes if shared is not None else None))
+
+
 def _measurement_controller(client: KubeClient, config: ManagerConfig,
                             registry: CollectorRegistry) -> Runnable:
     return Draining(MeasurementController(client, namespaces=config.namespaces or None,
                                           registry=registry))
+
+
+def _goodput_controller(client: KubeClient, config: ManagerConfig,
+                        registry: CollectorRegistry) -> Runnable:
+    return Draining(GoodputController(client, namespaces=config.namespaces or None,
+                                      registry=registry))
 
 
 @attrs.frozen(slots=True)
@@ -134,7 +151,8 @@ CONTROLLERS: dict[str, ControllerSpec] = {
     spec.name: spec for spec in (
         ControllerSpec(name="job",
                        requires=(_cre("jobs"), _cre("bandwidthmeasurements"),
-                                 _trainer("trainjobs"), _trainer("trainingruntimes")),
+                                 _cre("goodputmeasurements"), _trainer("trainjobs"),
+                                 _trainer("trainingruntimes")),
                        build=_job_controller),
         ControllerSpec(name="workflow",
                        requires=(_cre("workflows"), _cre("jobs"), _trainer("trainingruntimes")),
@@ -142,10 +160,17 @@ CONTROLLERS: dict[str, ControllerSpec] = {
         ControllerSpec(name="certification",
                        requires=(_cre("certifications"), _cre("workflows")),
                        build=_certification_controller),
+        ControllerSpec(name="workloadrun",
+                       requires=(_cre("workloadruns"), _cre("workflows")),
+                       build=_workloadrun_controller),
         ControllerSpec(name="measurement",
                        requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
                                  _cre("logprofiles")),
                        build=_measurement_controller),
+        ControllerSpec(name="goodput",
+                       requires=(_cre("goodputmeasurements"), _cre("jobs"),
+                                 _cre("logprofiles")),
+                       build=_goodput_controller),
     )
 }
 

@@ -22,6 +22,7 @@ from cre.api.conditions import (
 )
 from cre.api.converter import from_dict, structure, to_dict, unstructure
 from cre.api.errors import FieldError, ValidationError
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import (
     FailedNode,
     FailureClass,
@@ -54,6 +55,7 @@ __all__ = [
     "FailureLog",
     "FailureScope",
     "FieldError",
+    "GoodputMeasurement",
     "Job",
     "JobReason",
     "JobSpec",

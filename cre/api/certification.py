@@ -23,7 +23,7 @@ from cre.api.common import (
     TestScale,
     WorkloadMetadata,
 )
-from cre.api.conditions import CategoryState, Phase, Verdict
+from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import Constraints, c
 from cre.api.labels import API_VERSION
@@ -130,6 +130,16 @@ class CertificationSpec(CategoryOptions):
 
 
 @attrs.frozen(kw_only=True)
+class GroupBandwidth:
+    """The measured bus bandwidth of one group of a category, next to its outcome."""
+
+    name: str
+    phase: GroupPhase
+    bus_bandwidth_gbps: str = attrs.field(metadata=c(json_name="busBandwidthGBps",
+                                                     pattern=r"^[0-9]+(\.[0-9]+)?$"))
+
+
+@attrs.frozen(kw_only=True)
 class CategoryStatus:
     """Progress of one category's Workflow."""
 
@@ -142,6 +152,8 @@ class CategoryStatus:
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
     uncertified_nodes_ref: TypedLocalObjectReference | None = None
+    # The groups of the current iteration whose Job measured a bus bandwidth (GB/s).
+    groups: tuple[GroupBandwidth, ...] = attrs.field(default=(), metadata=c(max_items=1024))
 
 
 @attrs.frozen(kw_only=True)

@@ -108,7 +108,9 @@ class JobReason(enum.StrEnum):
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"
     THRESHOLDS_MET = "ThresholdsMet"
-    THRESHOLD_VIOLATION = "ThresholdViolation"
+    # The reference's reason on the Job's ValidationFailed condition; the nodes it blames carry
+    # FailedNodeReason.THRESHOLD_VIOLATION ("ThresholdViolation").
+    THRESHOLD_VIOLATED = "ThresholdViolated"
     UNKNOWN_THRESHOLD_KEY = "UnknownThresholdKey"
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
     JOB_TIMED_OUT = "JobTimedOut"
@@ -199,6 +201,9 @@ class WorkloadRunReason(enum.StrEnum):
     WORKFLOW_VALIDATION_FAILED = "WorkflowValidationFailed"
     THRESHOLD_VIOLATION = "ThresholdViolation"
     BUILD_FAILED = "BuildFailed"
+    WORKFLOW_DELETED = "WorkflowDeleted"
+    WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
+    WAITING_FOR_NODES = "WaitingForNodes"
 
 
 class MeasurementReason(enum.StrEnum):
@@ -213,6 +218,10 @@ class MeasurementReason(enum.StrEnum):
     LOGS_UNAVAILABLE = "LogsUnavailable"
     # The Job ended; the final read failed and is retried (not terminal).
     FINAL_READ_PENDING = "FinalReadPending"
+    # Goodput: the Job restarted its workload (an interruption was recorded); an event.
+    WORKLOAD_RESTARTED = "WorkloadRestarted"
+    # Goodput: the LogProfile cannot parse training logs (no trainingStep pattern, bad regex).
+    LOG_PROFILE_INVALID = "LogProfileInvalid"
 
 
 class CategoryState(enum.StrEnum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import attrs
 
 from cre.api.certification import Certification
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.measurement import BandwidthMeasurement, LogProfile
 from cre.api.workflow import Workflow
@@ -131,6 +132,8 @@ KINDS: tuple[KindInfo, ...] = (
             REASON,
             PrinterColumn(name="Nodes", json_path=".spec.numNodes", type="integer"),
             PrinterColumn(name="Platform", json_path=".status.detectedPlatform", priority=1),
+            PrinterColumn(name="GPU", json_path=".status.detectedGPUArchitecture", priority=1),
+            PrinterColumn(name="Workflow", json_path=".status.workflowRef.name", priority=1),
             AGE,
         ),
     ),
@@ -143,6 +146,22 @@ KINDS: tuple[KindInfo, ...] = (
             PrinterColumn(name="Phase", json_path=".status.phase"),
             PrinterColumn(name="Job", json_path=".spec.jobRef.name"),
             PrinterColumn(name="Test", json_path=".spec.testType", priority=1),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="GoodputMeasurement",
+        model=GoodputMeasurement,
+        plural="goodputmeasurements",
+        short_names=("gpm",),
+        columns=(
+            PrinterColumn(name="Phase", json_path=".status.phase"),
+            PrinterColumn(name="Job", json_path=".spec.jobRef.name"),
+            PrinterColumn(name="Goodput", json_path=".status.result",
+                          description="Useful share of the wall time"),
+            PrinterColumn(name="Step", json_path=".status.currentStep", type="integer"),
+            PrinterColumn(name="Interruptions", json_path=".status.interruptionCount",
+                          type="integer", priority=1),
             AGE,
         ),
     ),

@@ -44,6 +44,20 @@ class BandwidthResult:
 
 
 @attrs.frozen(kw_only=True)
+class NodeBandwidth:
+    """One node's final result when the profile reads every pod (``workerStrategy: Multi``,
+    e.g. ``nccl-loopback``): the peak over message sizes of that node's own table."""
+
+    node_name: str = attrs.field(metadata=c(min_length=1))
+    pod_name: str = attrs.field(metadata=c(min_length=1))
+    alg_bw: str | None = attrs.field(default=None, metadata=c(json_name="algBW", pattern=DECIMAL))
+    bus_bw: str | None = attrs.field(default=None, metadata=c(json_name="busBW", pattern=DECIMAL))
+    rows: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
+    # Why the node has no figures (its log could not be read, or held no table).
+    message: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class BandwidthMeasurementStatus:
     """Results sorted by size; frozen once ``Complete`` is True."""
 
@@ -53,6 +67,10 @@ class BandwidthMeasurementStatus:
         default=None, metadata=c(minimum=0, int_format="int64")
     )
     results: tuple[BandwidthResult, ...] = ()
+    # Per node (final read of a Multi profile only): thresholds are judged per node, so only a
+    # node that missed is blamed. ``results`` then holds the per-size means over the nodes.
+    node_results: tuple[NodeBandwidth, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("nodeName",)))
     # NCCL transports seen ("Using network IB"), sorted.
     transports: tuple[str, ...] = ()
     start_time: datetime | None = None

@@ -244,9 +244,12 @@ class GroupStatus:
     completion_time: datetime | None = None
     # Whom the last failure of this group's Job was attributed to (scope, reason, message).
     failure_class: FailureClass | None = None
-    # The Job's failure reason (its Failed condition), e.g. JobTimedOut, ThresholdViolation.
+    # The Job's failure reason (its Failed condition), e.g. JobTimedOut, ValidationFailed.
     failure_reason: str | None = None
     message: str | None = None
+    # The bus bandwidth the group's Job measured (GB/s, ``"%.2f"``), next to its outcome.
+    bus_bandwidth_gbps: str | None = attrs.field(
+        default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$"))
 
 
 @attrs.frozen(kw_only=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from cre.api.conditions import ConditionType, GroupPhase, Verdict
+from cre.api.conditions import ConditionType, FailedNodeReason, GroupPhase, Verdict
 from cre.api.job import FailureClass, Job
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition
@@ -200,14 +200,28 @@ def _group(group: GroupStatus, snap: Snapshot) -> GroupReport:
     )
 
 
-def _nodes(group: GroupReport, job: Job | None) -> list[NodeReport]:
+def node_bandwidth(bm: BandwidthMeasurement | None) -> dict[str, float]:
+    """Node -> its own peak busBW, from a per-node measurement (``nccl-loopback``)."""
+    if bm is None:
+        return {}
+    return {n.node_name: float(n.bus_bw) for n in bm.status.node_results
+            if n.bus_bw is not None}
+
+
+def _nodes(group: GroupReport, job: Job | None,
+           bm: BandwidthMeasurement | None = None) -> list[NodeReport]:
     failed = {f.name: f for f in job.status.failed_nodes} if job else {}
+    own = node_bandwidth(bm)
+    # A per-node threshold miss blames the nodes listed; the other nodes of the group passed.
+    per_node = bool(own) and bool(failed) and all(
+        f.reason == FailedNodeReason.THRESHOLD_VIOLATION for f in failed.values())
     out = []
     for node in group.nodes:
         reason = group.reason
         if node in failed:
             verdict, reason = str(Verdict.FAILED), str(failed[node].reason)
-        elif group.phase == GroupPhase.SUCCEEDED:
+        elif group.phase == GroupPhase.SUCCEEDED or (per_node and group.phase
+                                                     == GroupPhase.FAILED):
             verdict, reason = str(Verdict.PASSED), None
         elif group.phase == GroupPhase.FAILED:
             verdict = str(Verdict.FAILED)
@@ -217,7 +231,7 @@ def _nodes(group: GroupReport, job: Job | None) -> list[NodeReport]:
             verdict = group.phase
         out.append(NodeReport(node=node, group=group.name, verdict=verdict, reason=reason,
                               failure_class=group.failure_class if verdict != Verdict.PASSED
-                              else None, bus_bw=group.bus_bw_peak))
+                              else None, bus_bw=own.get(node, group.bus_bw_peak)))
     return out
 
 
@@ -230,7 +244,8 @@ def build_report(snap: Snapshot) -> Report:
         workflow = snap.workflows.get(ref.name) if ref else None
         groups = [_group(g, snap) for g in workflow.status.groups] if workflow else []
         jobs = [snap.jobs[g.job] for g in groups if g.job is not None and g.job in snap.jobs]
-        nodes = [n for g in groups for n in _nodes(g, snap.jobs.get(g.job or ""))]
+        nodes = [n for g in groups for n in _nodes(g, snap.jobs.get(g.job or ""),
+                                                   snap.bandwidth.get(g.job or ""))]
         thresholds = _workflow_thresholds(workflow, jobs)
         orch = workflow.status.orchestration if workflow else None
         categories.append(CategoryReport(

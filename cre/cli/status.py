@@ -60,6 +60,9 @@ def _job_line(job: Job | None, name: str, snap: Snapshot, now: datetime) -> Text
         return line(f"Job {name}", phase="not found")
     points = bandwidth_points(snap.bandwidth.get(name))
     peak = max((p.bus_bw for p in points), default=None)
+    if job.status.bus_bandwidth_gbps is not None:
+        # The Job's judged value (for a per-node measurement: the lowest node's peak).
+        peak = float(job.status.bus_bandwidth_gbps)
     return line(f"Job {name}", phase=job.status.phase, reason=job_reason(job), bus_bw=peak,
                 since=age(job.metadata.creation_timestamp, now))
 

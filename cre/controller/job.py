@@ -31,16 +31,19 @@ import anyio
 import attrs
 from prometheus_client import CollectorRegistry
 
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.labels import GPU_PRESENT, GROUP, JOB
 from cre.api.measurement import BandwidthMeasurement
 from cre.controller.jobevents import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.jobshell import (
     BANDWIDTHMEASUREMENTS,
+    GOODPUTMEASUREMENTS,
     JOBS,
     JobReads,
     bandwidth_from_dict,
     by_creation,
+    goodput_from_dict,
     involved,
     job_executor,
     job_from_dict,
@@ -50,6 +53,7 @@ from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
 from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
+from cre.core.jobgoodput import GOODPUT_KIND, goodput_name
 from cre.core.jobmeasure import BANDWIDTH_KIND, bandwidth_name
 from cre.core.observed import NodeView, PodView, TrainJobView
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings, Observation, Plan
@@ -90,6 +94,8 @@ MAX_PASSES: Final = 8
 MAX_DEPARTED: Final = 8
 # Tombstones of failed workers kept per Job (the earliest failures win on overflow).
 MAX_DEPARTED_WORKERS: Final = 16
+
+_MEASUREMENT_KINDS: Final = (BANDWIDTH_KIND, GOODPUT_KIND)
 
 __all__ = ["JOBS", "JobController", "job_from_dict", "job_group_nodes"]
 
@@ -143,6 +149,9 @@ class JobController(JobEvents):
         self.measurements: Informer[BandwidthMeasurement] = Informer(
             client, BANDWIDTHMEASUREMENTS, transform=bandwidth_from_dict, namespace=ns,
             label_selector=JOB, name="cre-bandwidthmeasurements", metrics=kube)
+        self.goodputs: Informer[GoodputMeasurement] = Informer(
+            client, GOODPUTMEASUREMENTS, transform=goodput_from_dict, namespace=ns,
+            label_selector=JOB, name="cre-goodputmeasurements", metrics=kube)
         self.nodes: Informer[NodeView] = Informer(
             client, NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true",
             name="gpu-nodes", metrics=kube)
@@ -159,6 +168,8 @@ class JobController(JobEvents):
         self.controller.watch(self.jobs, self.on_job, self.status_echo)
         self.controller.watch(self.trainjobs, enqueue_owner(kind="Job", group=GROUP))
         self.controller.watch(self.measurements, enqueue_owner(kind="Job", group=GROUP))
+        # Each goodput sample brings the Job back: stall detection reads its step times.
+        self.controller.watch(self.goodputs, enqueue_owner(kind="Job", group=GROUP))
         self.controller.watch(self.workers, self.on_worker)
         self.controller.watch(self.launchers, self.on_launcher)
         self.controller.watch(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed)
@@ -171,7 +182,7 @@ class JobController(JobEvents):
     @property
     def informers(self) -> tuple[Informer[Any], ...]:
         return (self.jobs, self.trainjobs, self.workers, self.launchers, self.nodes,
-                self.measurements)
+                self.measurements, self.goodputs)
 
     def has_synced(self) -> bool:
         """True once every cache holds its first full list."""
@@ -213,9 +224,11 @@ class JobController(JobEvents):
         nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
         trainjob = object_key(job.metadata.namespace, workload_name(job.metadata.name or ""))
         bandwidth = object_key(job.metadata.namespace, bandwidth_name(job.metadata.name or ""))
+        goodput = object_key(job.metadata.namespace, goodput_name(job.metadata.name or ""))
         return Observation(trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
                            launcher_pods=launchers, nodes=nodes,
-                           bandwidth_measurement=self.measurements.store.get(bandwidth))
+                           bandwidth_measurement=self.measurements.store.get(bandwidth),
+                           goodput_measurement=self.goodputs.store.get(goodput))
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the Job ``namespace/name``."""
@@ -249,18 +262,26 @@ class JobController(JobEvents):
         # A workload just created is observed, so a re-run after a conflict adopts it instead
         # of creating it again and learning of it through AlreadyExists.
         created = [trainjob_view(raw) for raw in outcome.created
-                   if raw.get("kind") != BANDWIDTH_KIND]
+                   if raw.get("kind") not in _MEASUREMENT_KINDS]
         if created:
             obs = attrs.evolve(obs, trainjob=created[-1])
         measured = [bandwidth_from_dict(raw) for raw in outcome.created
                     if raw.get("kind") == BANDWIDTH_KIND]
         if measured:
             obs = attrs.evolve(obs, bandwidth_measurement=measured[-1])
+        goodput = [goodput_from_dict(raw) for raw in outcome.created
+                   if raw.get("kind") == GOODPUT_KIND]
+        if goodput:
+            obs = attrs.evolve(obs, goodput_measurement=goodput[-1])
         if (outcome.kind == OutcomeKind.CREATE_EXISTS and outcome.holder
                 and outcome.holder.get("kind") == BANDWIDTH_KIND):
             # The measurement's name is held: the core keeps it (this Job's) or deletes it.
             return Again(job, attrs.evolve(obs, bandwidth_measurement=bandwidth_from_dict(
                 outcome.holder)), "measurement exists")
+        if (outcome.kind == OutcomeKind.CREATE_EXISTS and outcome.holder
+                and outcome.holder.get("kind") == GOODPUT_KIND):
+            return Again(job, attrs.evolve(obs, goodput_measurement=goodput_from_dict(
+                outcome.holder)), "goodput measurement exists")
         if outcome.kind == OutcomeKind.CREATE_EXISTS:
             holder = trainjob_view(outcome.holder) if outcome.holder else None
             return Again(job, attrs.evolve(obs, create_conflict=holder), "name taken")
@@ -289,7 +310,7 @@ class JobController(JobEvents):
 
     def _record(self, job: Job, plan: Plan, outcome: Outcome) -> None:
         ns, name = job.metadata.namespace or "", job.metadata.name or ""
-        workloads = sum(1 for c in plan.creates if c.kind != BANDWIDTH_KIND)
+        workloads = sum(1 for c in plan.creates if c.kind not in _MEASUREMENT_KINDS)
         if workloads:
             self.metrics.workload_created.inc(workloads)
         status = plan.status

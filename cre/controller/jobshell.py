@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from cre.api.converter import structure
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
 from cre.api.measurement import BandwidthMeasurement
@@ -33,6 +34,8 @@ from cre.kube.pods import live_list_pods, read_pod_log
 JOBS: Final = Resource(GROUP, VERSION, "jobs", kind="Job")
 BANDWIDTHMEASUREMENTS: Final = Resource(GROUP, VERSION, "bandwidthmeasurements",
                                         kind="BandwidthMeasurement")
+GOODPUTMEASUREMENTS: Final = Resource(GROUP, VERSION, "goodputmeasurements",
+                                      kind="GoodputMeasurement")
 
 
 def job_from_dict(raw: dict[str, Any]) -> Job:
@@ -43,6 +46,11 @@ def job_from_dict(raw: dict[str, Any]) -> Job:
 def bandwidth_from_dict(raw: dict[str, Any]) -> BandwidthMeasurement:
     """The BandwidthMeasurement model of a served object."""
     return structure(raw, BandwidthMeasurement)
+
+
+def goodput_from_dict(raw: dict[str, Any]) -> GoodputMeasurement:
+    """The GoodputMeasurement model of a served object."""
+    return structure(raw, GoodputMeasurement)
 
 
 def involved(job: Job) -> dict[str, Any]:
@@ -58,7 +66,8 @@ def job_executor(client: KubeClient, recorder: EventRecorder, *,
     finalizers written, Events naming the Job."""
     return PlanExecutor(client, recorder, owner=JOBS,
                         kinds={TRAINJOB_KIND: TRAINJOBS,
-                               BANDWIDTHMEASUREMENTS.kind: BANDWIDTHMEASUREMENTS},
+                               BANDWIDTHMEASUREMENTS.kind: BANDWIDTHMEASUREMENTS,
+                               GOODPUTMEASUREMENTS.kind: GOODPUTMEASUREMENTS},
                         involved=involved, clock=clock)
 
 

@@ -9,10 +9,11 @@ lag behind a pod that just started; CRE's launcher pods carry ``cre.dev/launcher
 workers ``cre.dev/job=<job>``). When the core asks for a log read, the log is streamed through
 :func:`cre.kube.pods.stream_pod_log` line by line into :class:`cre.core.measurement.WindowFilter`
 and the nccl-tests parser, so memory does not grow with the log; when it asks whether the Job is
-gone, the Job is read live. The status is written through ``/status`` guarded by its
-resourceVersion (a conflict re-reads live and re-runs the core); events follow the write;
-gauges are published after a provisional sample and removed when the measurement completes or
-is deleted.
+gone, the Job is read live. A Multi profile's final read (``nccl-loopback``) asks for every
+node's pod at once; they are read one after the other in the same pass. The status is written
+through ``/status`` guarded by its resourceVersion (a conflict re-reads live and re-runs the
+core); events follow the write; gauges are published after a provisional sample and removed
+when the measurement completes or is deleted.
 """
 
 from __future__ import annotations
@@ -223,6 +224,11 @@ class MeasurementController:
         plan = reconcile_measurement(bm, obs, self._clock())
         if plan.read is not None:
             return Again(bm, attrs.evolve(obs, read=await self.read(plan.read)), "log read")
+        if plan.reads:
+            # One pod after the other: each read streams, so memory stays one line deep.
+            answers = tuple([await self.read(request) for request in plan.reads])
+            return Again(bm, attrs.evolve(obs, node_reads=obs.node_reads + answers),
+                         "per-node log reads")
         if plan.confirm_job_absence:
             job = await self._live_job(bm)
             return Again(bm, attrs.evolve(obs, job=job, job_absence_confirmed=job is None),
@@ -255,7 +261,7 @@ class MeasurementController:
                 if not exc.conflict:
                     raise
                 raw = await self.client.get(BANDWIDTHMEASUREMENTS, name, namespace=ns)
-                return Again(bandwidth_from_dict(raw), attrs.evolve(obs, read=None),
+                return Again(bandwidth_from_dict(raw), attrs.evolve(obs, read=None, node_reads=()),
                              "status write conflicted")
             self.status_echo.remember(key_of(bm), plan.status)
         for event in plan.events:

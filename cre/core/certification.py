@@ -28,7 +28,12 @@ from typing import Any, Final
 import attrs
 
 from cre.api import labels as L
-from cre.api.certification import CategoryStatus, Certification, CertificationStatus
+from cre.api.certification import (
+    CategoryStatus,
+    Certification,
+    CertificationStatus,
+    GroupBandwidth,
+)
 from cre.api.conditions import (
     CategoryState,
     CertificationReason,
@@ -39,7 +44,7 @@ from cre.api.conditions import (
     WorkflowReason,
 )
 from cre.api.errors import describe
-from cre.api.meta import NamespacedName
+from cre.api.meta import ConditionStatus, NamespacedName
 from cre.api.validate import validate
 from cre.api.workflow import Workflow
 from cre.catalog.model import Catalog
@@ -209,13 +214,28 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
                       reason=CertificationReason.WORKFLOW_DELETED,
                       message=f"Workflow for category {label} not found, advancing",
                       requeue_after=ctx.settings.immediate)
-    refs = {"succeeded_nodes_ref": wf.status.succeeded_nodes_ref,
-            "failed_nodes_ref": wf.status.failed_nodes_ref,
-            "uncertified_nodes_ref": wf.status.uncertified_nodes_ref}
+    refs: dict[str, Any] = {"succeeded_nodes_ref": wf.status.succeeded_nodes_ref,
+                            "failed_nodes_ref": wf.status.failed_nodes_ref,
+                            "uncertified_nodes_ref": wf.status.uncertified_nodes_ref,
+                            "groups": group_bandwidth(wf)}
     member = true_member(wf.status.conditions)
     if member is not None and member.type == ConditionType.FAILED:
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
                       message=member.message, **refs)
+        missed = next((c for c in wf.status.conditions if c.type
+                       == ConditionType.VALIDATION_FAILED
+                       and c.status == ConditionStatus.TRUE), None)
+        already = any(c.type == ConditionType.VALIDATION_FAILED
+                      and c.status == ConditionStatus.TRUE for c in status.conditions)
+        if missed is not None and not already:
+            # Mirrored from the (first) Workflow that missed: the Certification fails with the
+            # validation reason.
+            conditions, _ = set_additive(
+                status.conditions, type_=ConditionType.VALIDATION_FAILED, status=True,
+                reason=CertificationReason.WORKFLOW_VALIDATION_FAILED,
+                message=f"Category {label}: {member.message}", now=ctx.now,
+                generation=ctx.cert.metadata.generation)
+            status = attrs.evolve(status, conditions=conditions)
         return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                       reason=CertificationReason.WORKFLOW_FAILED,
                       message=f"Workflow for category {label} failed, advancing to next "
@@ -237,6 +257,13 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=CertificationReason.WORKFLOW_RUNNING,
                   message="Certification in progress", requeue_after=ctx.settings.requeue)
+
+
+def group_bandwidth(wf: Workflow) -> tuple[GroupBandwidth, ...]:
+    """The groups of ``wf``'s current iteration that measured a bus bandwidth."""
+    return tuple(GroupBandwidth(name=g.name, phase=g.phase,
+                                bus_bandwidth_gbps=g.bus_bandwidth_gbps)
+                 for g in wf.status.groups if g.bus_bandwidth_gbps is not None)[:1024]
 
 
 def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: str,
@@ -303,6 +330,14 @@ def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     status = attrs.evolve(status, conditions=conditions, verdict=verdict)
     events = (event,) if event is not None else ()
     if any(c.status == CategoryState.FAILED for c in status.category_statuses):
+        missed = next((c for c in status.conditions if c.type
+                       == ConditionType.VALIDATION_FAILED
+                       and c.status == ConditionStatus.TRUE), None)
+        if missed is not None:
+            return _write(ctx, status, member=ConditionType.FAILED,
+                          reason=CertificationReason.WORKFLOW_VALIDATION_FAILED,
+                          message=f"A performance threshold was missed: {missed.message}",
+                          events=events)
         return _write(ctx, status, member=ConditionType.FAILED,
                       reason=CertificationReason.WORKFLOW_FAILED,
                       message="One or more certification categories failed", events=events)

@@ -49,12 +49,15 @@ class Cause(enum.StrEnum):
     HARDWARE_FAILED = "HardwareFailed"
     # The TrainJob made no pod within startupStallTimeoutSeconds (``cre.core.stall``).
     STARTUP_STALLED = "StartupStalled"
+    # Training stopped logging steps (``cre.core.jobgoodput``): the workload ran, then hung.
+    TRAINING_STALLED = "TrainingStalled"
 
 
 class ClassReason(enum.StrEnum):
     """``failureClass.reason`` values."""
 
     CONTAINER_FAILED = "ContainerFailed"
+    TRAINING_STALLED = "TrainingStalled"
     OOM_KILLED = "OOMKilled"
     WORKLOAD_FAILED = "WorkloadFailed"
     TIMED_OUT = "TimedOut"
@@ -208,6 +211,8 @@ def classify(
             scope=FailureScope.PLATFORM, reason=platform, message=message))
     if cause == Cause.TIMEOUT:
         reason = ClassReason.TIMED_OUT
+    elif cause == Cause.TRAINING_STALLED:
+        reason = ClassReason.TRAINING_STALLED
     elif failure_log is not None and failure_log.reason == OOM_KILLED:
         reason = ClassReason.OOM_KILLED
     elif failure_log is not None and (failure_log.exit_code or 0) != 0:

@@ -50,7 +50,7 @@ INFRA_SCOPES: Final = frozenset({FailureScope.NODE, FailureScope.PLATFORM,
 # Node-class reasons that are evidence against the node itself (it is blamed).
 NODE_FAULTS: Final = frozenset({ClassReason.NODE_NOT_READY, ClassReason.GPU_UNHEALTHY})
 VALIDATION_REASONS: Final = frozenset({
-    JobReason.THRESHOLD_VIOLATION, JobReason.MEASUREMENT_TIMEOUT,
+    JobReason.THRESHOLD_VIOLATED, JobReason.MEASUREMENT_TIMEOUT,
     JobReason.UNKNOWN_THRESHOLD_KEY, JobReason.INVALID_THRESHOLD_EXPRESSION,
 })
 # Group failure_reason values for the final reason precedence.
@@ -134,14 +134,23 @@ def job_outcome(job: Job) -> JobOutcome | None:
     hardware = _true(job, ConditionType.HARDWARE_FAILED)
     validation = _true(job, ConditionType.VALIDATION_FAILED) or member.reason in VALIDATION_REASONS
     scope = job.status.failure_class.scope if job.status.failure_class else ""
+    # A per-node threshold miss (a loopback test each node ran on its own) is that node's
+    # fault: Node class, and only the nodes the Job listed are blamed.
     blamed = tuple(NodeRecord(name=f.name, reason=str(f.reason), message=f.message,
-                              scope=str(scope or FailureScope.WORKLOAD))
+                              scope=str(FailureScope.NODE if validation and f.reason
+                                        == FailedNodeReason.THRESHOLD_VIOLATION
+                                        else scope or FailureScope.WORKLOAD))
                    for f in job.status.failed_nodes)
+    judged = member.type == ConditionType.SUCCEEDED and validation
+    verdict = next((c for c in job.status.conditions
+                    if c.type == ConditionType.VALIDATION_FAILED), None) if judged else None
     return JobOutcome(
         succeeded=member.type == ConditionType.SUCCEEDED and not validation,
-        reason=member.reason if not (member.type == ConditionType.SUCCEEDED and validation)
-        else JobReason.THRESHOLD_VIOLATION,
-        message=member.message, failure_class=job.status.failure_class, blamed=blamed,
+        reason=member.reason if not judged else (verdict.reason if verdict is not None
+                                                 and verdict.reason
+                                                 else JobReason.THRESHOLD_VIOLATED),
+        message=verdict.message or member.message if verdict is not None else member.message,
+        failure_class=job.status.failure_class, blamed=blamed,
         hardware=hardware, validation=validation)
 
 
@@ -186,7 +195,9 @@ def _genuine_blame(nodes: Sequence[str], outcome: JobOutcome,
                    policy: EffectivePolicy) -> tuple[NodeRecord, ...]:
     scope = str(outcome.failure_class.scope) if outcome.failure_class else FailureScope.WORKLOAD
     records = list(outcome.blamed)
-    if not policy.deferral or not records:
+    per_node = outcome.validation and any(
+        r.reason == FailedNodeReason.THRESHOLD_VIOLATION for r in records)
+    if (not policy.deferral and not per_node) or not records:
         # Plain behaviour: the whole group answers for the failure.
         named = {r.name for r in records}
         why = (FailedNodeReason.THRESHOLD_VIOLATION if outcome.validation

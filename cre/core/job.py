@@ -37,6 +37,12 @@ from cre.core import failurelog as fl
 from cre.core import stall
 from cre.core.classify import Cause, classify, group_nodes, merge_failed_nodes
 from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
+from cre.core.jobgoodput import (
+    check_stall,
+    checkpoint_read_pending,
+    checkpoint_restart_allowed,
+    goodput_writes,
+)
 from cre.core.jobmeasure import measurement_writes, validate_succeeded
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
@@ -66,7 +72,8 @@ from cre.core.workload import (
 
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
 # Failures that delete the workload (it would hold its GPUs) and their condition reasons.
-_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED, Cause.STARTUP_STALLED)
+_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED, Cause.STARTUP_STALLED,
+                              Cause.TRAINING_STALLED)
 _DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED,
                                      JobReason.WORKLOAD_STALLED)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
@@ -257,6 +264,8 @@ def _create(ctx: _Ctx) -> Plan:
     # The Job's BandwidthMeasurement first (cre.core.jobmeasure): created once, with the
     # workload and before it, never later on a cache miss.
     measure, stale = measurement_writes(ctx.job, ctx.obs.bandwidth_measurement)
+    goodput, stale_goodput = goodput_writes(ctx.job, ctx.obs.goodput_measurement)
+    measure, stale = (*measure, *goodput), (*stale, *stale_goodput)
     if stale:
         return ctx.plan(deletes=stale, requeue_after=ctx.settings.collision_retry)
     body = manifest(ctx.job)
@@ -287,9 +296,10 @@ def _name_taken(ctx: _Ctx, holder: TrainJobView) -> Plan:
                  message=message, view=None)
 
 
-def _restart_allowed(job: Job) -> bool:
-    checkpoint = job.spec.checkpoint
-    return checkpoint is not None and job.status.restart_count < checkpoint.max_restarts
+def _restart_allowed(ctx: _Ctx) -> bool:
+    """A checkpoint restart is left and, with a GoodputMeasurement, a checkpoint was logged
+    since the last restart (cre.core.jobgoodput)."""
+    return checkpoint_restart_allowed(ctx.job, ctx.obs.goodput_measurement)
 
 
 def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
@@ -309,7 +319,7 @@ def _workload_gone(ctx: _Ctx, *, foreign: TrainJobView | None) -> Plan:
     ref = ctx.job.status.workload_ref
     name = ref.name if ref is not None else workload_name(ctx.name)
     message = f"Workload {name} was deleted"
-    if _restart_allowed(ctx.job):
+    if _restart_allowed(ctx):
         return _restart(ctx, None, message)
     return _fail(ctx, cause=Cause.WORKLOAD_DELETED, reason=JobReason.WORKLOAD_FAILED,
                  message=message, view=None)
@@ -328,15 +338,20 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
         return _judge(ctx, new, event)
     if state == WorkloadState.FAILED:
         message = f"Workload {view.name} failed" + (f": {detail}" if detail else "")
-        if _restart_allowed(ctx.job):
+        if _restart_allowed(ctx):
             return _restart(ctx, view, message)
+        failed = view.condition("Failed")
+        wait = checkpoint_read_pending(ctx.job, ctx.obs.goodput_measurement, now=ctx.now,
+                                       failed_at=failed.last_transition_time if failed else None)
+        if wait is not None:  # the measurement has not read the end of the log yet
+            return ctx.plan(requeue_after=wait)
         return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
                      message=message, view=view, status=status)
     health = check_job(ctx.job, ctx.obs.nodes)
     if health is not None and health.flagged:
         return _hardware_failed(ctx, view, status, health)
     if state == WorkloadState.RUNNING:
-        stalled = _stalled(ctx, view, status)
+        stalled = _stalled(ctx, view, status) or _training_stalled(ctx, view, status)
         if stalled is not None:
             return stalled
     if state == WorkloadState.PENDING:
@@ -395,6 +410,22 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
                                     blocked_for=ctx.now - since)
     return _in_progress(ctx, status, JobReason.WORKLOAD_SCHEDULING_BLOCKED, message,
                         requeue_after=ctx.settings.poll_interval)
+
+
+def _training_stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
+    """The training stopped logging steps (cre.core.jobgoodput): restart from a checkpoint when
+    allowed, else fail ``WorkloadStalled`` with the log tail of the stalled trainer."""
+    if status.workload_start_time is None:
+        return None
+    job = attrs.evolve(ctx.job, status=status)
+    check = check_stall(job, ctx.obs.goodput_measurement, ctx.now)
+    if check.stall is None:
+        return None
+    ctx = attrs.evolve(ctx, job=job)
+    if _restart_allowed(ctx):
+        return _restart(ctx, view, check.stall.message)
+    return _fail(ctx, cause=Cause.TRAINING_STALLED, reason=JobReason.WORKLOAD_STALLED,
+                 message=check.stall.message, view=view, status=status)
 
 
 def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
@@ -469,7 +500,7 @@ def _failure_record(
                                             f"refused it ({ctx.obs.create_rejected})"))
     if cause == Cause.STARTUP_STALLED:
         return stall.startup_failure_log(ctx.obs.workload_events or ())
-    if cause == Cause.TIMEOUT:
+    if cause in (Cause.TIMEOUT, Cause.TRAINING_STALLED):
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
                                 fl.eligible(ctx.obs.worker_pods, created))
         if choice is None:
@@ -478,7 +509,10 @@ def _failure_record(
         tail = ctx.obs.tail_for(pod=pod.name, container=container, pod_uid=pod.uid)
         if tail is None:
             return _log_request(ctx, pod, container)
-        return fl.timeout_record(pod, container, tail)
+        record = fl.timeout_record(pod, container, tail)
+        if cause == Cause.TRAINING_STALLED:
+            return attrs.evolve(record, reason=JobReason.WORKLOAD_STALLED)
+        return record
     if cause == Cause.WORKLOAD_FAILED and recorded is not None and recorded.pod_name:
         held = next((p for p in pods if p.name == recorded.pod_name), None)
         if held is None or not fl.is_disruption_target(held):

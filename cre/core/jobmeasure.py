@@ -16,10 +16,13 @@ again. Until the verdict, the Job waits (requeue at the ``measurementTimeout`` d
 change of the measurement also brings it back).
 
 Job status fields for the tiers above (documented in docs/design/015-measurement.md):
-``ValidationFailed`` (True: reason ThresholdViolation / MeasurementTimeout / UnknownThresholdKey
+``ValidationFailed`` (True: reason ThresholdViolated / MeasurementTimeout / UnknownThresholdKey
 / InvalidThresholdExpression, message with the measured value and expression; False:
 ThresholdsMet) and ``status.busBandwidthGBps`` (the measured value, a ``"%.2f"`` string, shown
-as the printer column ``BusBW``).
+as the printer column ``BusBW``). A per-node measurement (``nccl-loopback``) is judged per node:
+``busBandwidthGBps`` is then the **lowest** node's peak (the number that explains a miss), and
+each node that missed is listed in ``status.failedNodes`` with reason ``ThresholdViolation``, so
+the Workflow blames only those nodes.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from typing import Any, Final
 
 import attrs
 
-from cre.api.conditions import ConditionType
-from cre.api.job import Job, JobStatus
+from cre.api.conditions import ConditionType, FailedNodeReason
+from cre.api.job import FailedNode, Job, JobStatus
 from cre.api.labels import API_VERSION, GROUP, JOB, MANAGED_BY, MANAGED_BY_VALUE
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition, TypedLocalObjectReference
@@ -38,9 +41,12 @@ from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.thresholds import (
     MetricKey,
     Verdict,
+    Wait,
     judge,
+    judge_nodes,
     measured_values,
     measurement_state,
+    node_values,
 )
 from cre.core.trio import true_member
 
@@ -134,7 +140,12 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
     status = job.status
     own = own_measurement(job, bm)
     values = measured_values(own)
+    per_node = node_values(own)
     bus = values.get(MetricKey.BUS_BANDWIDTH)
+    if per_node is not None:
+        buses = [v[MetricKey.BUS_BANDWIDTH] for v in per_node.values()
+                 if MetricKey.BUS_BANDWIDTH in v]
+        bus = min(buses) if buses else None
     if bus is not None and status.bus_bandwidth_gbps is None:
         status = attrs.evolve(status, bus_bandwidth_gbps=f"{bus:.2f}")
     if not job.spec.thresholds or has_verdict(job):
@@ -142,8 +153,13 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
     member = true_member(status.conditions)
     succeeded_at = (member.last_transition_time if member is not None
                     and member.last_transition_time is not None else now)
-    verdict = judge(job.spec.thresholds, values, succeeded_at=succeeded_at, now=now,
-                    timeout=timeout, state=measurement_state(own))
+    verdict: Verdict | Wait
+    if per_node is not None and own is not None:
+        verdict = judge_nodes(job.spec.thresholds, per_node, why_missing={
+            n.node_name: n.message for n in own.status.node_results if n.message})
+    else:
+        verdict = judge(job.spec.thresholds, values, succeeded_at=succeeded_at, now=now,
+                        timeout=timeout, state=measurement_state(own))
     if not isinstance(verdict, Verdict):
         return Validation(status=status,
                           requeue_after=max((verdict.deadline - now).total_seconds(), 0.0))
@@ -151,6 +167,12 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
                      reason=verdict.reason, message=verdict.message, last_transition_time=now,
                      observed_generation=job.metadata.generation)
     status = attrs.evolve(status, conditions=(*status.conditions, cond))
+    if verdict.nodes:
+        named = {(f.name, f.reason) for f in status.failed_nodes}
+        status = attrs.evolve(status, failed_nodes=(*status.failed_nodes, *(
+            FailedNode(name=node, reason=FailedNodeReason.THRESHOLD_VIOLATION, message=why)
+            for node, why in verdict.nodes
+            if (node, FailedNodeReason.THRESHOLD_VIOLATION) not in named)))
     severity = EventSeverity.WARNING if verdict.failed else EventSeverity.NORMAL
     return Validation(status=status, event=EventSpec(type=severity, reason=verdict.reason,
                                                      message=verdict.message))

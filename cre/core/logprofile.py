@@ -6,7 +6,8 @@ regex finds a result line. CRE ships two, installed with the CRDs
 
 * ``nccl-bandwidth``: multi-node nccl-tests, read from the MPI ``launcher`` (rank 0 prints the
   table);
-* ``nccl-loopback``: single-node nccl-tests, read from each ``node`` pod.
+* ``nccl-loopback``: single-node nccl-tests, read from each ``node`` pod (``workerStrategy:
+  Multi``: one result per node, so a threshold miss blames only the node that missed).
 
 Both use :data:`cre.core.ncclparse.NCCL_ROW_REGEX` (out-of-place columns). The YAML under
 ``deploy/logprofiles`` is these models serialised; a test keeps the two identical.
@@ -46,13 +47,14 @@ _EXAMPLE: Final = ("     1048576        262144     float     sum      -1    61.2
 _KEY: Final = "spec.patterns.bandwidthResult"
 
 
-def _profile(name: str, replicated_job: str, description: str) -> LogProfile:
+def _profile(name: str, replicated_job: str, description: str, *,
+             strategy: WorkerStrategyType = WorkerStrategyType.SINGLE) -> LogProfile:
     return LogProfile(
         metadata=ObjectMeta(name=name, labels={"app.kubernetes.io/name": "cre"},
                             annotations={"cre.dev/description": description}),
         spec=LogProfileSpec(
             timestamp=TimestampSpec(layout="2006-01-02T15:04:05.999999999Z"),
-            worker_strategy=WorkerStrategy(type=WorkerStrategyType.SINGLE,
+            worker_strategy=WorkerStrategy(type=strategy,
                                            replicated_job_name=replicated_job),
             patterns=LogPatterns(bandwidth_result=LogPattern(regex=NCCL_ROW_REGEX,
                                                              example=_EXAMPLE))))
@@ -64,7 +66,8 @@ def shipped_profiles() -> tuple[LogProfile, ...]:
         _profile(NCCL_BANDWIDTH, "launcher",
                  "nccl-tests across nodes: the MPI launcher's log, out-of-place columns"),
         _profile(NCCL_LOOPBACK, "node",
-                 "nccl-tests on one node: each node pod's log, out-of-place columns"),
+                 "nccl-tests on one node: each node pod's log, out-of-place columns",
+                 strategy=WorkerStrategyType.MULTI),
     )
 
 
@@ -81,6 +84,9 @@ class CompiledProfile:
     pattern: re.Pattern[str]
     replicated_job: str
     container: str | None
+    # ``workerStrategy: Multi``: the final read covers every pod of the replicated job and the
+    # measurement keeps one result per node (a loopback test runs once per node).
+    multi: bool = False
 
 
 def compile_profile(profile: LogProfile) -> CompiledProfile:
@@ -100,4 +106,5 @@ def compile_profile(profile: LogProfile) -> CompiledProfile:
     return CompiledProfile(name=name, resource_version=profile.metadata.resource_version or "",
                            pattern=pattern,
                            replicated_job=profile.spec.worker_strategy.replicated_job_name,
-                           container=profile.spec.container_name or None)
+                           container=profile.spec.container_name or None,
+                           multi=profile.spec.worker_strategy.type == WorkerStrategyType.MULTI)

@@ -42,11 +42,19 @@ import attrs
 from cre.api import labels as L
 from cre.api.conditions import ConditionType, JobReason, MeasurementPhase, MeasurementReason
 from cre.api.job import Job
-from cre.api.measurement import BandwidthMeasurement, BandwidthMeasurementStatus, BandwidthResult
+from cre.api.measurement import (
+    BandwidthMeasurement,
+    BandwidthMeasurementStatus,
+    BandwidthResult,
+    NodeBandwidth,
+)
 from cre.api.meta import Condition, ConditionStatus
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.logprofile import CompiledProfile
-from cre.core.ncclparse import SizeResult, split_timestamp
+from cre.core.logwindow import WindowFilter as WindowFilter
+from cre.core.logwindow import parse_stamp
+from cre.core.logwindow import stamp_key as stamp_key
+from cre.core.ncclparse import SizeResult
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
 from cre.core.timeouts import parse_duration
@@ -64,61 +72,6 @@ FINAL_READ_GRACE: Final = timedelta(minutes=2)
 POLL: Final = 15.0
 FINAL_READ_RETRY: Final = 10.0
 _PHASE_RANK: Final = {"Succeeded": 0, "Running": 1, "Failed": 2}
-
-
-def stamp_key(stamp: str) -> tuple[str, int]:
-    """An RFC3339(Nano) UTC kubelet timestamp as a sortable key (whole seconds, nanoseconds)."""
-    dot = stamp.find(".", 19)
-    if dot < 0:
-        return stamp[:19], 0
-    end = stamp.find("Z", dot)
-    digits = stamp[dot + 1:end if end > 0 else len(stamp)][:9]
-    return stamp[:19], int(digits.ljust(9, "0")) if digits.isdigit() else 0
-
-
-def parse_stamp(stamp: str) -> datetime:
-    """The timestamp as an aware datetime (microsecond precision)."""
-    head, nanos = stamp_key(stamp)
-    return datetime.fromisoformat(head + "+00:00") + timedelta(microseconds=nanos // 1000)
-
-
-@attrs.define
-class WindowFilter:
-    """Skips lines already counted: before the anchor, and the first ``skip_lines`` lines at
-    it. Remembers the last timestamp passed and how many lines carried it (the next anchor)."""
-
-    anchor: str | None = None
-    skip_lines: int = 0
-    last_stamp: str | None = None
-    lines_at_last: int = 0
-    _anchor_key: tuple[str, int] | None = None
-    _skipped_at_anchor: int = 0
-    _past_anchor: bool = False
-
-    def __attrs_post_init__(self) -> None:
-        self._anchor_key = stamp_key(self.anchor) if self.anchor else None
-        if self.anchor:
-            self.last_stamp, self.lines_at_last = self.anchor, self.skip_lines
-
-    def admit(self, line: str) -> bool:
-        """Whether ``line`` is new (not counted by an earlier read)."""
-        stamp, _ = split_timestamp(line)
-        if stamp is None:
-            return self._anchor_key is None
-        if self._anchor_key is not None and not self._past_anchor:
-            # A log is in time order: once a line is past the anchor, every later one is.
-            key = stamp_key(stamp)
-            if key < self._anchor_key:
-                return False
-            if key == self._anchor_key and self._skipped_at_anchor < self.skip_lines:
-                self._skipped_at_anchor += 1
-                return False
-            self._past_anchor = key > self._anchor_key
-        if stamp == self.last_stamp:
-            self.lines_at_last += 1
-        else:
-            self.last_stamp, self.lines_at_last = stamp, 1
-        return True
 
 
 @attrs.frozen(kw_only=True)
@@ -163,6 +116,8 @@ class MeasurementObservation:
     profile_error: str | None = None  # not found, or invalid (names profile and key)
     pods: tuple[PodView, ...] = ()
     read: ReadResult | None = None
+    # The answers to ``MeasurementPlan.reads`` (a Multi profile's final read, one per pod).
+    node_reads: tuple[ReadResult, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -173,6 +128,8 @@ class MeasurementPlan:
     status: BandwidthMeasurementStatus | None = None
     events: tuple[EventSpec, ...] = ()
     read: ReadRequest | None = None
+    # A Multi profile's final read: every pod at once (the shell answers in ``node_reads``).
+    reads: tuple[ReadRequest, ...] = ()
     confirm_job_absence: bool = False
     requeue_after: float | None = None
     # Gauges: the sizes to publish (provisional), or True to remove the measurement's series.
@@ -204,6 +161,19 @@ def choose_pod(pods: Sequence[PodView], replicated_job: str) -> PodView | None:
     return min(mine, key=key, default=None)
 
 
+def pods_per_node(pods: Sequence[PodView], replicated_job: str) -> tuple[PodView, ...]:
+    """The pod to read for each completion index of ``replicated_job`` (a Multi profile: one
+    pod per node), in index order."""
+    by_index: dict[str, list[PodView]] = {}
+    for p in pods:
+        if p.label(L.REPLICATED_JOB_NAME) == replicated_job and p.deletion_timestamp is None:
+            index = p.label(L.COMPLETION_INDEX) or p.label(L.JOB_INDEX) or "0"
+            by_index.setdefault(index, []).append(p)
+    chosen = (choose_pod(group, replicated_job) for _, group in sorted(
+        by_index.items(), key=lambda kv: (int(kv[0]) if kv[0].isdigit() else 0, kv[0])))
+    return tuple(p for p in chosen if p is not None)
+
+
 def _container(pod: PodView, name: str | None) -> tuple[str | None, bool, int]:
     """(container name, waiting?, restarts) of the profile's container (or the only one)."""
     statuses = [c for c in pod.container_statuses if not c.init]
@@ -213,6 +183,12 @@ def _container(pod: PodView, name: str | None) -> tuple[str | None, bool, int]:
         return name, False, 0
     waiting = status.state is not None and status.state.kind == "waiting"
     return status.name, waiting, status.restart_count
+
+
+def _waiting_reason(pod: PodView, name: str | None) -> str:
+    status = next((c for c in pod.container_statuses if c.name == name), None)
+    state = status.state if status is not None else None
+    return (state.reason if state is not None else None) or "waiting"
 
 
 def _set(conds: tuple[Condition, ...], *, type_: ConditionType, status: ConditionStatus,
@@ -329,14 +305,19 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
     assert profile is not None
     pod = choose_pod(obs.pods, profile.replicated_job)
     if pod is None or pod.phase not in ("Running", "Succeeded"):
-        return ctx.plan(requeue_after=POLL)
+        # Pod events do not wake a measurement: poll, never slower than its sampleInterval.
+        return ctx.plan(requeue_after=min(interval, POLL))
     container, waiting, restarts = _container(pod, profile.container)
     status = bm.status
     if status.start_time is None:
         status = attrs.evolve(status, start_time=now, phase=MeasurementPhase.MEASURING)
+    message = "Referenced Job is running, measurement in progress"
+    if waiting:
+        # Said on the condition, so a person sees why the numbers stand still.
+        message = (f"Referenced Job is running; sample skipped: container {container} of pod "
+                   f"{pod.name} is waiting ({_waiting_reason(pod, container)})")
     conds = _set(status.conditions, type_=ConditionType.MEASURING, status=ConditionStatus.TRUE,
-                 reason=MeasurementReason.JOB_RUNNING,
-                 message="Referenced Job is running, measurement in progress", now=now)
+                 reason=MeasurementReason.JOB_RUNNING, message=message, now=now)
     status = attrs.evolve(status, conditions=conds)
     if waiting:
         # A crash-looping container: its log is not NCCL output. No read, anchor kept.
@@ -376,6 +357,8 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
                          done_at=ended)
     profile = obs.profile
     assert profile is not None
+    if profile.multi:
+        return _final_multi(ctx, job, profile, succeeded=succeeded, ended=ended)
     pod = choose_pod(obs.pods, profile.replicated_job)
     read = obs.read
     if pod is not None and (read is None or not read.request.final
@@ -404,6 +387,14 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
                          f"Final read ({bm.spec.log_profile_ref}): {read.rows} rows, "
                          f"{len(read.results)} message sizes", results=read.results,
                          transports=read.transports, done_at=ended)
+    assert error is not None
+    return _pending(ctx, job, error, ended=ended)
+
+
+def _pending(ctx: _Ctx, job: Job, error: str, *, ended: datetime) -> MeasurementPlan:
+    """A final read that failed: retried for max(2 min, measurementTimeout), then
+    ``LogsUnavailable``."""
+    bm = ctx.bm
     timeout = max(FINAL_READ_GRACE, timedelta(seconds=_parse_seconds(
         job.spec.measurement_timeout or "5m", 300.0)))
     status = bm.status
@@ -426,11 +417,15 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
 
 
 def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
-              results: Sequence[SizeResult] | None, done_at: datetime,
-              transports: Sequence[str] = ()) -> MeasurementPlan:
+              results: Sequence[SizeResult] | Sequence[BandwidthResult] | None,
+              done_at: datetime, transports: Sequence[str] = (),
+              node_results: Sequence[NodeBandwidth] | None = None) -> MeasurementPlan:
     status = ctx.bm.status
     if results is not None:
-        status = attrs.evolve(status, results=_results(results))
+        status = attrs.evolve(status, results=tuple(
+            r if isinstance(r, BandwidthResult) else _results((r,))[0] for r in results))
+    if node_results is not None:
+        status = attrs.evolve(status, node_results=tuple(node_results))
     status = attrs.evolve(status, transports=tuple(sorted({*status.transports, *transports})))
     conds = _set(status.conditions, type_=ConditionType.MEASURING,
                  status=ConditionStatus.FALSE, reason=reason, message=message, now=ctx.now)
@@ -439,3 +434,54 @@ def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
     status = attrs.evolve(status, conditions=conds, completion_time=done_at,
                           phase=MeasurementPhase.COMPLETE)
     return ctx.write(status, clear_gauges=True, terminal=True)
+
+
+def _node_result(read: ReadResult, pod: PodView) -> NodeBandwidth:
+    node = pod.node_name or pod.name
+    if read.error is not None or not read.results:
+        why = read.error or "no bandwidth rows in its log"
+        return NodeBandwidth(node_name=node, pod_name=pod.name, rows=read.rows,
+                             message=f"pod {pod.name}: {why}")
+    return NodeBandwidth(
+        node_name=node, pod_name=pod.name, rows=read.rows,
+        alg_bw=f"{max(float(r.alg_bw) for r in read.results):.2f}",
+        bus_bw=f"{max(float(r.bus_bw) for r in read.results):.2f}")
+
+
+def _final_multi(ctx: _Ctx, job: Job, profile: CompiledProfile, *, succeeded: bool,
+                 ended: datetime) -> MeasurementPlan:
+    """The final read of a Multi profile: every node's pod, one result per node; ``results``
+    holds the per-size means over the nodes (for people and the Job's column), thresholds are
+    judged on ``nodeResults`` (cre.core.thresholds)."""
+    bm, obs = ctx.bm, ctx.obs
+    pods = pods_per_node(obs.pods, profile.replicated_job)
+    done = {r.request.pod_uid: r for r in obs.node_reads if r.request.final}
+    missing = [p for p in pods if p.uid not in done]
+    if missing:
+        return ctx.plan(reads=tuple(ReadRequest(
+            namespace=bm.metadata.namespace or "", pod=p.name,
+            container=_container(p, profile.container)[0], pod_uid=p.uid, final=True,
+            regex=profile.pattern.pattern, limit_bytes=FINAL_LIMIT_BYTES) for p in missing))
+    reads = [(p, done[p.uid]) for p in pods]
+    errors = [f"pod {p.name}: {r.error}" for p, r in reads if r.error is not None]
+    rows = sum(r.rows for _, r in reads if r.error is None)
+    nodes = sorted((_node_result(r, p) for p, r in reads), key=lambda n: n.node_name)
+    results = merge_running((), [s for _, r in reads if r.error is None for s in r.results])
+    transports = sorted({t for _, r in reads for t in r.transports})
+    if not succeeded:
+        return _complete(ctx, MeasurementReason.JOB_FAILED,
+                         "Referenced Job failed" + ("" if rows else "; no bandwidth data"),
+                         results=results if rows else None, transports=transports if rows else (),
+                         node_results=nodes if rows else None, done_at=ended)
+    if not pods or errors:
+        error = "; ".join(errors) or f"no {profile.replicated_job} pod of the Job exists"
+        return _pending(ctx, job, error, ended=ended)
+    if rows == 0:
+        return _complete(ctx, MeasurementReason.NO_DATA_COLLECTED,
+                         "Job succeeded but no bandwidth data was parsed; check "
+                         f"spec.logProfileRef ({bm.spec.log_profile_ref})", results=(),
+                         done_at=ended, node_results=nodes)
+    return _complete(ctx, MeasurementReason.JOB_SUCCEEDED,
+                     f"Final read ({bm.spec.log_profile_ref}): {rows} rows, "
+                     f"{len(results)} message sizes, {len(nodes)} nodes", results=results,
+                     transports=transports, node_results=nodes, done_at=ended)

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import attrs
 
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import JobStatus
 from cre.api.measurement import BandwidthMeasurement
 from cre.core.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
@@ -77,6 +78,9 @@ class Observation:
     # The Job's BandwidthMeasurement (``<job>-bandwidth``) as cached, or as the live holder a
     # create's AlreadyExists returned (see cre.core.jobmeasure).
     bandwidth_measurement: BandwidthMeasurement | None = None
+    # The Job's GoodputMeasurement (``<job>-goodput``), as cached or as a create returned it
+    # (see cre.core.jobgoodput): training stall detection and the checkpoint-restart trigger.
+    goodput_measurement: GoodputMeasurement | None = None
     # The workload's Events, read live because the core asked (``None``: not read).
     workload_events: tuple[ObjectEvent, ...] | None = None
 

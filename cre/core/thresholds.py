@@ -13,10 +13,15 @@ module is the judge, pure (the clock is a parameter, CEL is evaluated through th
 * Precedence, first that applies: a key outside the registry -> ``UnknownThresholdKey``; an
   expression that does not compile, or does not give a bool -> ``InvalidThresholdExpression``
   (the message carries the expression and the parser's error); a measured value the expression
-  rejects -> ``ThresholdViolation`` (``Threshold "<key>" violated: measured <%.4f>,
+  rejects -> ``ThresholdViolated`` (``Threshold "<key>" violated: measured <%.4f>,
   expression: <expr>``, one clause per key); a key still without a value -> wait until
   ``measurementTimeout`` after the Job succeeded, then ``MeasurementTimeout`` (fails closed,
   the message says what the measurement ended as); else ``ThresholdsMet``.
+* A per-node measurement (a ``Multi`` LogProfile such as ``nccl-loopback``: every node ran its
+  own test, ``status.nodeResults``) is judged **per node** (:func:`judge_nodes`): each node's
+  values are its own peak busBW / algBW; a node that misses, or whose log held no table, is
+  named in :attr:`Verdict.nodes` (the Job lists it in ``failedNodes``), so only that node is
+  blamed.
 * The verdict is the additive ``ValidationFailed`` condition: True with one of the failure
   reasons, False with ``ThresholdsMet``. A violation is the test's signal: a Workload-class
   failure of the group, judged by the Workflow (cre.core.deferral reads the condition).
@@ -88,6 +93,8 @@ class Verdict:
     failed: bool
     reason: JobReason
     message: str
+    # Per-node verdicts only: node -> why it missed (the nodes to blame).
+    nodes: tuple[tuple[str, str], ...] = ()
 
     @property
     def status(self) -> ConditionStatus:
@@ -143,7 +150,7 @@ def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
         return Verdict(failed=True, reason=JobReason.INVALID_THRESHOLD_EXPRESSION,
                        message="; ".join(bad))
     if violated:
-        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATION,
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATED,
                        message="; ".join(violated))
     missing = tuple(k for k in keys if k not in measured)
     if missing:
@@ -157,6 +164,59 @@ def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
     met = ", ".join(f"{k}={measured[k]:.4f} ({thresholds[k]})" for k in keys)
     return Verdict(failed=False, reason=JobReason.THRESHOLDS_MET,
                    message=f"All thresholds met: {met}")
+
+
+def node_values(bm: BandwidthMeasurement | None) -> dict[str, dict[str, float]] | None:
+    """Node -> threshold key -> value of a final per-node measurement (``None``: the
+    measurement is not per node, or not final; a node without figures maps to ``{}``)."""
+    if bm is None or not bm.status.node_results or not is_final(bm):
+        return None
+    out: dict[str, dict[str, float]] = {}
+    for n in bm.status.node_results:
+        values: dict[str, float] = {}
+        if n.bus_bw is not None:
+            values[MetricKey.BUS_BANDWIDTH] = float(n.bus_bw)
+        if n.alg_bw is not None:
+            values[MetricKey.ALG_BANDWIDTH] = float(n.alg_bw)
+        out[n.node_name] = values
+    return out
+
+
+#: Nodes named in a per-node verdict's message (all of them are in ``Verdict.nodes``).
+MESSAGE_NODES: Final = 5
+
+
+def judge_nodes(thresholds: Mapping[str, str], nodes: Mapping[str, Mapping[str, float]], *,
+                why_missing: Mapping[str, str] | None = None) -> Verdict:
+    """The verdict on ``thresholds`` for every node of a final per-node measurement."""
+    blamed: list[tuple[str, str]] = []
+    for node in sorted(nodes):
+        values = nodes[node]
+        if not values:
+            blamed.append((node, f"No measured value on node {node}"
+                           + (f": {why_missing[node]}" if why_missing and node in why_missing
+                              else "")))
+            continue
+        verdict = judge(thresholds, values, succeeded_at=datetime.min, now=datetime.min)
+        if not isinstance(verdict, Verdict):  # a key this measurement does not give
+            blamed.append((node, f"No measured value for {', '.join(verdict.missing)} on "
+                                 f"node {node}"))
+        elif verdict.reason == JobReason.THRESHOLD_VIOLATED:
+            blamed.append((node, verdict.message.replace(" violated:",
+                                                         f" violated on node {node}:")))
+        elif verdict.failed:
+            return verdict  # unknown key / invalid expression: the same for every node
+    if blamed:
+        shown = "; ".join(m for _, m in blamed[:MESSAGE_NODES])
+        more = len(blamed) - MESSAGE_NODES
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATED,
+                       message=f"{len(blamed)} of {len(nodes)} node(s) missed: {shown}"
+                       + (f"; and {more} more (status.failedNodes)" if more > 0 else ""),
+                       nodes=tuple(blamed))
+    lows = {k: min(v[k] for v in nodes.values()) for k in sorted(thresholds)}
+    met = ", ".join(f"{k} lowest {lows[k]:.4f} ({thresholds[k]})" for k in sorted(lows))
+    return Verdict(failed=False, reason=JobReason.THRESHOLDS_MET,
+                   message=f"All thresholds met on {len(nodes)} node(s): {met}")
 
 
 def _fmt(delta: timedelta) -> str:

@@ -139,7 +139,8 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
     p.uncertified += decision.uncertified
     group = attrs.evolve(group, failure_class=outcome.failure_class,
                          failure_reason=None if outcome.succeeded else outcome.failure_reason,
-                         message=None if outcome.succeeded else outcome.message)
+                         message=None if outcome.succeeded else outcome.message,
+                         bus_bandwidth_gbps=job.status.bus_bandwidth_gbps if job else None)
     if decision.action in (D.Action.RETRY, D.Action.INFRA_RETRY):
         if job is not None:
             p.deletes.append(_delete_job(job))
@@ -366,11 +367,16 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
     if event is not None:
         p.events.append(event)
     validation = D.VALIDATION in reasons
+    missed = ""
     if validation:
+        first = next((g for g in p.groups if g.phase == GroupPhase.FAILED
+                      and g.failure_reason == D.VALIDATION and g.message), None)
+        missed = f"{first.name}: {first.message}" if first is not None else ""
         conditions, _ = set_additive(
             conditions, type_=ConditionType.VALIDATION_FAILED, status=True,
             reason=WorkflowReason.JOB_VALIDATION_FAILED,
-            message="One or more Jobs missed a performance threshold", now=ctx.now,
+            message="One or more Jobs missed a performance threshold"
+                    + (f" (first: {missed})" if missed else ""), now=ctx.now,
             generation=ctx.generation)
     status = attrs.evolve(status, conditions=conditions)
     iterations = orch.current_iteration
@@ -382,6 +388,8 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
         message = f"{genuine} groups failed across {iterations} iterations"
         if hardware:
             message += "; hardware failures occurred on one or more nodes"
+        elif validation and missed:
+            message += f"; {missed}"
         return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
                       **p.plan_args())
     message = f"All {iterations} iterations completed successfully"

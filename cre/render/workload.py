@@ -113,7 +113,7 @@ def render_workload(
     if mpi:
         jobset["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [LAUNCHER_JOB]}
     if opts.gang_scheduler is not None:
-        _apply_gang_scheduler(
+        apply_gang_scheduler(
             jobset,
             opts.gang_scheduler,
             mpi=mpi,
@@ -292,26 +292,44 @@ def _launcher_job(
         "dependsOn": [{"name": NODE_JOB, "status": "Ready"}],
         "template": {
             "metadata": {"labels": {"app": resolved.entry.variant, ANCESTOR_LABEL: "trainer"}},
-            "spec": {
-                # Once workers are up, a failing mpirun fails the same way again: do not
-                # restart in place; retryFailedGroups re-creates the whole Job if wanted.
-                "backoffLimit": 1 if explicit is None else explicit,
-                "podFailurePolicy": {"rules": [copy.deepcopy(FAIL_FAST_RULE)]},
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "tolerations": [{"operator": "Exists"}],
-                        "initContainers": [fix],
-                        "containers": [container],
-                        "volumes": [{"name": "ssh-keys", "emptyDir": {}}],
-                    }
+            "spec": launcher_fail_fast(
+                {
+                    "template": {
+                        "spec": {
+                            "tolerations": [{"operator": "Exists"}],
+                            "initContainers": [fix],
+                            "containers": [container],
+                            "volumes": [{"name": "ssh-keys", "emptyDir": {}}],
+                        }
+                    },
                 },
-            },
+                kai=False,
+                explicit=explicit,
+            ),
         },
     }
 
 
-def _apply_gang_scheduler(
+def launcher_fail_fast(
+    job_spec: dict[str, Any], *, kai: bool, explicit: int | None
+) -> dict[str, Any]:
+    """Put the MPI launcher's fail-fast fields on a launcher batch Job spec (in place; returned).
+
+    The one place these fields are decided, for catalog entries and WorkloadRuns alike: once
+    the workers are up, a failing mpirun fails the same way again, so the launcher does not
+    restart in place (``restartPolicy: Never``; retryFailedGroups re-creates the whole Job if
+    wanted); ``backoffLimit`` is ``explicit`` when set, else 0 under KAI (the launcher already
+    waited for every worker) and 1 elsewhere (one new pod covers the start-up reachability
+    race); an evicted or preempted launcher is replaced without counting as a failure.
+    """
+    job_spec["backoffLimit"] = explicit if explicit is not None else 0 if kai else 1
+    job_spec["podFailurePolicy"] = {"rules": [copy.deepcopy(FAIL_FAST_RULE)]}
+    pod = job_spec.setdefault("template", {}).setdefault("spec", {})
+    pod["restartPolicy"] = "Never"
+    return job_spec
+
+
+def apply_gang_scheduler(
     jobset: dict[str, Any],
     gang: GangScheduler,
     *,
@@ -334,8 +352,7 @@ def _apply_gang_scheduler(
     if launcher.get("dependsOn") == [{"name": NODE_JOB, "status": "Ready"}]:
         del launcher["dependsOn"]
     job_spec = launcher["template"]["spec"]
-    if explicit_launcher_limit is None:
-        job_spec["backoffLimit"] = 0
+    launcher_fail_fast(job_spec, kai=True, explicit=explicit_launcher_limit)
     job_spec["template"]["spec"]["initContainers"].append(
         {
             "name": "wait-for-workers",
@@ -403,7 +420,7 @@ def _claim_template(
     }
 
 
-def _pinning(job: str, nodes: Sequence[str], *, spread: bool) -> dict[str, Any]:
+def pinning(job: str, nodes: Sequence[str], *, spread: bool) -> dict[str, Any]:
     affinity: dict[str, Any] = {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -429,7 +446,7 @@ def _pinning(job: str, nodes: Sequence[str], *, spread: bool) -> dict[str, Any]:
     return affinity
 
 
-def _patch_job(name: str, labels: Mapping[str, str], affinity: dict[str, Any]) -> dict[str, Any]:
+def patch_job(name: str, labels: Mapping[str, str], affinity: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": name,
         "template": {
@@ -464,10 +481,10 @@ def _train_job_spec(
         trainer["args"] = list(spec["command"][1:])
         if env:
             trainer["env"] = _env_list(env)
-    replicated = [_patch_job(NODE_JOB, {L.JOB: job}, _pinning(job, nodes, spread=not mpi))]
+    replicated = [patch_job(NODE_JOB, {L.JOB: job}, pinning(job, nodes, spread=not mpi))]
     if mpi:
         replicated.append(
-            _patch_job(LAUNCHER_JOB, {L.LAUNCHER: job}, _pinning(job, nodes, spread=False))
+            patch_job(LAUNCHER_JOB, {L.LAUNCHER: job}, pinning(job, nodes, spread=False))
         )
     return {
         "runtimeRef": {

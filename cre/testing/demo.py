@@ -4,9 +4,13 @@ Everything runs as separate processes through the real command lines: the API em
 vendored Trainer/JobSet CRDs and CRE's own), the simulated cluster, ``cre-manager``, ``kubectl``
 and the ``cre`` command. The driver applies a ``Certification`` of two categories
 (``communication/nccl-all-reduce`` in groups of two nodes, then ``communication/nccl-loopback``
-on every node) with ``kubectl apply`` and follows it live: Certification -> the current
+on every node, both with ``busBandwidthGBps: "value >= 300"``) with ``kubectl apply`` (after
+``kubectl apply -k deploy/logprofiles``, the LogProfiles the measurements parse logs with) and
+follows it live: Certification -> the current
 category's Workflow and its groups -> their Jobs -> the workload pods. It ends with the verdict,
-the per-category and per-node table (``cre report --json``), the ``cre status`` tree, and the
+the per-category and per-node table (``cre report --json``), the measured bandwidth per message
+size (busBW / algBW, from each BandwidthMeasurement's final read) with each Job's threshold
+verdict, the ``cre status`` tree, and the
 self-contained HTML report (``write_html_report``), whose path it prints.
 
 Scenarios (the exit code is 0 when the run ended the way the scenario should):
@@ -14,6 +18,12 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
 * ``success``: both categories pass, verdict Passed.
 * ``launcher-failure``: every MPI launcher exits 1 with an NCCL error: all-reduce fails with its
   captured failure log, loopback still runs and passes, verdict Failed.
+* ``threshold``: node 3's links run at 0.4 of their bandwidth (the simulator's ``--bad-node``).
+  All-reduce group-1 (nodes 2 and 3) measures about 192 GB/s, below the Certification's
+  ``busBandwidthGBps: "value >= 300"``: the Job stays Succeeded with ``ValidationFailed=True /
+  ThresholdViolated``, the group fails and both its nodes are blamed (one figure for the ring).
+  The loopback runs on every node on its own and is judged per node: only node 3 is blamed.
+  Verdict Failed; the message names the measured value and the expression.
 * ``infra-abort``: while group-1 runs under ``FailFast``, one of its nodes is lost (its kubelet
   reports NotReady, ``kubectl patch node --subresource=status``) and its launcher dies (the
   simulator's ``--fail-launcher-pod-prefix``, as the tiers golden
@@ -21,6 +31,8 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
   ``Node`` scope; the Workflow defers it: the siblings keep running (never Cancelled), the node
   comes back, group-1 re-runs on its infra retry and the verdict is Passed (or Incomplete with
   the group's nodes Uncertified if the retry aborts too), with no node Failed.
+* ``workloadrun``: not a Certification: an MPI WorkloadRun on 4 nodes, 2 per group, and its
+  measured bus bandwidth (:mod:`cre.testing.demo_workloadrun`).
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import argparse
 import enum
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -47,7 +60,7 @@ from rich.text import Text
 
 from cre.api.labels import GPU_PRESENT
 from cre.core.workload import workload_name
-from cre.testing.procs import Stack, StackError, wait_until
+from cre.testing.procs import REPO, Stack, StackError, wait_until
 
 CERT = "gpu-cert"
 NAMESPACE = "default"
@@ -65,6 +78,14 @@ class Scenario(enum.StrEnum):
     SUCCESS = "success"
     LAUNCHER_FAILURE = "launcher-failure"
     INFRA_ABORT = "infra-abort"
+    THRESHOLD = "threshold"
+    WORKLOADRUN = "workloadrun"
+
+
+THRESHOLD = "value >= 300"
+BAD_NODE = f"{PROFILE}-node-3"
+#: Sizes below this are latency-bound (~0 GB/s); the bandwidth table starts here.
+TABLE_FROM_BYTES = 1 << 20
 
 
 def certification(scenario: Scenario) -> str:
@@ -74,6 +95,7 @@ def certification(scenario: Scenario) -> str:
     return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
             f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
             f"spec:\n  target: {{nodeSelector: {{{GPU_PRESENT}: \"true\"}}}}\n{policy}"
+            f"  thresholds: {{busBandwidthGBps: \"{THRESHOLD}\"}}\n"
             f"  categories:\n"
             f"  - {{domain: communication, variant: nccl-all-reduce, "
             f"options: {{nodesPerJob: 2}}}}\n"
@@ -168,10 +190,14 @@ class Demo:
                      "--fail-launcher-after", "30", "--fail-launcher-message",
                      "ORTE has lost communication with a remote daemon"]
             note = f" (the MPI launcher of {LOST_GROUP}'s first run will lose a node)"
+        elif self.scenario is Scenario.THRESHOLD:
+            extra = ["--bad-node", f"{BAD_NODE}=0.4"]
+            note = f" where {BAD_NODE}'s links run at 0.4 of their bandwidth"
         self.step(f"starting a simulated {NODES}-node {PROFILE} cluster{note}")
         cluster = self.stack.start_cluster(
             profile=PROFILE, nodes=NODES, time_scale=self.time_scale,
-            fail_launcher=self.scenario is not Scenario.SUCCESS, extra_args=extra)
+            fail_launcher=self.scenario in (Scenario.LAUNCHER_FAILURE, Scenario.INFRA_ABORT),
+            extra_args=extra)
 
         def gpu_nodes() -> list[str]:
             items = self.stack.kubectl_json("get", "nodes", "-l", f"{GPU_PRESENT}=true")["items"]
@@ -180,6 +206,10 @@ class Demo:
 
         self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{NODES} GPU nodes",
                                 interval=0.2, alive=cluster.check_alive)
+        self.step("kubectl apply -k deploy/logprofiles   (the LogProfiles CRE ships)")
+        out = self.stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles")).stdout
+        for line in out.splitlines():
+            self.console.print(f"  {line}")
         self.step("starting cre-manager (separate process) and waiting for /readyz")
         started = time.monotonic()
         manager = self.stack.start_manager("--log-format", "json")
@@ -340,17 +370,20 @@ class Demo:
                                       style=_phase_style(verdict)),
                                  title=f"Certification {CERT}", expand=False))
         cats = Table(title="Per category", header_style="bold")
-        for col in ("category", "state", "verdict", "groups", "busBW peak GB/s (groups)",
+        for col in ("category", "state", "verdict", "groups", "busBW peak GB/s (nodes)",
                     "message"):
             cats.add_column(col)
         for c in rep["categories"]:
-            peaks = [float(g["busBWPeakGBps"]) for g in c["groups"] if g.get("busBWPeakGBps")]
+            # Per node (a loopback measures every node on its own; an all-reduce node has
+            # its group's figure).
+            peaks = [float(n["busBWGBps"]) for n in c["nodes"] if n.get("busBWGBps")]
             cats.add_row(c["entry"], c["state"], Text(str(c["verdict"]),
                                                       style=_phase_style(str(c["verdict"]))),
                          str(len(c["groups"])), f"{min(peaks):.1f}-{max(peaks):.1f}"
                          if peaks else "-", str(c.get("message") or ""))
         self.console.print(cats)
         self.console.print(self.node_table(rep))
+        self.bandwidth_tables()
         for c in rep["categories"]:
             for g in c["groups"]:
                 flog = g.get("failureLog")
@@ -374,6 +407,47 @@ class Demo:
                                  kubeconfig=str(self.stack.kubeconfig))
         self.console.print(Panel(f"HTML report: [bold]{path}[/]", expand=False))
         return self.expected(rep, snap)
+
+    def bandwidth_tables(self) -> None:
+        """Each BandwidthMeasurement's final results per message size (busBW / algBW), then
+        each Job's threshold verdict (the number next to it, and why)."""
+        measurements = self._items("bandwidthmeasurements")
+        if not measurements:
+            return
+        table = Table(title=f"Measured bandwidth, GB/s busBW / algBW (BandwidthMeasurement "
+                            f"status.results; sizes from {TABLE_FROM_BYTES >> 20} MiB)",
+                      header_style="bold")
+        table.add_column("size", justify="right")
+        columns: list[dict[int, str]] = []
+        for bm in measurements:  # sorted by name: all-reduce groups, then loopback
+            label = re.sub(r"-iter-\d+$", "", str(bm["spec"]["jobRef"]["name"]).removeprefix(
+                f"{CERT}-communication-"))
+            status = bm.get("status") or {}
+            done = next((c for c in status.get("conditions") or []
+                         if c.get("type") == "Complete" and c.get("status") == "True"), None)
+            table.add_column(f"{label}\n{done.get('reason') if done else 'measuring'}",
+                             justify="right")
+            columns.append({int(r["sizeBytes"]): f"{r['busBW']} / {r['algBW']}"
+                            for r in status.get("results") or []})
+        sizes = sorted({size for col in columns for size in col if size >= TABLE_FROM_BYTES})
+        for size in sizes:
+            table.add_row(_size(size), *(col.get(size, "-") for col in columns))
+        self.console.print(table)
+        verdicts = Table(title="Threshold verdicts (Job status)", header_style="bold")
+        for heading in ("job", "busBW GB/s", "ValidationFailed", "message"):
+            verdicts.add_column(heading)
+        for job in self._items("jobs.cre.dev"):
+            js = job.get("status") or {}
+            cond = next((c for c in js.get("conditions") or []
+                         if c.get("type") == "ValidationFailed"), None)
+            if cond is None:
+                continue
+            verdicts.add_row(str(job["metadata"]["name"]).removeprefix(f"{CERT}-communication-"),
+                             str(js.get("busBandwidthGBps") or "-"),
+                             Text(f"{cond['status']} {cond['reason']}",
+                                  style="red" if cond["status"] == "True" else "green"),
+                             str(cond.get("message") or ""))
+        self.console.print(verdicts)
 
     def node_table(self, rep: dict[str, Any]) -> Table:
         table = Table(title="Per node", header_style="bold")
@@ -413,6 +487,14 @@ class Demo:
         verdicts = [c["verdict"] for c in rep["categories"]]
         if self.scenario is Scenario.SUCCESS:
             return verdicts == ["Passed", "Passed"]
+        if self.scenario is Scenario.THRESHOLD:
+            message = str(rep["certification"].get("message") or "")
+            failed = set(rep["summary"]["failedNodes"])
+            loopback = {n["node"] for n in rep["categories"][1]["nodes"]
+                        if n["verdict"] == "Failed"}
+            return (verdicts == ["Failed", "Failed"] and BAD_NODE in failed
+                    and loopback == {BAD_NODE} and "violated" in message
+                    and f"expression: {THRESHOLD}" in message)
         if self.scenario is Scenario.LAUNCHER_FAILURE:
             logs = [g for g in rep["categories"][0]["groups"] if g.get("failureLog")]
             return verdicts == ["Failed", "Passed"] and bool(logs)
@@ -433,6 +515,13 @@ class Demo:
                 self.console.print(f"  cre-manager exited with code {code}")
                 if code != 0:
                     raise StackError(f"cre-manager exited {code}:\n{proc.tail()}")
+
+
+def _size(size: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
 
 
 def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool,
@@ -480,6 +569,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "in the temporary directory)")
     p.add_argument("--keep", action="store_true", help="keep the process logs directory")
     args = p.parse_args(argv)
+    if args.scenario is Scenario.WORKLOADRUN:
+        from cre.testing.demo_workloadrun import run_demo
+
+        return run_demo(time_scale=args.time_scale, timeout=args.timeout, keep=args.keep)
     html = args.html or Path(tempfile.gettempdir()) / f"cre-demo-{args.scenario}.html"
     return run(args.scenario, time_scale=args.time_scale, timeout=args.timeout, keep=args.keep,
                html=html)

@@ -31,6 +31,13 @@ def test_demo_success(tmp_path: Path) -> None:
     assert f"HTML report: {tmp_path / 'report.html'}" in out.replace("\n", "")
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
     assert "cre-manager exited with code 0" in out
+    # The measured bandwidth per message size, from the BandwidthMeasurements' final reads.
+    assert "logprofile.cre.dev/nccl-bandwidth created" in out
+    assert "Measured bandwidth, GB/s busBW / algBW" in out
+    rows = [line.split("│") for line in out.splitlines() if "16 GiB" in line]
+    assert rows and [c.strip() for c in rows[0][2:7]] == [
+        "478.92 / 255.43"] * 4 + ["478.91 / 273.66"], rows
+    assert out.count("False ThresholdsMet") == 5
 
 
 @pytest.mark.slow
@@ -59,4 +66,31 @@ def test_demo_infra_abort(tmp_path: Path) -> None:
     assert "infra retry 1 after a Node/NodeNotReady abort" in out
     assert "Cancelled" not in out
     assert "Verdict: PASSED" in out or "Verdict: INCOMPLETE" in out
-    assert "Failed" not in out.split("Per node", 1)[1].split("cre status", 1)[0]
+    per_node = out.split("Per node", 1)[1].split("Measured bandwidth", 1)[0]
+    assert "Failed" not in per_node
+
+
+@pytest.mark.slow
+def test_demo_threshold(tmp_path: Path) -> None:
+    """A node whose links run at 0.4: all-reduce group-1 (nodes 2 and 3) misses "value >= 300"
+    and both its nodes are blamed; the loopback, judged per node, blames node 3 only; the
+    verdict is Failed and the message names the measured value and the expression."""
+    result = _demo("--scenario", "threshold", "--html", str(tmp_path / "r.html"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    raw = result.stdout
+    out = " ".join(raw.split())
+    assert "Verdict: FAILED" in out
+    assert ('Threshold "busBandwidthGBps" violated: measured 191.6000, expression: value >= 300'
+            in out)
+    assert "violated on node aws-h100-node-3: measured 191.6000" in out
+    assert "True ThresholdViolated" in out
+    rows = {line.split("│")[1].strip(): line for line in raw.splitlines()
+            if line.startswith("│ aws-h100-node-")}
+    assert "Failed 191.60" in rows["aws-h100-node-2"] and "Passed 478.91" in rows[
+        "aws-h100-node-2"]
+    assert rows["aws-h100-node-3"].count("Failed 191.60") == 2
+    assert all(r.count("Passed") == 2 for n, r in rows.items()
+               if n not in ("aws-h100-node-2", "aws-h100-node-3"))
+    sizes = [line for line in raw.splitlines() if "16 GiB" in line]
+    assert sizes and "191.60 / 102.19" in sizes[0]
+    assert "cre-manager exited with code 0" in out

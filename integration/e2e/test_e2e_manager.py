@@ -15,6 +15,7 @@ from e2e_helpers import (
 
 from cre.kube.leader import LeaderRecord
 from cre.testing.procs import Stack, wait_until
+from cre_manager.controllers import CONTROLLERS
 
 GRACE = 10.0
 
@@ -81,9 +82,8 @@ def test_logs_are_json_with_reconcile_context(cluster_stack: Stack) -> None:
     from_controller = [r for r in records if r["logger"].startswith(("cre.controller",
                                                                      "cre.kube.informer"))]
     assert from_controller
-    # Every controller's records name it (job, workflow, certification, measurement).
-    assert all(r.get("controller") in ("job", "workflow", "certification", "measurement")
-               for r in from_controller)
+    # Every controller's records name it (job, workflow, certification, goodput, workloadrun...).
+    assert all(r.get("controller") in CONTROLLERS for r in from_controller)
     assert all(r.get("controller") == "job" for r in from_controller
                if r["logger"].startswith("cre.controller.job"))
     assert "cre-emulator" not in manager.log_text()  # the kubeconfig's bearer token

@@ -35,8 +35,10 @@ SA = "system:serviceaccount:cre-system:cre-manager"
 # Kinds whose own scenarios are not in this run (measurement thresholds, workload runs): only
 # the verbs of theirs this run does not reach are excused; they join with their scenarios.
 LATER_TIERS = {
-    "workloadruns": "the Workflow controller's workload runs",
+    "workloadruns": "the WorkloadRun controller (status writes need a WorkloadRun applied; "
+                    "the blockOwnerDeletion of the Workflow it owns needs finalizers update)",
     "bandwidthmeasurements": "the measurement controller",
+    "goodputmeasurements": "the goodput controller (Jobs with a goodputMeasurement)",
     "logprofiles": "the LogProfile reader of failure classification",
 }
 # The Workflow controller's DRA dependencies: created, read and deleted only for fabrics that

@@ -197,8 +197,8 @@ def test_from_dict_rejects_unknown_kind() -> None:
         from_dict({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}})
     assert info.value.errors[0] == FieldError(
         path="kind",
-        message="unknown CRE kind (expected one of BandwidthMeasurement, Certification, Job, "
-        "LogProfile, Workflow, WorkloadRun)",
+        message="unknown CRE kind (expected one of BandwidthMeasurement, Certification, "
+        "GoodputMeasurement, Job, LogProfile, Workflow, WorkloadRun)",
         value="Pod",
     )
     assert str(info.value).startswith("Pod ns/p: kind: unknown CRE kind")

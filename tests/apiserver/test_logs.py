@@ -39,6 +39,35 @@ async def test_waiting_container_is_400(client: Client) -> None:
     assert body["message"] == 'container "main" in pod "p" is waiting to start: ContainerCreating'
 
 
+async def test_crash_looping_container_answers_its_last_run(client: Client,
+                                                             emu: Emulator) -> None:
+    """A container waiting in CrashLoopBackOff after a run: the default read answers with the
+    last terminated instance (the kubelet's lastState.terminated branch), as previous=true
+    does; without a previous run it still says it is waiting."""
+    await client.post(PODS, pod("p", node="n1"))
+    emu.append_log("default", "p", "main", "ssh: connect to host: Connection refused\n",
+                   previous=True)
+    _, cur, _ = await client.get(PODS + "/p")
+    waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s"}}
+    cur["status"]["containerStatuses"] = [{
+        "name": "main", "ready": False, "restartCount": 1, "image": "busybox", "imageID": "",
+        "state": waiting, "lastState": {"terminated": {
+            "exitCode": 1, "reason": "Error", "containerID": "containerd://1"}}}]
+    await client.put(PODS + "/p/status", cur)
+    for query in ("", "?previous=true"):
+        status, text, _ = await client.get(PODS + "/p/log" + query)
+        assert (status, text) == (200, "ssh: connect to host: Connection refused\n")
+    await client.post(PODS, pod("q", node="n1"))
+    _, cur, _ = await client.get(PODS + "/q")
+    cur["status"]["containerStatuses"] = [{
+        "name": "main", "ready": False, "restartCount": 0, "image": "busybox", "imageID": "",
+        "state": waiting}]
+    await client.put(PODS + "/q/status", cur)
+    status, body, _ = await client.get(PODS + "/q/log")
+    assert status == 400
+    assert body["message"] == 'container "main" in pod "q" is waiting to start: CrashLoopBackOff'
+
+
 async def test_log_options(client: Client, emu: Emulator) -> None:
     """tailLines, limitBytes, timestamps and previous slice the appended text."""
     await client.post(PODS, pod("p", node="n1"))

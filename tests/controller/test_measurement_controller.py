@@ -74,7 +74,7 @@ TABLE = nccl_table("all_reduce_perf", "all_reduce_perf -b 1M -e 1G -f 4 -g 8", b
 
 @pytest.mark.parametrize(("expr", "failed", "reason"), [
     ("value >= 1", "False", "ThresholdsMet"),
-    ("value >= 1000000", "True", "ThresholdViolation"),
+    ("value >= 1000000", "True", "ThresholdViolated"),
 ])
 async def test_measured_and_judged(both: tuple[JobHarness, MeasurementController,
                                                CollectorRegistry],

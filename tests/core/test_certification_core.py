@@ -8,8 +8,15 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cre.api.conditions import CategoryState, CertificationReason, Verdict
-from cre.api.meta import TypedLocalObjectReference
+from cre.api.conditions import (
+    CategoryState,
+    CertificationReason,
+    ConditionType,
+    GroupPhase,
+    Verdict,
+)
+from cre.api.meta import Condition, ConditionStatus, TypedLocalObjectReference
+from cre.api.workflow import GroupStatus
 from cre.core.certification import CertificationObservation, reconcile_certification
 from cre.core.certification_build import merged_options
 from tests.core.tierworld import CertificationWorld, at, catalog, certification, nodes
@@ -205,3 +212,43 @@ def test_categories_one_at_a_time_and_the_verdict_summarises(
     rest = reconcile_certification(world.cert, CertificationObservation(
         nodes=world.nodes, workflows=tuple(world.workflows.values())), at(99), catalog=catalog())
     assert rest.quiet
+
+
+def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> None:
+    """A category whose Workflow missed a threshold: the Certification mirrors ValidationFailed
+    (the first such category's message), fails with WorkflowValidationFailed naming the value
+    and the expression, and each category lists its groups' measured busBW."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE, LOOPBACK), nodes=nodes(4))
+    world.step(at(0))
+    name = world.created[0]
+    world.finish(name, ok=False, verdict=Verdict.FAILED, now=at(1))
+    wf = world.workflows[name]
+    missed = ("1 groups failed across 1 iterations; group-1: Threshold \"busBandwidthGBps\" "
+              "violated: measured 191.6000, expression: value >= 300")
+    conditions = tuple(attrs.evolve(c, message=missed) if c.type == ConditionType.FAILED
+                       else c for c in wf.status.conditions)
+    conditions += (Condition(type=ConditionType.VALIDATION_FAILED, status=ConditionStatus.TRUE,
+                             reason="JobValidationFailed", message="x",
+                             last_transition_time=at(1)),)
+    groups = (GroupStatus(name="group-0", phase=GroupPhase.SUCCEEDED,
+                          bus_bandwidth_gbps="478.92"),
+              GroupStatus(name="group-1", phase=GroupPhase.FAILED, bus_bandwidth_gbps="191.60"),
+              GroupStatus(name="group-2", phase=GroupPhase.CANCELLED))
+    world.workflows[name] = attrs.evolve(wf, status=attrs.evolve(
+        wf.status, conditions=conditions, groups=groups))
+    world.step(at(2))
+    world.step(at(3))
+    world.finish(world.created[1], ok=True, verdict=Verdict.PASSED, now=at(4))
+    for t in range(5, 8):
+        world.step(at(t))
+    first = world.cert.status.category_statuses[0]
+    assert [(g.name, g.phase, g.bus_bandwidth_gbps) for g in first.groups] == [
+        ("group-0", GroupPhase.SUCCEEDED, "478.92"), ("group-1", GroupPhase.FAILED, "191.60")]
+    validation = _cond(world, "ValidationFailed")
+    assert validation is not None and validation[:2] == (
+        "True", CertificationReason.WORKFLOW_VALIDATION_FAILED)
+    failed = _cond(world, "Failed")
+    assert failed is not None and failed[:2] == (
+        "True", CertificationReason.WORKFLOW_VALIDATION_FAILED)
+    assert "measured 191.6000, expression: value >= 300" in failed[2]
+    assert "communication/nccl-all-reduce" in failed[2]

@@ -90,7 +90,7 @@ def test_leftover_of_an_earlier_job_is_deleted_first() -> None:
 
 
 def test_threshold_met_and_violated() -> None:
-    """A final measurement decides: ThresholdsMet (False) or ThresholdViolation (True)."""
+    """A final measurement decides: ThresholdsMet (False) or ThresholdViolated (True)."""
     job = _job({"busBandwidthGBps": "value >= 300"}, succeeded_at=10)
     plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(
         job, MeasurementReason.JOB_SUCCEEDED)), at(20))
@@ -105,7 +105,7 @@ def test_threshold_met_and_violated() -> None:
     assert cond is not None and cond.status == ConditionStatus.TRUE
     assert cond.message == ('Threshold "busBandwidthGBps" violated: measured 350.0000, '
                             "expression: value >= 1000000")
-    assert [e.reason for e in plan.events] == ["ThresholdViolation"]
+    assert [e.reason for e in plan.events] == ["ThresholdViolated"]
     # The trio stays Succeeded: the verdict is additive.
     assert plan.status is not None and plan.status.phase == job.status.phase
 

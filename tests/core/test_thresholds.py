@@ -65,7 +65,7 @@ def test_met() -> None:
 def test_violation_message_names_value_and_expression() -> None:
     """A miss names the measured value (4 decimals) and the expression."""
     v = _judge({"busBandwidthGBps": "value >= 1000000"}, {"busBandwidthGBps": 350.88})
-    assert v == Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATION,
+    assert v == Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATED,
                         message='Threshold "busBandwidthGBps" violated: measured 350.8800, '
                         "expression: value >= 1000000")
 
@@ -74,7 +74,7 @@ def test_range_expression() -> None:
     """A range is one expression."""
     v = _judge({"algBandwidthGBps": "value >= 100.0 && value <= 200.0"},
                {"algBandwidthGBps": 200.5})
-    assert isinstance(v, Verdict) and v.reason == JobReason.THRESHOLD_VIOLATION
+    assert isinstance(v, Verdict) and v.reason == JobReason.THRESHOLD_VIOLATED
 
 
 def test_unknown_key() -> None:
@@ -107,7 +107,7 @@ def test_violation_decides_before_a_missing_key() -> None:
     """A measured miss does not wait for another key's value."""
     v = _judge({"busBandwidthGBps": "value >= 1000", "goodputRatio": "value > 0.9"},
                {"busBandwidthGBps": 350.0})
-    assert isinstance(v, Verdict) and v.reason == JobReason.THRESHOLD_VIOLATION
+    assert isinstance(v, Verdict) and v.reason == JobReason.THRESHOLD_VIOLATED
 
 
 def test_measurement_state_phrase() -> None:

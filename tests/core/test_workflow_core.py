@@ -8,9 +8,17 @@ from datetime import datetime
 
 import attrs
 
-from cre.api.conditions import FailureScope, GroupPhase, JobReason, Verdict, WorkflowReason
+from cre.api.conditions import (
+    ConditionType,
+    FailureScope,
+    GroupPhase,
+    JobReason,
+    Verdict,
+    WorkflowReason,
+)
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
+from cre.api.meta import Condition, ConditionStatus
 from cre.core import noderesults as NR
 from cre.core.classify import ClassReason, group_nodes
 from cre.core.workflow import WorkflowSettings, reconcile_workflow
@@ -288,7 +296,7 @@ def test_final_reason_precedence() -> None:
             if group == "group-0" and fail in ("hardware", "both"):
                 return failed(job, now, hardware=True)
             if group == "group-1" and fail in ("validation", "both"):
-                return failed(job, now, condition_reason=JobReason.THRESHOLD_VIOLATION)
+                return failed(job, now, condition_reason=JobReason.THRESHOLD_VIOLATED)
             if fail == "plain" and group == "group-0":
                 return failed(job, now)
             return succeeded(job, now)
@@ -413,3 +421,33 @@ def test_judged_thresholds_wait_for_the_verdict() -> None:
     finished = world.run(always_succeed, limit=600)
     assert finished >= 300, "did not wait for a threshold verdict"
     assert WorkflowReason.THRESHOLDS_NOT_JUDGED not in _reasons(world)
+
+
+def test_a_threshold_miss_carries_the_value_and_the_busbw_up() -> None:
+    """A Succeeded Job with ValidationFailed=True: its group fails with the validation reason,
+    the group and the Workflow's Failed message carry the measured value and the expression,
+    and every judged group shows its busBandwidthGBps."""
+    world = _world(4, nodesPerJob=2)
+    message = 'Threshold "busBandwidthGBps" violated: measured 191.6000, expression: value >= 300'
+
+    def outcome(job: Job, now: datetime) -> JobStatus:
+        status = succeeded(job, now)
+        if _group(job) == "group-1":
+            verdict = Condition(type=ConditionType.VALIDATION_FAILED,
+                                status=ConditionStatus.TRUE,
+                                reason=JobReason.THRESHOLD_VIOLATED, message=message,
+                                last_transition_time=now)
+            return attrs.evolve(status, conditions=(*status.conditions, verdict),
+                                bus_bandwidth_gbps="191.60")
+        return attrs.evolve(status, bus_bandwidth_gbps="478.92")
+
+    world.run(outcome)
+    groups = {g.name: g for g in world.wf.status.groups}
+    assert {n: g.bus_bandwidth_gbps for n, g in groups.items()} == {
+        "group-0": "478.92", "group-1": "191.60"}
+    assert groups["group-1"].phase == GroupPhase.FAILED
+    assert groups["group-1"].message == message
+    failed = world.condition("Failed")
+    assert failed.reason == WorkflowReason.JOB_VALIDATION_FAILED
+    assert failed.message == f"1 groups failed across 1 iterations; group-1: {message}"
+    assert message in world.condition("ValidationFailed").message

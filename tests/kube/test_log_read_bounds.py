@@ -2,65 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-import aiohttp
 import pytest
-from aiohttp import web
 
 from cre.core.logtext import FORBIDDEN
 from cre.core.plan import LIMIT_BYTES, LogRequest
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.pods import read_pod_log
 from cre.testing.apiserver import serve
+from cre.testing.apiserver.emulator import write_kubeconfig
+from cre.testing.logserver import flooding_log_server
 
 pytestmark = pytest.mark.anyio
 
 
-@asynccontextmanager
-async def _server(chunk: bytes, count: int, sent: list[int]) -> AsyncIterator[str]:
-    """Answers every log read with ``chunk`` ``count`` times, ignoring ``limitBytes``."""
-
-    async def log(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-        await resp.prepare(request)
-        try:
-            for _ in range(count):
-                await resp.write(chunk)
-                sent[0] += len(chunk)
-        except (ConnectionError, aiohttp.ClientConnectionResetError):
-            pass
-        return resp
-
-    app = web.Application()
-    app.router.add_get("/api/v1/namespaces/{ns}/pods/{pod}/log", log)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
-
 def _kubeconfig(url: str, tmp: Path) -> str:
     path = tmp / "kubeconfig"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: '{url}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    write_kubeconfig(path, url=url, ca_path=None)
     return str(path)
 
 
 async def test_a_server_ignoring_limit_bytes_is_cut_at_the_limit(tmp_path: Path) -> None:
     sent = [0]
     chunk = "é".encode() * (64 * 1024)  # 128 KiB, two-byte characters: a cut splits one
-    async with _server(chunk, 2048, sent) as url:  # 256 MiB offered
+    async with flooding_log_server(chunk, 2048, sent) as url:  # 256 MiB offered
         client = await KubeClient.from_kubeconfig(_kubeconfig(url, tmp_path))
         try:
             text = await client.read_text("/api/v1/namespaces/n/pods/p/log",

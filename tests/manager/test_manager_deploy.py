@@ -141,7 +141,7 @@ def test_apply_to_the_emulator() -> None:
 
 
 def test_logprofiles_apply_after_the_crds() -> None:
-    """deploy/logprofiles applies once the CRDs are in: the two shipped profiles exist."""
+    """deploy/logprofiles applies once the CRDs are in: the shipped profiles exist."""
     with Stack() as stack:
         stack.start_emulator(crds=[])
         stack.kubectl("apply", "-k", str(DEPLOY / "crds"))
@@ -150,3 +150,4 @@ def test_logprofiles_apply_after_the_crds() -> None:
         result = stack.kubectl("apply", "-k", str(DEPLOY / "logprofiles"))
         assert "logprofile.cre.dev/nccl-bandwidth created" in result.stdout, result.stdout
         assert "logprofile.cre.dev/nccl-loopback created" in result.stdout
+        assert "logprofile.cre.dev/megatron-training created" in result.stdout

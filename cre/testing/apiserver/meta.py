@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -59,6 +60,36 @@ def parse_time(text: str) -> datetime:
 
 def generate_name(prefix: str, rng: random.Random) -> str:
     return prefix[:58] + "".join(rng.choice(_NAME_ALPHABET) for _ in range(5))
+
+
+class NameStreams:
+    """Seeded uids and generateName suffixes, one stream per (resource, namespace, name/prefix).
+
+    A real API server draws them at random; the emulator must be reproducible, and a draw that
+    depends on every earlier one would move whenever anything unrelated is created first (one
+    more CRD installed shifted every generated pod name in the goldens). Here the n-th draw for a
+    key depends only on the seed, the key and n.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._used: dict[tuple[str, str, str, str], int] = {}
+
+    def _stream(self, *key: str) -> random.Random:
+        k = (key[0], key[1], key[2], key[3])
+        n = self._used.get(k, 0)
+        self._used[k] = n + 1
+        return random.Random("/".join((str(self._seed), *k, str(n))))
+
+    def next(self, bucket: tuple[str, str], namespace: str | None, prefix: str) -> str:
+        """The next generated name for ``prefix``."""
+        return generate_name(prefix, self._stream("name", "/".join(bucket), namespace or "",
+                                                  prefix))
+
+    def uid(self, bucket: tuple[str, str], namespace: str | None, name: str) -> str:
+        """A fresh uid for an object created under ``name`` (its generateName when it has one)."""
+        rng = self._stream("uid", "/".join(bucket), namespace or "", name)
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
 def quote(value: Any) -> str:

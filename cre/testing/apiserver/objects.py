@@ -12,7 +12,6 @@ as a :class:`~.writectx.WriteContext` (they never import this module).
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -24,8 +23,8 @@ from .defaults import ServiceAllocator, generate_job_selector
 from .deletion import CRD_CLEANUP_FINALIZER, DeleteOptions
 from .errors import StatusCause
 from .meta import (
+    NameStreams,
     dedup_owner_refs,
-    generate_name,
     micro_time,
     quote,
     rfc3339,
@@ -56,6 +55,9 @@ class Objects:
         self.admission = admission
         self.clock = clock
         self.rng = rng
+        # generateName suffixes come from their own stream per (resource, namespace, prefix),
+        # so one more object elsewhere (a CRD installed, a child created) shifts no name.
+        self._names = NameStreams(rng.getrandbits(64))
         self.crd_listeners: list[Callable[[Obj, bool], None]] = []
         self.services = ServiceAllocator()
 
@@ -148,7 +150,8 @@ class Objects:
             )
         for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"):
             meta.pop(f, None)
-        meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        meta["uid"] = self._names.uid(rt.bucket, namespace if rt.namespaced else None,
+                                      str(meta.get("name") or meta.get("generateName") or ""))
         meta["creationTimestamp"] = self.now()
         if rt.uses_generation:
             meta["generation"] = 1
@@ -156,7 +159,7 @@ class Objects:
         self._reset_status_on_create(rt, body)
         generated = False
         if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = generate_name(str(meta["generateName"]), self.rng)
+            meta["name"] = self._names.next(rt.bucket, namespace, str(meta["generateName"]))
             generated = True
         if rt.kind == "Job" and rt.group == "batch":
             generate_job_selector(body)
@@ -177,7 +180,7 @@ class Objects:
             if not generated or attempts >= 7:
                 raise errors.already_exists(rt.qualified, key[1], generated=generated)
             attempts += 1
-            meta["name"] = generate_name(str(meta["generateName"]), self.rng)
+            meta["name"] = self._names.next(rt.bucket, namespace, str(meta["generateName"]))
             key = self.key_of(rt, namespace, str(meta["name"]))
         if rt.kind == "CustomResourceDefinition" and rt.group == "apiextensions.k8s.io":
             crdstatus.crd_created(self, body)

@@ -111,20 +111,26 @@ async def logs(server: ServerContext, request: web.Request, r: Route) -> web.Str
             f'previous terminated container "{container}" in pod "{name}" not found'
         )
     state = _container_state(pod, container)
-    if not opts.previous and not logs_.has(ns, name, container, False):
+    previous = opts.previous
+    if not previous and not logs_.has(ns, name, container, False):
         waiting = ((state or {}).get("state") or {}).get("waiting")
-        if state is None or waiting is not None:
+        last = ((state or {}).get("lastState") or {}).get("terminated")
+        if waiting is not None and last and logs_.has(ns, name, container, True):
+            # The kubelet answers a waiting container (CrashLoopBackOff) that ran before with
+            # its last terminated instance, the same log ``previous=true`` gives.
+            previous = True
+        elif state is None or waiting is not None:
             reason = (waiting or {}).get("reason") or "ContainerCreating"
             raise errors.bad_request(
                 f'container "{container}" in pod "{name}" is waiting to start: {reason}'
             )
-    key = (ns, name, container, opts.previous)
+    key = (ns, name, container, previous)
     data, pos = logs_.render(key, opts)
     budget = opts.limit_bytes
     if budget is not None:
         data = data[:budget]
         budget -= len(data)
-    if not opts.follow or opts.previous:
+    if not opts.follow or previous:
         return web.Response(body=data, status=200, content_type="text/plain")
     resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
     resp.enable_chunked_encoding()

@@ -29,6 +29,7 @@ from typing import Any
 
 from cre.api import labels
 from cre.kube.client import NODES, PODS
+from cre.testing.cluster.argv import expand_container
 from cre.testing.cluster.clock import fmt_time
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.jobset import JOBSET_NAME, RJOB_NAME
@@ -222,8 +223,26 @@ def _duration(seconds: int) -> str:
     return f"{minutes}m{sec}s" if minutes else f"{sec}s"
 
 
+def _emit_lines(world: World, pod: Obj, c: Obj, cs: Obj, program: Program, started: float,
+                upto: float, b: StepBuilder) -> None:
+    """Write the program's timed lines due by ``upto`` (each once); wake for the next one."""
+    key = f"lines/{uid_of(pod)}/{c['name']}/{int(cs.get('restartCount', 0))}"
+    done = int(world.marks.get(key, 0))
+    due = [ln for ln in program.lines[done:] if started + ln.at <= upto]
+    if due:
+        b.add(AppendLog(ns_of(pod), name_of(pod), c["name"], "".join(ln.text for ln in due)),
+              Mark(key, done + len(due)),
+              *(Mark(ln.mark, ln.value) for ln in due if ln.mark))
+    rest = program.lines[done + len(due):]
+    if rest:
+        b.wake(started + rest[0].at)
+
+
 def _run(world: World, pod: Obj, c: Obj, cs: Obj, program: Program, started: float, now: float,
          b: StepBuilder) -> None:
+    if program.lines:
+        end_at = started + program.duration if program.duration is not None else now
+        _emit_lines(world, pod, c, cs, program, started, min(now, end_at), b)
     if program.ready_after is not None:
         if now >= started + program.ready_after:
             cs["ready"] = True
@@ -280,11 +299,13 @@ def _pick(world: World, pod: Obj, node: Obj, c: Obj, role: Role | None, cfg: Sim
     group_nodes = _group_nodes(world, pod) or [name_of(node)]
     prof = cfg.profile
     ctx = StubContext(
-        pod_name=name_of(pod), container=c, role=role, node_name=name_of(node),
+        pod_name=name_of(pod), container=expand_container(c), role=role, node_name=name_of(node),
         node_busbw=prof.loopback_gbps * cfg.node_factor(name_of(node)),
         group_busbw=prof.busbw_gbps * min(cfg.node_factor(n) for n in group_nodes),
         group_size=len(group_nodes), gpus_per_node=prof.gpus, gpu_product=prof.gpu_product,
-        peers=_peers(world, pod), wait_timeout=cfg.wait_for_workers_timeout)
+        peers=_peers(world, pod), wait_timeout=cfg.wait_for_workers_timeout,
+        namespace=ns_of(pod),
+        state={k: v for k, v in world.marks.items() if k.startswith("trainer/")})
     chosen: Override | None = None
     for ov in cfg.overrides:
         used = uses.get(f"ovuse/{ov.id}", 0)

@@ -66,6 +66,10 @@ PROFILES: dict[str, Profile] = {
         Profile(name="aws-gb200", provider="aws", gpu_product="NVIDIA-GB200", gpus=4, nics=4,
                 nic_resource="vpc.amazonaws.com/efa", instance_type="p6e-gb200.36xlarge",
                 busbw_gbps=720.0, loopback_gbps=760.0, clique_size=18, arch="arm64"),
+        # GB300 on EKS talks RoCE through a DRA claim: no EFA device plugin resource.
+        Profile(name="aws-gb300", provider="aws", gpu_product="NVIDIA-GB300", gpus=4, nics=0,
+                nic_resource="", instance_type="p6e-gb300.36xlarge", busbw_gbps=800.0,
+                loopback_gbps=860.0, clique_size=18, arch="arm64"),
         Profile(name="gcp-h100", provider="gcp", gpu_product="NVIDIA-H100-80GB-HBM3", gpus=8,
                 nics=8, nic_resource="networking.gke.io/rdma", instance_type="a3-megagpu-8g",
                 busbw_gbps=190.0, loopback_gbps=480.0, region="us-central1"),

@@ -7,14 +7,17 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
               overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
               badNodes: {aws-h100-node-1: 0.4}}
     controllers: [job]          # CRE controllers to run in-process (optional): job, workflow,
-                                # certification; managerArgs: {infraScopedFailFast: false}
+                                # certification, measurement, goodput, workloadrun;
+                                # managerArgs: {infraScopedFailFast: false}
     ignoreSimulatorErrors: false  # true when apiFault makes the simulator's writes fail
     apply:                      # objects to create, in order
-      - render: {entry: communication/nccl-all-reduce, job: ar, as: job|trainjob, kai: false}
+      - render: {entry: communication/nccl-all-reduce, job: ar, as: job|trainjob, kai: false,
+                 launcherRestartPolicy: OnFailure}   # a launcher that crash-loops in place
       - object: {...any manifest...}
     timeline:                   # injected events and waits, in order
       - wait: {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar,
                condition: {type: Failed, status: "True"}, timeout: 600}
+                                # also {field: a.b.0, equals: V} or {field: ..., contains: S}
       - evict: {labels: {cre.dev/launcher: ar}}      # also: preempt
       - failLauncher: {after: 3, times: 1}
       - markNodeBad: {node: aws-h100-node-1, factor: 0.4}
@@ -24,11 +27,14 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - advance: 10             # let 10 simulated seconds pass
       - addNodes: 2             # register 2 more nodes of the profile (they turn Ready)
       - nodesReady: {}          # wait until every registered node is Ready
+      - snapshot: {label: mid-run, collect: [...]}  # collect now (output "snapshots")
       - apply: {object: {...}}  # apply one more item (as in ``apply``) at this point
     collect:                    # what the golden records (normalised)
       - {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar, fields: [status]}
       - {kind: Pod, labels: {cre.dev/launcher: ar}, fields: [metadata.name, status.phase]}
       - nodeResults: wf         # a Workflow's node-result ConfigMaps, decoded
+      - facts: {kind: GoodputMeasurement, name: j-goodput, checks: ["status.result < 1"]}
+                                # comparisons on run-dependent numbers (cluster.facts)
 
 Waits watch the object (list + watch, never a sleep loop) and time out after ``timeout``
 *simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
@@ -80,8 +86,11 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("Job", ""): BATCH_JOBS, ("Job", "batch/v1"): BATCH_JOBS, ("Job", "cre.dev/v1alpha1"): CRE_JOBS,
     ("TrainingRuntime", ""): TRAINING_RUNTIMES, ("Workflow", ""): CRE_WORKFLOWS,
     ("Certification", ""): CRE_CERTIFICATIONS, ("ConfigMap", ""): CONFIGMAPS,
+    ("WorkloadRun", ""): Resource("cre.dev", "v1alpha1", "workloadruns", kind="WorkloadRun"),
     ("BandwidthMeasurement", ""): Resource("cre.dev", "v1alpha1", "bandwidthmeasurements",
                                            kind="BandwidthMeasurement"),
+    ("GoodputMeasurement", ""): Resource("cre.dev", "v1alpha1", "goodputmeasurements",
+                                         kind="GoodputMeasurement"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -168,6 +177,8 @@ def _satisfied(objs: list[dict[str, Any]], item: Mapping[str, Any]) -> bool:
             return False
     if "phase" in item and (obj.get("status") or {}).get("phase") != item["phase"]:
         return False
+    if "field" in item and "contains" in item:
+        return str(item["contains"]) in str(_get_path(obj, str(item["field"])) or "")
     return not ("field" in item and _get_path(obj, str(item["field"])) != item.get("equals"))
 
 
@@ -187,6 +198,7 @@ class ScenarioRun:
     emu: Any
     namespace: str
     waits: list[dict[str, Any]] = attrs.field(factory=list)
+    snapshots: list[dict[str, Any]] = attrs.field(factory=list)
 
     async def _list(self, res: Resource, item: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
                                                                           str]:
@@ -250,6 +262,12 @@ class ScenarioRun:
         cl = self.cluster
         if action == "wait":
             await self.wait(arg, where=where)
+        elif action == "snapshot":
+            # What the objects say at this point of the story (recorded under "snapshots").
+            items = list(arg.get("collect") or [])
+            self.snapshots.append({"snapshot": where, "label": str(arg.get("label", "")),
+                                   "collected": [await self.collect(it, where=f"{where}[{j}]")
+                                                 for j, it in enumerate(items)]})
         elif action in ("evict", "preempt"):
             pod = (await self.pods(arg))[int(arg.get("index", 0))]
             fn = cl.evict_pod if action == "evict" else cl.preempt_pod
@@ -310,6 +328,15 @@ class ScenarioRun:
     async def collect(self, item: Mapping[str, Any], *, where: str) -> Any:
         if "nodeResults" in item:
             return {"nodeResults": await self.node_results(str(item["nodeResults"]))}
+        if "facts" in item:
+            from cre.testing.cluster.facts import check_facts
+
+            spec = item["facts"]
+            objs, _ = await self._list(resource_for(spec, where=where), spec)
+            if not objs:
+                raise ScenarioError(f"{where}.facts: no object matches {dict(spec)}")
+            return {"facts": check_facts(objs[0], list(spec.get("checks") or []),
+                                         where=f"{where}.facts")}
         if "logs" in item:
             spec = item["logs"]
             pod = (await self.pods(spec))[int(spec.get("index", 0))]
@@ -347,18 +374,46 @@ async def apply_objects(client: KubeClient, items: list[Mapping[str, Any]], *, n
         else:
             raise ScenarioError(f"{where}: expected 'render' or 'object', got {sorted(item)}")
         if "render" in item:
+            restart = item["render"].get("launcherRestartPolicy")
+            if restart:
+                _launcher_restart(docs, str(restart), where=f"{where}.render")
             # Performance validation on the rendered CRE Job (thresholds, measurementTimeout).
             for doc in docs:
                 if doc.get("kind") == "Job" and doc.get("apiVersion") == "cre.dev/v1alpha1":
                     for key in ("thresholds", "measurementTimeout"):
                         if key in item["render"]:
                             doc["spec"][key] = item["render"][key]
+                    # Sampling cadence: controllers requeue in wall seconds while the cluster
+                    # runs on scaled time, so a scenario about provisional samples shortens it.
+                    if "sampleInterval" in item["render"] and doc["spec"].get(
+                            "bandwidthMeasurement"):
+                        doc["spec"]["bandwidthMeasurement"]["sampleInterval"] = \
+                            item["render"]["sampleInterval"]
         for doc in docs:
             res = KINDS.get((doc["kind"], doc.get("apiVersion", ""))) or by_kind.get(
                 doc["kind"]) or KINDS.get((doc["kind"], ""))
             if res is None:
                 raise ScenarioError(f"{where}: cannot apply kind {doc['kind']!r}")
             await client.create(res, doc, namespace=namespace)
+
+
+def _launcher_restart(docs: list[dict[str, Any]], policy: str, *, where: str) -> None:
+    """Give the rendered runtime's MPI launcher ``restartPolicy: policy`` (``OnFailure``: a
+    launcher that fails restarts in place and crash-loops, as a user's runtime may have it;
+    CRE's own rendering says Never), with room for a few restarts in its backoffLimit."""
+    if policy not in ("Never", "OnFailure"):
+        raise ScenarioError(f"{where}.launcherRestartPolicy: {policy!r} is not Never or OnFailure")
+    for doc in docs:
+        if doc.get("kind") != "TrainingRuntime":
+            continue
+        for rjob in doc["spec"]["template"]["spec"]["replicatedJobs"]:
+            if rjob.get("name") == "launcher":
+                job_spec = rjob["template"]["spec"]
+                job_spec["template"]["spec"]["restartPolicy"] = policy
+                job_spec.pop("podFailurePolicy", None)  # Kubernetes: only with Never
+                job_spec["backoffLimit"] = max(int(job_spec.get("backoffLimit", 0)), 3)
+                return
+    raise ScenarioError(f"{where}.launcherRestartPolicy: the rendered runtime has no launcher")
 
 
 async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
@@ -385,6 +440,8 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
                      for i, item in enumerate(spec.get("collect") or [])]
         tg.cancel_scope.cancel()
     out: dict[str, Any] = {"collected": collected, "waits": run.waits}
+    if run.snapshots:
+        out["snapshots"] = run.snapshots
     if not spec.get("ignoreSimulatorErrors"):
         out["simulatorErrors"] = cluster.errors
     return out
@@ -416,6 +473,19 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
             await cluster.client.create(LOGPROFILES, to_dict(profile))
         ctrl = MeasurementController(cluster.client, namespaces=[namespace],
                                      registry=CollectorRegistry(), clock=now)
+    elif name == "goodput":
+        # The goodput controller and the goodput LogProfile CRE ships.
+        from prometheus_client import CollectorRegistry
+
+        from cre.api.converter import to_dict
+        from cre.controller.goodput import GoodputController
+        from cre.controller.measurement import LOGPROFILES
+        from cre.core.goodputprofiles import megatron_profile
+
+        await cluster.client.create(LOGPROFILES, to_dict(megatron_profile()))
+        ctrl = GoodputController(cluster.client, namespaces=[namespace],
+                                 registry=CollectorRegistry(), clock=now,
+                                 time_scale=clock.scale)
     elif name == "job":
         from cre.controller.job import JobController
 
@@ -434,9 +504,16 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
 
         ctrl = CertificationController(cluster.client, catalog=load_catalog(),
                                        namespaces=[namespace], clock=now)
+    elif name == "workloadrun":
+        from cre.catalog.loader import load_catalog
+        from cre.controller.workloadrun import WorkloadRunController
+
+        ctrl = WorkloadRunController(cluster.client, catalog=load_catalog(),
+                                     namespaces=[namespace], clock=now)
     else:
-        raise ScenarioError(f"controllers: unknown controller {name!r} "
-                            "(known: ['certification', 'job', 'measurement', 'workflow'])")
+        raise ScenarioError(f"controllers: unknown controller {name!r} (known: "
+                            "['certification', 'goodput', 'job', 'measurement', 'workflow', "
+                            "'workloadrun'])")
     tg.start_soon(ctrl.run)
 
 

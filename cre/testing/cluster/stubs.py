@@ -3,9 +3,10 @@
 Upstream proves CRE-like behaviour with stub images that print NCCL output or fail on purpose.
 Here a container's program is chosen from its image and command (``all_reduce_perf`` and
 friends -> nccl-tests; ``sshd`` -> an MPI worker that runs until killed; ``dcgmi diag`` -> a
-DCGM diagnostic; an init container called or running ``wait-for-workers`` -> a wait on the
-worker pods), and a scenario can override it per role, pod, container or node (a launcher told
-to fail, a node marked bad).
+DCGM diagnostic; ``cre-argv-echo`` -> prints the argv it got (``cre.testing.cluster.argv``);
+an init container called or running ``wait-for-workers`` -> a wait on the worker pods), and a
+scenario can override it per role, pod, container or node (a launcher told to fail, a node
+marked bad).
 
 nccl-tests output follows the real text format: the ``# nThread`` banner, ``# Using devices``,
 the two-line column header with out-of-place and in-place time/algbw/busbw/#wrong, one row per
@@ -27,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from cre.testing.cluster.argv import echo_text
 
 
 class Role(enum.StrEnum):
@@ -50,6 +53,13 @@ class Behaviour(enum.StrEnum):
     DCGM_FAIL = "dcgm-fail"  # dcgmi diag reports a failed test
     SLOW = "slow"  # bandwidth multiplied by ``factor``
     SUCCEED = "succeed"  # exit 0 at once (e.g. an init container told to pass)
+    # nccl-tests with two cycles over the sizes: a healthy table after ``after`` seconds, then
+    # ``hold`` seconds later a second table at ``factor`` of the bandwidth (a link that degrades
+    # mid-run), exit 0.
+    DEGRADE = "degrade"
+    # nccl-tests prints its table after ``after`` seconds, then ``hold`` seconds later dies
+    # with an NCCL error (exit 1): under restartPolicy OnFailure the container crash-loops.
+    CRASH_AFTER_TABLE = "crash-after-table"
 
 
 @attrs.frozen(slots=True)
@@ -66,6 +76,19 @@ class Override:
     factor: float = 1.0
     message: str = ""
     id: str = ""
+    hold: float = 60.0
+
+
+@attrs.frozen(slots=True)
+class TimedLine:
+    """Output ``at`` simulated seconds after the container started; ``mark`` (when set) is
+    remembered in the simulator's marks with ``value`` as the line is written (a trainer's
+    checkpoint on its volume outlives the container)."""
+
+    at: float
+    text: str
+    mark: str = ""
+    value: Any = None
 
 
 @attrs.frozen(slots=True)
@@ -86,6 +109,9 @@ class Program:
     message: str = ""
     ready_after: float | None = 0.0
     wait_for_workers: float | None = None
+    # Output written over the run (``start_text`` first, ``end_text`` at the exit), e.g. the
+    # first of two nccl-tests cycles, or a trainer's steps and checkpoints.
+    lines: tuple[TimedLine, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -103,6 +129,9 @@ class StubContext:
     gpu_product: str
     peers: tuple[str, ...] = ()  # worker endpoints (hostname.subdomain) of the group
     wait_timeout: float | None = None  # scenario override of wait-for-workers' give-up time
+    namespace: str = ""
+    # What earlier containers left behind (``trainer/...`` marks: checkpoints, a crash done).
+    state: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 NCCL_BINARIES = ("all_reduce_perf", "all_gather_perf", "alltoall_perf", "reduce_scatter_perf",
@@ -136,6 +165,9 @@ def choose(ctx: StubContext, override: Override | None = None) -> Program:
     factor = override.factor if override and override.behaviour is Behaviour.SLOW else 1.0
     if override and override.behaviour is not Behaviour.SLOW:
         return _override_program(override, ctx, cmd)
+    echoed = echo_text(ctx.container) if ctx.role is not Role.INIT else None
+    if echoed is not None:
+        return Program(name="argv-echo", end_text=echoed, duration=2.0)
     if ctx.role is Role.INIT and ("wait-for-workers" in cmd or "wait-for-workers" in name):
         return wait_for_workers_program(ctx, cmd)
     if "sshd" in cmd:
@@ -143,6 +175,10 @@ def choose(ctx: StubContext, override: Override | None = None) -> Program:
                        duration=None, ready_after=5.0)
     if "dcgmi" in cmd and "diag" in cmd:
         return dcgm_program(passed=True)
+    from cre.testing.cluster.trainerstub import is_trainer, trainer_program
+
+    if ctx.role is not Role.INIT and is_trainer(cmd):
+        return trainer_program(ctx, cmd)
     for binary in NCCL_BINARIES:
         if binary in cmd or binary in image:
             loopback = "mpirun" not in cmd
@@ -209,8 +245,30 @@ def _override_program(ov: Override, ctx: StubContext, cmd: str) -> Program:
             return dcgm_program(passed=False)
         case Behaviour.SUCCEED:
             return Program(name="succeed", duration=0.0)
+        case Behaviour.DEGRADE | Behaviour.CRASH_AFTER_TABLE:
+            return _two_part_program(ov, ctx, cmd)
         case Behaviour.SLOW:  # handled by choose(); kept exhaustive for mypy
             return choose(ctx)
+
+
+def _two_part_program(ov: Override, ctx: StubContext, cmd: str) -> Program:
+    binary = next((b for b in NCCL_BINARIES if b in cmd), "all_reduce_perf")
+    loopback = "mpirun" not in cmd
+    bw = ctx.node_busbw if loopback else ctx.group_busbw
+    ranks = 1 if loopback else ctx.group_size
+    first = nccl_table(binary, cmd, busbw=bw, ranks=ranks)
+    banner = nccl_banner(ctx, cmd, loopback=loopback)
+    if ov.behaviour is Behaviour.DEGRADE:
+        return Program(name="degrade", start_text=banner, lines=(TimedLine(ov.after, first),),
+                       end_text=nccl_table(binary, cmd, busbw=bw * ov.factor, ranks=ranks),
+                       duration=ov.after + ov.hold)
+    msg = ov.message or "remote process exited or there was a network error"
+    host = ctx.pod_name
+    return Program(name="crash-after-table", start_text=banner,
+                   lines=(TimedLine(ov.after, first),),
+                   end_text=f"{host}: Test NCCL failure common.cu:1279 '{msg} / '\n"
+                            f" .. {host} pid 1: Test failure common.cu:1157\n",
+                   duration=ov.after + ov.hold, exit_code=1, reason="Error")
 
 
 def _flag_seconds(cmd: str, flag: str, default: float) -> float:
@@ -408,7 +466,7 @@ def parse_overrides(raw: Sequence[Mapping[str, Any]], *, where: str) -> tuple[Ov
             raise ValueError(f"{path}.role: {item.get('role')!r} is not one of "
                              f"{[r.value for r in Role]}") from None
         unknown = set(item) - {"behaviour", "role", "podPrefix", "container", "node", "after",
-                               "times", "factor", "message"}
+                               "times", "factor", "message", "hold"}
         if unknown:
             raise ValueError(f"{path}: unknown fields {sorted(unknown)}")
         out.append(Override(behaviour=behaviour, role=role,
@@ -416,5 +474,6 @@ def parse_overrides(raw: Sequence[Mapping[str, Any]], *, where: str) -> tuple[Ov
                             container=str(item.get("container", "")),
                             node=str(item.get("node", "")), after=float(item.get("after", 5.0)),
                             times=item.get("times"), factor=float(item.get("factor", 1.0)),
-                            message=str(item.get("message", "")), id=f"{where}-{i}"))
+                            message=str(item.get("message", "")), id=f"{where}-{i}",
+                            hold=float(item.get("hold", 60.0))))
     return tuple(out)
