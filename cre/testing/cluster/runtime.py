@@ -54,6 +54,8 @@ from cre.testing.cluster.stubs import Behaviour, Override, Role
 log = logging.getLogger("cre.testing.cluster")
 RETRY_WALL_MIN = 0.02  # seconds before retrying after a failed write (simulated 1 s if longer)
 # The simulated cluster reconnects fast after a fault (a kubelet does not wait 30 s to resume).
+# Deleted uids remembered so a write answered after the deletion cannot resurrect the object.
+TOMBSTONES = 50_000
 SIM_REFLECTOR = ReflectorConfig(backoff_initial=0.05, backoff_max=1.0, backoff_jitter=0.0)
 
 
@@ -117,6 +119,8 @@ class SimulatedCluster:
         self._dirty = anyio.Event()
         self._changed = anyio.Event()
         self._failed_writes = False
+        # Uids seen deleted (insertion-ordered, bounded): a late write answer for one is dropped.
+        self._deleted_uids: dict[str, None] = {}
 
     # -- engine.AsyncBackend --------------------------------------------------------------
 
@@ -172,18 +176,35 @@ class SimulatedCluster:
                 self._reflect(action.resource, got)
 
     def _reflect(self, res: Resource, obj: Obj, *, deleted: bool = False) -> None:
+        """Mirror ``obj`` (or its deletion). A deletion is final for its uid: it removes the
+        object whatever resourceVersion it carries (a relist's synthetic deletion carries the
+        informer's last known version, older than the simulator's own last write) and a write's
+        answer that arrives after it (a patch in flight) cannot bring the object back; a stale
+        deletion of an older object under the same name (another uid) leaves the new one."""
         store = self.stores.get(res.plural)
-        if store is None or not obj.get("metadata", {}).get("name"):
+        meta = obj.get("metadata", {})
+        if store is None or not meta.get("name"):
             return
         key = key_of(obj)
         old = store.get(key)
-        if old is not None and old.get("metadata", {}).get("uid") == obj["metadata"].get(
-                "uid") and _rv(old) > _rv(obj):
-            return
+        uid = meta.get("uid")
+        same = old is not None and old.get("metadata", {}).get("uid") == uid
         if deleted:
-            store.pop(key, None)
-        else:
-            store[key] = obj
+            if uid:
+                self._tombstone(str(uid))
+            if old is not None and (same or _rv(obj) > _rv(old)):
+                store.pop(key, None)
+            return
+        if uid and uid in self._deleted_uids:
+            return
+        if same and old is not None and _rv(old) > _rv(obj):
+            return
+        store[key] = obj
+
+    def _tombstone(self, uid: str) -> None:
+        self._deleted_uids[uid] = None
+        while len(self._deleted_uids) > TOMBSTONES:
+            del self._deleted_uids[next(iter(self._deleted_uids))]
 
     # -- watches ------------------------------------------------------------------------------
 
