@@ -26,7 +26,6 @@ from prometheus_client import CollectorRegistry
 from cre.api import labels as L
 from cre.api.conditions import ConditionType
 from cre.api.converter import structure
-from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog.model import Catalog
@@ -51,7 +50,6 @@ from cre.kube.runtime import (
     DONE,
     Again,
     Controller,
-    KeyQueue,
     OwnStatusEcho,
     Result,
     WatchEvent,
@@ -131,7 +129,7 @@ class WorkloadRunController:
         self.status_echo = OwnStatusEcho()
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
                                      metrics=kube)
-        self.controller.watch(self.runs, self.on_run, self.status_echo)
+        self.controller.watch_own(self.runs, self.status_echo)
         self.controller.watch(self.workflows, enqueue_owner(kind="WorkloadRun", group=L.GROUP))
         if nodes is None:
             self.controller.watch(self.nodes, enqueue_mapped(self._waiting_keys), node_changed)
@@ -161,15 +159,6 @@ class WorkloadRunController:
     def stop(self) -> None:
         """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
         self.controller.stop()
-
-    def on_run(self, event: WatchEvent[WorkloadRun], queue: KeyQueue) -> None:
-        """A WorkloadRun changed (its own status echo is filtered out before)."""
-        key = key_of(event.obj)
-        if event.type == WatchEventType.DELETED:
-            self.status_echo.forget(key)
-            self.controller.queue.forget(key)
-            return
-        queue.add(key)
 
     def _waiting_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event
