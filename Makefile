@@ -32,7 +32,8 @@ browser:
 # ${XDG_CACHE_HOME:-~/.cache}/cre/controlplane/<versions>/bin; design record docs/design/016.
 # Without Go or its module proxy this prints what is missing and the tests that need it skip.
 controlplane: $(STAMP)
-	-$(BIN)/python -m cre.testing.controlplane build
+	@case "$${CRE_CONTROLPLANE:-1}" in 0|no|off|skip) echo 'real control plane switched off (CRE_CONTROLPLANE=0)';; \
+	  *) $(BIN)/python -m cre.testing.controlplane build || echo 'real control plane not built: its tests will say why';; esac
 
 test: $(STAMP) image-tools browser controlplane
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
