@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
@@ -62,7 +63,8 @@ SIM_REFLECTOR = ReflectorConfig(backoff_initial=0.05, backoff_max=1.0, backoff_j
 class LogSink(Protocol):
     """Where container output goes (the emulator's log store)."""
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None: ...
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None: ...
 
     async def rotate(self, namespace: str, pod: str, container: str) -> None: ...
 
@@ -73,7 +75,10 @@ class HttpLogSink:
     def __init__(self, client: KubeClient) -> None:
         self._client = client
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None:
+        # The emulator in another process stamps with its own clock (``at`` is simulated
+        # time, which that clock need not follow).
         await self._client.request("POST", f"/_emulator/logs/{namespace}/{pod}/{container}",
                                    body=text.encode(), content_type="text/plain")
 
@@ -89,8 +94,10 @@ class EmulatorLogSink:
     def __init__(self, emu: Any) -> None:
         self._emu = emu
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
-        self._emu.append_log(namespace, pod, container, text)
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None:
+        when = datetime.fromtimestamp(at, tz=UTC) if at is not None else None
+        self._emu.append_log(namespace, pod, container, text, at=when)
 
     async def rotate(self, namespace: str, pod: str, container: str) -> None:
         self._emu.rotate_log(namespace, pod, container)
@@ -132,7 +139,8 @@ class SimulatedCluster:
         if isinstance(action, Mark):
             action.apply_to(self.marks)
         elif isinstance(action, AppendLog):
-            await self.logs.append(action.namespace, action.pod, action.container, action.text)
+            await self.logs.append(action.namespace, action.pod, action.container, action.text,
+                                   at=action.at)
         elif isinstance(action, RotateLog):
             await self.logs.rotate(action.namespace, action.pod, action.container)
         elif isinstance(action, Create):
