@@ -68,7 +68,11 @@ class KubeletLogs:
         key = (namespace, pod, container)
         self._previous[key] = self._current.pop(key, [])
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None:
+        # Stamped with the wall clock, as a kubelet stamps what it reads: ``at`` is simulated
+        # time, which the real API server's clock (sinceTime, timestamps) does not follow.
+        del at
         self.append_log(namespace, pod, container, text)
 
     async def rotate(self, namespace: str, pod: str, container: str) -> None:
