@@ -1,7 +1,8 @@
 """``python -m bench soak``: the chaos soak (see :mod:`cre.testing.soak`), JSON on stdout.
 
-``--runs`` Jobs (default 100) on the simulated cluster, each with a seeded mix of API faults,
-manager kills, leader failovers, deletions and NotReady nodes; prints the runs, faults by kind,
+``--runs`` runs (default 100) on the simulated cluster, each a Job or a Certification (about a
+third) with a seeded mix of API faults, manager kills, leader failovers, deletions and NotReady
+nodes; prints the runs (by tier), faults by kind,
 invariant violations (target 0, every fault kind injected), p50/p99 time to verdict with and
 without faults, and each violating run with its seed and journal. ``--replay SEED`` runs one
 run again exactly (the seed printed with a failing run).
@@ -27,12 +28,14 @@ def main() -> None:
                    help="simulated seconds per real second")
     p.add_argument("--outage-seconds", type=float, default=10.0)
     p.add_argument("--verdict-timeout", type=float, default=180.0)
+    p.add_argument("--budget-seconds", type=float, default=None,
+                   help="start no run after this long (a watchdog; reported as stuck)")
     args = p.parse_args()
     # SIGTERM ends the soak through its finally blocks: the stack's processes are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     report = run_soak(runs=args.runs, seed=args.seed, time_scale=args.time_scale,
                       outage_seconds=args.outage_seconds, verdict_timeout=args.verdict_timeout,
-                      replay=args.replay)
+                      replay=args.replay, budget_seconds=args.budget_seconds)
     print(json.dumps(report, indent=2))
 
 

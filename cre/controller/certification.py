@@ -29,7 +29,6 @@ from cre.api import labels as L
 from cre.api.certification import Certification
 from cre.api.conditions import ConditionType
 from cre.api.converter import structure
-from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
@@ -53,7 +52,6 @@ from cre.kube.runtime import (
     DONE,
     Again,
     Controller,
-    KeyQueue,
     OwnStatusEcho,
     Result,
     WatchEvent,
@@ -140,7 +138,7 @@ class CertificationController:
         self.status_echo = OwnStatusEcho()
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
                                      metrics=kube)
-        self.controller.watch(self.certifications, self.on_certification, self.status_echo)
+        self.controller.watch_own(self.certifications, self.status_echo)
         self.controller.watch(self.workflows, enqueue_owner(kind="Certification",
                                                             group=L.GROUP))
         if nodes is None:
@@ -173,15 +171,6 @@ class CertificationController:
     def stop(self) -> None:
         """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
         self.controller.stop()
-
-    def on_certification(self, event: WatchEvent[Certification], queue: KeyQueue) -> None:
-        """A Certification changed (its own status echo is filtered out before)."""
-        key = key_of(event.obj)
-        if event.type == WatchEventType.DELETED:
-            self.status_echo.forget(key)
-            self.controller.queue.forget(key)
-            return
-        queue.add(key)
 
     def _in_progress_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event

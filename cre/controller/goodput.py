@@ -115,7 +115,7 @@ class GoodputController:
         self._compiled: dict[str, GoodputParser | ProfileError] = {}
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
                                      metrics=kube)
-        self.controller.watch(self.measurements, self.on_measurement, self.status_echo)
+        self.controller.watch_own(self.measurements, self.status_echo, on_deleted=self._clear)
         self.controller.watch(self.jobs, enqueue_mapped(self._for_job))
         self.controller.watch(self.profiles, enqueue_mapped(self._for_profile))
 
@@ -141,12 +141,8 @@ class GoodputController:
     def stop(self) -> None:
         self.controller.stop()
 
-    def on_measurement(self, event: WatchEvent[GoodputMeasurement], queue: Any) -> None:
-        gm = event.obj
-        if str(event.type) == "DELETED":
-            self.metrics.clear(gm.metadata.namespace or "", gm.metadata.name or "")
-            return
-        queue.add(key_of(gm))
+    def _clear(self, gm: GoodputMeasurement) -> None:
+        self.metrics.clear(gm.metadata.namespace or "", gm.metadata.name or "")
 
     def _for_job(self, event: WatchEvent[Job]) -> Iterable[str]:
         job = event.obj

@@ -111,7 +111,7 @@ class MeasurementController:
         self._compiled: dict[str, CompiledProfile | ProfileError] = {}
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
                                      metrics=kube)
-        self.controller.watch(self.measurements, self.on_measurement, self.status_echo)
+        self.controller.watch_own(self.measurements, self.status_echo, on_deleted=self._clear)
         self.controller.watch(self.jobs, enqueue_mapped(self._for_job))
         self.controller.watch(self.profiles, enqueue_mapped(self._for_profile))
 
@@ -136,13 +136,6 @@ class MeasurementController:
 
     def stop(self) -> None:
         self.controller.stop()
-
-    def on_measurement(self, event: WatchEvent[BandwidthMeasurement], queue: Any) -> None:
-        bm = event.obj
-        if str(event.type) == "DELETED":
-            self._clear(bm)
-            return
-        queue.add(key_of(bm))
 
     def _for_job(self, event: WatchEvent[Job]) -> Iterable[str]:
         job = event.obj

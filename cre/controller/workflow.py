@@ -68,7 +68,6 @@ from cre.kube.runtime import (
     Again,
     Controller,
     EventHandler,
-    KeyQueue,
     OwnStatusEcho,
     Predicate,
     Result,
@@ -188,7 +187,7 @@ class WorkflowController:
         self.status_echo = OwnStatusEcho()
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
                                      metrics=kube)
-        self.controller.watch(self.workflows, self.on_workflow, self.status_echo)
+        self.controller.watch_own(self.workflows, self.status_echo)
         self.controller.watch(self.jobs, enqueue_owner(kind="Workflow", group=L.GROUP))
         self.controller.watch(self.runtimes, enqueue_mapped(self._owner_of))
         self.controller.watch(self.configmaps, enqueue_mapped(self._owner_of))
@@ -236,15 +235,6 @@ class WorkflowController:
         self.controller.stop()
 
     # --- event mapping ---------------------------------------------------------------------
-
-    def on_workflow(self, event: WatchEvent[Workflow], queue: KeyQueue) -> None:
-        """A Workflow changed (its own status echo is filtered out before)."""
-        key = key_of(event.obj)
-        if event.type == WatchEventType.DELETED:
-            self.status_echo.forget(key)
-            self.controller.queue.forget(key)
-            return
-        queue.add(key)
 
     def _owner_of(self, event: WatchEvent[Owned]) -> Iterable[str]:
         obj = event.obj

@@ -29,7 +29,6 @@ from cre.api import labels as L
 from cre.api.conditions import ConditionType
 from cre.api.converter import structure
 from cre.api.goodput import GoodputMeasurement
-from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog.model import Catalog
@@ -55,7 +54,6 @@ from cre.kube.runtime import (
     DONE,
     Again,
     Controller,
-    KeyQueue,
     OwnStatusEcho,
     Result,
     WatchEvent,
@@ -143,7 +141,7 @@ class WorkloadRunController:
         self.status_echo = OwnStatusEcho()
         self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
                                      metrics=kube)
-        self.controller.watch(self.runs, self.on_run, self.status_echo)
+        self.controller.watch_own(self.runs, self.status_echo)
         self.controller.watch(self.workflows, enqueue_owner(kind="WorkloadRun", group=L.GROUP))
         self.controller.watch(self.goodputs, enqueue_mapped(self._measured_keys))
         if nodes is None:
@@ -174,15 +172,6 @@ class WorkloadRunController:
     def stop(self) -> None:
         """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
         self.controller.stop()
-
-    def on_run(self, event: WatchEvent[WorkloadRun], queue: KeyQueue) -> None:
-        """A WorkloadRun changed (its own status echo is filtered out before)."""
-        key = key_of(event.obj)
-        if event.type == WatchEventType.DELETED:
-            self.status_echo.forget(key)
-            self.controller.queue.forget(key)
-            return
-        queue.add(key)
 
     def _waiting_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event

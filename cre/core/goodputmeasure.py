@@ -5,8 +5,11 @@ A goodput measurement follows one Job (``spec.jobRef``, tied to the Job's uid by
 (:mod:`cre.core.goodput`). The rules:
 
 * **Sampling** while the Job is ``InProgress/WorkloadRunning``, at most every
-  ``sampleInterval``: the pod is worker 0 of the LogProfile's replicated job (as for bandwidth:
-  :func:`cre.core.measurement.choose_pod`); no read while its container waits. The read
+  ``sampleInterval``: the pod is worker 0 of the LogProfile's replicated job (job index and
+  completion index 0; among several, as for bandwidth: :func:`cre.core.measurement.choose_pod`),
+  never another worker: every rank prints the same log, so a peer of the current run read
+  from its start would look like a new run (:func:`worker_zero`). No read while its container
+  waits. The read
   starts at the anchor (``status.sampledThrough`` as ``sinceTime``, never more than 30 min
   back) and :class:`cre.core.measurement.WindowFilter` skips lines already counted, so every
   line is folded exactly once and the result does not depend on the sampling. A new pod is
@@ -36,6 +39,7 @@ from typing import Final
 
 import attrs
 
+from cre.api import labels as L
 from cre.api.conditions import ConditionType, JobReason, MeasurementPhase, MeasurementReason
 from cre.api.goodput import GoodputMeasurement, GoodputMeasurementStatus
 from cre.api.job import Job
@@ -130,6 +134,17 @@ def set_condition(conds: tuple[Condition, ...], *, type_: ConditionType,
     new = Condition(type=type_, status=status, reason=reason, message=message,
                     last_transition_time=when)
     return (*(c for c in conds if c.type != type_), new)
+
+
+def worker_zero(pods: tuple[PodView, ...], replicated_job: str) -> PodView | None:
+    """The pod to read: worker 0 of ``replicated_job``, ``None`` while there is none.
+
+    Not the lowest index present: when the restart deletes worker 0 first, a late reconcile
+    may list only worker 1 of the crashed run, whose log (every rank prints the same one) read
+    from its start would count the crashed run again as a new pod's run."""
+    zero = tuple(p for p in pods if all((p.label(key) or "0") == "0"
+                                        for key in (L.JOB_INDEX, L.COMPLETION_INDEX)))
+    return choose_pod(zero, replicated_job)
 
 
 def _interval(gm: GoodputMeasurement) -> float:
@@ -275,7 +290,7 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
         return problem
     parser = obs.parser
     assert parser is not None
-    pod = choose_pod(obs.pods, parser.replicated_job)
+    pod = worker_zero(obs.pods, parser.replicated_job)
     # A failed trainer is read too: the Job waits on this sample for its last checkpoint.
     if pod is None or pod.phase not in ("Running", "Succeeded", "Failed"):
         return ctx.write(status, events=events, requeue_after=POLL)
@@ -306,7 +321,7 @@ def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why:
         return _complete(ctx, status, MeasurementReason.JOB_FAILED,
                          f"Referenced Job failed; {ctx.obs.profile_error or 'LogProfile not '}"
                          "found", done_at=ended)
-    pod = choose_pod(ctx.obs.pods, parser.replicated_job)
+    pod = worker_zero(ctx.obs.pods, parser.replicated_job)
     if pod is not None:
         container, _ = _container(pod, parser.container)
         read = _answer(ctx, pod, final=True)

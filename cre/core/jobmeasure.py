@@ -12,8 +12,9 @@ a uid precondition before the workload is created, so numbers of two attempts ne
 Once the Job succeeded, thresholds are judged by :func:`cre.core.thresholds.judge` on the
 measurement's final values; the verdict is the additive ``ValidationFailed`` condition (the trio
 stays Succeeded), written once: a Job that already carries ``ValidationFailed`` is never judged
-again. Until the verdict, the Job waits (requeue at the ``measurementTimeout`` deadline; a
-change of the measurement also brings it back).
+again. Until the verdict, the Job waits (requeue at the ``measurementTimeout`` deadline, at
+most ``COMPLETION_GRACE`` later while its measurement has not completed; a change of the
+measurement also brings it back).
 
 Job status fields for the tiers above (documented in docs/design/015-measurement.md):
 ``ValidationFailed`` (True: reason ThresholdViolated / MeasurementTimeout / UnknownThresholdKey
@@ -45,6 +46,7 @@ from cre.core.thresholds import (
     judge,
     judge_nodes,
     measured_values,
+    measurement_completed,
     measurement_state,
     node_values,
 )
@@ -159,7 +161,8 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
             n.node_name: n.message for n in own.status.node_results if n.message})
     else:
         verdict = judge(job.spec.thresholds, values, succeeded_at=succeeded_at, now=now,
-                        timeout=timeout, state=measurement_state(own))
+                        timeout=timeout, state=measurement_state(own),
+                        completed=measurement_completed(own))
     if not isinstance(verdict, Verdict):
         return Validation(status=status,
                           requeue_after=max((verdict.deadline - now).total_seconds(), 0.0))

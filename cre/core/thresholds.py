@@ -16,7 +16,10 @@ module is the judge, pure (the clock is a parameter, CEL is evaluated through th
   rejects -> ``ThresholdViolated`` (``Threshold "<key>" violated: measured <%.4f>,
   expression: <expr>``, one clause per key); a key still without a value -> wait until
   ``measurementTimeout`` after the Job succeeded, then ``MeasurementTimeout`` (fails closed,
-  the message says what the measurement ended as); else ``ThresholdsMet``.
+  the message says what the measurement ended as); else ``ThresholdsMet``. A measurement that
+  has not completed by then is still reading the Job's final log: the verdict waits for it,
+  at most :data:`COMPLETION_GRACE` more, so what the message names depends on the measurement's
+  outcome, not on which controller ran first.
 * A per-node measurement (a ``Multi`` LogProfile such as ``nccl-loopback``: every node ran its
   own test, ``status.nodeResults``) is judged **per node** (:func:`judge_nodes`): each node's
   values are its own peak busBW / algBW; a node that misses, or whose log held no table, is
@@ -51,6 +54,10 @@ class MetricKey(enum.StrEnum):
 
 
 DEFAULT_MEASUREMENT_TIMEOUT: Final = timedelta(minutes=5)
+#: How much longer than ``measurementTimeout`` a verdict waits for a measurement that has not
+#: completed (it completes once it has seen the Job succeed and read the final log). Kept below
+#: the Workflow's wait for a verdict (cre.core.workflow_run.VALIDATION_GRACE).
+COMPLETION_GRACE: Final = timedelta(seconds=30)
 
 
 def _condition(bm: BandwidthMeasurement, type_: ConditionType) -> tuple[str, str] | None:
@@ -86,6 +93,11 @@ def measurement_state(bm: BandwidthMeasurement | None) -> str:
     return f"BandwidthMeasurement {name} has not completed"
 
 
+def measurement_completed(bm: BandwidthMeasurement | None) -> bool:
+    """Whether nothing more will come from ``bm``: it completed, or there is none."""
+    return bm is None or _condition(bm, ConditionType.COMPLETE) is not None
+
+
 @attrs.frozen(kw_only=True)
 class Verdict:
     """A threshold verdict: ``ValidationFailed`` status, reason, message."""
@@ -119,8 +131,9 @@ def _check(expr: str, value: float) -> bool:
 def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
           succeeded_at: datetime, now: datetime,
           timeout: timedelta = DEFAULT_MEASUREMENT_TIMEOUT,
-          state: str = "") -> Verdict | Wait:
-    """The verdict on ``thresholds`` given ``measured`` values, or how long to wait for them."""
+          state: str = "", completed: bool = True) -> Verdict | Wait:
+    """The verdict on ``thresholds`` given ``measured`` values, or how long to wait for them;
+    ``completed`` is False while the measurement exists and has not completed."""
     keys = sorted(thresholds)
     unknown = [k for k in keys if k not in THRESHOLD_KEYS]
     if unknown:
@@ -154,7 +167,7 @@ def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
                        message="; ".join(violated))
     missing = tuple(k for k in keys if k not in measured)
     if missing:
-        deadline = succeeded_at + timeout
+        deadline = succeeded_at + timeout + (timedelta(0) if completed else COMPLETION_GRACE)
         if now < deadline:
             return Wait(deadline=deadline, missing=missing)
         why = f"; {state}" if state else ""

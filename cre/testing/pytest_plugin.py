@@ -28,6 +28,7 @@ TESTING_EXTRA: frozenset[str] = frozenset(
 try:
     from cre.testing.apiserver.pytest_fixtures import kube_emulator
     from cre.testing.cluster.pytest_fixtures import simulated_cluster
+    from cre.testing.controlplane.pytest_fixtures import real_control_plane
 except ModuleNotFoundError as exc:
     if (exc.name or "").partition(".")[0] not in TESTING_EXTRA:
         raise
@@ -47,8 +48,13 @@ except ModuleNotFoundError as exc:
         pytest.fail(_needs_extra("simulated_cluster"), pytrace=False)
         yield None  # pragma: no cover
 
+    @pytest.fixture(scope="session")
+    def real_control_plane() -> Iterator[Any]:
+        pytest.fail(_needs_extra("real_control_plane"), pytrace=False)
+        yield None  # pragma: no cover
+
 __all__ = ["kube_emulator", "pytest_addoption", "pytest_collect_directory", "pytest_configure",
-           "pytest_terminal_summary", "simulated_cluster"]
+           "pytest_terminal_summary", "real_control_plane", "simulated_cluster"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,25 +1,36 @@
-"""The chaos soak: Jobs run on the simulated cluster while the API server and the manager fail.
+"""The chaos soak: Jobs and Certifications run on the simulated cluster while the API server and
+the manager fail.
 
 ``python -m bench soak`` (and the short seeded soak in ``make test``) drive the real processes
 of :mod:`cre.testing.procs`: the API emulator, the cluster simulator and ``cre-manager``. Each
-run applies one NCCL Job whose expected verdict is known (it succeeds, or its launcher exits 1
-on arguments nccl-tests refuses), injects a seeded mix of faults through the emulator's fault
-API and the process table, waits for the verdict, clears the faults and checks the invariants,
-each a named check:
+run applies one NCCL Job, or (about a third of the runs) a Certification in two groups
+(:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its launchers
+exit 1), injects a seeded mix of faults through the emulator's fault API and the process table,
+waits for the verdict, clears the faults and checks the invariants, each a named check:
 
-* ``verdict``: the Job is terminal with the expected phase (a real failure never becomes a
-  success, nor the reverse); a Job deleted mid-run is gone instead;
-* ``single_create``: at most one TrainJob create was admitted for the Job (counted from the
-  emulator's audit, not from the end state);
-* ``no_orphans``: after a deletion no TrainJob, TrainingRuntime or pod of the Job is left;
-* ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod,
-  also when the launcher failed while the manager was down;
-* ``no_regression``: in the journal of every version written, a terminal phase or a recorded
-  failureLog is never lost afterwards;
+* ``verdict``: the object is terminal with the expected phase (a real failure never becomes a
+  success, nor the reverse); an object deleted mid-run is gone instead;
+* ``single_create``: at most one TrainJob create was admitted per Job (counted from the
+  emulator's audit, not from the end state); for a Certification, no Workflow, Job or TrainJob
+  name was created twice;
+* ``no_orphans``: after a deletion no TrainJob or pod of the Job is left (its TrainingRuntime is
+  the user's, applied with it); nothing of a Certification is left in its namespace
+  (Workflows, Jobs, TrainJobs, the per-group TrainingRuntime copies, ConfigMaps, pods);
+* ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod; a
+  launcher that failed while the manager was blind (none ran, or its watches were down) is
+  deleted by JobSet about 0.5 s later, before anyone can read it, and then the record must say
+  why no pod is named (``PodNotFound``, or ``NoTerminatedContainer`` when only workers were
+  left);
+* ``no_regression``: in the journal of every version written, a terminal phase, a verdict or a
+  recorded failureLog is never lost afterwards;
 * ``retries`` (over the soak): the manager's metrics count retries when faults were injected.
 
 A run's faults come from ``random.Random(run_seed)``; a violating run carries its seed and the
-emulator's journal of the Job's versions, and ``--replay SEED`` runs exactly that run again.
+emulator's journal of its objects' versions, and ``--replay SEED`` runs exactly that run again.
+The driver never hangs: every wait is bounded, each run starts on an idle cluster (no pod of an
+earlier run left), and after two runs in a row that timed out (each reported with the managers
+alive and the pods that did not run, with the scheduler's message) the soak stops with
+``stuck`` naming the next run and its seed.
 """
 
 from __future__ import annotations
@@ -29,13 +40,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from typing import Any, Final
 
 import attrs
 
 from cre.core.workload import workload_name
+from cre.testing import soaktiers as tiers
 from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+from cre.testing.soakreport import summarize
+from cre.testing.soaktiers import BLIND_FAULTS, failure_log_problem
 
 NODES: Final = 8
 FAULT_KINDS: Final = (
@@ -46,12 +59,17 @@ FAULT_KINDS: Final = (
 TERMINAL: Final = ("Succeeded", "Failed")
 
 
+class SoakStuck(StackError):
+    """The cluster cannot get back to idle between runs: the soak ends with its report."""
+
+
 @attrs.define
 class RunResult:
     run: int
     seed: int
     faults: list[str]
     expected: str
+    tier: str = "Job"
     phase: str = ""
     seconds: float = 0.0
     violations: dict[str, str] = attrs.field(factory=dict)
@@ -72,13 +90,16 @@ class Soak:
         self.metrics: dict[str, float] = {}
         self._not_ready: list[str] = []
         self.startup_exits = 0
+        self.timeouts_in_a_row = 0
         self.exits_during_runs = 0
+        self._exits_at_start = 0
 
     # -- processes -------------------------------------------------------------------------
 
     def start(self) -> None:
         self.stack.start_emulator()
-        sim = self.stack.start_cluster(nodes=NODES, time_scale=self.time_scale)
+        sim = self.stack.start_cluster(nodes=NODES, time_scale=self.time_scale,
+                                       extra_args=tiers.SIM_ARGS)
         wait_until(lambda: len(self.gpu_nodes()) >= NODES, timeout=60, what="GPU nodes",
                    interval=0.2, alive=sim.check_alive)
         self.kubectl("apply", "-f", "-", stdin="{apiVersion: v1, kind: Namespace, "
@@ -137,7 +158,7 @@ class Soak:
             m.wait(60)
         self.managers.clear()
 
-    def _supervised(self, done: bool) -> bool:
+    def supervised(self, done: bool) -> bool:
         """``done``, after restarting managers that exited (a leader that lost its lease in
         an outage exits on purpose; its Deployment starts it again)."""
         if not done:
@@ -204,56 +225,120 @@ class Soak:
     # -- one run ---------------------------------------------------------------------------
 
     def run(self, index: int, seed: int) -> RunResult:
+        """One run (its faults, verdict and invariants drawn from ``seed`` alone)."""
+        self._exits_at_start = self.exits_during_runs
+        result = self._run(index, seed)
+        timed_out = "timed out" in result.violations.get("verdict", "")
+        self.timeouts_in_a_row = self.timeouts_in_a_row + 1 if timed_out else 0
+        return result
+
+    def _run(self, index: int, seed: int) -> RunResult:
         rng = random.Random(seed)
         kinds = rng.sample(FAULT_KINDS, rng.choice((0, 1, 1, 2, 3)))
         fail = "launcher_fails_while_down" in kinds or rng.random() < 0.4
         deleted = "job_deleted" in kinds
+        # A third of the runs certify (a Certification -> Workflow -> Jobs); a launcher that
+        # fails while the manager is down is a Job-level scenario.
+        tier = ("Certification" if rng.random() < 0.35
+                and "launcher_fails_while_down" not in kinds else "Job")
         name = f"soak-{index}-{seed % 100000}"
         # A node going NotReady under the Job may fail it (Node class) or not: any verdict.
         expected = ("Deleted" if deleted else "Terminal" if "node_not_ready" in kinds
                     else "Failed" if fail else "Succeeded")
-        result = RunResult(run=index, seed=seed, faults=sorted(kinds), expected=expected)
+        result = RunResult(run=index, seed=seed, faults=sorted(kinds), expected=expected,
+                           tier=tier)
         self._ensure_manager()
+        self._wait_idle(result)
         started = time.monotonic()
         audit_from = self.stack.emulator_control("GET", "audit?since=999999999")["seq"]
         self.stack.emulator_control("DELETE", "journal")  # this run's writes only
         self.stack.emulator_control("POST", "journal")
+        if tier == "Certification":
+            return tiers.run_certification(self, result, rng, index=index, fail=fail,
+                                           deleted=deleted, started=started,
+                                           audit_from=audit_from)
         try:
             self.apply_job(name, fail=fail)
             if "launcher_fails_while_down" in kinds:
                 # The workload is created, the manager dies, the launcher runs and exits while
                 # no manager runs; the restarted one must still record it, naming the launcher.
-                wait_until(lambda: self._supervised(self._trainjob(name) is not None),
+                wait_until(lambda: self.supervised(self._trainjob(name) is not None),
                            timeout=self.verdict_timeout, what=f"{name}'s TrainJob",
                            interval=0.2)
                 self._kill(signal.SIGKILL)
                 wait_until(lambda: self._trainjob_failed(name), timeout=self.verdict_timeout,
                            what=f"{name}'s workload to fail", interval=0.3)
-            self._inject(kinds, rng, name)
+            self.inject(kinds, rng)
             if "launcher_fails_while_down" in kinds:
                 self._ensure_manager()
             if deleted:
                 self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
             if deleted:
-                wait_until(lambda: self._supervised(self.phase(name) is None),
+                wait_until(lambda: self.supervised(self.phase(name) is None),
                            timeout=self.verdict_timeout, what=f"{name} to be gone",
                            interval=0.3)
             else:
-                wait_until(lambda: self._supervised(self.phase(name) in TERMINAL),
+                wait_until(lambda: self.supervised(self.phase(name) in TERMINAL),
                            timeout=self.verdict_timeout, what=f"{name} to reach a verdict",
                            interval=0.3)
         except StackError as exc:
-            result.violations["verdict"] = str(exc)
+            result.violations["verdict"] = f"{exc}; {self.diagnose('default')}"
         result.seconds = time.monotonic() - started
+        self.settle()
+        self._check(result, name, audit_from=audit_from, deleted=deleted, fail=fail)
+        if not deleted:
+            self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
+        # The TrainingRuntime was applied with the Job (the user's, not CRE's to delete).
+        self.kubectl("delete", "trainingruntimes.trainer.kubeflow.org", f"{name}-runtime",
+                     "--wait=false", "--ignore-not-found")
+        return result
+
+    def blind(self, result: RunResult) -> bool:
+        """Whether the run left the manager blind for a while (a fault that kills it or takes
+        every watch down, or a manager that exited during the run)."""
+        return (bool(set(result.faults) & set(BLIND_FAULTS))
+                or self.exits_during_runs > self._exits_at_start)
+
+    def settle(self) -> None:
+        """After a run's verdict: faults cleared, nodes Ready, a manager running (scraped)."""
         self.clear_faults()
         self._restore_nodes()
         self._ensure_manager()
         for m in self.managers:
             self._scrape(m)
-        self._check(result, name, audit_from=audit_from, deleted=deleted, fail=fail)
-        if not deleted:
-            self.kubectl("delete", "jobs.cre.dev", name, "--wait=false")
-        return result
+
+    def diagnose(self, namespace: str) -> str:
+        """Why a run may not progress: managers alive, the run's pods that are not running
+        (with the scheduler's message), for the report of a run that timed out."""
+        alive = [m.name for m in self.managers if m.returncode() is None]
+        pods = []
+        for pod in (self.get_json("get", "pods", "-n", namespace) or {}).get("items") or []:
+            status = pod.get("status") or {}
+            if status.get("phase") != "Running":
+                why = "; ".join(str(c.get("message")) for c in status.get("conditions") or []
+                                if c.get("status") == "False" and c.get("message"))
+                pods.append(f"{pod['metadata']['name']}: {status.get('phase')} {why}".strip())
+        return f"managers alive: {alive}; pods not running: {pods}"
+
+    def _wait_idle(self, result: RunResult) -> None:
+        """Every run starts on an idle cluster: no pod of an earlier run holds a node. A
+        cluster that does not get there ends the soak, loudly, rather than failing every
+        later run with a timeout (the first soak's stall)."""
+        def busy() -> list[str]:
+            doc = self.get_json("get", "pods", "-A") or {}
+            return [f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                    for p in doc.get("items") or []
+                    if (p.get("status") or {}).get("phase") not in TERMINAL]
+        if self.timeouts_in_a_row >= 2:
+            raise SoakStuck(f"run {result.run} (seed {result.seed}) not started: the last "
+                            f"{self.timeouts_in_a_row} runs timed out waiting for a verdict; "
+                            "see their diagnosis in failing_runs")
+        try:
+            wait_until(lambda: self.supervised(not busy()), timeout=self.verdict_timeout,
+                       what="the previous runs' pods to be gone", interval=0.5)
+        except StackError as exc:
+            raise SoakStuck(f"run {result.run} (seed {result.seed}) cannot start: {exc}: "
+                            f"{busy()}") from exc
 
     def _trainjob(self, name: str) -> dict[str, Any] | None:
         return self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name))
@@ -265,7 +350,7 @@ class Soak:
         return any(c.get("type") == "Failed" and c.get("status") == "True"
                    for c in (tj.get("status") or {}).get("conditions") or [])
 
-    def _inject(self, kinds: list[str], rng: random.Random, name: str) -> None:
+    def inject(self, kinds: list[str], rng: random.Random) -> None:
         spec: dict[str, Any] = {"seed": rng.randrange(1 << 30), "errors": []}
         for kind in kinds:
             if kind == "conflict_storm":
@@ -282,12 +367,17 @@ class Soak:
             elif kind == "watch_drops":
                 spec["watch"] = {"afterEvents": rng.randint(3, 20)}
             elif kind == "gone_error_event":
+                # Every open watch ends and every resume in the next seconds is answered with
+                # an ERROR 410 event (a watch cache that moved on); relisted informers resume.
                 spec["force410OnResume"] = True
                 spec["dropWatches"] = True
             elif kind == "gone_http":
                 spec["watchGoneStatus"] = rng.randint(1, 4)
                 spec["dropWatches"] = True
         self.faults(spec)
+        if "gone_error_event" in kinds:
+            time.sleep(rng.uniform(1.0, 3.0))
+            self.faults({"force410OnResume": False})
         if "outage" in kinds:
             time.sleep(rng.uniform(0.5, 2.0))
             self.faults({"outageSeconds": self.outage_seconds})
@@ -345,9 +435,10 @@ class Soak:
             except StackError:
                 result.violations["no_orphans"] = f"left behind: {self._leftovers(name)}"
         if fail and job is not None and phase == "Failed":
-            log = (job.get("status") or {}).get("failureLog") or {}
-            if "launcher" not in str(log.get("podName") or ""):
-                result.violations["failure_log"] = f"failureLog names {log.get('podName')!r}"
+            problem = failure_log_problem(job.get("status") or {},
+                                          blind=self.blind(result))
+            if problem:
+                result.violations["failure_log"] = problem
         versions = [o["object"] for o in self.stack.emulator_control("GET", "journal")["objects"]
                     if o["resource"] == "jobs" and o["object"]["metadata"]["name"] == name]
         seen_terminal = seen_log = False
@@ -366,66 +457,45 @@ class Soak:
         left: list[str] = []
         if self.get_json("get", "trainjobs.trainer.kubeflow.org", workload_name(name)):
             left.append("trainjob")
-        if self.get_json("get", "trainingruntimes.trainer.kubeflow.org", f"{name}-runtime"):
-            left.append("trainingruntime")
         for label in (f"cre.dev/job={name}", f"cre.dev/launcher={name}"):
             if (self.get_json("get", "pods", "-l", label) or {}).get("items"):
                 left.append(f"pods {label}")
         return left
 
 
-def percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))], 2)
-
-
-def summarize(results: list[RunResult], soak: Soak, *, seed: int) -> dict[str, Any]:
-    faults = Counter(k for r in results for k in r.faults)
-    with_faults = [r.seconds for r in results if r.faults]
-    without = [r.seconds for r in results if not r.faults]
-    retries = soak.retries_seen()
-    api_faults = sum(faults[k] for k in FAULT_KINDS[:8])
-    checks = {"retries": "" if not api_faults or sum(retries.values()) > 0
-              else "faults were injected but no retry was counted"}
-    violating = [r for r in results if r.violations]
-    return {
-        "benchmark": "soak", "seed": seed, "runs": len(results),
-        "faults_injected": dict(sorted(faults.items())),
-        "fault_kinds_missing": sorted(set(FAULT_KINDS) - set(faults)),
-        "violations": sum(len(r.violations) for r in results) + sum(bool(v)
-                                                                   for v in checks.values()),
-        "violations_by_check": dict(Counter(c for r in results for c in r.violations)),
-        "soak_checks": checks,
-        "time_to_verdict_s": {"with_faults": {"p50": percentile(with_faults, 50),
-                                              "p99": percentile(with_faults, 99),
-                                              "runs": len(with_faults)},
-                              "without_faults": {"p50": percentile(without, 50),
-                                                 "p99": percentile(without, 99),
-                                                 "runs": len(without)}},
-        "manager_retry_metrics": retries,
-        # Managers that exited while starting during injected faults (restarted, as the
-        # Deployment restarts its pod).
-        "manager_startup_exits": soak.startup_exits,
-        # Managers that exited while running (a lease lost in an outage): restarted likewise.
-        "manager_exits_during_runs": soak.exits_during_runs,
-        "failing_runs": [{"run": r.run, "seed": r.seed, "faults": r.faults,
-                          "expected": r.expected, "phase": r.phase,
-                          "violations": r.violations, "journal": r.journal}
-                         for r in violating],
-        "replay": "python -m bench soak --replay <seed>",
-    }
-
-
 def run_soak(*, runs: int, seed: int, time_scale: float, outage_seconds: float,
-             verdict_timeout: float, replay: int | None = None) -> dict[str, Any]:
-    """The soak's JSON report."""
+             verdict_timeout: float, replay: int | None = None,
+             budget_seconds: float | None = None) -> dict[str, Any]:
+    """The soak's JSON report. It never hangs: every wait is bounded, a cluster that cannot
+    get back to idle ends the soak (``stuck`` in the report, with the seed), and past
+    ``budget_seconds`` (a watchdog, not a performance figure) no further run starts
+    (``runs_not_started``)."""
     master = random.Random(seed)
     seeds = [replay] if replay is not None else [master.randrange(1 << 31) for _ in range(runs)]
+    started = time.monotonic()
+    results: list[RunResult] = []
+    stuck = ""
     with Stack() as stack:
         soak = Soak(stack, time_scale=time_scale, outage_seconds=outage_seconds,
                     verdict_timeout=verdict_timeout)
         soak.start()
-        results = [soak.run(i, s) for i, s in enumerate(seeds)]
-        return summarize(results, soak, seed=seed)
+        for i, s in enumerate(seeds):
+            if budget_seconds is not None and time.monotonic() - started > budget_seconds:
+                stuck = f"the soak's budget of {budget_seconds:g}s ran out before run {i}"
+                break
+            try:
+                results.append(soak.run(i, s))
+            except SoakStuck as exc:
+                stuck = str(exc)
+                break
+            last = results[-1]
+            print(f"soak: run {i} seed {s} {last.tier} {last.faults} -> {last.phase} in "
+                  f"{last.seconds:.1f}s {last.violations or ''}", file=sys.stderr, flush=True)
+        report = summarize(results, seed=seed, fault_kinds=FAULT_KINDS,
+                           retries=soak.retries_seen(), startup_exits=soak.startup_exits,
+                           exits_during_runs=soak.exits_during_runs)
+    report["stuck"] = stuck
+    report["runs_not_started"] = len(seeds) - len(results)
+    if stuck:
+        report["violations"] += 1
+    return report

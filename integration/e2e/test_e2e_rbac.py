@@ -2,9 +2,13 @@
 account's token with RBAC enforced, runs Jobs end to end; the emulator's audit of its requests
 must need every grant of ``deploy/`` (nothing unused, secrets above all) and get no 403.
 
-The Job tier is what runs here. Grants only the other tiers use are excused by name with the
-reason (``LATER_TIERS``, ``LATER_VERBS``) and leave those lists as the tiers join the test; one
-of them used by this run fails the test too (the excuse is stale).
+Jobs (passing, failing, stalled, their TrainJob deleted), a Certification (two groups in turn,
+failing, one conflicting status write) and a user Workflow with a ConfigMap dependency run here,
+so the Job, Workflow and Certification controllers' grants are each used by a real call. What
+is still excused is named with the reason: the kinds of tiers not in this run (``LATER_TIERS``)
+and the DRA objects only MNNVL/RoCE fabrics use (``LATER_VERBS``: the simulated cluster is H100
+over EFA and the emulator serves no DRA kinds). An excused grant this run uses fails the test
+too (the excuse is stale).
 """
 
 from __future__ import annotations
@@ -14,38 +18,32 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e_helpers import NODES, SIM_TIME_SCALE, apply_job, gpu_nodes, job_phase, wait_phase
+from e2e_helpers import (
+    NODES,
+    SIM_TIME_SCALE,
+    apply_job,
+    create_namespace,
+    gpu_nodes,
+    job_phase,
+    wait_phase,
+)
 from ruamel.yaml import YAML
 
 from cre.testing.procs import REPO, Stack, wait_until
 
 SA = "system:serviceaccount:cre-system:cre-manager"
-# Resources of tiers whose controllers are not in the manager yet
-# (cre_manager.controllers.CONTROLLERS): their grants join the proof with their scenarios.
+# Kinds whose own scenarios are not in this run (measurement thresholds, workload runs): only
+# the verbs of theirs this run does not reach are excused; they join with their scenarios.
 LATER_TIERS = {
-    "certifications": "the Certification controller",
-    "workflows": "the Workflow controller",
     "workloadruns": "the WorkloadRun controller (status writes need a WorkloadRun applied; "
                     "the blockOwnerDeletion of the Workflow it owns needs finalizers update)",
     "bandwidthmeasurements": "the measurement controller",
     "goodputmeasurements": "the goodput controller (Jobs with a goodputMeasurement)",
     "logprofiles": "the LogProfile reader of failure classification",
 }
-# Verbs on the Job tier's own resources that only another tier's controller uses.
+# The Workflow controller's DRA dependencies: created, read and deleted only for fabrics that
+# need them (a ComputeDomain for MNNVL, ResourceClaimTemplates for RoCE).
 LATER_VERBS = {
-    ("cre.dev", "jobs", "create"): "the Workflow controller creates its Jobs",
-    ("cre.dev", "jobs", "update"): "the Workflow controller updates its Jobs",
-    ("cre.dev", "jobs", "delete"): "the Workflow controller deletes its Jobs",
-    # The Workflow controller's per-group dependencies and node results: this run applies Jobs,
-    # so no Workflow creates them (its informers list and watch them, which the run proves).
-    ("", "configmaps", "create"): "Workflow node-result and dependency ConfigMaps",
-    ("", "configmaps", "update"): "Workflow node-result ConfigMaps are upserted",
-    ("", "configmaps", "delete"): "Workflow dependencies are cleaned after their group",
-    ("", "configmaps", "get"): "a Workflow create that finds its name taken reads the holder",
-    ("trainer.kubeflow.org", "trainingruntimes", "create"): "per-group TrainingRuntime copies",
-    ("trainer.kubeflow.org", "trainingruntimes", "delete"): "per-group runtimes cleaned",
-    ("trainer.kubeflow.org", "trainingruntimes", "get"):
-        "a Workflow create that finds its name taken reads the holder",
     ("resource.nvidia.com", "computedomains", "create"): "MNNVL fabrics (GB200/GB300) only",
     ("resource.nvidia.com", "computedomains", "delete"): "MNNVL fabrics (GB200/GB300) only",
     ("resource.nvidia.com", "computedomains", "get"): "MNNVL fabrics (GB200/GB300) only",
@@ -54,7 +52,6 @@ LATER_VERBS = {
     ("resource.k8s.io", "resourceclaimtemplates", "delete"): "RoCE fabrics only",
     ("resource.k8s.io", "resourceclaimtemplates", "get"): "RoCE fabrics only",
     ("resource.k8s.io", "resourceclaimtemplates", "list"): "RoCE fabrics only",
-    ("", "events", "list"): "a TrainJob that never starts is failed with its Events",
 }
 
 
@@ -78,7 +75,9 @@ def rbac_stack() -> Iterator[Stack]:
     """Emulator with RBAC enforced (HTTPS: client-go sends tokens over TLS only) + cluster."""
     with Stack() as stack:
         stack.start_emulator(args=["--rbac", "--tls"])
-        sim = stack.start_cluster(nodes=NODES, time_scale=SIM_TIME_SCALE)
+        sim = stack.start_cluster(nodes=NODES, time_scale=SIM_TIME_SCALE,
+                                  extra_args=["--fail-launcher", "--fail-launcher-pod-prefix",
+                                              FAIL_PREFIX])
         wait_until(lambda: len(gpu_nodes(stack)) >= NODES, timeout=60, what="GPU nodes",
                    interval=0.2, alive=sim.check_alive)
         yield stack
@@ -112,6 +111,82 @@ def _manager_args(docs: list[dict[str, Any]]) -> list[str]:
                                                                  "--health-probe-bind-address"))]
 
 
+CERTIFICATION = """\
+apiVersion: cre.dev/v1alpha1
+kind: Certification
+metadata: {name: rbacfail-cert, namespace: rbac-cert}
+spec:
+  nodesPerJob: 4
+  maxConcurrent: 1
+  categories:
+  - {domain: communication, variant: nccl-all-reduce}
+"""
+WORKFLOW = "rbacfail-cert-communication-nccl-all-reduce"
+# The simulator fails the launchers of this Certification's Jobs (their pods' names start so).
+FAIL_PREFIX = "rbacfail-"
+
+
+def _certify(stack: Stack) -> None:
+    """A Certification in two groups run one after the other (``maxConcurrent: 1``) whose
+    launchers fail: each group's failed nodes are merged into the same result ConfigMap (a
+    create, then a read and a replace), and a status write that conflicts once is re-read."""
+    create_namespace(stack, "rbac-cert")
+    since = stack.emulator_control("GET", "audit?since=999999999")["seq"]
+    stack.emulator_control("POST", "faults", {"errors": [
+        {"code": 409, "rate": 1.0, "verb": "update", "resource": "certifications"}]})
+    stack.kubectl("apply", "-f", "-", stdin=CERTIFICATION)
+
+    def conflicted() -> bool:
+        records = stack.emulator_control("GET", f"audit?since={since}")["records"]
+        return any(r["user"] == SA and r["resource"] == "certifications" and r["code"] == 409
+                   for r in records)
+
+    wait_until(conflicted, timeout=120, what="a conflicting Certification status write",
+               interval=0.2)
+    stack.emulator_control("DELETE", "faults")
+
+    def status() -> dict[str, Any]:
+        got = stack.kubectl_json("get", "certifications", "-n", "rbac-cert", "rbacfail-cert")
+        return dict(got.get("status") or {})
+
+    wait_until(lambda: status().get("verdict"), timeout=240, what="the Certification's verdict",
+               interval=0.5)
+    assert (status()["phase"], status()["verdict"]) == ("Failed", "Failed"), status()
+    _user_workflow(stack)
+    stack.kubectl("delete", "certifications", "-n", "rbac-cert", "rbacfail-cert", "--wait=true",
+                  "--timeout=120s")
+    for kind in ("workflows.cre.dev", "jobs.cre.dev", "trainingruntimes.trainer.kubeflow.org",
+                 "configmaps"):
+        left = stack.kubectl_json("get", kind, "-n", "rbac-cert")["items"]
+        assert not left, f"{kind} left after the Certification was deleted: {left}"
+
+
+def _user_workflow(stack: Stack) -> None:
+    """A Workflow a user writes (the Certification's own, renamed) with one more dependency, a
+    ConfigMap: the controller creates it for the Workflow and deletes it with the Workflow."""
+    spec = stack.kubectl_json("get", "workflows", "-n", "rbac-cert", WORKFLOW)["spec"]
+    spec["dependencies"] = [*spec.get("dependencies", []), {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rbac-wf-settings"},
+        "data": {"mode": "rbac"}}]
+    body = {"apiVersion": "cre.dev/v1alpha1", "kind": "Workflow",
+            "metadata": {"name": "rbac-wf", "namespace": "rbac-cert"}, "spec": spec}
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+
+    def verdict() -> object:
+        got = stack.kubectl_json("get", "workflows", "-n", "rbac-cert", "rbac-wf")
+        return (got.get("status") or {}).get("verdict")
+
+    wait_until(verdict, timeout=240, what="the user Workflow's verdict", interval=0.5)
+    assert verdict() == "Passed"
+    assert stack.kubectl("get", "configmap", "-n", "rbac-cert", "rbac-wf-settings",
+                         check=False).returncode == 0, "the ConfigMap dependency was not made"
+    stack.kubectl("delete", "workflows", "-n", "rbac-cert", "rbac-wf", "--wait=true",
+                  "--timeout=120s")
+    gone = stack.kubectl("get", "configmap", "-n", "rbac-cert", "rbac-wf-settings",
+                         check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
+
+
 def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> None:
     stack = rbac_stack
     stack.kubectl("apply", "-k", str(REPO / "deploy" / "default"))
@@ -140,6 +215,21 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
     wait_until(lambda: job_phase(stack, "rbac-gone") in ("Failed", "Succeeded"), timeout=120,
                what="rbac-gone to end", interval=0.2)
     stack.kubectl("delete", "jobs.cre.dev", "rbac-ok", "--wait=true", "--timeout=60s")
+    # A Job whose TrainJob never starts (its runtime is missing): failed after
+    # startupStallTimeoutSeconds with the TrainJob's Events, which the controller lists.
+    stack.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "cre.dev/v1alpha1", "kind": "Job",
+        "metadata": {"name": "rbac-stalled", "namespace": "default"},
+        "spec": {"startupStallTimeoutSeconds": 3,
+                 "workload": {"trainJob": {"runtimeRef": {"name": "missing-runtime"}}}}}))
+    wait_phase(stack, "rbac-stalled", "Failed")
+    stalled = stack.kubectl_json("get", "jobs.cre.dev", "rbac-stalled")["status"]
+    reasons = {c["type"]: c.get("reason") for c in stalled.get("conditions") or []}
+    assert reasons.get("Failed") == "WorkloadStalled", stalled
+    # A Certification in two groups: the Certification and Workflow controllers create, update
+    # and delete their Workflow, Jobs, per-group TrainingRuntime copies and node-result
+    # ConfigMaps, and deleting it removes them all.
+    _certify(stack)
     manager.stop()
 
     records = [r for r in stack.emulator_control("GET", "audit")["records"]

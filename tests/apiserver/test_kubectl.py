@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from cre.testing.apiserver import Emulator
@@ -180,10 +181,20 @@ async def test_delete_cascade_foreground_and_orphan(kubectl: Kubectl) -> None:
             await kubectl.run("delete", "cm", "dep")
 
 
+async def _bind(emu: Emulator, pod: str, node: str) -> None:
+    """Schedule ``pod`` on ``node`` as kube-scheduler does (spec.nodeName is immutable to
+    updates; only the pods/binding subresource sets it)."""
+    async with aiohttp.ClientSession() as s, s.post(
+            f"{emu.url}/api/v1/namespaces/default/pods/{pod}/binding",
+            json={"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod},
+                  "target": {"apiVersion": "v1", "kind": "Node", "name": node}}) as r:
+        assert r.status == 201, await r.text()
+
+
 async def test_logs(kubectl: Kubectl, emu_crds: Emulator) -> None:
     """kubectl logs reads what the control API appended, with --tail."""
     await kubectl.apply(POD)
-    await kubectl.run("patch", "pod", "web", "--type", "merge", "-p", '{"spec":{"nodeName":"n1"}}')
+    await _bind(emu_crds, "web", "n1")
     emu_crds.append_log("default", "web", "c", "one\ntwo\nthree\n")
     _, out, _ = await kubectl.run("logs", "web")
     assert out == "one\ntwo\nthree\n"
@@ -194,7 +205,7 @@ async def test_logs(kubectl: Kubectl, emu_crds: Emulator) -> None:
 async def test_logs_previous_and_follow(kubectl: Kubectl, emu_crds: Emulator) -> None:
     """kubectl logs --previous reads the rotated log; logs -f streams lines appended later."""
     await kubectl.apply(POD)
-    await kubectl.run("patch", "pod", "web", "--type", "merge", "-p", '{"spec":{"nodeName":"n1"}}')
+    await _bind(emu_crds, "web", "n1")
     emu_crds.append_log("default", "web", "c", "crashed\n")
     emu_crds.rotate_log("default", "web", "c")
     emu_crds.append_log("default", "web", "c", "restarted\n")

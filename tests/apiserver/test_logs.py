@@ -131,3 +131,21 @@ async def test_since_seconds_uses_the_emulator_clock(client: Client, emu: Emulat
     assert body["details"]["causes"] == [{
         "reason": "FieldValueForbidden",
         "message": "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"}]
+
+
+async def test_a_late_writer_keeps_each_lines_time(client: Client, emu: Emulator) -> None:
+    """A writer that runs late (the simulator's kubelet under load) stamps each line with
+    when it was written, kept in time order and never after now."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    emu.clock.set(t0)
+    await client.post(PODS, pod("p", node="n1"))
+    emu.clock.advance(10)
+    emu.append_log("default", "p", "main", "save\n", at=t0 + timedelta(seconds=5))
+    emu.append_log("default", "p", "main", "saved\n", at=t0 + timedelta(seconds=7))
+    emu.append_log("default", "p", "main", "before\n", at=t0 + timedelta(seconds=6))
+    emu.append_log("default", "p", "main", "future\n", at=t0 + timedelta(seconds=60))
+    _, text, _ = await client.get(PODS + "/p/log?timestamps=true")
+    assert [line.split(" ")[0][11:19] for line in text.splitlines()] == [
+        "00:00:05", "00:00:07", "00:00:07", "00:00:10"]

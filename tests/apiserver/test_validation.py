@@ -506,12 +506,17 @@ def test_schema_release_clamps_to_the_package_range() -> None:
 
 
 def test_job_restart_policy_must_be_never_or_on_failure() -> None:
-    """A Job template with restartPolicy Always (or unset) is rejected."""
+    """A Job template with restartPolicy Always is rejected, and so is one without: a Job's
+    template gets no default, so the value is required (kube-apiserver 1.34.4's answer in the
+    differential, cre/testing/controlplane/scripts.py job_defaulting)."""
     job = _job(status_in_condition=True)
-    del job["spec"]["template"]["spec"]["restartPolicy"]
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Always"
     assert _texts(validate_builtin(job, kubernetes_version="1.33")) == [
         'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: '
         '"OnFailure", "Never"']
+    del job["spec"]["template"]["spec"]["restartPolicy"]
+    assert _texts(validate_builtin(job, kubernetes_version="1.33")) == [
+        'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"']
 
 
 def test_job_without_template() -> None:

@@ -323,23 +323,43 @@ def test_job_expectations_hold_back_a_second_pod_until_the_first_is_seen() -> No
 def test_mirror_keeps_the_newest_state_of_an_object() -> None:
     """A write answered with rv 11 is not undone by a list or event still carrying rv 9 (a
     relist in flight); a newer object under the same name (new uid) always replaces it."""
+    cluster = _mirror()
+    cluster._reflect(PODS, _obj(11))
+    cluster._reflect(PODS, _obj(9))
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["resourceVersion"] == "11"
+    cluster._reflect(PODS, _obj(5, uid="u2"))
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["uid"] == "u2"
+    cluster._reflect(PODS, _obj(3, uid="u1"), deleted=True)  # the old object's late deletion
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["uid"] == "u2"
+    cluster._reflect(PODS, _obj(12, uid="u2"), deleted=True)
+    assert "ns/p" not in cluster.stores["pods"]
+
+
+def test_mirror_deletion_is_final_for_its_uid() -> None:
+    """Found by the soak (a node's GPUs held forever by a pod gone from the server): after a
+    watch gap the relist's synthetic deletion carries the informer's last known version (9),
+    older than the simulator's own last write (11); it must still remove the pod. And a patch
+    answered after the deletion (in flight when it happened) must not bring the pod back."""
+    cluster = _mirror()
+    cluster._reflect(PODS, _obj(11))
+    cluster._reflect(PODS, _obj(9), deleted=True)
+    assert "ns/p" not in cluster.stores["pods"]
+    cluster._reflect(PODS, _obj(11))  # the late answer of a write
+    assert "ns/p" not in cluster.stores["pods"]
+    cluster._reflect(PODS, _obj(20, uid="u3"))  # a new pod under the same name
+    assert cluster.stores["pods"]["ns/p"]["metadata"]["uid"] == "u3"
+
+
+def _obj(rv: int, uid: str = "u1") -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}}
+
+
+def _mirror() -> Any:
     from cre.testing.cluster.clock import SimClock
     from cre.testing.cluster.runtime import SimulatedCluster
 
-    def obj(rv: int, uid: str = "u1") -> dict[str, Any]:
-        return {"metadata": {"name": "p", "namespace": "ns", "uid": uid,
-                             "resourceVersion": str(rv)}}
-    cluster = SimulatedCluster(None, config=CFG, clock=SimClock(), nodes=0,  # type: ignore[arg-type]
-                               logs=None)  # type: ignore[arg-type]
-    cluster._reflect(PODS, obj(11))
-    cluster._reflect(PODS, obj(9))
-    assert cluster.stores["pods"]["ns/p"]["metadata"]["resourceVersion"] == "11"
-    cluster._reflect(PODS, obj(9), deleted=True)  # a stale deletion of the same object
-    assert "ns/p" in cluster.stores["pods"]
-    cluster._reflect(PODS, obj(5, uid="u2"))
-    assert cluster.stores["pods"]["ns/p"]["metadata"]["uid"] == "u2"
-    cluster._reflect(PODS, obj(12, uid="u2"), deleted=True)
-    assert "ns/p" not in cluster.stores["pods"]
+    return SimulatedCluster(None, config=CFG, clock=SimClock(), nodes=0,  # type: ignore[arg-type]
+                            logs=None)  # type: ignore[arg-type]
 
 
 def test_only_the_simulator_may_watch_every_pod() -> None:

@@ -138,6 +138,43 @@ def test_job_restart_records_one_interruption() -> None:
     assert again.status.interruption_count == 1 and not plan.events
 
 
+def _worker(name: str, uid: str, index: int, phase: str = "Running") -> object:
+    return attrs.evolve(WORKER, name=name, uid=uid, phase=phase, labels=(
+        *WORKER.labels, ("jobset.sigs.k8s.io/job-index", "0"),
+        ("batch.kubernetes.io/job-completion-index", str(index))))
+
+
+def test_a_peer_worker_of_the_same_run_is_not_a_new_run() -> None:
+    """The sequence a loaded crash-restart scenario produced (3 runs, 2 interruptions for one
+    restart): the trainer crashed, the restart deleted worker 0 first, and a reconcile that
+    came late listed only worker 1 of the crashed run, still there. Every rank prints the same
+    log, so reading it from its start replayed run 1 as a "new pod": an interruption, then a
+    third run when the restarted workload's worker 0 was read. Only worker 0 is read: with it
+    gone the measurement waits for the next pod 0."""
+    old0 = _worker("j1-workload-node-0-0-aaaaa", "pod-a0", 0)
+    old1 = _worker("j1-workload-node-0-1-aaaaa", "pod-a1", 1)
+    job = _job()
+    gm, _ = _pass(_gm(), _obs(job, old0, old1), _t(60), RUN_1[:8])
+    assert gm.status.tally.run == 1
+    failed = (attrs.evolve(old0, phase="Failed"), attrs.evolve(old1, phase="Failed"))
+    gm, _ = _pass(gm, _obs(job, *failed), _t(100), RUN_1)
+    # Worker 0 deleted by the restart, worker 1 of the same run still listed.
+    # (read: nothing to read)
+    gm, _ = _pass(gm, _obs(job, failed[1]), _t(112), RUN_1)
+    restarted = _job(restarts=1)
+    gm, _ = _pass(gm, _obs(restarted, failed[1]), _t(115), RUN_1)
+    new0 = _worker("j1-workload-node-0-0-bbbbb", "pod-b0", 0)
+    new1 = _worker("j1-workload-node-0-1-bbbbb", "pod-b1", 1)
+    gm, _ = _pass(gm, _obs(restarted, new0, new1), _t(200), RUN_2)
+    done = _job(restarts=1, end="ok", end_at=205)
+    gm, plan = _pass(gm, _obs(done, new0, new1), _t(210), RUN_2)
+    assert plan.terminal
+    assert (gm.status.interruption_count, gm.status.tally.run) == (1, 2)
+    assert gm.status.conditions[0].message.endswith("2 run(s) with 1 interruption(s)")
+    # Only the restart's interruption: the lost work is run 1's since its checkpoint.
+    assert gm.status.lost_work_time_sec == "31.000"
+
+
 def _complete_run(end: str) -> tuple[GoodputMeasurement, GoodputObservation]:
     gm, _ = _pass(_gm(), _obs(_job()), _t(60), RUN_1[:6])
     obs = _obs(_job(end=end, end_at=300))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import attrs
 
 from cre.api.conditions import ConditionType, JobReason, MeasurementReason
@@ -18,6 +16,7 @@ from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjec
 from cre.core.job import reconcile_job
 from cre.core.jobmeasure import JOB_UID_ANNOTATION, bandwidth_manifest
 from cre.core.plan import Observation
+from cre.core.thresholds import COMPLETION_GRACE
 from cre.core.trio import set_exclusive
 from cre.testing.strategies.job import at, make_job, running_status, trainjob
 
@@ -111,14 +110,39 @@ def test_threshold_met_and_violated() -> None:
 
 
 def test_provisional_results_wait_then_time_out() -> None:
-    """A measurement still Measuring never decides; after measurementTimeout: MeasurementTimeout."""
+    """A measurement still Measuring never decides; it gets COMPLETION_GRACE past
+    measurementTimeout to complete, then MeasurementTimeout says it has not completed."""
     job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
     obs = Observation(bandwidth_measurement=_bm(job, None))
     plan = reconcile_job(job, obs, at(60))
-    assert plan.status is None and plan.requeue_after == timedelta(seconds=250).total_seconds()
+    grace = COMPLETION_GRACE.total_seconds()
+    assert plan.status is None and plan.requeue_after == 250 + grace
     plan = reconcile_job(job, obs, at(10 + 300))
+    assert plan.status is None and plan.requeue_after == grace
+    plan = reconcile_job(job, obs, at(10 + 300 + int(grace)))
     cond = _validation(plan.status)
     assert cond is not None and cond.reason == JobReason.MEASUREMENT_TIMEOUT
+    assert cond.message.endswith("BandwidthMeasurement j1-bandwidth has not completed")
+
+
+def test_timeout_names_what_a_late_measurement_ended_as() -> None:
+    """The race a loaded scenario lost (measurement/nodata): the Job's measurementTimeout passes
+    before its measurement has seen the Job succeed. The verdict waits for the measurement, so
+    the message names what it ended as whichever controller ran first."""
+    job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
+    measuring = Observation(bandwidth_measurement=_bm(job, None))
+    assert reconcile_job(job, measuring, at(10 + 300)).status is None  # deadline, still working
+    nodata = attrs.evolve(_bm(job, MeasurementReason.NO_DATA_COLLECTED), status=attrs.evolve(
+        _bm(job, MeasurementReason.NO_DATA_COLLECTED).status, results=()))
+    late = reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 301))
+    on_time = reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 300))
+    for plan in (late, on_time):
+        cond = _validation(plan.status)
+        assert cond is not None and cond.reason == JobReason.MEASUREMENT_TIMEOUT
+        assert cond.message.endswith("BandwidthMeasurement j1-bandwidth ended NoDataCollected: m")
+    # A completed measurement is not waited for past measurementTimeout.
+    assert reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 299)
+                         ).requeue_after == 1.0
 
 
 def test_verdict_written_once() -> None:
@@ -138,3 +162,11 @@ def test_success_without_measurement_is_unchanged() -> None:
     job = attrs.evolve(_job(succeeded_at=10), spec=make_job().spec)
     plan = reconcile_job(job, Observation(), at(20))
     assert plan.quiet
+
+
+def test_completion_grace_fits_in_the_workflow_wait() -> None:
+    """The Workflow waits measurementTimeout + VALIDATION_GRACE for a verdict: a verdict that
+    waited for a late measurement still comes in time."""
+    from cre.core.workflow_run import VALIDATION_GRACE
+
+    assert COMPLETION_GRACE < VALIDATION_GRACE

@@ -229,3 +229,36 @@ async def test_converge_bounds_the_passes() -> None:
 
     with pytest.raises(PassesExhausted, match=r"job ns/x: .* after 4 passes \(log reads"):
         await converge(spins, 0, 0, what="job ns/x", max_passes=4)
+
+
+class _Informer:
+    """Just enough of an Informer for Controller.watch: it keeps the dispatch function."""
+
+    def __init__(self) -> None:
+        self.dispatch: Any = None
+
+    def add_handler(self, fn: Any) -> None:
+        self.dispatch = fn
+
+
+def test_watch_own_enqueues_changes_and_forgets_the_deleted() -> None:
+    """The own-kind watch: a change enqueues the object, the echo of the controller's own status
+    write does not, and a deletion forgets the key's echo and requeue history and runs
+    ``on_deleted`` instead of enqueueing."""
+    ctrl, _ = _controller(Scripted({}))
+    informer, echo, deleted = _Informer(), OwnStatusEcho(), []
+    ctrl.watch_own(informer, echo, on_deleted=deleted.append)  # type: ignore[arg-type]
+    old = make_job(resource_version="1")
+    informer.dispatch(WatchEventType.ADDED, None, old)
+    assert len(ctrl.queue) == 1
+    status = attrs.evolve(old.status, restart_count=1)
+    echo.remember("team-a/j1", status)
+    written = attrs.evolve(old, status=status,
+                           metadata=attrs.evolve(old.metadata, resource_version="2"))
+    informer.dispatch(WatchEventType.MODIFIED, old, written)
+    assert len(ctrl.queue) == 1 and not deleted  # the echo enqueued nothing more
+    ctrl.queue.add_rate_limited("team-a/j1")
+    assert ctrl.queue.num_requeues("team-a/j1") == 1
+    informer.dispatch(WatchEventType.DELETED, written, None)
+    assert deleted == [written] and len(echo) == 0
+    assert ctrl.queue.num_requeues("team-a/j1") == 0

@@ -59,6 +59,7 @@ async def test_a_throttled_event_is_retried_in_the_background_until_written() ->
     server stops throttling, the sink's retry writes the event, and the metrics count it."""
     component = "test/throttled"
     async with emulator() as (emu, client), anyio.create_task_group() as tg:
+        client.max_retries = 0  # the recorder's own retries are under test, not the client's
         sleeps: list[float] = []
 
         async def sleep(seconds: float) -> None:
@@ -88,6 +89,7 @@ async def test_an_event_is_dropped_with_a_log_line_after_the_last_try(
     caplog.set_level(logging.WARNING, logger="cre.kube.events")
     component = "test/dropped"
     async with emulator() as (emu, client), anyio.create_task_group() as tg:
+        client.max_retries = 0  # the recorder's own retries are under test, not the client's
         sleeps: list[float] = []
 
         async def sleep(seconds: float) -> None:
@@ -136,6 +138,7 @@ async def test_a_full_queue_drops_the_new_event_without_blocking() -> None:
     """With the sink stuck retrying and the queue full, ``emit`` returns False at once."""
     component = "test/full"
     async with emulator() as (emu, client), anyio.create_task_group() as tg:
+        client.max_retries = 0  # the recorder's own retries are under test, not the client's
         stuck = anyio.Event()
 
         async def sleep(seconds: float) -> None:

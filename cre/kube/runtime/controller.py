@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -37,8 +37,8 @@ from cre.kube.informer import Informer
 from cre.kube.logcontext import reconcile_context
 from cre.kube.metrics import KubeMetrics, metrics_for
 from cre.kube.ratelimit import RateLimiter
-from cre.kube.runtime.handlers import EventHandler, WatchEvent
-from cre.kube.runtime.predicates import Predicate
+from cre.kube.runtime.handlers import EventHandler, KeyQueue, WatchEvent, key_of
+from cre.kube.runtime.predicates import OwnStatusEcho, Predicate
 from cre.kube.runtime.reconcile import Reconciler, split_key
 from cre.kube.workqueue import QueueShutDown, WorkQueue
 
@@ -97,6 +97,24 @@ class Controller:
                 handler(event, self.queue)
 
         informer.add_handler(dispatch)
+
+    def watch_own(self, informer: Informer[T], echo: OwnStatusEcho, *,
+                  on_deleted: Callable[[T], None] | None = None) -> None:
+        """Watch the controller's own kind: every change but the echo of its own status write
+        enqueues the object; its deletion instead forgets the key (its remembered status, its
+        requeue history) and runs ``on_deleted`` (metrics, caches of the object)."""
+
+        def handle(event: WatchEvent[T], queue: KeyQueue) -> None:
+            key = key_of(event.obj)
+            if event.type == WatchEventType.DELETED:
+                echo.forget(key)
+                self.queue.forget(key)
+                if on_deleted is not None:
+                    on_deleted(event.obj)
+                return
+            queue.add(key)
+
+        self.watch(informer, handle, echo)
 
     @property
     def informers(self) -> Sequence[Informer[Any]]:

@@ -195,8 +195,11 @@ def _job_causes(obj: dict[str, Any]) -> Iterator[Cause]:
     pod_spec = template.get("spec")
     yield from _pod_spec_causes(pod_spec, "spec.template.spec", require_image=True)
     if isinstance(pod_spec, dict):
-        policy = pod_spec.get("restartPolicy") or "Always"
-        if policy not in ("OnFailure", "Never"):
+        policy = pod_spec.get("restartPolicy")
+        if not policy:  # a Job's template gets no restartPolicy default
+            yield C.required("spec.template.spec.restartPolicy",
+                             'valid values: "OnFailure", "Never"')
+        elif policy not in ("OnFailure", "Never"):
             yield C.not_supported("spec.template.spec.restartPolicy", policy,
                                   ("OnFailure", "Never"))
 
@@ -230,9 +233,7 @@ def _mutable_view(spec: dict[str, Any], old: dict[str, Any]) -> str:
     old_gates = old.get("schedulingGates") or []
     if all(g in old_gates for g in spec.get("schedulingGates") or ()):
         view.pop("schedulingGates", None)
-    if not old.get("nodeName"):
-        view.pop("nodeName", None)
-    return json.dumps(view, sort_keys=True)
+    return json.dumps(view, sort_keys=True)  # nodeName: only through pods/binding
 
 
 def _job_update_causes(new: dict[str, Any], old: dict[str, Any]) -> Iterator[Cause]:

@@ -165,4 +165,7 @@ def error_text(exc: Exception) -> str:
     """An evaluation error in the words of the Go CEL runtime, where they differ."""
     if isinstance(exc, KeyError):
         return f"no such key: {exc.args[0] if exc.args else ''}"
-    return str(exc)
+    text = str(exc)
+    if text.startswith("Function 'duration' error"):  # a string that is no duration
+        return "type conversion error from 'string' to 'google.protobuf.Duration'"
+    return text

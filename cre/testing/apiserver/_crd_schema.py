@@ -404,7 +404,9 @@ class _Run:
             result = rule.program.run(variables)
         except Exception as exc:  # the CEL runtime raises KeyError/TypeError/RuntimeError
             return C.invalid(path or "<nil>", node.type_name(),
-                             f"{error_text(exc)} evaluating rule: {rule.rule}",
+                             # the rule's message when it has one, as kube-apiserver does
+                             f"{error_text(exc)} evaluating rule: "
+                             f"{(rule.message or rule.rule).strip()}",
                              version=self.version)
         if result is True:
             return None

@@ -36,7 +36,8 @@ class Admission:
         self.remove_crd(group, plural)
         for v in spec.get("versions") or []:
             version = str(v.get("name", ""))
-            self._schemas[(group, version, plural)] = validation.CRDSchema.from_crd(crd, version)
+            self._schemas[(group, version, plural)] = validation.CRDSchema.from_crd(
+                crd, version, kubernetes_version=self.kubernetes_version)
             raw = (v.get("schema") or {}).get("openAPIV3Schema")
             if isinstance(raw, dict):
                 self._raw[(group, version, plural)] = raw

@@ -31,6 +31,28 @@ def is_new_event(rt: ResourceType) -> bool:
     return rt.group == "events.k8s.io"
 
 
+_OMITTED_WHEN_EMPTY_META = ("labels", "annotations", "finalizers", "ownerReferences")
+_OMITTED_WHEN_EMPTY: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "ConfigMap"): ("data", "binaryData"),
+    ("", "Secret"): ("data", "stringData"),
+}
+
+
+def drop_empty_fields(rt: ResourceType, obj: Obj) -> Obj:
+    """Drop the empty maps and lists kube-apiserver never returns: ObjectMeta's (Go
+    ``omitempty``, on every kind, custom resources too) and a ConfigMap's or Secret's data."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for field in _OMITTED_WHEN_EMPTY_META:
+            if field in meta and not meta[field]:
+                del meta[field]
+    if not rt.is_custom:
+        for field in _OMITTED_WHEN_EMPTY.get((rt.group, rt.kind), ()):
+            if field in obj and not obj[field]:
+                del obj[field]
+    return obj
+
+
 def to_storage(rt: ResourceType, obj: Obj, storage_api_version: str) -> Obj:
     """The object as stored (core/v1 for events; storage version for custom resources)."""
     if is_new_event(rt):

@@ -12,8 +12,10 @@ int32 fields always serialize (a ReplicaSet's ``status.replicas``, a PodDisrupti
 template labels; from 1.35 a missing ``onPodConditions[].status`` becomes ``True`` (1.33/1.34
 reject it in validation instead); pods' and pod templates' ``SetDefaults_PodSpec`` /
 ``SetDefaults_Container`` fields (``dnsPolicy``, ``schedulerName``, ``terminationMessagePath``,
-``imagePullPolicy`` ...). Left out: what admission plugins add on a cluster (service-account
-token volume, default tolerations, priority), probe and volume-source defaults.
+``imagePullPolicy`` ...), requests copied from limits; :func:`admit_new_pod` adds what the
+default ``Priority`` and ``DefaultTolerationSeconds`` admission plugins add to a new pod. Left
+out: the service-account token volume (its admission plugin needs the token controller),
+priority classes, probe and volume-source defaults.
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ def generate_job_selector(job: Obj) -> None:
     spec = job.get("spec")
     if not isinstance(spec, dict) or spec.get("manualSelector") is True:
         return
+    spec.setdefault("manualSelector", False)  # kube-apiserver 1.34 stores it explicitly
     meta = job.get("metadata") or {}
     template = spec.get("template")
     if not isinstance(template, dict):
@@ -172,15 +175,52 @@ def _pod_spec(spec: Obj) -> None:
 def _pod(spec: Obj) -> None:
     _pod_spec(spec)
     _fill(spec, {"enableServiceLinks": True})  # SetDefaults_Pod: pods only, not templates
+    for key in ("initContainers", "containers"):  # SetDefaults_Pod: requests from limits
+        for c in spec.get(key) or []:
+            resources = c.get("resources") if isinstance(c, dict) else None
+            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if isinstance(limits, dict) and limits:
+                requests = resources.setdefault("requests", {})  # type: ignore[union-attr]
+                for name, value in limits.items():
+                    requests.setdefault(name, value)
 
 
-def _with_template(fill: Callable[[Obj], None]) -> Callable[[Obj], None]:
+_UNTOLERATED_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def admit_new_pod(pod: Obj) -> None:
+    """What the default admission plugins add to a pod being created: ``Priority`` (priority 0
+    and ``PreemptLowerPriority`` when no class is named and none is the default) and
+    ``DefaultTolerationSeconds`` (NoExecute tolerations of the not-ready and unreachable
+    taints for 300 s, unless the pod tolerates them already)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if not spec.get("priorityClassName"):
+        spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.get("tolerations") or []
+    for taint in _UNTOLERATED_TAINTS:
+        if not any(isinstance(t, dict) and (t.get("key") == taint or (
+                not t.get("key") and t.get("operator") == "Exists"))
+                and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
+            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": 300})
+    if tolerations:
+        spec["tolerations"] = tolerations
+
+
+def _with_template(fill: Callable[[Obj], None], *,
+                   restart_default: bool = True) -> Callable[[Obj], None]:
     def both(spec: Obj) -> None:
         fill(spec)
         template = spec.get("template")
         tspec = template.get("spec") if isinstance(template, dict) else None
         if isinstance(tspec, dict):
+            had_restart = "restartPolicy" in tspec
             _pod_spec(tspec)
+            if not restart_default and not had_restart:
+                del tspec["restartPolicy"]
     return both
 
 
@@ -212,6 +252,11 @@ class ServiceAllocator:
         kind = spec.get("type") or "ClusterIP"
         if kind == "ExternalName":
             return
+        if spec.get("clusterIP") == "None" and not spec.get("selector"):
+            # A headless Service without a selector asks for both families (kube-apiserver
+            # 1.34 answers so even on a single-stack cluster).
+            _fill(spec, {"clusterIPs": ["None"], "ipFamilies": ["IPv4", "IPv6"],
+                         "ipFamilyPolicy": "RequireDualStack"})
         if not spec.get("clusterIP"):
             n, self._next_ip = self._next_ip, self._next_ip + 1
             spec["clusterIP"] = f"10.96.{n // 256 % 256}.{n % 256}"
@@ -228,7 +273,7 @@ class ServiceAllocator:
 _BY_KIND = {"Deployment": _deployment, "StatefulSet": _statefulset, "DaemonSet": _daemonset,
             "ReplicaSet": _replicaset}
 _BY_GROUP_KIND = {**{("apps", k): _with_template(fn) for k, fn in _BY_KIND.items()},
-                  ("batch", "Job"): _with_template(_job), ("", "Pod"): _pod,
+                  ("batch", "Job"): _with_template(_job, restart_default=False), ("", "Pod"): _pod,
                   ("", "Service"): _service,
                   ("", "ReplicationController"): _with_template(_replication_controller)}
 

@@ -177,8 +177,8 @@ class Emulator:
         return self.server.store.rv
 
     def append_log(self, namespace: str, pod: str, container: str, text: str, *,
-                   previous: bool = False) -> None:
-        self.server.logs.append(namespace, pod, container, text, previous=previous)
+                   previous: bool = False, at: datetime | None = None) -> None:
+        self.server.logs.append(namespace, pod, container, text, previous=previous, at=at)
 
     def rotate_log(self, namespace: str, pod: str, container: str) -> None:
         self.server.logs.rotate(namespace, pod, container)

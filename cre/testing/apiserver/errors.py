@@ -183,12 +183,13 @@ def conflict(q: Qualified, name: str, detail: str = OPTIMISTIC_LOCK) -> ApiError
 
 
 def precondition_conflict(q: Qualified, name: str, detail: str) -> ApiError:
-    """Delete preconditions name the Kind, not the resource (``rest/delete.go``)."""
+    """Delete preconditions name the Kind, not the resource (``rest/delete.go``), in the
+    message and in ``details.kind`` alike."""
     return ApiError(
         code=409,
         reason=Reason.CONFLICT,
         message=f'Operation cannot be fulfilled on {q.kind_name} "{name}": {detail}',
-        details=_details(q, name),
+        details=_details(q, name, kind=q.kind),
     )
 
 

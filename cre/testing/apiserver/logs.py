@@ -57,10 +57,15 @@ class LogStore:
         return (self._pods.get((namespace, pod)) or {}).get((container, previous))
 
     def append(
-        self, namespace: str, pod: str, container: str, text: str, *, previous: bool = False
+        self, namespace: str, pod: str, container: str, text: str, *, previous: bool = False,
+        at: datetime | None = None
     ) -> None:
+        """Append ``text``, stamped now, or at ``at`` (when it was written: a writer that runs
+        late) kept between the last line's time and now, so the log stays in time order."""
         lines = self._pods.setdefault((namespace, pod), {}).setdefault((container, previous), [])
         now = self.clock()
+        if at is not None:
+            now = min(max(at, lines[-1].time) if lines else at, now)
         if lines and not lines[-1].text.endswith("\n"):
             head, sep, text = text.partition("\n")
             lines[-1] = LogLine(lines[-1].time, lines[-1].text + head + sep)

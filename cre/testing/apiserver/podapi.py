@@ -1,4 +1,4 @@
-"""The pod subresources that are not storage: ``/log`` and ``/eviction``.
+"""The pod subresources that are not storage: ``/log``, ``/eviction`` and ``/binding``.
 
 ``/log`` follows ``pkg/registry/core/pod/rest/log.go`` plus the kubelet's container checks
 (400 for a missing or unknown container, 204 for an unscheduled pod, 422 for bad options).
@@ -188,3 +188,40 @@ async def evict(server: ServerContext, request: web.Request, r: Route, body: Any
         server.objects.delete(r.rt, r.namespace, r.name, opts)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                           "status": "Success", "code": 201}, status=201)
+
+
+async def bind(server: ServerContext, request: web.Request, r: Route, body: Any) -> web.Response:
+    """``POST pods/{name}/binding``: the scheduler's way to set ``spec.nodeName`` (an update
+    may not), once, with ``PodScheduled=True`` (``pkg/registry/core/pod/storage``)."""
+    if not isinstance(body, dict) or not isinstance(body.get("target"), dict):
+        raise errors.bad_request("the object provided is unrecognized (must be of type Binding)")
+    node = str(body["target"].get("name") or "")
+    pod = server.objects.get(r.rt, r.namespace, r.name)
+    current = (pod.get("spec") or {}).get("nodeName")
+    if pod["metadata"].get("deletionTimestamp"):
+        raise _binding_conflict(r.name, f"pod {r.name} is being deleted, cannot be assigned "
+                                        "to a host")
+    if current:
+        raise _binding_conflict(r.name, f'pod {r.name} is already assigned to node "{current}"')
+    bound, _ = server.objects.update(
+        r.rt, r.namespace, r.name,
+        {**pod, "metadata": dict(pod["metadata"]),
+         "spec": {**(pod.get("spec") or {}), "nodeName": node}},
+        WriteOptions(manager="kube-apiserver", binding=True))
+    status = dict(bound.get("status") or {})
+    conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                  "lastTransitionTime": server.objects.now()})
+    status["conditions"] = conds
+    server.objects.update(r.rt, r.namespace, r.name,
+                          {**bound, "metadata": dict(bound["metadata"]), "status": status},
+                          WriteOptions(manager="kube-apiserver"), subresource="status")
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                          "status": "Success", "code": 201}, status=201)
+
+
+def _binding_conflict(name: str, detail: str) -> errors.ApiError:
+    return errors.ApiError(code=409, reason=errors.Reason.CONFLICT,
+                           message=f'Operation cannot be fulfilled on pods/binding "{name}": '
+                                   f"{detail}",
+                           details={"name": name, "kind": "pods/binding"})

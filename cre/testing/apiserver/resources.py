@@ -135,7 +135,7 @@ def builtin_types() -> list[ResourceType]:
             singular="pod",
             kind="Pod",
             namespaced=True,
-            subresources=frozenset({"status", "log", "eviction"}),
+            subresources=frozenset({"status", "log", "eviction", "binding"}),
             short_names=("po",),
             categories=("all",),
             uses_generation=True,

@@ -321,11 +321,13 @@ class ApiServer:
         fault = self.faults.check(verb, rt.plural, r.name)
         if fault is not None:
             raise fault
-        if r.subresource in ("log", "eviction"):
+        if r.subresource in ("log", "eviction", "binding"):
             if r.subresource == "log" and method == "GET":
                 return await podapi.logs(self, request, r)
             if r.subresource == "eviction" and method == "POST":
                 return await podapi.evict(self, request, r, await read_body(request))
+            if r.subresource == "binding" and method == "POST":
+                return await podapi.bind(self, request, r, await read_body(request))
             raise _method_not_allowed(rt, verb)
         if r.subresource == "token":
             if method != "POST":
@@ -412,9 +414,8 @@ class ApiServer:
         try:
             patch = load_yaml(raw) if patch_type == "apply" else orjson.loads(raw)
         except (ValueError, YAMLError) as exc:
-            if patch_type == "apply":
-                raise errors.bad_request(f"error decoding patch: {exc}") from None
-            raise errors.bad_request("invalid JSON patch") from None
+            # kube-apiserver: "error decoding patch: " and its JSON decoder's message
+            raise errors.bad_request(f"error decoding patch: {exc}") from None
         if patch_type == "json" and not isinstance(patch, list):
             raise errors.bad_request(
                 "error decoding patch: json: cannot unmarshal object into Go value of type "
@@ -506,7 +507,7 @@ class ApiServer:
         if table_version:
             return json_response(table.build(self, rt, items, meta, table_version, request))
         body = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
-                "items": items}
+                "items": _list_items(rt, items)}
         if rt.is_custom:
             body = {k: body[k] for k in sorted(body)}
         return json_response(body)
@@ -528,8 +529,17 @@ class ApiServer:
             meta_out["continue"] = token
         return json_response(
             {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta_out,
-             "items": items}
+             "items": _list_items(rt, items)}
         )
+
+
+def _list_items(rt: ResourceType, items: list[Obj]) -> list[Obj]:
+    """A built-in list's items carry no apiVersion/kind (kube-apiserver encodes the typed
+    list, whose items' TypeMeta is empty); custom resources' items keep theirs."""
+    if rt.is_custom:
+        return items
+    return [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
+            for item in items]
 
 
 def _return_freed_memory() -> None:

@@ -152,6 +152,11 @@ def _builtin_columns(rt: ResourceType) -> list[Column]:
         return [name, *_SERVICE_COLUMNS, age,
                 (_col("Selector", desc="Labels of the pods this service routes to.",
                       priority=1), lambda s, o: cells.service_selector(o))]
+    if rt.kind == "ConfigMap" and rt.group == "":
+        return [name, (_col("Data", desc="How many keys the config map holds (data and "
+                            "binaryData)."),
+                       lambda s, o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
+                age]
     if rt.kind == "Lease":
         return [name, (_col("Holder", desc="The holder of the lease."),
                        lambda s, o: (o.get("spec") or {}).get("holderIdentity", "")), age]
@@ -345,6 +350,8 @@ def build(
                 "metadata": obj["metadata"],
             }
         rows.append(row)
+    if not meta.get("continue"):
+        meta = {k: v for k, v in meta.items() if k != "continue"}  # a Table omits it empty
     out: dict[str, Any] = {"kind": "Table", "apiVersion": f"meta.k8s.io/{version}",
                            "metadata": meta}
     out["columnDefinitions"] = [d for d, _ in columns] if headers else None

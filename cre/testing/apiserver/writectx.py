@@ -31,6 +31,7 @@ class WriteOptions:
     force: bool = False
     field_validation: str = "Warn"  # Ignore | Warn | Strict
     patch: bool = False
+    binding: bool = False  # the pods/binding subresource: spec.nodeName may be set once
     warnings: list[str] = attrs.field(factory=list)  # filled in: Warning headers to send
 
 

@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 import anyio
@@ -25,8 +26,9 @@ from cre.kube.client import KubeClient
 from cre.testing.cluster.clock import SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.profiles import PROFILES, get_profile
-from cre.testing.cluster.runtime import HttpLogSink, SimulatedCluster
+from cre.testing.cluster.runtime import HttpLogSink, LogSink, SimulatedCluster
 from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.controlplane.kubelet_logs import KubeletLogs
 
 # What a failing launcher prints: the NCCL InfiniBand completion error of a broken link.
 FAILURE_MESSAGE: Final = (
@@ -41,6 +43,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                 description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--kubeconfig", required=True, help="kubeconfig of the API server")
     p.add_argument("--profile", default="aws-h100", choices=sorted(PROFILES))
+    p.add_argument("--kubelet-logs", metavar="CERT,KEY",
+                   help="serve container logs kubelet-style over HTTPS with this certificate "
+                        "and point the nodes at it, for a real kube-apiserver's pod-log proxy "
+                        "(cre.testing.controlplane); default: the emulator's log API")
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="simulated seconds per wall second (10 = backoffs ten times faster)")
@@ -108,10 +114,18 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
 async def run(args: argparse.Namespace) -> None:
     """Simulate until SIGTERM/SIGINT."""
     client = await KubeClient.from_kubeconfig(args.kubeconfig, user_agent="cre-simulator")
+    kubelet_logs = None
     try:
+        logs: LogSink = HttpLogSink(client)
+        node_status = None
+        if args.kubelet_logs:
+            cert, _, key = args.kubelet_logs.partition(",")
+            kubelet_logs = KubeletLogs(cert=Path(cert), key=Path(key))
+            await kubelet_logs.start()
+            logs, node_status = kubelet_logs, kubelet_logs.node_status()
         cluster = SimulatedCluster(client, config=sim_config(args),
                                    clock=SimClock(scale=args.time_scale, start=time.time()),
-                                   nodes=args.nodes, logs=HttpLogSink(client))
+                                   nodes=args.nodes, logs=logs, node_status=node_status)
         async with anyio.create_task_group() as tg:
             await tg.start(cluster.run)
             logging.getLogger("cre.testing.cluster").info(
@@ -123,6 +137,8 @@ async def run(args: argparse.Namespace) -> None:
                     break
     finally:
         with anyio.CancelScope(shield=True):
+            if kubelet_logs is not None:
+                await kubelet_logs.close()
             await client.close()
 
 

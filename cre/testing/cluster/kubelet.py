@@ -230,7 +230,8 @@ def _emit_lines(world: World, pod: Obj, c: Obj, cs: Obj, program: Program, start
     done = int(world.marks.get(key, 0))
     due = [ln for ln in program.lines[done:] if started + ln.at <= upto]
     if due:
-        b.add(AppendLog(ns_of(pod), name_of(pod), c["name"], "".join(ln.text for ln in due)),
+        b.add(*(AppendLog(ns_of(pod), name_of(pod), c["name"], ln.text, at=started + ln.at)
+                for ln in due),
               Mark(key, done + len(due)),
               *(Mark(ln.mark, ln.value) for ln in due if ln.mark))
     rest = program.lines[done + len(due):]

@@ -158,12 +158,16 @@ class Bind:
 
 @attrs.frozen(slots=True)
 class AppendLog:
-    """Text a container wrote to stdout/stderr, appended to the pod's log."""
+    """Text a container wrote to stdout/stderr, appended to the pod's log; ``at`` is the
+    simulated time it was written (``None``: when the action is applied). A step that runs late
+    writes several timed lines at once: each keeps its own time, so the kubelet timestamps a
+    log reader sees are the program's schedule, not the simulator's lag."""
 
     namespace: str
     pod: str
     container: str
     text: str
+    at: float | None = None
 
 
 @attrs.frozen(slots=True)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
@@ -54,13 +55,16 @@ from cre.testing.cluster.stubs import Behaviour, Override, Role
 log = logging.getLogger("cre.testing.cluster")
 RETRY_WALL_MIN = 0.02  # seconds before retrying after a failed write (simulated 1 s if longer)
 # The simulated cluster reconnects fast after a fault (a kubelet does not wait 30 s to resume).
+# Deleted uids remembered so a write answered after the deletion cannot resurrect the object.
+TOMBSTONES = 50_000
 SIM_REFLECTOR = ReflectorConfig(backoff_initial=0.05, backoff_max=1.0, backoff_jitter=0.0)
 
 
 class LogSink(Protocol):
     """Where container output goes (the emulator's log store)."""
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None: ...
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None: ...
 
     async def rotate(self, namespace: str, pod: str, container: str) -> None: ...
 
@@ -71,7 +75,10 @@ class HttpLogSink:
     def __init__(self, client: KubeClient) -> None:
         self._client = client
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None:
+        # The emulator in another process stamps with its own clock (``at`` is simulated
+        # time, which that clock need not follow).
         await self._client.request("POST", f"/_emulator/logs/{namespace}/{pod}/{container}",
                                    body=text.encode(), content_type="text/plain")
 
@@ -87,8 +94,10 @@ class EmulatorLogSink:
     def __init__(self, emu: Any) -> None:
         self._emu = emu
 
-    async def append(self, namespace: str, pod: str, container: str, text: str) -> None:
-        self._emu.append_log(namespace, pod, container, text)
+    async def append(self, namespace: str, pod: str, container: str, text: str, *,
+                     at: float | None = None) -> None:
+        when = datetime.fromtimestamp(at, tz=UTC) if at is not None else None
+        self._emu.append_log(namespace, pod, container, text, at=when)
 
     async def rotate(self, namespace: str, pod: str, container: str) -> None:
         self._emu.rotate_log(namespace, pod, container)
@@ -103,8 +112,10 @@ class SimulatedCluster:
     """Nodes of one profile plus the simulated controllers, against one API server."""
 
     def __init__(self, client: KubeClient, *, config: SimConfig, clock: SimClock, nodes: int,
-                 logs: LogSink) -> None:
+                 logs: LogSink, node_status: Mapping[str, Any] | None = None) -> None:
         self.client = client
+        self.node_status = dict(node_status or {})
+        """More node status fields (a real apiserver's way to the kubelet's logs)."""
         self.config = config
         self.clock = clock
         self.node_count = nodes
@@ -115,6 +126,8 @@ class SimulatedCluster:
         self._dirty = anyio.Event()
         self._changed = anyio.Event()
         self._failed_writes = False
+        # Uids seen deleted (insertion-ordered, bounded): a late write answer for one is dropped.
+        self._deleted_uids: dict[str, None] = {}
 
     # -- engine.AsyncBackend --------------------------------------------------------------
 
@@ -126,7 +139,8 @@ class SimulatedCluster:
         if isinstance(action, Mark):
             action.apply_to(self.marks)
         elif isinstance(action, AppendLog):
-            await self.logs.append(action.namespace, action.pod, action.container, action.text)
+            await self.logs.append(action.namespace, action.pod, action.container, action.text,
+                                   at=action.at)
         elif isinstance(action, RotateLog):
             await self.logs.rotate(action.namespace, action.pod, action.container)
         elif isinstance(action, Create):
@@ -146,10 +160,14 @@ class SimulatedCluster:
                     return
                 raise
             self._reflect(action.resource, got)
-        elif isinstance(action, Bind):
-            got = await c.patch(PODS, action.pod, {"spec": {"nodeName": action.node}},
-                                namespace=action.namespace)
-            self._reflect(PODS, got)
+        elif isinstance(action, Bind):  # as kube-scheduler binds: the pods/binding subresource
+            await c.request("POST", PODS.path(namespace=action.namespace, name=action.pod,
+                                              subresource="binding"),
+                            body={"apiVersion": "v1", "kind": "Binding",
+                                  "metadata": {"name": action.pod},
+                                  "target": {"apiVersion": "v1", "kind": "Node",
+                                             "name": action.node}})
+            self._reflect(PODS, await c.get(PODS, action.pod, namespace=action.namespace))
         elif isinstance(action, Delete):
             try:
                 got = await c.delete(action.resource, action.name, namespace=action.namespace,
@@ -166,18 +184,35 @@ class SimulatedCluster:
                 self._reflect(action.resource, got)
 
     def _reflect(self, res: Resource, obj: Obj, *, deleted: bool = False) -> None:
+        """Mirror ``obj`` (or its deletion). A deletion is final for its uid: it removes the
+        object whatever resourceVersion it carries (a relist's synthetic deletion carries the
+        informer's last known version, older than the simulator's own last write) and a write's
+        answer that arrives after it (a patch in flight) cannot bring the object back; a stale
+        deletion of an older object under the same name (another uid) leaves the new one."""
         store = self.stores.get(res.plural)
-        if store is None or not obj.get("metadata", {}).get("name"):
+        meta = obj.get("metadata", {})
+        if store is None or not meta.get("name"):
             return
         key = key_of(obj)
         old = store.get(key)
-        if old is not None and old.get("metadata", {}).get("uid") == obj["metadata"].get(
-                "uid") and _rv(old) > _rv(obj):
-            return
+        uid = meta.get("uid")
+        same = old is not None and old.get("metadata", {}).get("uid") == uid
         if deleted:
-            store.pop(key, None)
-        else:
-            store[key] = obj
+            if uid:
+                self._tombstone(str(uid))
+            if old is not None and (same or _rv(obj) > _rv(old)):
+                store.pop(key, None)
+            return
+        if uid and uid in self._deleted_uids:
+            return
+        if same and old is not None and _rv(old) > _rv(obj):
+            return
+        store[key] = obj
+
+    def _tombstone(self, uid: str) -> None:
+        self._deleted_uids[uid] = None
+        while len(self._deleted_uids) > TOMBSTONES:
+            del self._deleted_uids[next(iter(self._deleted_uids))]
 
     # -- watches ------------------------------------------------------------------------------
 
@@ -222,6 +257,7 @@ class SimulatedCluster:
                 if not exc.already_exists:
                     raise
             status = {k: v for k, v in body["status"].items() if k != "conditions"}
+            status.update(self.node_status)
             await self.client.patch(NODES, body["metadata"]["name"], {"status": status},
                                     subresource="status")
 

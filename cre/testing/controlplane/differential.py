@@ -1,0 +1,302 @@
+"""Differential conformance: the same request scripts against the emulator and a real server.
+
+The emulator is only as good as its agreement with kube-apiserver. A :class:`Script` is a
+sequence of HTTP requests (with ``${var}`` placeholders filled from earlier responses, such as
+a list's resourceVersion or continue token); :func:`run_script` plays it against one server in
+a namespace of its own and records every response; :func:`normalise` masks what legitimately
+differs between two runs (uids, timestamps, resourceVersions, continue tokens, random name
+suffixes); :func:`compare` lists the JSON paths where the two records still differ and
+separates the differences an :class:`Allowed` entry explains (with its reason) from the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import re
+import ssl
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import attrs
+from ruamel.yaml import YAML
+
+
+@attrs.frozen
+class Target:
+    """A server to run scripts against, read from its kubeconfig."""
+
+    name: str
+    url: str
+    token: str
+    ca_file: str | None
+
+    @classmethod
+    def from_kubeconfig(cls, name: str, path: Path) -> Target:
+        config = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        cluster = config["clusters"][0]["cluster"]
+        user = config["users"][0]["user"]
+        return cls(name=name, url=cluster["server"], token=user.get("token", ""),
+                   ca_file=cluster.get("certificate-authority"))
+
+    def ssl(self) -> ssl.SSLContext | bool:
+        if self.url.startswith("https://") and self.ca_file:
+            return ssl.create_default_context(cafile=self.ca_file)
+        return False
+
+
+@attrs.frozen
+class Step:
+    """One request. ``save`` maps a variable to a dotted path in the response body;
+    ``watch`` > 0 reads that many watch events (fewer if the stream ends within ``wait``
+    seconds); ``until`` repeats the request until the status code is the given one (or
+    ``wait`` seconds pass), for effects of asynchronous controllers such as the GC."""
+
+    method: str
+    path: str
+    body: Any = None
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    save: Mapping[str, str] = attrs.field(factory=dict)
+    watch: int = 0
+    until: int | None = None
+    wait: float = 5.0
+    note: str = ""
+
+
+@attrs.frozen
+class Script:
+    """A named sequence of requests run in a namespace of its own (``${ns}``)."""
+
+    name: str
+    steps: tuple[Step, ...]
+    about: str = ""
+    namespaced: bool = True
+
+
+@attrs.frozen
+class Allowed:
+    """A documented difference: paths matching ``path`` (fnmatch on ``step[i].a.b``) in
+    script ``script`` (fnmatch; not the scripts named in ``unless``) differ for ``reason``."""
+
+    script: str
+    path: str
+    reason: str
+    unless: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Difference:
+    path: str
+    emulator: Any
+    real: Any
+    reason: str | None = None
+
+
+@attrs.frozen
+class Outcome:
+    """The comparison of one script: ``verdict`` is equal, allowed or differing."""
+
+    script: str
+    differences: tuple[Difference, ...]
+
+    @property
+    def unexplained(self) -> tuple[Difference, ...]:
+        return tuple(d for d in self.differences if d.reason is None)
+
+    @property
+    def verdict(self) -> str:
+        if not self.differences:
+            return "equal"
+        return "differing" if self.unexplained else "allowed"
+
+
+USER_AGENT = "cre-differential/1.0"
+"""Both servers name the default field manager after it (``cre-differential``)."""
+
+_VAR = re.compile(r"\$\{(\w+)\}")
+
+
+def _fill(value: Any, env: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: env[m.group(1)], value)
+    if isinstance(value, list):
+        return [_fill(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, env) for k, v in value.items()}
+    return value
+
+
+def _dig(body: Any, dotted: str) -> str:
+    for part in dotted.split("."):
+        body = body[int(part)] if isinstance(body, list) else body[part]
+    return str(body)
+
+
+async def _request(session: aiohttp.ClientSession, target: Target, step: Step,
+                   env: Mapping[str, str]) -> dict[str, Any]:
+    path = _fill(step.path, env)
+    body = _fill(step.body, env)
+    data = body.encode() if isinstance(body, str) else (
+        None if body is None else json.dumps(body).encode())
+    headers = {"Authorization": f"Bearer {target.token}", "Accept": "application/json",
+               "User-Agent": USER_AGENT,
+               **({"Content-Type": step.content_type} if data is not None else {}),
+               **step.headers}
+    async with session.request(step.method, target.url + path, data=data, headers=headers,
+                               ssl=target.ssl()) as resp:
+        if step.watch:
+            events: list[Any] = []
+            if resp.status != 200:
+                return {"status": resp.status, "body": _parse(await resp.read())}
+            deadline = time.monotonic() + step.wait
+            while len(events) < step.watch:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    line = await asyncio.wait_for(resp.content.readline(), left)
+                except TimeoutError:
+                    break
+                if not line:
+                    break
+                if line.strip():
+                    events.append(json.loads(line))
+            return {"status": resp.status, "events": events}
+        return {"status": resp.status, "body": _parse(await resp.read())}
+
+
+def _parse(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+
+
+async def run_script(target: Target, script: Script) -> list[dict[str, Any]]:
+    """Play ``script`` against ``target``; one record per step (status and body or events).
+
+    The namespace ``d-<script name>`` is created first (not recorded) and deleted after."""
+    ns = "d-" + script.name.replace("_", "-")[:60]
+    env: dict[str, str] = {"ns": ns}
+    records: list[dict[str, Any]] = []
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        if script.namespaced:
+            await _request(session, target, Step("POST", "/api/v1/namespaces", body={
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), env)
+        try:
+            for step in script.steps:
+                deadline = time.monotonic() + step.wait
+                while True:
+                    record = await _request(session, target, step, env)
+                    if step.until is None or record["status"] == step.until \
+                            or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(0.1)
+                for var, dotted in step.save.items():
+                    try:
+                        env[var] = _dig(record.get("body"), dotted)
+                    except (KeyError, IndexError, TypeError, ValueError):
+                        env[var] = ""
+                records.append(record)
+        finally:
+            if script.namespaced:
+                await _request(session, target, Step(
+                    "DELETE", f"/api/v1/namespaces/{ns}"), env)
+    return records
+
+
+_MASK_KEYS = {"uid": "<uid>", "resourceVersion": "<rv>", "creationTimestamp": "<ts>",
+              "deletionTimestamp": "<ts>", "lastTransitionTime": "<ts>", "time": "<ts>",
+              "lastUpdateTime": "<ts>", "lastProbeTime": "<ts>", "startTime": "<ts>",
+              "continue": "<continue>"}
+_RV_IN_MESSAGE = re.compile(r"\b\d{2,}\b")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def normalise(value: Any, *, key: str = "") -> Any:
+    """Mask run-specific values: uids (wherever they appear, in keys and strings too),
+    resourceVersions, timestamps, continue tokens, generated name suffixes and the numbers
+    in Expired/Gone messages."""
+    if isinstance(value, dict):
+        out = {_UUID.sub("<uid>", k): normalise(v, key=k) for k, v in value.items()}
+        meta = out.get("metadata")
+        if isinstance(meta, dict) and meta.get("generateName") and "name" in meta:
+            meta["name"] = meta["generateName"] + "<suffix>"
+        if out.get("kind") == "Status" and out.get("reason") in ("Expired", "Gone"):
+            out["message"] = _RV_IN_MESSAGE.sub("<n>", str(out.get("message", "")))
+        return out
+    if isinstance(value, list):
+        return [normalise(v, key=key) for v in value]
+    if key in _MASK_KEYS and value not in (None, ""):
+        return _MASK_KEYS[key]
+    if isinstance(value, str):
+        return _UUID.sub("<uid>", value)
+    return value
+
+
+def _walk(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            _walk(a.get(k, _MISSING), b.get(k, _MISSING), f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _walk(x, y, f"{path}[{i}]", out)
+    elif a != b:
+        out.append((path, a, b))
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_MISSING = _Missing()
+
+
+def compare(script: str, emulator: Sequence[Any], real: Sequence[Any],
+            allowed: Sequence[Allowed]) -> Outcome:
+    """Differences between the normalised records; each tagged with its allowlist reason."""
+    raw: list[tuple[str, Any, Any]] = []
+    _walk([normalise(r) for r in emulator], [normalise(r) for r in real], "step", raw)
+    rules = [a for a in allowed
+             if fnmatch.fnmatchcase(script, a.script) and script not in a.unless]
+    diffs = []
+    for path, a, b in raw:
+        reason = next((r.reason for r in rules if fnmatch.fnmatchcase(path, r.path)), None)
+        diffs.append(Difference(path=path, emulator=_plain(a), real=_plain(b), reason=reason))
+    return Outcome(script=script, differences=tuple(diffs))
+
+
+def _plain(value: Any) -> Any:
+    return repr(value) if isinstance(value, _Missing) else value
+
+
+async def run_all(emulator: Target, real: Target, scripts: Sequence[Script],
+                  allowed: Sequence[Allowed]) -> list[Outcome]:
+    """Run every script on both servers (the two runs of one script concurrently)."""
+    outcomes = []
+    for script in scripts:
+        a, b = await asyncio.gather(run_script(emulator, script), run_script(real, script))
+        outcomes.append(compare(script.name, a, b, allowed))
+    return outcomes
+
+
+def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The headline table: scripts, equal, allowed, differing, and what differs."""
+    verdicts = [o.verdict for o in outcomes]
+    return {
+        "scripts": len(outcomes),
+        "equal": verdicts.count("equal"),
+        "allowed": verdicts.count("allowed"),
+        "differing": verdicts.count("differing"),
+        "unexplained": {o.script: [attrs.asdict(d) for d in o.unexplained[:20]]
+                        for o in outcomes if o.unexplained},
+    }

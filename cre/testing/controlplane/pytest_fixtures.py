@@ -1,0 +1,58 @@
+"""pytest fixtures for the real control plane (re-exported by ``cre.testing.pytest_plugin``).
+
+``real_control_plane`` is session-scoped: one etcd + kube-apiserver (with the garbage
+collector and namespace controllers) serves every test that asks for it. Where it cannot run
+the tests skip with the reason, naming what is missing (the Go toolchain, the module proxy,
+openssl); ``CRE_CONTROLPLANE=0`` skips them on purpose. A build that fails for another reason
+is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from .build import Binaries, Unavailable, ensure_built
+from .plane import ControlPlane, start
+
+DIFF_CONTROLLERS = "garbagecollector,namespace"
+
+
+def skip_reason() -> str | None:
+    """Why the real control plane is switched off here, if it is."""
+    if os.environ.get("CRE_CONTROLPLANE", "1").lower() in ("0", "no", "off", "skip"):
+        return "the real control plane is switched off (CRE_CONTROLPLANE=0)"
+    return None
+
+
+def binaries_or_skip() -> Binaries:
+    """The built binaries (building them if needed), or a pytest skip naming the cause."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    try:
+        return ensure_built().binaries
+    except Unavailable as exc:
+        pytest.skip(f"real control plane unavailable: {exc}")
+
+
+def start_or_skip() -> ControlPlane:
+    """A started control plane (every CRD installed), or a pytest skip naming the cause."""
+    binaries = binaries_or_skip()
+    try:
+        return start(binaries=binaries)
+    except Unavailable as exc:
+        pytest.skip(f"real control plane unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def real_control_plane() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver + the GC and namespace controllers, with every CRD installed."""
+    plane = start_or_skip()
+    try:
+        plane.start_controller_manager(controllers=DIFF_CONTROLLERS)
+        yield plane
+    finally:
+        plane.stop()

@@ -1,0 +1,226 @@
+"""The Certification tier in the chaos soak: a Certification and the Workflow, Jobs and
+TrainJobs it fans out to, under the same fault mix as a single Job.
+
+A tier run applies a Certification of ``communication/nccl-all-reduce`` over the soak's nodes in
+two groups (``nodesPerJob: 4``) in a namespace of its own, so that everything the run leaves is
+the run's. A failing one is named ``soakfail-...``: the simulator runs with
+``--fail-launcher --fail-launcher-pod-prefix soakfail-``, so both groups' launchers exit 1 with
+an NCCL error (a Workload-class failure: the groups fail, the Workflow fails, the verdict is
+Failed). The invariants, from the emulator's journal and audit rather than the end state:
+
+* ``verdict``: the Certification is terminal with the expected phase and verdict (``Passed`` /
+  ``Failed``), or gone when it was deleted mid-run;
+* ``single_create``: no name of a Workflow, Job or TrainJob was created twice (one uid per name
+  in the journal) and the admitted creates of each kind equal its distinct names (audit);
+* ``no_orphans``: once the Certification is deleted (mid-run or after its verdict) nothing of
+  the run is left in its namespace: Workflows, Jobs, TrainJobs, TrainingRuntimes, ConfigMaps,
+  pods;
+* ``failure_log``: in a failing run, every Job that ended Failed recorded a failureLog naming
+  its launcher pod (or says why not when the manager was blind:
+  :func:`failure_log_problem`);
+* ``no_regression``: no object of the run (Certification, Workflow, Job) loses a terminal
+  phase, a verdict or a failureLog in a later version.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any, Final
+
+from cre.testing.procs import StackError, wait_until
+
+if TYPE_CHECKING:
+    from cre.testing.soak import RunResult, Soak
+
+FAIL_PREFIX: Final = "soakfail-"
+# The simulator arguments that make the launchers of failing Certifications fail (and no other).
+SIM_ARGS: Final = ("--fail-launcher", "--fail-launcher-pod-prefix", FAIL_PREFIX)
+TERMINAL: Final = ("Succeeded", "Failed")
+# Kinds a Certification fans out to whose names must each be created once.
+CHILDREN: Final = (("cre.dev", "workflows"), ("cre.dev", "jobs"),
+                   ("trainer.kubeflow.org", "trainjobs"))
+# Kinds whose recorded outcome must never be lost in a later version.
+WATCHED: Final = (("cre.dev", "certifications"), *CHILDREN[:2])
+# What a run may leave behind in its namespace once its Certification is gone: nothing of these.
+LEFTOVER_KINDS: Final = ("certifications.cre.dev", "workflows.cre.dev", "jobs.cre.dev",
+                         "trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org",
+                         "pods")
+
+
+# Faults that leave the manager blind for a while: no manager runs (killed, failing over), or
+# every watch is down and its resumes refused (410 window, API outage).
+BLIND_FAULTS: Final = ("manager_sigkill", "leader_failover", "launcher_fails_while_down",
+                       "gone_error_event", "outage")
+# What a failure record may say when the launcher was deleted while the manager was blind.
+UNSEEN_REASONS: Final = ("PodNotFound", "NoTerminatedContainer")
+
+
+def failure_log_problem(status: dict[str, Any], *, blind: bool) -> str:
+    """What is wrong with a failed Job's ``failureLog`` ("" when nothing): a Workload-class
+    failure must record one naming the launcher pod. JobSet deletes a failed launcher's pods
+    about 0.5 s after it fails (measured on Mokka, modelled by the simulator), so when the
+    manager could not see the launcher then (no manager ran, or its watches were down) nobody
+    can read it: the record must still be there and say why no pod is named (``PodNotFound``,
+    or ``NoTerminatedContainer`` when only the workers were left)."""
+    if ((status.get("failureClass") or {}).get("scope")) not in (None, "Workload"):
+        return ""
+    log = status.get("failureLog") or {}
+    if "launcher" in str(log.get("podName") or ""):
+        return ""
+    if blind and log.get("reason") in UNSEEN_REASONS:
+        return ""
+    return (f"failureLog names {log.get('podName')!r} (reason {log.get('reason')!r}) "
+            f"{'after the manager was blind' if blind else 'with the manager watching'}")
+
+
+def certification(name: str, namespace: str) -> str:
+    """The Certification a tier run applies (YAML)."""
+    return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
+            f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+            "spec:\n  nodesPerJob: 4\n"
+            "  categories:\n  - {domain: communication, variant: nccl-all-reduce}\n")
+
+
+def run_certification(soak: Soak, result: RunResult, rng: random.Random, *, index: int,
+                      fail: bool, deleted: bool, started: float, audit_from: int) -> RunResult:
+    """One tier run (see the module docstring); the faults are the Job runs' own."""
+    namespace = f"soak-c{index}"
+    name = f"{FAIL_PREFIX if fail else 'soakcert-'}{index}-{result.seed % 100000}"
+    kinds = result.faults
+    soak.kubectl("apply", "-f", "-", stdin=f"{{apiVersion: v1, kind: Namespace, "
+                                            f"metadata: {{name: {namespace}}}}}")
+    try:
+        soak.kubectl("apply", "-f", "-", stdin=certification(name, namespace))
+        soak.inject(kinds, rng)
+        if deleted:
+            soak.kubectl("delete", "certifications.cre.dev", name, "-n", namespace,
+                         "--wait=false")
+            wait_until(lambda: soak.supervised(
+                phase_and_verdict(soak, name, namespace) is None),
+                timeout=soak.verdict_timeout, what=f"{namespace}/{name} to be gone",
+                interval=0.5)
+        else:
+            wait_until(lambda: soak.supervised(
+                (phase_and_verdict(soak, name, namespace) or ("",))[0] in TERMINAL),
+                timeout=soak.verdict_timeout, what=f"{namespace}/{name} to reach a verdict",
+                interval=0.5)
+    except StackError as exc:
+        result.violations["verdict"] = f"{exc}; {soak.diagnose(namespace)}"
+    result.seconds = time.monotonic() - started
+    soak.settle()
+    got = phase_and_verdict(soak, name, namespace)
+    result.phase = "Deleted" if got is None else got[0]
+    want_verdict = {"Succeeded": "Passed", "Failed": "Failed"}.get(result.expected)
+    if "verdict" in result.violations or (result.expected == "Terminal"
+                                          and result.phase in TERMINAL):
+        pass
+    elif result.phase != result.expected:
+        result.violations["verdict"] = f"expected {result.expected}, got {result.phase}"
+    elif got is not None and want_verdict and got[1] != want_verdict:
+        result.violations["verdict"] = f"phase {got[0]} with verdict {got[1]!r}"
+    # Everything the Certification made goes with it (its finalizer, then owner references).
+    if got is not None:
+        soak.kubectl("delete", "certifications.cre.dev", name, "-n", namespace, "--wait=false")
+    try:
+        wait_until(lambda: soak.supervised(not leftovers(soak, namespace)),
+                   timeout=soak.verdict_timeout, what=f"{namespace} to be emptied",
+                   interval=0.5)
+    except StackError:
+        result.violations["no_orphans"] = f"left behind: {leftovers(soak, namespace)}"
+    audit = soak.stack.emulator_control("GET", f"audit?since={audit_from}")["records"]
+    versions = soak.stack.emulator_control("GET", "journal")["objects"]
+    check(result, namespace=namespace, versions=versions, audit=audit, fail=fail,
+          blind=soak.blind(result))
+    if result.violations:
+        result.journal = [{"resource": v["resource"], **v["object"]} for v in versions
+                          if (v["object"].get("metadata") or {}).get("namespace") == namespace
+                          and (v["group"], v["resource"]) in WATCHED]
+    return result
+
+
+def phase_and_verdict(soak: Soak, name: str, namespace: str) -> tuple[str, str] | None:
+    cert = soak.get_json("get", "certifications.cre.dev", name, "-n", namespace)
+    if cert is None:
+        return None
+    status = cert.get("status") or {}
+    return str(status.get("phase") or ""), str(status.get("verdict") or "")
+
+
+def leftovers(soak: Soak, namespace: str) -> list[str]:
+    """``kind/name`` of everything of the run still in ``namespace`` (ConfigMaps: CRE's)."""
+    out: list[str] = []
+    for kind in LEFTOVER_KINDS:
+        for item in (soak.get_json("get", kind, "-n", namespace) or {}).get("items") or []:
+            out.append(f"{kind}/{item['metadata']['name']}")
+    for item in (soak.get_json("get", "configmaps", "-n", namespace) or {}).get("items") or []:
+        if any(k.startswith("cre.dev/") for k in (item["metadata"].get("labels") or {})):
+            out.append(f"configmaps/{item['metadata']['name']}")
+    return out
+
+
+def check(result: RunResult, *, namespace: str, versions: list[dict[str, Any]],
+          audit: list[dict[str, Any]], fail: bool, blind: bool) -> None:
+    """The journal and audit invariants of one tier run (``versions``: the journal's entries,
+    each ``{"group", "resource", "object"}``), recorded in ``result.violations``."""
+    mine = [v for v in versions
+            if (v["object"].get("metadata") or {}).get("namespace") == namespace]
+    uids: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for v in mine:
+        meta = v["object"]["metadata"]
+        uids[(v["resource"], meta["name"])].add(str(meta.get("uid")))
+    twice = sorted(f"{res}/{name}" for (res, name), seen in uids.items()
+                   if len(seen) > 1 and (_group(mine, res), res) in CHILDREN)
+    creates = Counter(r["resource"] for r in audit if r["verb"] == "create"
+                      and r["code"] == 201 and r["namespace"] == namespace
+                      and (r["group"], r["resource"]) in CHILDREN)
+    names = Counter(res for (res, _name) in uids if (_group(mine, res), res) in CHILDREN)
+    extra = {res: (n, names[res]) for res, n in creates.items() if n > names[res]}
+    if twice or extra:
+        result.violations["single_create"] = (
+            f"created twice: {twice}; admitted creates vs names: {extra}")
+    if fail:
+        final: dict[str, dict[str, Any]] = {}
+        for v in mine:
+            if (v["group"], v["resource"]) == ("cre.dev", "jobs"):
+                final[v["object"]["metadata"]["name"]] = v["object"]
+        bad = sorted(f"{name}: {problem}" for name, job in final.items()
+                     if (job.get("status") or {}).get("phase") == "Failed"
+                     and (problem := failure_log_problem(job.get("status") or {},
+                                                         blind=blind)))
+        if bad:
+            result.violations["failure_log"] = "; ".join(bad)
+    lost = _regressions(mine)
+    if lost:
+        result.violations["no_regression"] = "; ".join(lost)
+
+
+def _group(versions: list[dict[str, Any]], resource: str) -> str:
+    for v in versions:
+        if v["resource"] == resource:
+            return str(v["group"])
+    return ""
+
+
+def _regressions(versions: list[dict[str, Any]]) -> list[str]:
+    """Objects whose terminal phase, verdict or failureLog disappeared in a later version."""
+    seen: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    lost: list[str] = []
+    for v in versions:
+        if (v["group"], v["resource"]) not in WATCHED:
+            continue
+        meta = v["object"]["metadata"]
+        key = (v["resource"], meta["name"], str(meta.get("uid")))
+        status = v["object"].get("status") or {}
+        now = set()
+        if status.get("phase") in TERMINAL:
+            now.add("terminal phase")
+        if status.get("verdict"):
+            now.add("verdict")
+        if status.get("failureLog"):
+            now.add("failureLog")
+        for gone in sorted(seen[key] - now):
+            lost.append(f"{key[0]}/{key[1]} lost its {gone}")
+        seen[key] |= now
+    return lost

@@ -1,0 +1,98 @@
+"""The soak's invariant checks on hand-made journals and audits: each one catches what it names
+(a check that cannot fail would let the soak print 0 violations for nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cre.testing.soak import RunResult
+from cre.testing.soakreport import percentile, summarize
+from cre.testing.soaktiers import check, failure_log_problem
+
+NS = "soak-c1"
+
+
+def _v(resource: str, name: str, uid: str = "u1", group: str = "cre.dev",
+       **status: Any) -> dict[str, Any]:
+    return {"group": group, "resource": resource, "object": {
+        "metadata": {"name": name, "namespace": NS, "uid": uid}, "status": status}}
+
+
+def _create(resource: str, group: str = "cre.dev", code: int = 201) -> dict[str, Any]:
+    return {"verb": "create", "group": group, "resource": resource, "namespace": NS,
+            "code": code}
+
+
+def _checked(versions: list[dict[str, Any]], audit: list[dict[str, Any]] | None = None, *,
+             fail: bool = False, gap: bool = False) -> dict[str, str]:
+    result = RunResult(run=0, seed=1, faults=[], expected="Succeeded", tier="Certification")
+    check(result, namespace=NS, versions=versions, audit=audit or [], fail=fail,
+          blind=gap)
+    return result.violations
+
+
+def test_a_clean_run_has_no_violation() -> None:
+    versions = [_v("workflows", "w", phase="Running"), _v("workflows", "w", phase="Succeeded",
+                                                          verdict="Passed"),
+                _v("jobs", "j", phase="Succeeded"),
+                _v("trainjobs", "j-workload", group="trainer.kubeflow.org")]
+    audit = [_create("workflows"), _create("jobs"), _create("jobs", code=409),
+             _create("trainjobs", group="trainer.kubeflow.org")]
+    assert _checked(versions, audit) == {}
+
+
+def test_a_name_created_twice_is_caught_by_uid_and_by_the_audit() -> None:
+    twice = [_v("jobs", "j", uid="u1"), _v("jobs", "j", uid="u2")]
+    assert "jobs/j" in _checked(twice)["single_create"]
+    once = [_v("jobs", "j")]
+    assert "jobs" in _checked(once, [_create("jobs"), _create("jobs")])["single_create"]
+
+
+def test_a_lost_verdict_or_failure_log_is_a_regression() -> None:
+    lost = [_v("certifications", "c", phase="Failed", verdict="Failed"),
+            _v("certifications", "c", phase="Running")]
+    message = _checked(lost)["no_regression"]
+    assert "certifications/c lost its terminal phase" in message and "verdict" in message
+    log = [_v("jobs", "j", failureLog={"podName": "j-launcher"}), _v("jobs", "j")]
+    assert "lost its failureLog" in _checked(log)["no_regression"]
+    other_uid = [_v("jobs", "j", uid="u1", phase="Failed"), _v("jobs", "j", uid="u2")]
+    assert "no_regression" not in _checked(other_uid)
+
+
+def test_failed_jobs_must_name_their_launcher() -> None:
+    named = {"phase": "Failed", "failureClass": {"scope": "Workload"},
+             "failureLog": {"podName": "x-workload-launcher-0-abc", "reason": "Error"}}
+    gone = {"phase": "Failed", "failureClass": {"scope": "Workload"},
+            "failureLog": {"reason": "PodNotFound"}}
+    assert _checked([_v("jobs", "a", **named)], fail=True) == {}
+    assert "a: failureLog names None" in _checked([_v("jobs", "a", **gone)], fail=True)[
+        "failure_log"]
+    assert _checked([_v("jobs", "a", **gone)], fail=True, gap=True) == {}
+
+
+def test_failure_log_problem() -> None:
+    workload = {"failureClass": {"scope": "Workload"}}
+    assert failure_log_problem({**workload, "failureLog": {"podName": "j-launcher-x"}},
+                               blind=False) == ""
+    assert "with the manager watching" in failure_log_problem(
+        {**workload, "failureLog": {"reason": "PodNotFound"}}, blind=False)
+    assert failure_log_problem({**workload}, blind=True)  # no record at all
+    assert failure_log_problem({**workload, "failureLog": {"reason": "NoTerminatedContainer"}},
+                               blind=True) == ""
+    assert failure_log_problem({"failureClass": {"scope": "Node"}}, blind=False) == ""
+
+
+def test_summary_figures() -> None:
+    runs = [RunResult(run=i, seed=i, faults=["outage"] if i % 2 else [], expected="Succeeded",
+                      seconds=float(i)) for i in range(10)]
+    runs[3].violations["verdict"] = "timed out"
+    report = summarize(runs, seed=7, fault_kinds=("outage", "latency"), retries={},
+                       startup_exits=0, exits_during_runs=0)
+    assert report["runs"] == 10
+    assert report["faults_injected"] == {"outage": 5}
+    assert report["fault_kinds_missing"] == ["latency"]
+    # One violating run, and faults without a counted retry.
+    assert report["violations"] == 2
+    assert [r["seed"] for r in report["failing_runs"]] == [3]
+    assert report["time_to_verdict_s"]["without_faults"] == {"p50": 4.0, "p99": 8.0, "runs": 5}
+    assert percentile([], 50) == 0.0

@@ -1,0 +1,65 @@
+"""The build of the real control plane: pinned versions, cache layout, and the skip reasons.
+
+These need no Go: they check what the build reads (the ``go.mod`` pins) and that a machine
+without the toolchain gets an error naming it rather than a silent pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cre.testing.controlplane import build
+from cre.testing.controlplane.pytest_fixtures import skip_reason
+
+
+def test_versions_are_pinned_by_the_go_modules() -> None:
+    pinned = build.versions()
+    assert pinned.kubernetes.startswith("v1.34.")
+    assert pinned.etcd.startswith("v3.6.")
+    assert pinned.label == (f"k8s-{pinned.kubernetes[1:]}-etcd-{pinned.etcd[1:]}")
+
+
+def test_the_staging_modules_are_pinned_to_the_same_release() -> None:
+    """k8s.io/kubernetes needs every staging module replaced by the matching v0 release."""
+    text = (build.KUBE_MODULE / "go.mod").read_text()
+    minor_patch = build.versions().kubernetes.removeprefix("v1.")
+    replaced = [line.split() for line in text.splitlines() if "=> k8s.io/" in line]
+    assert len(replaced) >= 25
+    assert {parts[-1] for parts in replaced} == {f"v0.{minor_patch}"}
+    assert all(parts[0] == parts[2] for parts in replaced)
+
+
+def test_cache_dir_is_versioned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
+    assert build.cache_root() == tmp_path
+    assert build.locate() is None  # nothing built there
+    monkeypatch.delenv("CRE_CONTROLPLANE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build.cache_root() == tmp_path / "xdg" / "cre" / "controlplane"
+
+
+def test_missing_go_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(build.Unavailable, match=r"Go toolchain \(`go` on PATH"):
+        build.ensure_built()
+
+
+def test_unreachable_proxy_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty module cache and a proxy that does not answer: Unavailable names the proxy."""
+    if build.shutil.which("go") is None:
+        pytest.skip("the Go toolchain is not installed")
+    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "mod"))
+    monkeypatch.setenv("GOPROXY", "http://127.0.0.1:9")
+    with pytest.raises(build.Unavailable, match=r"Go module proxy \(http://127.0.0.1:9\)"):
+        build.ensure_built()
+
+
+def test_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRE_CONTROLPLANE", "0")
+    assert skip_reason() == "the real control plane is switched off (CRE_CONTROLPLANE=0)"
+    monkeypatch.setenv("CRE_CONTROLPLANE", "1")
+    assert skip_reason() is None
