@@ -167,6 +167,14 @@ class WorkloadRunSpec:
 
 
 @attrs.frozen(kw_only=True)
+class JobGoodput:
+    """The goodput one Job of the run measured (its GoodputMeasurement's ``result``)."""
+
+    job: str = attrs.field(metadata=c(min_length=1))
+    goodput_ratio: str = attrs.field(metadata=c(pattern=r"^[0-9]+(\.[0-9]+)?$"))
+
+
+@attrs.frozen(kw_only=True)
 class WorkloadRunStatus:
     """Observed state, mirrored from the generated Workflow."""
 
@@ -185,6 +193,9 @@ class WorkloadRunStatus:
     )
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    # CRE addition (the reference's run status has no goodput): the measured goodput ratio of
+    # each of the run's Jobs whose GoodputMeasurement completed, in Job-name order.
+    goodput: tuple[JobGoodput, ...] = attrs.field(default=(), metadata=c(max_items=1024))
 
 
 @attrs.frozen(kw_only=True)

@@ -1,8 +1,10 @@
 """The WorkloadRun controller: a Reconciler for ``cre.dev`` WorkloadRuns on the generic runtime.
 
 It watches WorkloadRuns, the Workflows labelled ``cre.dev/workload-run`` (a Workflow change
-enqueues its controlling run) and GPU nodes (a node turning Ready wakes the runs still waiting
-for one). The catalog supplies the hardware defaults (GPUs and NICs per node).
+enqueues its controlling run), the GoodputMeasurements of Jobs (a measurement change wakes the
+run whose Workflow has that Job in a group, so the run's ``status.goodput`` follows it) and GPU
+nodes (a node turning Ready wakes the runs still waiting for one). The catalog supplies the
+hardware defaults (GPUs and NICs per node).
 
 One reconcile is :func:`cre.kube.runtime.converge` around
 :func:`cre.core.workloadrun.reconcile_run`, applied by
@@ -26,10 +28,12 @@ from prometheus_client import CollectorRegistry
 from cre.api import labels as L
 from cre.api.conditions import ConditionType
 from cre.api.converter import structure
+from cre.api.goodput import GoodputMeasurement
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
+from cre.controller.jobshell import GOODPUTMEASUREMENTS, goodput_from_dict
 from cre.controller.tiershell import TierExecutor, TierOutcomeKind
 from cre.controller.workflow import follow
 from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
@@ -87,6 +91,11 @@ def involved_run(run: WorkloadRun) -> dict[str, Any]:
             "namespace": meta.namespace, "uid": meta.uid}
 
 
+def _jobs_of(wf: Workflow) -> frozenset[str]:
+    """The names of the Jobs the Workflow's groups hold."""
+    return frozenset(g.job_ref.name for g in wf.status.groups if g.job_ref is not None)
+
+
 def _waiting(run: WorkloadRun) -> bool:
     member = true_member(run.status.conditions)
     return run.status.workflow_ref is None and (
@@ -119,6 +128,9 @@ class WorkloadRunController:
         self.workflows: Informer[Workflow] = Informer(
             client, WORKFLOWS, transform=workflow_from_dict, namespace=ns,
             label_selector=WORKLOAD_RUN_LABEL, metrics=kube, name="workloadrun-workflows")
+        self.goodputs: Informer[GoodputMeasurement] = Informer(
+            client, GOODPUTMEASUREMENTS, transform=goodput_from_dict, namespace=ns,
+            label_selector=L.JOB, metrics=kube, name="workloadrun-goodputmeasurements")
         self._shared_nodes = nodes
         self.nodes: Informer[NodeView] = nodes or Informer(
             client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
@@ -131,6 +143,7 @@ class WorkloadRunController:
                                      metrics=kube)
         self.controller.watch_own(self.runs, self.status_echo)
         self.controller.watch(self.workflows, enqueue_owner(kind="WorkloadRun", group=L.GROUP))
+        self.controller.watch(self.goodputs, enqueue_mapped(self._measured_keys))
         if nodes is None:
             self.controller.watch(self.nodes, enqueue_mapped(self._waiting_keys), node_changed)
         else:
@@ -166,11 +179,26 @@ class WorkloadRunController:
             if _waiting(run) and run.metadata.deletion_timestamp is None:
                 yield key_of(run)
 
+    def _measured_keys(self, event: WatchEvent[GoodputMeasurement]) -> Iterable[str]:
+        gm = event.obj
+        ns = gm.metadata.namespace or ""
+        for wf in self.workflows.store.list():
+            run = (wf.metadata.labels or {}).get(WORKLOAD_RUN_LABEL)
+            if run and (wf.metadata.namespace or "") == ns and \
+                    gm.spec.job_ref.name in _jobs_of(wf):
+                yield f"{ns}/{run}"
+
     def observe(self, run: WorkloadRun) -> RunObservation:
         """The Observation of ``run`` from the caches."""
-        wf = self.workflows.store.get(f"{run.metadata.namespace or ''}/{run.metadata.name}")
+        ns = run.metadata.namespace or ""
+        wf = self.workflows.store.get(f"{ns}/{run.metadata.name}")
         nodes = tuple(sorted(self.nodes.store.list(), key=lambda n: n.name))
-        return RunObservation(nodes=nodes, workflow=wf)
+        jobs = _jobs_of(wf) if wf is not None else frozenset()
+        goodput = tuple(sorted((gm for gm in self.goodputs.store.list()
+                                if (gm.metadata.namespace or "") == ns
+                                and gm.spec.job_ref.name in jobs),
+                               key=lambda gm: gm.metadata.name or ""))
+        return RunObservation(nodes=nodes, workflow=wf, goodput=goodput)
 
     async def _live_workflow(self, run: WorkloadRun) -> Workflow | None:
         try:

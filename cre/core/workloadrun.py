@@ -3,7 +3,8 @@
 ``reconcile_run(run, observation, now, catalog=...)`` returns a ``TierPlan`` of the run's
 status; the shell applies it (``cre.controller.workloadrun``). The rules, in order:
 
-1. A terminal run (Succeeded or Failed) is left alone.
+1. A terminal run (Succeeded or Failed) is left alone, except for its goodput (below), which
+   may complete after the run's verdict.
 2. With ``status.workflowRef`` set, the Workflow is mirrored: gone (confirmed by a live read)
    -> Failed ``WorkflowDeleted``; the detected platform, architecture and node-result refs
    are copied; the Workflow's ``ValidationFailed`` is mirrored (``ThresholdViolation``)
@@ -22,6 +23,11 @@ status; the shell applies it (``cre.controller.workloadrun``). The rules, in ord
    ``WorkflowNameCollision``) and the run goes InProgress ``WorkflowCreated``.
 
 The trio members that are not True carry reason ``Superseded`` on this tier.
+
+Goodput (a CRE addition: the reference's run status has no place for it): ``status.goodput``
+holds, per Job of the run's Workflow, the ``result`` of its GoodputMeasurement once that is
+Complete with a ratio above 0 (the reference's rule for the ``goodputRatio`` threshold). Entries
+are only added, in Job-name order, so the Jobs of earlier iterations keep theirs.
 """
 
 from __future__ import annotations
@@ -37,13 +43,15 @@ from cre.api.conditions import (
     EXCLUSIVE_TRIO,
     CommonReason,
     ConditionType,
+    MeasurementPhase,
     Phase,
     WorkflowReason,
     WorkloadRunReason,
 )
+from cre.api.goodput import GoodputMeasurement
 from cre.api.meta import Condition, ConditionStatus, NamespacedName
 from cre.api.workflow import Workflow
-from cre.api.workloadrun import WorkloadRun, WorkloadRunStatus
+from cre.api.workloadrun import JobGoodput, WorkloadRun, WorkloadRunStatus
 from cre.catalog.model import Catalog
 from cre.core.conditions import condition, set_additive, set_trio
 from cre.core.discovery import DiscoveryFailure, describe_target, discover
@@ -77,6 +85,7 @@ class RunObservation:
     workflow: Workflow | None = None
     create_conflict: bool = False
     read_live: bool = False
+    goodput: tuple[GoodputMeasurement, ...] = ()  # the measurements of the Workflow's Jobs
 
 
 def default_target() -> TargetSpec:
@@ -101,6 +110,25 @@ def hardware_defaults(catalog: Catalog, *, platform: str, arch: str) -> tuple[in
     found = (pdata.architectures.get(arch) if pdata is not None else None) or \
         catalog.gpu_defaults.get(arch)
     return None if found is None else (found.gpus_per_node, found.mlnx_per_node)
+
+
+def merge_goodput(known: tuple[JobGoodput, ...], measurements: tuple[GoodputMeasurement, ...]
+                  ) -> tuple[JobGoodput, ...]:
+    """``known`` plus the goodput of each Complete measurement of a Job not in it yet (ratio
+    above 0), in Job-name order."""
+    by_job = {g.job: g for g in known}
+    for gm in measurements:
+        job = gm.spec.job_ref.name
+        ratio = gm.status.result
+        if job in by_job or gm.status.phase != MeasurementPhase.COMPLETE or ratio is None:
+            continue
+        try:
+            positive = float(ratio) > 0
+        except ValueError:
+            positive = False
+        if positive:
+            by_job[job] = JobGoodput(job=job, goodput_ratio=ratio)
+    return tuple(by_job[j] for j in sorted(by_job))
 
 
 def superseded(conditions: tuple[Condition, ...]) -> tuple[Condition, ...]:
@@ -132,7 +160,10 @@ def reconcile_run(run: WorkloadRun, observation: RunObservation, now: datetime, 
     ctx = _Ctx(run=run, obs=observation, now=now, catalog=catalog, settings=settings)
     current = true_member(run.status.conditions)
     if current is not None and current.type != ConditionType.IN_PROGRESS:
-        return ctx.plan()
+        measured = merge_goodput(run.status.goodput, observation.goodput)
+        if measured == run.status.goodput:
+            return ctx.plan()
+        return ctx.plan(status=attrs.evolve(run.status, goodput=measured))
     if run.status.workflow_ref is not None:
         return _mirror(ctx)
     return _build(ctx)
@@ -176,7 +207,8 @@ def _mirror(ctx: _Ctx) -> RunPlan:
         detected_gpu_architecture=orch.detected_gpu_architecture
         if orch and orch.detected_gpu_architecture else status.detected_gpu_architecture,
         succeeded_nodes_ref=wf.status.succeeded_nodes_ref or status.succeeded_nodes_ref,
-        failed_nodes_ref=wf.status.failed_nodes_ref or status.failed_nodes_ref)
+        failed_nodes_ref=wf.status.failed_nodes_ref or status.failed_nodes_ref,
+        goodput=merge_goodput(status.goodput, ctx.obs.goodput))
     events: tuple[EventSpec, ...] = ()
     invalid = condition(wf.status.conditions, ConditionType.VALIDATION_FAILED)
     if invalid is not None and invalid.status == ConditionStatus.TRUE:

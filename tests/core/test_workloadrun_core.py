@@ -9,12 +9,19 @@ import attrs
 
 from cre.api.conditions import ConditionType, Phase, WorkflowReason, WorkloadRunReason
 from cre.api.converter import structure
+from cre.api.goodput import GoodputMeasurement
 from cre.api.meta import Condition, ConditionStatus, NamespacedName, OwnerReference
 from cre.api.workflow import OrchestrationStatus, Workflow
-from cre.api.workloadrun import WorkloadRun
+from cre.api.workloadrun import JobGoodput, WorkloadRun
 from cre.core.observed import NodeView
 from cre.core.trio import set_exclusive
-from cre.core.workloadrun import RunObservation, RunPlan, detect_nic, reconcile_run
+from cre.core.workloadrun import (
+    RunObservation,
+    RunPlan,
+    detect_nic,
+    merge_goodput,
+    reconcile_run,
+)
 from tests.core.tierworld import T0, at, catalog, gpu_node, nodes
 
 MPI = {"binary": "/b", "mpirunPath": "/usr/local/mpi/bin/mpirun"}
@@ -175,3 +182,50 @@ def test_a_running_workflow_writes_the_run_once() -> None:
     again = reconcile(attrs.evolve(run, status=first.status),
                       RunObservation(nodes=nodes(2), workflow=wf), seconds=30)
     assert again.status is None and again.requeue_after is not None
+
+
+def goodput_of(job: str, *, result: str | None, complete: bool) -> GoodputMeasurement:
+    status: dict[str, Any] = {"phase": "Complete" if complete else "Measuring"}
+    if result is not None:
+        status["result"] = result
+    return structure({"apiVersion": "cre.dev/v1alpha1", "kind": "GoodputMeasurement",
+                      "metadata": {"name": f"{job}-goodput", "namespace": "ns"},
+                      "spec": {"jobRef": {"apiGroup": "cre.dev", "kind": "Job", "name": job},
+                               "logProfileRef": "megatron-training"},
+                      "status": status}, GoodputMeasurement)
+
+
+def test_goodput_merge_takes_complete_positive_ratios_once() -> None:
+    """Only a Complete measurement with a ratio above 0 counts; a known Job keeps its entry;
+    entries are in Job-name order."""
+    known = (JobGoodput(job="wr-job", goodput_ratio="0.9000"),)
+    got = merge_goodput(known, (
+        goodput_of("wr-job", result="0.5000", complete=True),   # known: kept as it was
+        goodput_of("wr-b", result="0.8000", complete=True),
+        goodput_of("wr-c", result="0.7000", complete=False),   # still measuring
+        goodput_of("wr-d", result="0.0000", complete=True),    # no useful figure
+        goodput_of("wr-e", result=None, complete=True)))
+    assert got == (JobGoodput(job="wr-b", goodput_ratio="0.8000"),
+                   JobGoodput(job="wr-job", goodput_ratio="0.9000"))
+
+
+def test_goodput_is_mirrored_while_running_and_after_the_verdict() -> None:
+    """A running run mirrors its Jobs' goodput with the Workflow; a Succeeded run whose
+    measurement completes later gets the goodput and nothing else changes."""
+    run, wf = started(run_of(), nodes(2))
+    running = with_trio(wf, ConditionType.IN_PROGRESS, "IterationRunning", "running")
+    gm = goodput_of("wr-job", result="0.8203", complete=True)
+    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=running, goodput=(gm,)))
+    assert plan.status is not None and plan.status.goodput == (
+        JobGoodput(job="wr-job", goodput_ratio="0.8203"),)
+    ok = with_trio(wf, ConditionType.SUCCEEDED, "AllIterationsSucceeded", "done")
+    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=ok))
+    assert plan.status is not None and plan.status.goodput == ()
+    done = attrs.evolve(run, status=plan.status)
+    late = reconcile(done, RunObservation(nodes=nodes(2), workflow=ok, goodput=(gm,)))
+    assert late.status == attrs.evolve(done.status, goodput=(
+        JobGoodput(job="wr-job", goodput_ratio="0.8203"),))
+    assert late.events == () and late.creates == ()
+    final = attrs.evolve(done, status=late.status)
+    assert reconcile(final, RunObservation(nodes=nodes(2), workflow=ok, goodput=(gm,))
+                     ).status is None

@@ -189,6 +189,16 @@ def builtin_types() -> list[ResourceType]:
         ResourceType(
             group="",
             version="v1",
+            plural="persistentvolumeclaims",
+            singular="persistentvolumeclaim",
+            kind="PersistentVolumeClaim",
+            namespaced=True,
+            subresources=frozenset({"status"}),
+            short_names=("pvc",),
+        ),
+        ResourceType(
+            group="",
+            version="v1",
             plural="secrets",
             singular="secret",
             kind="Secret",
