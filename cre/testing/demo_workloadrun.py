@@ -7,10 +7,8 @@ reference's example WorkloadRun (nccl-tests all_reduce in the user's image, 2 no
 a bandwidth measurement) with ``kubectl apply`` and follows it: the run -> the Workflow it
 built -> the groups -> their Jobs. It ends with the run's verdict, the generated runtime's
 launcher fields, and per group the measured bus bandwidth (the Jobs' ``busBandwidthGBps`` and
-the BandwidthMeasurements' per-size results). A run that asks for ``goodputMeasurement``
-also gets its goodput printed (the run's ``status.goodput``, per Job, waited for a little
-after the verdict since a measurement completes after its Job); this demo's MPI bandwidth test
-has no training steps, so it asks for none.
+the BandwidthMeasurements' per-size results). Goodput is not measured by this demo (an MPI
+bandwidth test has no training steps).
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ RUN = "nccl-all-reduce"
 NAMESPACE = "default"
 PROFILE = "aws-h100"
 NODES = 4
-GOODPUT_WAIT = 60.0  # seconds after the verdict for the measurements to complete
 
 # The reference's example (nvcre-api §6.1), with nccl-tests' sizes kept small enough for a demo.
 WORKLOAD_RUN = f"""apiVersion: cre.dev/v1alpha1
@@ -158,27 +155,7 @@ class RunDemo:
                 str(results[-1]["busBW"]) if results else "-")
             rows += 1
         self.console.print(table)
-        if (run.get("spec") or {}).get("goodputMeasurement"):
-            self.print_goodput()
         return member == "Succeeded" and rows == NODES // 2
-
-    def print_goodput(self) -> None:
-        """The run's measured goodput per Job (``status.goodput``), once it is there."""
-        def measured() -> list[dict[str, Any]]:
-            run = self.stack.kubectl_json("get", "workloadruns", RUN, "-n", NAMESPACE)
-            return list((run.get("status") or {}).get("goodput") or [])
-
-        try:
-            goodput = wait_until(measured, timeout=GOODPUT_WAIT, what="the run's goodput",
-                                 interval=0.5)
-        except StackError:
-            goodput = []
-        if not goodput:
-            self.console.print(f"  goodput: not measured within {GOODPUT_WAIT:g}s of the "
-                               "verdict")
-        for g in goodput:
-            self.console.print(f"  goodput of job {g.get('job')}: [bold]{g.get('goodputRatio')}"
-                               "[/]")
 
 
 def run_demo(*, time_scale: float, timeout: float, keep: bool) -> int:
