@@ -17,7 +17,9 @@ when the Plan asks for log tails, a live confirmation or the workload's Events, 
 reads them and runs the core again on a richer Observation; the result of a create (created,
 name taken, refused) goes into the Observation the same way; a status write that conflicts
 re-reads the Job live and runs the core on the fresh copy. Only a Plan without requests is
-applied, so the failure record and the condition it belongs to land in one status write.
+applied, so the failure record and the condition it belongs to land in one status write. A Plan
+that creates anything is applied only after the Job was read live with the same uid and
+resourceVersion: a cache that kept a deleted Job never gets a workload created for it.
 """
 
 from __future__ import annotations
