@@ -17,7 +17,9 @@ when the Plan asks for log tails, a live confirmation or the workload's Events, 
 reads them and runs the core again on a richer Observation; the result of a create (created,
 name taken, refused) goes into the Observation the same way; a status write that conflicts
 re-reads the Job live and runs the core on the fresh copy. Only a Plan without requests is
-applied, so the failure record and the condition it belongs to land in one status write.
+applied, so the failure record and the condition it belongs to land in one status write. A Plan
+that creates anything is applied only after the Job was read live with the same uid and
+resourceVersion: a cache that kept a deleted Job never gets a workload created for it.
 """
 
 from __future__ import annotations
@@ -258,6 +260,10 @@ class JobController(JobEvents):
             return Again(job, attrs.evolve(obs, trainjob=view,
                                            workload_absence_confirmed=view is None),
                          "live workload read")
+        if plan.creates:
+            confirmed = await self._confirm_live(job, obs)
+            if confirmed is not None:
+                return confirmed
         outcome = await self.executor.apply(job, plan)
         # A workload just created is observed, so a re-run after a conflict adopts it instead
         # of creating it again and learning of it through AlreadyExists.
@@ -307,6 +313,27 @@ class JobController(JobEvents):
         if plan.status is not None and is_terminal(attrs.evolve(job, status=plan.status)):
             self._forget_failures(key)  # the verdict is written: nothing left to record
         return Result(requeue_after=plan.requeue_after)
+
+    async def _confirm_live(self, job: Job, obs: Observation
+                            ) -> Again[Job, Observation] | Result | None:
+        """Before any create: the Job as served now. ``None`` when the copy the plan came from
+        is current (create); ``DONE`` when the Job is gone or was replaced (another uid); a
+        new pass on the live copy when the cache was behind.
+
+        A cache can keep a deleted Job (its watch expired with 410 and the DELETED event was
+        never seen): every event of the workload created for it, which the garbage collector
+        removes at once (its owner's uid is gone), would bring the Job back to create it again.
+        Found by the chaos soak (hundreds of TrainJob creates for one deleted Job).
+        """
+        ns, name = job.metadata.namespace or "", job.metadata.name or ""
+        fresh = await self.reads.job(ns, name)
+        if fresh is None or fresh.metadata.uid != job.metadata.uid:
+            log.info("job %s/%s: not creating its workload: the Job (uid %s) is %s", ns, name,
+                     job.metadata.uid, "gone" if fresh is None else "replaced")
+            return DONE
+        if fresh.metadata.resource_version != job.metadata.resource_version:
+            return Again(fresh, obs, "the cache was behind the live Job")
+        return None
 
     def _record(self, job: Job, plan: Plan, outcome: Outcome) -> None:
         ns, name = job.metadata.namespace or "", job.metadata.name or ""

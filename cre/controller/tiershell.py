@@ -6,7 +6,9 @@ order, the one :mod:`cre.core.tierplan` documents:
 
 1. ``patches`` of the object itself (its finalizer), guarded by ``resourceVersion``;
 2. ``deletes`` with UID preconditions (gone already, or replaced: fine);
-3. ``creates``, kind by kind in the order kinds first appear, up to 16 of a kind in flight
+3. ``creates`` (only once the object was read live with the same uid and resourceVersion,
+   unless a patch above proved it: a cache that kept a deleted object creates nothing),
+   kind by kind in the order kinds first appear, up to 16 of a kind in flight
    (a dependency's kind precedes the Job's); AlreadyExists is answered by reading the holder:
    one this object controls (a create that worked on a pass whose status write then
    conflicted) counts as created, any other is a *foreign* holder and goes back to the core
@@ -145,6 +147,13 @@ class TierExecutor:
             except ApiError as exc:
                 if not (exc.not_found or exc.status == 409):
                     raise
+        if plan.creates and not plan.patches:
+            # Never create from the cache alone (a patch above proved the object live): a
+            # cache that kept a deleted object would create its children again and again,
+            # each collected at once with its owner's uid gone.
+            stale = await self._stale(obj)
+            if stale is not None:
+                return TierOutcome(kind=stale)
         created: list[dict[str, Any]] = []
         conflicts: list[str] = []
         for batch in kind_batches(plan.creates):
@@ -175,6 +184,23 @@ class TierExecutor:
             await self.recorder.emit(involved=self.involved(obj), type_=event.type,
                                      reason=event.reason, message=event.message)
         return TierOutcome(kind=TierOutcomeKind.APPLIED, created=tuple(created))
+
+    async def _stale(self, obj: Any) -> TierOutcomeKind | None:
+        """``obj`` as served now: ``GONE`` (deleted, or replaced by another uid), ``CONFLICT``
+        (the copy the plan came from is behind), ``None`` (current)."""
+        meta = obj.metadata
+        try:
+            live = await self.client.get(self.owner, meta.name, namespace=meta.namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return TierOutcomeKind.GONE
+            raise
+        live_meta = live.get("metadata") or {}
+        if live_meta.get("uid") != meta.uid:
+            return TierOutcomeKind.GONE
+        if str(live_meta.get("resourceVersion") or "") != (meta.resource_version or ""):
+            return TierOutcomeKind.CONFLICT
+        return None
 
     async def _create_batch(self, owner: Any, batch: Sequence[Create]
                             ) -> list[dict[str, Any] | None]:

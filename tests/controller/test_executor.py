@@ -80,16 +80,43 @@ async def test_delete_spares_a_same_named_replacement(job_harness: JobHarness) -
     assert still["metadata"]["uid"] == second["metadata"]["uid"]
 
 
-async def test_conflict_rereads_live_and_recomputes(job_harness: JobHarness) -> None:
-    """With a stale cached Job, the controller's status write conflicts; it re-reads the Job,
-    re-runs the core on the fresh copy, adopts the workload it had just created, and emits only
-    the event of the write that succeeded."""
+async def test_stale_cached_job_is_read_live_before_the_create(job_harness: JobHarness) -> None:
+    """With a stale cached Job (behind the server), the live read before the create replaces
+    it: one create, and the status write lands on the first try (no conflict)."""
     h = job_harness
     await _namespace(h)
-    stale = job_from_dict(await _job(h, "j9"))
-    await h.client.patch(JOBS, "j9", {"metadata": {"labels": {"touched": "yes"}}}, namespace=NS)
+    stale = job_from_dict(await _job(h, "j8"))
+    await h.client.patch(JOBS, "j8", {"metadata": {"labels": {"touched": "yes"}}}, namespace=NS)
     idle = JobController(h.client, namespaces=[NS])
-    idle.jobs.store._put(f"{NS}/j9", stale, stale.metadata.resource_version or "")
+    idle.jobs.store._put(f"{NS}/j8", stale, stale.metadata.resource_version or "")
+    await idle.reconcile(f"{NS}/j8")
+    served = await h.client.get(JOBS, "j8", namespace=NS)
+    assert served["metadata"]["labels"] == {"touched": "yes"}
+    cond = condition(served, "InProgress")
+    assert cond is not None and cond["reason"] == "WorkloadCreated"
+    assert served["status"]["workloadRef"]["name"] == workload_name("j8")
+    assert await _events(h, "j8") == [("Normal", "WorkloadCreated")]
+
+
+async def test_conflict_rereads_live_and_recomputes(job_harness: JobHarness) -> None:
+    """The Job changes between the live read and the status write: the write conflicts; the
+    controller re-reads the Job, re-runs the core on the fresh copy, adopts the workload it had
+    just created, and emits only the event of the write that succeeded."""
+    h = job_harness
+    await _namespace(h)
+    await _job(h, "j9")
+    idle = JobController(h.client, namespaces=[NS])
+    cached = job_from_dict(await h.client.get(JOBS, "j9", namespace=NS))
+    idle.jobs.store._put(f"{NS}/j9", cached, cached.metadata.resource_version or "")
+    confirm = idle._confirm_live
+
+    async def confirm_then_touch(job: Any, obs: Any) -> Any:
+        answer = await confirm(job, obs)
+        await h.client.patch(JOBS, "j9", {"metadata": {"labels": {"touched": "yes"}}},
+                             namespace=NS)
+        return answer
+
+    idle._confirm_live = confirm_then_touch  # type: ignore[method-assign]
     await idle.reconcile(f"{NS}/j9")
     served = await h.client.get(JOBS, "j9", namespace=NS)
     assert served["metadata"]["labels"] == {"touched": "yes"}

@@ -137,6 +137,44 @@ async def test_stale_status_write_is_a_conflict(setup: tuple[KubeClient, Workflo
     assert outcome.kind == TierOutcomeKind.CONFLICT
 
 
+async def test_no_create_for_a_stale_copy(setup: tuple[KubeClient, Workflow]) -> None:
+    """Creates are applied only for the object as served now: a copy behind the server is a
+    CONFLICT, a deleted object (a cache that missed the deletion) or a replaced one (another
+    uid) is GONE, and in neither case is anything created."""
+    client, wf = setup
+    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+                            involved=involved_workflow)
+    ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
+
+    def plan(of: Workflow, name: str) -> TierPlan[Any]:
+        return TierPlan(resource_version=of.metadata.resource_version or "",
+                        creates=(_create(_cm(name, ns, owner=uid)),))
+
+    async def exists(name: str) -> bool:
+        page = await client.list(CONFIGMAPS, namespace=ns)
+        return any(c["metadata"]["name"] == name for c in page.get("items") or [])
+
+    await client.patch(WORKFLOWS, "wf", {"metadata": {"labels": {"touched": "yes"}}},
+                       namespace=ns)
+    assert (await executor.apply(wf, plan(wf, "behind"))).kind == TierOutcomeKind.CONFLICT
+    assert not await exists("behind")
+    served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
+    assert (await executor.apply(served, plan(served, "current"))).kind == \
+        TierOutcomeKind.APPLIED
+    assert await exists("current")
+    await client.delete(WORKFLOWS, "wf", namespace=ns)
+    assert (await executor.apply(served, plan(served, "gone"))).kind == TierOutcomeKind.GONE
+    assert not await exists("gone")
+    body = {"apiVersion": L.API_VERSION, "kind": "Workflow",
+            "metadata": {"name": "wf", "namespace": ns},
+            "spec": {"jobTemplate": {"spec": {"workload": {"trainJob": {
+                "runtimeRef": {"name": "rt"}}}}}, "orchestration": {}}}
+    await client.create(WORKFLOWS, body, namespace=ns)
+    assert (await executor.apply(served, plan(served, "replaced"))).kind == \
+        TierOutcomeKind.GONE
+    assert not await exists("replaced")
+
+
 def test_kind_batches_keep_dependency_kinds_first_and_plan_order() -> None:
     """Creates split by kind in the order kinds first appear; each batch keeps plan order."""
     def mk(kind: str, name: str) -> Create:
