@@ -54,6 +54,16 @@ LATER_VERBS = {
     ("resource.k8s.io", "resourceclaimtemplates", "list"): "RoCE fabrics only",
 }
 
+# Reached only when two writers race, which this run provokes but cannot force every time: the
+# Workflow controller reads the holder of a name when a dependency create answers AlreadyExists
+# (its own create from a pass whose status write conflicted, or a foreign object). Since a
+# create is preceded by a live read of the Workflow (no create from a stale copy), the status
+# conflict this run injects is usually seen before the create, and the holder read is not made.
+RACE_VERBS = {
+    ("trainer.kubeflow.org", "trainingruntimes", "get"):
+        "the holder read after AlreadyExists on a TrainingRuntime dependency create",
+}
+
 
 def _later(grants: dict[tuple[str, str, str], str],
            used: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
@@ -254,7 +264,7 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
             ("cre.dev", "jobs/finalizers", "update")} <= used  # the run did the real work
     assert not any(resource.startswith("secrets") for _, resource, _ in grants)
     later = _later(grants, used)
-    unused = sorted(set(grants) - used - set(later))
+    unused = sorted(set(grants) - used - set(later) - set(RACE_VERBS))
     assert not unused, f"deploy/ grants what no call uses: {unused}"
     stale = sorted(set(later) & used)
     assert not stale, f"excused as another tier's, yet used by this run: {stale}"
