@@ -45,8 +45,6 @@ from cre.render import scripts
 from cre.render.options import DEFAULT_WORKER_BACKOFF_LIMIT, GangScheduler
 from cre.render.workload import (
     ANCESTOR_LABEL,
-    CD_CLAIM,
-    COMPUTE_DOMAIN_API,
     CONTAINER,
     FAIL_FAST_RULE,
     FRAMEWORK_LABEL,
@@ -57,13 +55,17 @@ from cre.render.workload import (
     TRAINER_API,
     TRAINER_GROUP,
     apply_gang_scheduler,
+    claim_template,
+    compute_domain,
     launcher_fail_fast,
     patch_job,
     pinning,
+    pod_claim,
 )
 
 WORKLOAD_RUN_LABEL: Final = "cre.dev/workload-run"
 CLIQUE_KEY: Final = "nvidia.com/gpu.clique"
+CD_CLAIM: Final = "compute-domain"  # the reference's WorkloadRun ("torch variant") claim name
 NODE_HEALTH_CEL: Final = "node.spec.unschedulable == true"
 DEFAULT_TIMEOUT: Final = "24h"
 CONFIG_DIR: Final = "/config"
@@ -88,6 +90,9 @@ class RunEnvironment:
     gpus_per_node: int
     mlnx_per_node: int
     nic_resource_name: str | None = None
+    fabric: Mapping[str, Any] = attrs.field(factory=dict)
+    """The catalog platform file's fabric spec for this platform and architecture
+    (``Catalog.fabric_spec``); the rows of ``cre.render.runplatform`` that share it read it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -332,21 +337,29 @@ def _when(block: RP.RunPlatformBlock, platform: str) -> dict[str, Any]:
 
 
 def _runtime_patch(runtime: str, *, job: str, container: Mapping[str, Any] | None = None,
-                   pod: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   pod: Mapping[str, Any] | None = None,
+                   annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
     pod_spec: dict[str, Any] = dict(pod or {})
     if container:
         pod_spec["containers"] = [{"name": CONTAINER, **container}]
+    template: dict[str, Any] = {"spec": pod_spec}
+    if annotations:
+        template = {"metadata": {"annotations": dict(annotations)}, **template}
     return {"apiVersion": TRAINER_API, "kind": "TrainingRuntime",
             "metadata": {"name": runtime},
             "spec": {"template": {"spec": {"replicatedJobs": [
-                {"name": job, "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}
+                {"name": job, "template": {"spec": {"template": template}}}]}}}}
 
 
 def _platform_overrides(run: WorkloadRun, *, env: RunEnvironment, framework: str,
                         blocks: Sequence[RP.RunPlatformBlock], mnnvl: bool,
-                        user_env: list[dict[str, Any]], mlnx: int) -> list[dict[str, Any]]:
+                        user_env: list[dict[str, Any]], mlnx: int, per_job: int
+                        ) -> list[dict[str, Any]]:
     """The platform's Workflow overrides (see the module docstring), in table order."""
     name = run.metadata.name or ""
+    namespace = run.metadata.namespace or ""
+    orch = run.spec.orchestration
+    scale = orch.test_scale if orch is not None else None
     runtime = f"{name}-runtime"
     mpi = framework == "mpi"
     out: list[dict[str, Any]] = []
@@ -373,11 +386,23 @@ def _platform_overrides(run: WorkloadRun, *, env: RunEnvironment, framework: str
         pod: dict[str, Any] = {}
         if block.tolerations and not mpi:
             pod["tolerations"] = [dict(t) for t in block.tolerations]
-        deps = [_runtime_patch(runtime, job=NODE_JOB, container=container, pod=pod)] \
-            if container or pod else []
+        templates = [claim_template(name, namespace=namespace, app=name, claim=c)
+                     for c in block.claims]
+        if block.claims:
+            container.setdefault("resources", {})["claims"] = [
+                {"name": c["name"]} for c in block.claims]
+            pod["resourceClaims"] = [pod_claim(c["name"], f"{name}-{c['name']}")
+                                     for c in block.claims]
+        deps = [*templates, _runtime_patch(runtime, job=NODE_JOB, container=container, pod=pod,
+                                           annotations=block.annotations)] \
+            if container or pod or block.annotations else []
         override: dict[str, Any] = {"when": _when(block, env.platform)}
         if deps:
             override["dependencies"] = deps
+        if block.topology_key and scale != RunTestScale.INTRA_NODE:
+            override["orchestration"] = {"topology": {
+                "topologyKey": block.topology_key,
+                "strictDomain": scale == RunTestScale.INTRA_RACK}}
         if block.env and not mpi:
             trainer_env.update(block.env)
             merged = RP.merge_env(RP.env_list(trainer_env), user_env)
@@ -387,26 +412,21 @@ def _platform_overrides(run: WorkloadRun, *, env: RunEnvironment, framework: str
             out.append(override)
     if mnnvl and env.architecture in RP.MNNVL_ARCHS:
         out.append(_compute_domain_override(run, env=env, framework=framework,
-                                            user_env=user_env))
+                                            user_env=user_env, per_job=per_job))
     return out
 
 
 def _compute_domain_override(run: WorkloadRun, *, env: RunEnvironment, framework: str,
-                             user_env: list[dict[str, Any]]) -> dict[str, Any]:
-    """GB200/GB300 with MNNVL: an IMEX ComputeDomain and its channel claim on the workers."""
+                             user_env: list[dict[str, Any]], per_job: int) -> dict[str, Any]:
+    """GB200/GB300 with MNNVL (the reference's block 1, "torch variant" for every framework):
+    the catalog's IMEX ComputeDomain over one group and its channel claim on the workers."""
     name = run.metadata.name or ""
     container: dict[str, Any] = {"resources": {"claims": [{"name": CD_CLAIM}]}}
     if framework != "mpi" and "NCCL_MNNVL_ENABLE" not in {e["name"] for e in user_env}:
         container["env"] = [{"name": "NCCL_MNNVL_ENABLE", "value": "1"}]
-    pod = {"resourceClaims": [{"name": CD_CLAIM,
-                               "resourceClaimTemplateName": f"{name}-channel"}]}
-    domain = {"apiVersion": COMPUTE_DOMAIN_API, "kind": "ComputeDomain",
-              "metadata": {"name": f"{name}-compute-domain",
-                           "namespace": run.metadata.namespace or "",
-                           "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": name}},
-              "spec": {"numNodes": 0, "channel": {"allocationMode": "Single",
-                                                  "resourceClaimTemplate": {
-                                                      "name": f"{name}-channel"}}}}
+    pod = {"resourceClaims": [pod_claim(CD_CLAIM, f"{name}-channel")]}
+    domain = compute_domain(name, namespace=run.metadata.namespace or "", app=name,
+                            num_nodes=per_job)
     return {"when": {"platform": {"equals": env.platform},
                      "gpuArchitecture": {"in": list(RP.MNNVL_ARCHS)}},
             "dependencies": [domain, _runtime_patch(f"{name}-runtime", job=NODE_JOB,
@@ -464,7 +484,8 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
         raise RunBuildError("spec.framework.torch: set exactly one of script, module")
     user_env = _user_env(run)
     mnnvl = _mnnvl(run, env.architecture)
-    blocks = RP.blocks_for(platform=env.platform, arch=env.architecture, framework=framework)
+    blocks = RP.blocks_for(platform=env.platform, arch=env.architecture, framework=framework,
+                           fabric=env.fabric)
     nic = spec.nic_resource_name or env.nic_resource_name
     env = attrs.evolve(env, nic_resource_name=nic)
     gang = GangScheduler.from_spec(spec.gang_scheduler) if spec.gang_scheduler else None
@@ -517,11 +538,8 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
     config_map, pvc = _config_map(run), _pvc(run)
     deps = [runtime, *(d for d in (config_map, pvc) if d is not None)]
     overrides = _platform_overrides(run, env=env, framework=framework, blocks=blocks,
-                                    mnnvl=mnnvl, user_env=user_env, mlnx=mlnx)
-    for override in overrides:  # the ComputeDomain spans one group
-        for dep in override.get("dependencies", []):
-            if dep.get("kind") == "ComputeDomain":
-                dep["spec"]["numNodes"] = per_job
+                                    mnnvl=mnnvl, user_env=user_env, mlnx=mlnx,
+                                    per_job=per_job)
     overrides += [unstructure(o) for o in spec.overrides]
     wf_spec: dict[str, Any] = {"namespace": namespace, "jobTemplate": {"spec": job_spec},
                                "orchestration": orchestration,
