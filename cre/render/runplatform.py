@@ -133,9 +133,11 @@ BLOCKS: Final[tuple[RunPlatformBlock, ...]] = (
     # WorkloadRun on AWS H100 ran over TCP); a user ``env`` entry NCCL_NET_PLUGIN replaces it.
     RunPlatformBlock(name="aws-mpi", platforms=("aws",), frameworks=("mpi",),
                      mpi_args=("-x", "NCCL_NET_PLUGIN=none")),
-    # 5
+    # 5: the RoCE transport args and, exported to the ranks, the aws file's GB300 env (its
+    # NCCL_NET_PLUGIN=none is block 4's already).
     RunPlatformBlock(name="aws-gb300-mpi", platforms=("aws",), archs=("gb300",),
-                     frameworks=("mpi",),
+                     frameworks=("mpi",), fabric=("env",),
+                     fabric_env_skip=("NCCL_NET_PLUGIN",),
                      mpi_args=("--mca", "orte_keep_fqdn_hostnames",
                                "true", "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                                "--mca", "coll_ucc_enable", "0", "--mca", "coll_hcoll_enable",

@@ -195,3 +195,11 @@ def test_fabric_spec_is_empty_where_the_catalog_has_no_data() -> None:
     azure = CATALOG.fabric_spec(platform="azure", arch="h100", num_nodes=2, entry="x")
     assert azure["worker"]["resources"]["nvidia.com/mlnxnics"] == \
         CATALOG.platforms["azure"].architectures["h100"].mlnx_per_node
+
+
+def test_aws_gb300_mpi_exports_the_platform_files_env_once() -> None:
+    """Block 5 exports the aws file's GB300 env; its NCCL_NET_PLUGIN is block 4's, once."""
+    script = args(build(run_of({"mpi": MPI}), "aws", "gb300"))[2]
+    env = CATALOG.fabric_spec(platform="aws", arch="gb300", num_nodes=2, entry="wr")["env"]
+    for key, value in env.items():
+        assert script.count(f"-x {key}={value} ") == 1
