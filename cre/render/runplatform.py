@@ -154,9 +154,9 @@ BLOCKS: Final[tuple[RunPlatformBlock, ...]] = (
     RunPlatformBlock(name="gcp-gb-roce", platforms=("gcp",), archs=MNNVL_ARCHS,
                      fabric=("env", "resources", "annotations"),
                      tolerations=(ARM64_TOLERATION, GPU_TOLERATION)),
-    # 11
-    RunPlatformBlock(name="azure-ib", platforms=("azure",), not_archs=("a100",),
-                     worker_resources={MLNX: "{mlnx}"}),
+    # 11: every Azure architecture (the reference's row has no arch selector, and the azure
+    # platform file requests the NICs on A100 too); omitted at mlnxPerNode 0.
+    RunPlatformBlock(name="azure-ib", platforms=("azure",), worker_resources={MLNX: "{mlnx}"}),
     RunPlatformBlock(name="oci-roce", platforms=("oci",), worker_resources={MLNX: "{mlnx}"}),
     # Newer versions: on-prem GB200/GB300.
     RunPlatformBlock(name="onprem-gb", platforms=("onprem",), archs=MNNVL_ARCHS,
