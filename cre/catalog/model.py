@@ -176,6 +176,36 @@ class Catalog:
                 out.extend((entry.name, pname, arch) for arch in pdata.architectures)
         return sorted(out)
 
+    def fabric_spec(
+        self, *, platform: str, arch: str, num_nodes: int, entry: str
+    ) -> Mapping[str, Any]:
+        """The platform file's fabric blocks for ``arch`` laid over each other and resolved,
+        without an entry (what a WorkloadRun shares with the catalog); empty for a platform or
+        architecture the catalog has no data for. ``entry`` names the owner in templates."""
+        pdata = self.platforms.get(platform)
+        if pdata is None or arch not in pdata.architectures:
+            return {}
+        defaults = pdata.architectures[arch]
+        spec: dict[str, Any] = {}
+        for block in pdata.fabric:
+            if block.applies(platform, arch):
+                spec = deep_merge(spec, block.spec)
+        values: dict[str, Scalar] = {
+            "numNodes": num_nodes,
+            "gpusPerNode": defaults.gpus_per_node,
+            "mlnxPerNode": defaults.mlnx_per_node,
+            "totalGpus": num_nodes * defaults.gpus_per_node,
+            "mnnvl": 1 if arch in MNNVL_ARCHS else 0,
+            "entry": entry,
+            "platform": platform,
+            "arch": arch,
+        }
+        try:
+            resolved: Mapping[str, Any] = resolve(spec, SPEC, values)
+        except TemplateError as exc:
+            raise CatalogError(pdata.file, "fabric", str(exc)) from exc
+        return resolved
+
     def resolve(
         self,
         entry_name: str,

@@ -15,7 +15,8 @@ status; the shell applies it (``cre.controller.workloadrun``). The rules, in ord
 3. Otherwise the run is built: discovery over the GPU node cache gives the platform, the
    architecture and the eligible nodes (no node yet: ``WaitingForNodes`` for up to five
    minutes, then Failed ``BuildFailed`` naming ``spec.target``); the hardware defaults come
-   from the catalog's gpu-defaults; on-prem GB200/GB300 without ``nicResourceName`` use the
+   (and the platform file's fabric spec the platform table shares) from the catalog;
+   on-prem GB200/GB300 without ``nicResourceName`` use the
    one ``rdma/*`` or ``nvidia.com/mlnxnics`` resource every eligible node advertises.
    ``cre.render.workloadrun.build_run`` gives the Workflow; a run it cannot build is Failed
    ``BuildFailed`` with the message naming the field. The Workflow is created (a Workflow of
@@ -272,9 +273,11 @@ def _build(ctx: _Ctx) -> RunPlan:
         return _fail(ctx, WorkloadRunReason.BUILD_FAILED, f"spec.target: {found.message}")
     nic = detect_nic(found.nodes) if found.platform == "onprem" and \
         found.architecture in NIC_ARCHS else None
+    fabric = ctx.catalog.fabric_spec(platform=found.platform, arch=found.architecture,
+                                     num_nodes=run.spec.num_nodes, entry=name)
     environment = RunEnvironment(platform=found.platform, architecture=found.architecture,
                                  nodes=found.names, gpus_per_node=gpus, mlnx_per_node=mlnx,
-                                 nic_resource_name=nic)
+                                 nic_resource_name=nic, fabric=fabric)
     try:
         built = build_run(run, env=environment)
     except RunBuildError as exc:

@@ -95,13 +95,18 @@ def render_workload(
     extra: list[dict[str, Any]] = []
     claims: list[dict[str, str]] = []
     if spec.get("computeDomain"):
-        extra.append(_compute_domain(job_name, namespace, resolved))
-        claims.append({"name": CD_CLAIM, "resourceClaimTemplateName": f"{job_name}-channel"})
-    for claim in spec.get("claims", []):
-        extra.append(_claim_template(job_name, namespace, resolved, claim))
-        claims.append(
-            {"name": claim["name"], "resourceClaimTemplateName": f"{job_name}-{claim['name']}"}
+        extra.append(
+            compute_domain(
+                job_name, namespace=namespace, app=resolved.entry.variant,
+                num_nodes=resolved.num_nodes,
+            )
         )
+        claims.append(pod_claim(CD_CLAIM, f"{job_name}-channel"))
+    for claim in spec.get("claims", []):
+        extra.append(
+            claim_template(job_name, namespace=namespace, app=resolved.entry.variant, claim=claim)
+        )
+        claims.append(pod_claim(claim["name"], f"{job_name}-{claim['name']}"))
     worker_job = _worker_job(resolved, opts, image=image, primary=primary, claims=claims, mpi=mpi)
     jobs = [worker_job]
     if mpi:
@@ -371,35 +376,45 @@ def apply_gang_scheduler(
     )
 
 
-def _compute_domain(job: str, namespace: str, resolved: ResolvedWorkload) -> dict[str, Any]:
+def pod_claim(name: str, template: str) -> dict[str, str]:
+    """A pod ``resourceClaims`` entry: the claim ``name`` made from ``template``."""
+    return {"name": name, "resourceClaimTemplateName": template}
+
+
+def compute_domain(owner: str, *, namespace: str, app: str, num_nodes: int) -> dict[str, Any]:
+    """The IMEX ComputeDomain ``<owner>-compute-domain`` whose channel claims come from the
+    ResourceClaimTemplate ``<owner>-channel`` (a fabric's ``computeDomain: true``; shared by
+    catalog entries and WorkloadRuns)."""
     return {
         "apiVersion": COMPUTE_DOMAIN_API,
         "kind": "ComputeDomain",
         "metadata": {
-            "name": f"{job}-compute-domain",
+            "name": f"{owner}-compute-domain",
             "namespace": namespace,
-            "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": resolved.entry.variant},
+            "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": app},
         },
         "spec": {
-            "numNodes": resolved.num_nodes,
+            "numNodes": num_nodes,
             "channel": {
                 "allocationMode": "Single",
-                "resourceClaimTemplate": {"name": f"{job}-channel"},
+                "resourceClaimTemplate": {"name": f"{owner}-channel"},
             },
         },
     }
 
 
-def _claim_template(
-    job: str, namespace: str, resolved: ResolvedWorkload, claim: Mapping[str, Any]
+def claim_template(
+    owner: str, *, namespace: str, app: str, claim: Mapping[str, Any]
 ) -> dict[str, Any]:
+    """The ResourceClaimTemplate ``<owner>-<claim name>`` of a fabric's ``claims`` item
+    (``count`` devices of ``deviceClassName``; shared by catalog entries and WorkloadRuns)."""
     return {
         "apiVersion": RESOURCE_API,
         "kind": "ResourceClaimTemplate",
         "metadata": {
-            "name": f"{job}-{claim['name']}",
+            "name": f"{owner}-{claim['name']}",
             "namespace": namespace,
-            "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": resolved.entry.variant},
+            "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": app},
         },
         "spec": {
             "spec": {

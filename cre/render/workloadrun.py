@@ -5,7 +5,8 @@ the hardware defaults (GPUs and NICs per node, the NIC resource name when detect
 the Workflow the run owns (named like the run, labelled ``cre.dev/workload-run``), whose
 ``dependencies`` are the generated ``<run>-runtime`` TrainingRuntime, the ``<run>-config``
 ConfigMap (inline config) and the ``<run>-checkpoint-pvc`` PVC (checkpointing), and whose
-``overrides`` are the platform's patches (``cre.render.runplatform``), kept unresolved with
+``overrides`` are the platform's patches (``cre.render.runplatform``, built into overrides by
+``cre.render.runoverrides``), kept unresolved with
 their ``when`` so the Workflow resolves them and records ``appliedOverrides`` (rows that can
 never match the detected platform are left out), followed by the run's own overrides.
 
@@ -43,10 +44,9 @@ from cre.api.workloadrun import RunTestScale, WorkloadRun
 from cre.render import runplatform as RP
 from cre.render import scripts
 from cre.render.options import DEFAULT_WORKER_BACKOFF_LIMIT, GangScheduler
+from cre.render.runoverrides import platform_overrides
 from cre.render.workload import (
     ANCESTOR_LABEL,
-    CD_CLAIM,
-    COMPUTE_DOMAIN_API,
     CONTAINER,
     FAIL_FAST_RULE,
     FRAMEWORK_LABEL,
@@ -88,6 +88,9 @@ class RunEnvironment:
     gpus_per_node: int
     mlnx_per_node: int
     nic_resource_name: str | None = None
+    fabric: Mapping[str, Any] = attrs.field(factory=dict)
+    """The catalog platform file's fabric spec for this platform and architecture
+    (``Catalog.fabric_spec``); the rows of ``cre.render.runplatform`` that share it read it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -319,100 +322,6 @@ def _trainer(run: WorkloadRun, *, argv: Sequence[str], pre_command: Sequence[str
     return trainer
 
 
-def _when(block: RP.RunPlatformBlock, platform: str) -> dict[str, Any]:
-    when: dict[str, Any] = {"platform": {"equals": platform}}
-    if block.archs or block.not_archs:
-        arch: dict[str, Any] = {}
-        if block.archs:
-            arch["in"] = list(block.archs)
-        if block.not_archs:
-            arch["notIn"] = list(block.not_archs)
-        when["gpuArchitecture"] = arch
-    return when
-
-
-def _runtime_patch(runtime: str, *, job: str, container: Mapping[str, Any] | None = None,
-                   pod: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    pod_spec: dict[str, Any] = dict(pod or {})
-    if container:
-        pod_spec["containers"] = [{"name": CONTAINER, **container}]
-    return {"apiVersion": TRAINER_API, "kind": "TrainingRuntime",
-            "metadata": {"name": runtime},
-            "spec": {"template": {"spec": {"replicatedJobs": [
-                {"name": job, "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}
-
-
-def _platform_overrides(run: WorkloadRun, *, env: RunEnvironment, framework: str,
-                        blocks: Sequence[RP.RunPlatformBlock], mnnvl: bool,
-                        user_env: list[dict[str, Any]], mlnx: int) -> list[dict[str, Any]]:
-    """The platform's Workflow overrides (see the module docstring), in table order."""
-    name = run.metadata.name or ""
-    runtime = f"{name}-runtime"
-    mpi = framework == "mpi"
-    out: list[dict[str, Any]] = []
-    trainer_env: dict[str, str] = {}
-    for block in blocks:
-        container: dict[str, Any] = {}
-        resources: dict[str, str] = {}
-        for key, value in block.worker_resources.items():
-            key = key.replace("{nic}", env.nic_resource_name or "")
-            value = value.replace("{mlnx}", str(mlnx))
-            if key and value != "0":
-                resources[key] = value
-        if resources:
-            container["resources"] = {"limits": resources, "requests": dict(resources)}
-        if block.capabilities:
-            base = ["IPC_LOCK", "SYS_CHROOT"] if mpi else []
-            caps = [*base, *(c for c in block.capabilities if c not in base)]
-            container["securityContext"] = {"capabilities": {"add": caps}}
-        runtime_env = RP.env_list(block.runtime_env)
-        mine = {str(e["name"]) for e in user_env}
-        runtime_env = [e for e in runtime_env if e["name"] not in mine]
-        if runtime_env:
-            container["env"] = runtime_env
-        pod: dict[str, Any] = {}
-        if block.tolerations and not mpi:
-            pod["tolerations"] = [dict(t) for t in block.tolerations]
-        deps = [_runtime_patch(runtime, job=NODE_JOB, container=container, pod=pod)] \
-            if container or pod else []
-        override: dict[str, Any] = {"when": _when(block, env.platform)}
-        if deps:
-            override["dependencies"] = deps
-        if block.env and not mpi:
-            trainer_env.update(block.env)
-            merged = RP.merge_env(RP.env_list(trainer_env), user_env)
-            override["jobTemplate"] = {"spec": {"workload": {"trainJob": {"trainer": {
-                "env": merged}}}}}
-        if len(override) > 1:
-            out.append(override)
-    if mnnvl and env.architecture in RP.MNNVL_ARCHS:
-        out.append(_compute_domain_override(run, env=env, framework=framework,
-                                            user_env=user_env))
-    return out
-
-
-def _compute_domain_override(run: WorkloadRun, *, env: RunEnvironment, framework: str,
-                             user_env: list[dict[str, Any]]) -> dict[str, Any]:
-    """GB200/GB300 with MNNVL: an IMEX ComputeDomain and its channel claim on the workers."""
-    name = run.metadata.name or ""
-    container: dict[str, Any] = {"resources": {"claims": [{"name": CD_CLAIM}]}}
-    if framework != "mpi" and "NCCL_MNNVL_ENABLE" not in {e["name"] for e in user_env}:
-        container["env"] = [{"name": "NCCL_MNNVL_ENABLE", "value": "1"}]
-    pod = {"resourceClaims": [{"name": CD_CLAIM,
-                               "resourceClaimTemplateName": f"{name}-channel"}]}
-    domain = {"apiVersion": COMPUTE_DOMAIN_API, "kind": "ComputeDomain",
-              "metadata": {"name": f"{name}-compute-domain",
-                           "namespace": run.metadata.namespace or "",
-                           "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": name}},
-              "spec": {"numNodes": 0, "channel": {"allocationMode": "Single",
-                                                  "resourceClaimTemplate": {
-                                                      "name": f"{name}-channel"}}}}
-    return {"when": {"platform": {"equals": env.platform},
-                     "gpuArchitecture": {"in": list(RP.MNNVL_ARCHS)}},
-            "dependencies": [domain, _runtime_patch(f"{name}-runtime", job=NODE_JOB,
-                                                    container=container, pod=pod)]}
-
-
 def _config_map(run: WorkloadRun) -> dict[str, Any] | None:
     config = run.spec.config
     if config is None or not config.inline:
@@ -464,7 +373,8 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
         raise RunBuildError("spec.framework.torch: set exactly one of script, module")
     user_env = _user_env(run)
     mnnvl = _mnnvl(run, env.architecture)
-    blocks = RP.blocks_for(platform=env.platform, arch=env.architecture, framework=framework)
+    blocks = RP.blocks_for(platform=env.platform, arch=env.architecture, framework=framework,
+                           fabric=env.fabric)
     nic = spec.nic_resource_name or env.nic_resource_name
     env = attrs.evolve(env, nic_resource_name=nic)
     gang = GangScheduler.from_spec(spec.gang_scheduler) if spec.gang_scheduler else None
@@ -516,12 +426,10 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
         orchestration["placement"] = unstructure(orch.placement)
     config_map, pvc = _config_map(run), _pvc(run)
     deps = [runtime, *(d for d in (config_map, pvc) if d is not None)]
-    overrides = _platform_overrides(run, env=env, framework=framework, blocks=blocks,
-                                    mnnvl=mnnvl, user_env=user_env, mlnx=mlnx)
-    for override in overrides:  # the ComputeDomain spans one group
-        for dep in override.get("dependencies", []):
-            if dep.get("kind") == "ComputeDomain":
-                dep["spec"]["numNodes"] = per_job
+    overrides = platform_overrides(run, platform=env.platform, architecture=env.architecture,
+                                   nic_resource_name=env.nic_resource_name,
+                                   framework=framework, blocks=blocks, mnnvl=mnnvl,
+                                   user_env=user_env, mlnx=mlnx, per_job=per_job)
     overrides += [unstructure(o) for o in spec.overrides]
     wf_spec: dict[str, Any] = {"namespace": namespace, "jobTemplate": {"spec": job_spec},
                                "orchestration": orchestration,

@@ -196,6 +196,14 @@ def builtin_types() -> list[ResourceType]:
             subresources=frozenset({"status"}),
             short_names=("pvc",),
         ),
+        ResourceType(  # DRA claim templates (AWS GB300 RoCE); no driver allocates them
+            group="resource.k8s.io",
+            version="v1",
+            plural="resourceclaimtemplates",
+            singular="resourceclaimtemplate",
+            kind="ResourceClaimTemplate",
+            namespaced=True,
+        ),
         ResourceType(
             group="",
             version="v1",

@@ -3,7 +3,8 @@
 A profile is what CRE's platform detection and the NCCL stub need to know about a node type:
 the cloud ``providerID`` scheme, the GPU Feature Discovery labels (``nvidia.com/gpu.product``,
 ``nvidia.com/gpu.present``, ``nvidia.com/gpu.count``, the GB200/GB300 NVLink clique label),
-topology labels (zone, rack), allocatable GPUs and RDMA NICs, and the bus bandwidth the
+topology labels (zone, rack; on AWS GB200/GB300 the EKS network-node label a WorkloadRun
+packs by), allocatable GPUs and RDMA NICs, and the bus bandwidth the
 NCCL stubs report on a healthy node. The figures are of the right order for each platform; they
 are simulator inputs, not measurements.
 
@@ -116,6 +117,8 @@ def node_manifest(profile: Profile, index: int) -> dict[str, Any]:
     if profile.clique_size:
         clique = index // profile.clique_size
         node_labels["nvidia.com/gpu.clique"] = f"cluster-{profile.name}.{clique}"
+        if profile.provider == "aws":  # EKS's network topology label, one node per clique
+            node_labels["topology.k8s.aws/network-node-layer-1"] = f"nn-{clique:04d}"
     allocatable = {"cpu": "192", "memory": "2000Gi", "pods": "110",
                    "nvidia.com/gpu": str(profile.gpus)}
     if profile.nic_resource:

@@ -2,8 +2,8 @@
 
 input.yaml keys: ``platform``, ``arch``, ``nodeCount`` (names ``node-01``..), optional
 ``nicResourceName`` (what NIC detection found) and ``run`` (the WorkloadRun manifest; its
-namespace defaults to ``default`` and its uid to a fixed value). The GPU and NIC defaults come
-from the shipped catalog, as the controller takes them.
+namespace defaults to ``default`` and its uid to a fixed value). The GPU and NIC defaults and
+the platform file's fabric spec come from the shipped catalog, as the controller takes them.
 
 Output: the built Workflow (its platform overrides unresolved), the dependencies as the
 Workflow resolves them for the platform (``resolvedDependencies``, ``Kind/name``), which
@@ -42,11 +42,14 @@ def run(case_dir: Path, data: dict[str, Any]) -> Any:
                 "metadata": meta}
     wr = structure(manifest, WorkloadRun)
     platform, arch = str(data["platform"]), str(data["arch"])
-    defaults = hardware_defaults(load_catalog(), platform=platform, arch=arch) or (8, 0)
+    catalog = load_catalog()
+    defaults = hardware_defaults(catalog, platform=platform, arch=arch) or (8, 0)
     nodes = tuple(f"node-{i:02d}" for i in range(1, int(data.get("nodeCount", 2)) + 1))
     built = build_run(wr, env=RunEnvironment(
         platform=platform, architecture=arch, nodes=nodes, gpus_per_node=defaults[0],
-        mlnx_per_node=defaults[1], nic_resource_name=data.get("nicResourceName")))
+        mlnx_per_node=defaults[1], nic_resource_name=data.get("nicResourceName"),
+        fabric=catalog.fabric_spec(platform=platform, arch=arch, num_nodes=wr.spec.num_nodes,
+                                   entry=wr.metadata.name or "")))
     wf = structure(built.workflow, Workflow)
     effective, applied = apply_overrides(wf, platform=platform, arch=arch)
     deps = [dict(d) for d in effective.spec.dependencies]
