@@ -37,12 +37,13 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
                                 # comparisons on run-dependent numbers (cluster.facts)
 
 Waits watch the object (list + watch, never a sleep loop) and time out after ``timeout``
-*simulated* seconds with an error naming what was awaited. The output is a dict: ``collected``
-(one entry per ``collect`` item), ``waits`` (each wait that was satisfied; a wait with
-``within: S`` also fails when it took more than S simulated seconds, which bounds "reported
+*simulated* seconds (default 900, and never before ``WAIT_WALL_FLOOR`` wall seconds, so a loaded
+machine is not mistaken for a hang) with an error naming what was awaited. The output is a dict:
+``collected`` (one entry per ``collect`` item), ``waits`` (each wait that was satisfied; a wait
+with ``within: S`` also fails when it took more than S simulated seconds, which bounds "reported
 quickly" without putting scheduling jitter into the golden; a wait with ``record: true`` also
-lists the names of the objects that satisfied it, oldest first, e.g. to show which launcher
-pod failed first) and ``simulatorErrors``.
+lists the names of the objects that satisfied it, oldest first, e.g. to show which launcher pod
+failed first) and ``simulatorErrors``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "crashloopBackoff": "crashloop_backoff",
                  "defaultTolerationSeconds": "default_toleration_seconds",
                  "waitForWorkersTimeout": "wait_for_workers_timeout"}
+
+
+# The least wall time a wait gets before it times out (see ``ScenarioRun.wait``).
+WAIT_WALL_FLOOR = 120.0
 
 
 class ScenarioError(ValueError):
@@ -216,7 +221,10 @@ class ScenarioRun:
         clock = self.cluster.clock
         start = clock.now()
         objs: list[dict[str, Any]] = []
-        with anyio.move_on_after(clock.wall_delay(timeout)) as scope:
+        # Never sooner than WAIT_WALL_FLOOR wall seconds: on a loaded machine simulated time runs
+        # on while the controllers wait for a CPU, and a bound meant to catch a hang must not
+        # catch a slow machine.
+        with anyio.move_on_after(max(clock.wall_delay(timeout), WAIT_WALL_FLOOR)) as scope:
             while True:
                 objs, rv = await self._list(res, item)
                 if _satisfied(objs, item):
