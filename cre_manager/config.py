@@ -12,8 +12,10 @@ import argparse
 import os
 import re
 import socket
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -72,6 +74,26 @@ class ManagerConfig:
     infra_scoped_fail_fast: bool = True
     # How long start-up retries transient API errors (429, 5xx, 409, no connection).
     startup_timeout: float = 60.0
+    # Test kit only (hidden --sim-time-scale / --sim-time-origin): read time as a simulated
+    # cluster's scaled clock, ``origin + (wall - origin) x scale`` (cre.testing.cluster.clock),
+    # so the controllers and a simulated cluster in another process agree on now.
+    time_scale: float = 1.0
+    time_origin: float | None = None
+
+    def clock(self) -> Callable[[], datetime]:
+        """What the controllers read as now: the wall clock, or the shared scaled clock."""
+        if self.time_scale == 1.0 or self.time_origin is None:
+            return _wall_now
+        origin, scale = self.time_origin, self.time_scale
+
+        def scaled() -> datetime:
+            return datetime.fromtimestamp(origin + (time.time() - origin) * scale, tz=UTC)
+
+        return scaled
+
+
+def _wall_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +143,31 @@ def build_parser() -> argparse.ArgumentParser:
         "(default 30s)")
     opt("--startup-timeout", "how long start-up retries transient API errors (429, 5xx, 409, "
         "no connection) before exiting 3 (default 60s)")
+    # The test kit's shared simulated clock (see ManagerConfig.time_scale); not for clusters.
+    p.add_argument("--sim-time-scale", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--sim-time-origin", default=None, help=argparse.SUPPRESS)
     return p
+
+
+def _sim_time(args: argparse.Namespace) -> tuple[float, float | None]:
+    """The shared simulated clock's scale and origin (Unix seconds; default: now)."""
+    scale, origin = 1.0, None
+    if args.sim_time_scale is not None:
+        try:
+            scale = float(args.sim_time_scale)
+        except ValueError:
+            scale = 0.0
+        if not scale > 0 or scale == float("inf"):
+            raise ConfigError("--sim-time-scale",
+                              f"{args.sim_time_scale!r} is not a positive number")
+        origin = time.time()
+    if args.sim_time_origin is not None:
+        try:
+            origin = float(args.sim_time_origin)
+        except ValueError:
+            raise ConfigError("--sim-time-origin", f"{args.sim_time_origin!r} is not Unix "
+                              "seconds") from None
+    return scale, origin
 
 
 class _Resolver:
@@ -334,6 +380,7 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
     failfast_text, failfast_src = r.get("--infra-scoped-failfast", "true")
     assert failfast_text is not None
     infra_scoped = _truthy(failfast_text, flag="--infra-scoped-failfast", env=failfast_src)
+    time_scale, time_origin = _sim_time(args)
     return ManagerConfig(
         kubeconfig=kubeconfig, context=context,
         namespaces=_csv(r, "--namespaces", "", pattern=_DNS_LABEL),
@@ -345,4 +392,5 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = Non
         shutdown_grace_period=_duration(r, "--shutdown-grace-period", "30s"),
         controllers=controllers, infra_scoped_fail_fast=infra_scoped,
         startup_timeout=_duration(r, "--startup-timeout", "60s"),
+        time_scale=time_scale, time_origin=time_origin,
     )

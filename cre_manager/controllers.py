@@ -72,7 +72,8 @@ def _job_controller_of(client: KubeClient, config: ManagerConfig,
     if held is None or held[0] is not client:
         held = (client, JobController(
             client, namespaces=config.namespaces or None,
-            max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry))
+            max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+            clock=config.clock()))
         _JOB_CONTROLLERS[id(client)] = held
     return held[1]
 
@@ -97,7 +98,8 @@ def _workflow_controller(client: KubeClient, config: ManagerConfig,
     return Draining(WorkflowController(client, namespaces=config.namespaces or None,
                                        max_concurrent_reconciles=config.max_concurrent_reconciles,
                                        settings=settings, registry=registry,
-                                       shared=_shared_caches(client, config, registry)))
+                                       shared=_shared_caches(client, config, registry),
+                                       clock=config.clock()))
 
 
 def _certification_controller(client: KubeClient, config: ManagerConfig,
@@ -107,7 +109,7 @@ def _certification_controller(client: KubeClient, config: ManagerConfig,
     return Draining(CertificationController(
         client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
         max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
-        nodes=shared.nodes if shared is not None else None))
+        nodes=shared.nodes if shared is not None else None, clock=config.clock()))
 
 
 def _workloadrun_controller(client: KubeClient, config: ManagerConfig,
@@ -116,19 +118,20 @@ def _workloadrun_controller(client: KubeClient, config: ManagerConfig,
     return Draining(WorkloadRunController(
         client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
         max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
-        nodes=shared.nodes if shared is not None else None))
+        nodes=shared.nodes if shared is not None else None, clock=config.clock()))
 
 
 def _measurement_controller(client: KubeClient, config: ManagerConfig,
                             registry: CollectorRegistry) -> Runnable:
     return Draining(MeasurementController(client, namespaces=config.namespaces or None,
-                                          registry=registry))
+                                          registry=registry, clock=config.clock()))
 
 
 def _goodput_controller(client: KubeClient, config: ManagerConfig,
                         registry: CollectorRegistry) -> Runnable:
     return Draining(GoodputController(client, namespaces=config.namespaces or None,
-                                      registry=registry))
+                                      registry=registry, clock=config.clock(),
+                                      time_scale=config.time_scale))
 
 
 @attrs.frozen(slots=True)

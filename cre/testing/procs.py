@@ -138,12 +138,27 @@ class ManagerProc(Proc):
 class Stack:
     """Owns a scratch directory and the processes started in it; stops them on exit."""
 
-    def __init__(self, workdir: Path | None = None, *, keep: bool = False) -> None:
+    def __init__(self, workdir: Path | None = None, *, keep: bool = False,
+                 shared_time_scale: float | None = None) -> None:
         self._own = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="cre-stack-"))
         self.keep = keep
         self.procs: list[Proc] = []
         self.kubeconfig = self.workdir / "kubeconfig"
+        # One scaled clock for every process (``SimClock.shared``): the emulator's timestamps,
+        # the simulated cluster's and what cre-manager reads as now all agree, as on a real
+        # cluster. Without it only the simulated cluster runs scaled: the manager's wall clock
+        # then lags the pods' timestamps (fine for event-driven Jobs, not for a goodput
+        # measurement sampled every few simulated seconds).
+        self.shared_time_scale = shared_time_scale
+        self.time_origin = time.time()
+        if shared_time_scale is not None and shared_time_scale <= 0:
+            raise ValueError(f"shared_time_scale must be > 0, got {shared_time_scale}")
+
+    def _time_args(self, scale_flag: str, origin_flag: str) -> list[str]:
+        if self.shared_time_scale is None:
+            return []
+        return [scale_flag, str(self.shared_time_scale), origin_flag, repr(self.time_origin)]
 
     def __enter__(self) -> Stack:
         return self
@@ -178,7 +193,7 @@ class Stack:
         more of its CLI flags, e.g. ``--rbac``)."""
         dirs = list(crds) if crds is not None else [*UPSTREAM_CRDS, CRE_CRDS]
         argv = ["-m", "cre.testing.apiserver", "--port", "0", "--write-kubeconfig",
-                str(self.kubeconfig), *args]
+                str(self.kubeconfig), *self._time_args("--time-scale", "--time-origin"), *args]
         for d in dirs:
             argv += ["--crds", str(d)]
         proc = self._spawn("apiserver", argv)
@@ -192,8 +207,15 @@ class Stack:
         """The simulated cluster (``python -m cre.testing.cluster``); ``fail_launcher`` makes
         every MPI launcher exit 1 with an NCCL error (its ``--fail-launcher`` flag);
         ``extra_args`` go to its command line as they are (``--write-concurrency 16``)."""
+        if self.shared_time_scale is not None:
+            if time_scale not in (1.0, self.shared_time_scale):
+                raise ValueError(f"time_scale {time_scale} differs from the stack's shared "
+                                 f"clock ({self.shared_time_scale})")
+            time_args = self._time_args("--time-scale", "--time-origin")
+        else:
+            time_args = ["--time-scale", str(time_scale)]
         argv = ["--kubeconfig", str(self.kubeconfig), "--profile", profile, "--nodes",
-                str(nodes), "--time-scale", str(time_scale)]
+                str(nodes), *time_args]
         if fail_launcher:
             argv.append("--fail-launcher")
         argv += list(extra_args)
@@ -206,7 +228,8 @@ class Stack:
         the emulator's administrator kubeconfig unless given another (``kubeconfig``)."""
         argv = ["-m", "cre_manager", "--kubeconfig", str(kubeconfig or self.kubeconfig),
                 "--health-probe-bind-address", "127.0.0.1:0",
-                "--metrics-bind-address", "127.0.0.1:0", *args]
+                "--metrics-bind-address", "127.0.0.1:0",
+                *self._time_args("--sim-time-scale", "--sim-time-origin"), *args]
         proc = self._spawn(name, argv, env=env, cls=ManagerProc)
         assert isinstance(proc, ManagerProc)
 

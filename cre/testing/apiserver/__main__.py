@@ -12,10 +12,12 @@ import asyncio
 import gc
 import signal
 import sys
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
-from .emulator import serve
+from .emulator import Clock, serve
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -32,7 +34,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed for names, uids and faults")
     p.add_argument("--rbac", action="store_true",
                    help="enforce RBAC for service-account tokens (kubectl create token)")
-    return p.parse_args(argv)
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="with --time-origin: server timestamps follow the scaled clock "
+                        "origin + (now - origin) x scale a simulated cluster shares")
+    p.add_argument("--time-origin", type=float, default=None, metavar="UNIX_SECONDS",
+                   help="the shared scaled clock's origin (default: the wall clock)")
+    args = p.parse_args(argv)
+    if args.time_scale <= 0:
+        p.error("--time-scale: must be > 0")
+    return args
+
+
+class _ScaledClock(Clock):
+    """Server time on the clock a simulated cluster shares (``SimClock.shared`` in
+    cre.testing.cluster.clock): ``origin + (time.time() - origin) x scale``."""
+
+    def __init__(self, *, scale: float, origin: float) -> None:
+        super().__init__()
+        self.scale, self.origin = scale, origin
+
+    def __call__(self) -> datetime:
+        return datetime.fromtimestamp(self.origin + (time.time() - self.origin) * self.scale,
+                                      tz=UTC)
 
 
 async def _freeze_heap(interval: float) -> None:
@@ -53,8 +76,10 @@ async def run(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    clock = (None if args.time_origin is None
+             else _ScaledClock(scale=args.time_scale, origin=args.time_origin))
     async with serve(crds=args.crds, kubernetes_version=args.kubernetes_version,
-                     port=args.port, tls=args.tls, seed=args.seed, rbac=args.rbac,
+                     port=args.port, tls=args.tls, seed=args.seed, rbac=args.rbac, clock=clock,
                      kubeconfig_path=args.write_kubeconfig.resolve()) as emu:
         print(f"cre api emulator serving {emu.url} (Kubernetes {emu.kubernetes_version}); "
               f"kubeconfig {emu.kubeconfig_path}", file=sys.stderr, flush=True)

@@ -50,6 +50,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="simulated seconds per wall second (10 = backoffs ten times faster)")
+    p.add_argument("--time-origin", type=float, default=None, metavar="UNIX_SECONDS",
+                   help="share the scaled clock origin + (now - origin) x scale with the API "
+                        "emulator and cre-manager started with the same origin (default: the "
+                        "simulator's own clock, starting at its start time)")
     p.add_argument("--write-concurrency", type=int, default=8, metavar="N",
                    help="writes in flight at once per controller step (1: strictly in order)")
     p.add_argument("--bad-node", action="append", default=[], metavar="NODE[=FACTOR]",
@@ -124,7 +128,10 @@ async def run(args: argparse.Namespace) -> None:
             await kubelet_logs.start()
             logs, node_status = kubelet_logs, kubelet_logs.node_status()
         cluster = SimulatedCluster(client, config=sim_config(args),
-                                   clock=SimClock(scale=args.time_scale, start=time.time()),
+                                   clock=SimClock(scale=args.time_scale, start=time.time())
+                                   if args.time_origin is None else
+                                   SimClock.shared(scale=args.time_scale,
+                                                   origin=args.time_origin),
                                    nodes=args.nodes, logs=logs, node_status=node_status)
         async with anyio.create_task_group() as tg:
             await tg.start(cluster.run)

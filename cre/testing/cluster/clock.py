@@ -22,17 +22,25 @@ DEFAULT_EPOCH = 1767225600.0
 class SimClock:
     """Simulated seconds since the Unix epoch, advancing ``scale`` times faster than wall time.
 
-    ``start`` is the simulated time at construction; ``wall`` is injectable for tests.
+    ``start`` is the simulated time at construction (or at wall time ``wall0``); ``wall`` is
+    injectable for tests.
     """
 
     def __init__(self, *, scale: float = 1.0, start: float = DEFAULT_EPOCH,
-                 wall: Callable[[], float] = time.monotonic) -> None:
+                 wall: Callable[[], float] = time.monotonic, wall0: float | None = None) -> None:
         if scale <= 0:
             raise ValueError(f"SimClock: scale must be > 0, got {scale!r}")
         self.scale = scale
         self._wall = wall
-        self._wall0 = wall()
+        self._wall0 = wall() if wall0 is None else wall0
         self._sim0 = start
+
+    @classmethod
+    def shared(cls, *, scale: float, origin: float) -> SimClock:
+        """The clock processes share: ``origin + (time.time() - origin) x scale``. The API
+        emulator, the simulated cluster and ``cre-manager --sim-time-scale`` each build it from
+        the same origin (Unix seconds), so their timestamps agree."""
+        return cls(scale=scale, start=origin, wall=time.time, wall0=origin)
 
     def now(self) -> float:
         """The current simulated time in seconds since the epoch."""
