@@ -147,16 +147,6 @@ class WorkflowReads:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 
-    async def workflow(self, namespace: str, name: str) -> Workflow | None:
-        """The Workflow as served now (``None``: gone)."""
-        try:
-            return workflow_from_dict(await self.client.get(WORKFLOWS, name,
-                                                            namespace=namespace))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
-
     async def jobs(self, namespace: str, workflow: str) -> tuple[Job, ...]:
         """The Workflow's Jobs as served now, by name."""
         page = await self.client.list(JOBS, namespace=namespace,
