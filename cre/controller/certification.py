@@ -32,6 +32,7 @@ from cre.api.converter import structure
 from cre.api.workflow import Workflow
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
+from cre.controller.jobshell import involved_object
 from cre.controller.tiershell import TierController
 from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
 from cre.core.certification import (
@@ -70,9 +71,7 @@ def certification_from_dict(raw: dict[str, Any]) -> Certification:
 
 def involved_certification(cert: Certification) -> dict[str, Any]:
     """The ``involvedObject`` of an Event about ``cert``."""
-    meta = cert.metadata
-    return {"apiVersion": L.API_VERSION, "kind": "Certification", "name": meta.name,
-            "namespace": meta.namespace, "uid": meta.uid}
+    return involved_object("Certification", cert.metadata)
 
 
 def _certification_index(wf: Workflow) -> list[str]:

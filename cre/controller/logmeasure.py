@@ -34,10 +34,11 @@ from prometheus_client import Counter
 
 from cre.api.converter import structure, to_dict
 from cre.api.job import Job
-from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
+from cre.api.labels import GROUP, JOB, LAUNCHER, VERSION
 from cre.api.measurement import LogProfile
 from cre.api.meta import ObjectMeta
-from cre.controller.jobshell import JOBS, job_from_dict
+from cre.controller.jobshell import JOBS, involved_object, job_from_dict
+from cre.core.logmeasure import LogReadRequest
 from cre.core.logprofile import ProfileError
 from cre.core.logwindow import WindowFilter
 from cre.core.observed import PodView
@@ -122,29 +123,6 @@ class _Plan(Protocol):
 
     @property
     def events(self) -> tuple[EventSpec, ...]: ...
-
-
-class _Read(Protocol):
-    @property
-    def namespace(self) -> str: ...
-
-    @property
-    def pod(self) -> str: ...
-
-    @property
-    def container(self) -> str | None: ...
-
-    @property
-    def since_time(self) -> datetime | None: ...
-
-    @property
-    def anchor(self) -> str | None: ...
-
-    @property
-    def skip_lines(self) -> int: ...
-
-    @property
-    def limit_bytes(self) -> int: ...
 
 
 M = TypeVar("M", bound=Measurement)
@@ -322,7 +300,7 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
         return await converge(self._step, m, await self.observe(m),
                               what=f"{self._wiring.what} {key}", max_passes=MAX_PASSES)
 
-    async def stream(self, request: _Read, feed: Callable[[str], None]) -> Streamed:
+    async def stream(self, request: LogReadRequest, feed: Callable[[str], None]) -> Streamed:
         """Stream the log ``request`` asks for; every line the window admits goes to ``feed``."""
         window = WindowFilter(anchor=request.anchor, skip_lines=request.skip_lines)
 
@@ -368,11 +346,8 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
                              "status write conflicted")
             self.status_echo.remember(key_of(m), plan.status)
         for event in plan.events:
-            await self.recorder.emit(involved=self._involved(m), type_=event.type,
+            await self.recorder.emit(involved=involved_object(self._wiring.resource.kind,
+                                                              m.metadata), type_=event.type,
                                      reason=event.reason, message=event.message)
         return None
 
-    def _involved(self, m: M) -> dict[str, Any]:
-        meta = m.metadata
-        return {"apiVersion": API_VERSION, "kind": self._wiring.resource.kind,
-                "name": meta.name, "namespace": meta.namespace, "uid": meta.uid}

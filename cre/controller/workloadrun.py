@@ -34,7 +34,7 @@ from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
-from cre.controller.jobshell import GOODPUTMEASUREMENTS, goodput_from_dict
+from cre.controller.jobshell import GOODPUTMEASUREMENTS, goodput_from_dict, involved_object
 from cre.controller.tiershell import TierController
 from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
 from cre.core.observed import NodeView
@@ -73,9 +73,7 @@ def workloadrun_from_dict(raw: dict[str, Any]) -> WorkloadRun:
 
 def involved_run(run: WorkloadRun) -> dict[str, Any]:
     """The ``involvedObject`` of an Event about ``run``."""
-    meta = run.metadata
-    return {"apiVersion": L.API_VERSION, "kind": "WorkloadRun", "name": meta.name,
-            "namespace": meta.namespace, "uid": meta.uid}
+    return involved_object("WorkloadRun", run.metadata)
 
 
 def _jobs_of(wf: Workflow) -> frozenset[str]:

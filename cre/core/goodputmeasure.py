@@ -53,7 +53,10 @@ from cre.core.logmeasure import (
     POLL,
     SAMPLE_LIMIT_BYTES,
     JobGapKind,
+    LogObservation,
+    LogPlan,
     LogReadRequest,
+    LogReadResult,
     container_state,
     job_gap,
     sample_wait,
@@ -77,43 +80,29 @@ class GoodputReadRequest(LogReadRequest):
 
 
 @attrs.frozen(kw_only=True)
-class GoodputReadResult:
+class GoodputReadResult(LogReadResult):
     """The shell's answer: the events of the new lines, in order, and where the read ended."""
 
     request: GoodputReadRequest
     events: tuple[LogEvent, ...] = ()
-    lines: int = 0
-    last_stamp: str | None = None
-    lines_at_last: int = 0
-    truncated: bool = False
-    error: str | None = None
 
 
 @attrs.frozen(kw_only=True)
-class GoodputObservation:
+class GoodputObservation(LogObservation):
     """What the goodput core reads: its Job, parser, pods and the read it asked for."""
 
-    job: Job | None = None
-    job_absence_confirmed: bool = False
     parser: GoodputParser | None = None
-    profile_error: str | None = None
     profile_missing: bool = False
-    pods: tuple[PodView, ...] = ()
     read: GoodputReadResult | None = None
 
 
 @attrs.frozen(kw_only=True)
-class GoodputPlan:
+class GoodputPlan(LogPlan):
     """The outcome of one pure reconcile of a goodput measurement."""
 
-    resource_version: str = ""
     status: GoodputMeasurementStatus | None = None
-    events: tuple[EventSpec, ...] = ()
     read: GoodputReadRequest | None = None
-    confirm_job_absence: bool = False
-    requeue_after: float | None = None
     publish: bool = False  # publish the gauges from the new status
-    terminal: bool = False
 
 
 def worker_zero(pods: tuple[PodView, ...], replicated_job: str) -> PodView | None:

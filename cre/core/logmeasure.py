@@ -17,6 +17,8 @@ different parsers, and the Job creates both the same way (:mod:`cre.core.jobmeas
   kubelet timestamp of the last line counted, asked of the server at second resolution and
   never further back than :data:`MAX_LOOKBACK` (:func:`since_time`); the window filter
   (:mod:`cre.core.logwindow`) drops what was counted already.
+* **The values**: the fields every request, read result, observation and plan carry
+  (:class:`LogReadRequest`, :class:`LogReadResult`, :class:`LogObservation`, :class:`LogPlan`).
 * **The status**: conditions keep their transition time while their status holds
   (:func:`set_condition`); ``Complete=True`` freezes a measurement (:func:`is_complete`).
 
@@ -38,7 +40,7 @@ from cre.api.labels import API_VERSION, JOB, MANAGED_BY, MANAGED_BY_VALUE
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.core.logwindow import parse_stamp
 from cre.core.observed import PodView
-from cre.core.plan import Create, Delete
+from cre.core.plan import Create, Delete, EventSpec
 from cre.core.timeouts import parse_duration
 
 #: Annotation on a Job's measurement: the uid of the Job it measures.
@@ -224,3 +226,39 @@ class LogReadRequest:
     anchor: str | None = None
     skip_lines: int = 0
     limit_bytes: int = SAMPLE_LIMIT_BYTES
+
+
+@attrs.frozen(kw_only=True)
+class LogReadResult:
+    """Where the shell's streamed read ended: lines admitted, the last timestamp and how many
+    lines carried it (the next anchor), a byte limit reached, the error that ended it."""
+
+    lines: int = 0
+    last_stamp: str | None = None
+    lines_at_last: int = 0
+    truncated: bool = False
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LogObservation:
+    """What a measurement core reads besides its profile and reads: the Job (confirmed gone
+    by a live read), the profile's error and the Job's pods."""
+
+    job: Job | None = None
+    job_absence_confirmed: bool = False
+    profile_error: str | None = None  # not found, or invalid (names profile and key)
+    pods: tuple[PodView, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class LogPlan:
+    """What every measurement plan says besides its status and reads: the resourceVersion
+    the status write is guarded by, events, whether to read the Job live, when to look again,
+    and whether the status is terminal."""
+
+    resource_version: str = ""
+    events: tuple[EventSpec, ...] = ()
+    confirm_job_absence: bool = False
+    requeue_after: float | None = None
+    terminal: bool = False

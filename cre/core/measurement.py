@@ -57,7 +57,10 @@ from cre.core.logmeasure import POLL as POLL
 from cre.core.logmeasure import SAMPLE_LIMIT_BYTES as SAMPLE_LIMIT_BYTES
 from cre.core.logmeasure import (
     JobGapKind,
+    LogObservation,
+    LogPlan,
     LogReadRequest,
+    LogReadResult,
     container_state,
     job_gap,
     sample_wait,
@@ -88,50 +91,36 @@ class ReadRequest(LogReadRequest):
 
 
 @attrs.frozen(kw_only=True)
-class ReadResult:
-    """The shell's answer to a :class:`ReadRequest`."""
+class ReadResult(LogReadResult):
+    """The shell's answer to a :class:`ReadRequest`: the rows found, per size."""
 
     request: ReadRequest
     results: tuple[SizeResult, ...] = ()
     transports: tuple[str, ...] = ()
     rows: int = 0
-    lines: int = 0
-    last_stamp: str | None = None
-    lines_at_last: int = 0
-    truncated: bool = False
-    error: str | None = None
 
 
 @attrs.frozen(kw_only=True)
-class MeasurementObservation:
+class MeasurementObservation(LogObservation):
     """What the measurement core reads: its Job, profile, pods and the read it asked for."""
 
-    job: Job | None = None
-    job_absence_confirmed: bool = False
     profile: CompiledProfile | None = None
-    profile_error: str | None = None  # not found, or invalid (names profile and key)
-    pods: tuple[PodView, ...] = ()
     read: ReadResult | None = None
     # The answers to ``MeasurementPlan.reads`` (a Multi profile's final read, one per pod).
     node_reads: tuple[ReadResult, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
-class MeasurementPlan:
+class MeasurementPlan(LogPlan):
     """The outcome of one pure reconcile of a measurement."""
 
-    resource_version: str = ""
     status: BandwidthMeasurementStatus | None = None
-    events: tuple[EventSpec, ...] = ()
     read: ReadRequest | None = None
     # A Multi profile's final read: every pod at once (the shell answers in ``node_reads``).
     reads: tuple[ReadRequest, ...] = ()
-    confirm_job_absence: bool = False
-    requeue_after: float | None = None
     # Gauges: the sizes to publish (provisional), or True to remove the measurement's series.
     gauges: tuple[BandwidthResult, ...] = ()
     clear_gauges: bool = False
-    terminal: bool = False
 
 
 # --- helpers ----------------------------------------------------------------------------------
