@@ -152,11 +152,11 @@ class Observed(Generic[C]):
 
 
 @attrs.frozen(kw_only=True)
-class Wiring:
+class Wiring(Generic[M]):
     """What tells one measurement kind's shell from another's."""
 
     resource: Resource  # the measurement kind
-    decode: Callable[[dict[str, Any]], Any]
+    decode: Callable[[dict[str, Any]], M]
     measurement_name: Callable[[str], str]  # a Job's name -> its measurement's name
     controller: str  # the controller's name
     component: str  # the events' source
@@ -171,7 +171,7 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
 
     metrics: Series
 
-    def __init__(self, client: KubeClient, *, wiring: Wiring,
+    def __init__(self, client: KubeClient, *, wiring: Wiring[M],
                  compile_profile: Callable[[LogProfile], C], metrics: Series,
                  kube: KubeMetrics, namespaces: Sequence[str] | None, workers: int,
                  log_timeout: float, clock: Callable[[], datetime]) -> None:
@@ -330,6 +330,7 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
         the step's answer: ``DONE`` (the measurement is gone) or a fresh copy to plan again."""
         if plan.status is not None:
             meta = m.metadata
+            # ``M`` is an attrs model; the protocol bounding it cannot say so to mypy.
             body = to_dict(attrs.evolve(m, status=plan.status))  # type: ignore[misc]
             body["metadata"]["resourceVersion"] = plan.resource_version
             try:
