@@ -1,4 +1,4 @@
-"""The shell shared by the Workflow and Certification controllers: applying a ``TierPlan``.
+"""The tier controllers' shell (Workflow, Certification, WorkloadRun): applying a ``TierPlan``.
 
 The Job tier's :class:`cre.kube.executor.PlanExecutor` applies a Job ``Plan``; the tiers above
 write more kinds (Jobs, dependency objects of any kind, ConfigMaps, Workflows) and in another
