@@ -10,9 +10,9 @@ The catalog the categories come from is loaded once by the caller (the manager's
 One reconcile is :func:`cre.kube.runtime.converge` around
 :func:`cre.core.certification.reconcile_certification`, applied by
 :class:`cre.controller.tiershell.TierExecutor`, with the same feedback as the Workflow
-controller: ``confirm_live`` is answered by listing the Certification's Workflows live, a
-Workflow name a foreign object holds goes back as ``create_conflicts``, a status write that
-conflicts re-reads the Certification.
+controller (both are a :class:`cre.controller.tiershell.TierController`): ``confirm_live`` is
+answered by listing the Certification's Workflows live, a Workflow name a foreign object holds
+goes back as ``create_conflicts``, a status write that conflicts re-reads the Certification.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from cre.api.converter import structure
 from cre.api.workflow import Workflow
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
-from cre.controller.tiershell import TierExecutor, TierOutcomeKind
-from cre.controller.workflow import follow
+from cre.controller.jobshell import involved_object
+from cre.controller.tiershell import TierController
 from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
 from cre.core.certification import (
     DEFAULT_CERTIFICATION_SETTINGS,
@@ -43,31 +43,18 @@ from cre.core.certification import (
 )
 from cre.core.observed import NodeView
 from cre.core.projections import node_view
+from cre.core.tierplan import TierPlan
 from cre.core.trio import true_member
-from cre.kube.client import NODES, ApiError, KubeClient, Resource
-from cre.kube.events import EventRecorder
+from cre.kube.client import NODES, KubeClient, Resource
 from cre.kube.informer import Informer
 from cre.kube.metrics import metrics_for
-from cre.kube.runtime import (
-    DONE,
-    Again,
-    Controller,
-    OwnStatusEcho,
-    Result,
-    WatchEvent,
-    converge,
-    enqueue_mapped,
-    enqueue_owner,
-    key_of,
-)
-from cre.kube.workqueue import WorkQueue
+from cre.kube.runtime import WatchEvent, enqueue_mapped, enqueue_owner, key_of
 
 log = logging.getLogger(__name__)
 
 CERTIFICATIONS: Final = Resource(L.GROUP, L.VERSION, "certifications", kind="Certification")
 CONTROLLER: Final = "certification"
 COMPONENT: Final = "cre.dev/certification-controller"
-MAX_PASSES: Final = 8
 INDEX_CERTIFICATION: Final = "certification"
 
 __all__ = ["CERTIFICATIONS", "CertificationController", "certification_from_dict"]
@@ -84,9 +71,7 @@ def certification_from_dict(raw: dict[str, Any]) -> Certification:
 
 def involved_certification(cert: Certification) -> dict[str, Any]:
     """The ``involvedObject`` of an Event about ``cert``."""
-    meta = cert.metadata
-    return {"apiVersion": L.API_VERSION, "kind": "Certification", "name": meta.name,
-            "namespace": meta.namespace, "uid": meta.uid}
+    return involved_object("Certification", cert.metadata)
 
 
 def _certification_index(wf: Workflow) -> list[str]:
@@ -99,7 +84,7 @@ def _in_progress(cert: Certification) -> bool:
     return member is None or member.type == ConditionType.IN_PROGRESS
 
 
-class CertificationController:
+class CertificationController(TierController[Certification, CertificationObservation]):
     """Reconciles ``cre.dev/v1alpha1`` Certifications in ``namespaces`` (``None``: all), with
     the categories of ``catalog``."""
 
@@ -111,14 +96,13 @@ class CertificationController:
                  nodes: Informer[NodeView] | None = None) -> None:
         """``nodes``: a GPU node cache another controller runs in this process (default: this
         controller builds and runs its own)."""
-        if max_concurrent_reconciles < 1:
-            raise ValueError("CertificationController: max_concurrent_reconciles must be at "
-                             f"least 1, got {max_concurrent_reconciles}")
-        self.client = client
+        kube = metrics_for(registry)
+        super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=CERTIFICATIONS,
+                         decode=certification_from_dict, involved=involved_certification,
+                         workers=max_concurrent_reconciles, metrics=kube, clock=clock,
+                         shared=() if nodes is None else (nodes,))
         self.catalog = catalog
         self.settings = settings
-        self._clock = clock
-        kube = metrics_for(registry)
         ns = list(namespaces) if namespaces is not None else None
         self.certifications: Informer[Certification] = Informer(
             client, CERTIFICATIONS, transform=certification_from_dict, namespace=ns,
@@ -128,49 +112,12 @@ class CertificationController:
             label_selector=L.CERTIFICATION,
             indexers={INDEX_CERTIFICATION: _certification_index}, metrics=kube,
             name="certification-workflows")
-        self._shared_nodes = nodes
         self.nodes: Informer[NodeView] = nodes or Informer(
             client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
             name="certification-gpu-nodes", metrics=kube)
-        self.recorder = EventRecorder(client, component=COMPONENT)
-        self.executor = TierExecutor(client, self.recorder, owner=CERTIFICATIONS,
-                                     involved=involved_certification)
-        self.status_echo = OwnStatusEcho()
-        self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
-                                     metrics=kube)
-        self.controller.watch_own(self.certifications, self.status_echo)
-        self.controller.watch(self.workflows, enqueue_owner(kind="Certification",
-                                                            group=L.GROUP))
-        if nodes is None:
-            self.controller.watch(self.nodes, enqueue_mapped(self._in_progress_keys),
-                                  node_changed)
-        else:
-            follow(self.controller, nodes, enqueue_mapped(self._in_progress_keys), node_changed)
-
-    @property
-    def queue(self) -> WorkQueue[str]:
-        """The controller's workqueue of Certification keys."""
-        return self.controller.queue
-
-    def has_synced(self) -> bool:
-        """True once every cache (a shared node cache included) holds its first full list."""
-        return self.controller.has_synced() and self.nodes.has_synced()
-
-    async def wait_synced(self) -> None:
-        """Return once every cache holds its first full list."""
-        await self.controller.wait_synced()
-        await self.nodes.wait_synced()
-
-    async def run(self) -> None:
-        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
-        a shared node cache, run by its owner, has synced)."""
-        if self._shared_nodes is not None:
-            await self._shared_nodes.wait_synced()
-        await self.controller.run()
-
-    def stop(self) -> None:
-        """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
-        self.controller.stop()
+        self.watch_own(self.certifications)
+        self.connect(self.workflows, enqueue_owner(kind="Certification", group=L.GROUP))
+        self.connect(self.nodes, enqueue_mapped(self._in_progress_keys), node_changed)
 
     def _in_progress_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event
@@ -186,6 +133,24 @@ class CertificationController:
         nodes = tuple(sorted(self.nodes.store.list(), key=lambda n: n.name))
         return CertificationObservation(nodes=nodes, workflows=workflows)
 
+    async def first_observation(self, cert: Certification) -> CertificationObservation:
+        return self.observe(cert)
+
+    async def observe_live(self, cert: Certification, obs: CertificationObservation
+                           ) -> CertificationObservation:
+        """``obs`` with the Certification's Workflows listed live."""
+        return attrs.evolve(obs, workflows=await self._live_workflows(cert), read_live=True)
+
+    def plan(self, cert: Certification, obs: CertificationObservation, now: datetime
+             ) -> TierPlan[Any]:
+        return reconcile_certification(cert, obs, now, catalog=self.catalog,
+                                       settings=self.settings)
+
+    def with_create_conflicts(self, obs: CertificationObservation, conflicts: tuple[str, ...]
+                              ) -> CertificationObservation:
+        names = tuple(c.partition("/")[2] for c in conflicts)
+        return attrs.evolve(obs, create_conflicts=(*obs.create_conflicts, *names))
+
     async def _live_workflows(self, cert: Certification) -> tuple[Workflow, ...]:
         page = await self.client.list(
             WORKFLOWS, namespace=cert.metadata.namespace,
@@ -198,41 +163,3 @@ class CertificationController:
             except Exception:  # unreadable: skipped as the cache skips it
                 continue
         return tuple(sorted(out, key=lambda w: w.metadata.name or ""))
-
-    async def _fresh(self, cert: Certification) -> Certification | None:
-        try:
-            return certification_from_dict(await self.client.get(
-                CERTIFICATIONS, cert.metadata.name or "", namespace=cert.metadata.namespace))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
-
-    async def reconcile(self, key: str) -> Result:
-        """One pass over the Certification ``namespace/name``."""
-        cert = self.certifications.store.get(key)
-        if cert is None:
-            return DONE
-        return await converge(self._step, cert, self.observe(cert),
-                              what=f"certification {key}", max_passes=MAX_PASSES)
-
-    async def _step(self, cert: Certification, obs: CertificationObservation
-                    ) -> Again[Certification, CertificationObservation] | Result:
-        plan = reconcile_certification(cert, obs, self._clock(), catalog=self.catalog,
-                                       settings=self.settings)
-        if plan.confirm_live:
-            return Again(cert, attrs.evolve(obs, workflows=await self._live_workflows(cert),
-                                            read_live=True), "live read")
-        outcome = await self.executor.apply(cert, plan)
-        if outcome.kind == TierOutcomeKind.CREATE_CONFLICTS:
-            names = tuple(c.partition("/")[2] for c in outcome.conflicts)
-            return Again(cert, attrs.evolve(obs, create_conflicts=(
-                *obs.create_conflicts, *names)), "name taken")
-        if outcome.kind == TierOutcomeKind.CONFLICT:
-            fresh = await self._fresh(cert)
-            return DONE if fresh is None else Again(fresh, obs, "write conflicted")
-        if outcome.kind == TierOutcomeKind.GONE:
-            return DONE
-        if plan.status is not None:
-            self.status_echo.remember(key_of(cert), plan.status)
-        return Result(requeue_after=plan.requeue_after)

@@ -20,6 +20,7 @@ from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
 from cre.api.measurement import BandwidthMeasurement
+from cre.api.meta import ObjectMeta
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.observed import LogTail, ObjectEvent, PodView, TrainJobView
 from cre.core.plan import LogRequest
@@ -53,11 +54,15 @@ def goodput_from_dict(raw: dict[str, Any]) -> GoodputMeasurement:
     return structure(raw, GoodputMeasurement)
 
 
+def involved_object(kind: str, meta: ObjectMeta) -> dict[str, Any]:
+    """The ``involvedObject`` of an Event about the ``cre.dev`` object of ``kind`` and ``meta``."""
+    return {"apiVersion": API_VERSION, "kind": kind, "name": meta.name,
+            "namespace": meta.namespace, "uid": meta.uid}
+
+
 def involved(job: Job) -> dict[str, Any]:
     """The ``involvedObject`` of an Event about ``job``."""
-    meta = job.metadata
-    return {"apiVersion": API_VERSION, "kind": "Job", "name": meta.name,
-            "namespace": meta.namespace, "uid": meta.uid}
+    return involved_object("Job", job.metadata)
 
 
 def job_executor(client: KubeClient, recorder: EventRecorder, *,

@@ -1,4 +1,4 @@
-"""The shell shared by the Workflow and Certification controllers: applying a ``TierPlan``.
+"""The tier controllers' shell (Workflow, Certification, WorkloadRun): applying a ``TierPlan``.
 
 The Job tier's :class:`cre.kube.executor.PlanExecutor` applies a Job ``Plan``; the tiers above
 write more kinds (Jobs, dependency objects of any kind, ConfigMaps, Workflows) and in another
@@ -22,18 +22,30 @@ order, the one :mod:`cre.core.tierplan` documents:
 A create the API server refuses for good (schema validation, an admission webhook's denial) is
 raised as :class:`CreateRefused` after a Warning event: the key backs off and the message
 names the object; transient API errors propagate the same way.
+
+:class:`TierController` is the rest of the shell the tier controllers (Workflow,
+Certification, WorkloadRun) share: the runtime plumbing (queue, sync, run and stop, with caches
+another controller runs in the same process followed through :func:`follow`) and the step
+around the core: a ``confirm_live`` plan is answered by the controller's live read, any other is
+applied; a create whose name a foreign object holds goes back to the core, a status write that
+conflicts re-reads the object live, a gone object ends the reconcile, an applied status is
+remembered so its own watch echo does not enqueue the key again.
 """
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from datetime import datetime
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import anyio
 import attrs
 
 from cre.api.converter import to_dict
+from cre.api.meta import ObjectMeta
+from cre.api.watch import WatchEventType
 from cre.core.plan import Create
 from cre.core.tierplan import TierPlan
 from cre.kube.client import (
@@ -47,6 +59,21 @@ from cre.kube.client import (
 )
 from cre.kube.events import EventRecorder
 from cre.kube.executor import is_rejection
+from cre.kube.informer import Informer
+from cre.kube.metrics import KubeMetrics
+from cre.kube.runtime import (
+    DONE,
+    Again,
+    Controller,
+    EventHandler,
+    OwnStatusEcho,
+    Predicate,
+    Result,
+    WatchEvent,
+    converge,
+    key_of,
+)
+from cre.kube.workqueue import WorkQueue
 
 # Kinds whose plural is not the lower-cased kind plus "s".
 _KNOWN: Final = {r.kind: r for r in (CONFIGMAPS, SECRETS, SERVICES, TRAINING_RUNTIMES)}
@@ -263,3 +290,168 @@ class TierExecutor:
         replacement = {**body, "metadata": {**body["metadata"], "resourceVersion":
                                             current["metadata"].get("resourceVersion")}}
         await self.client.replace(res, replacement)
+
+
+# --- the controller shell ---------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class TierObject(Protocol):
+    """What the shell reads of a tier object (a Workflow, Certification, WorkloadRun)."""
+
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+K = TypeVar("K", bound=TierObject)
+B = TypeVar("B")
+
+#: Passes of the core one reconcile may take (live reads, name conflicts, a fresh copy).
+MAX_PASSES: Final = 8
+
+
+def follow(controller: Controller, informer: Informer[T], handler: EventHandler[T],
+           *predicates: Predicate[T]) -> None:
+    """Pass ``informer``'s changes to ``handler`` with ``controller``'s queue, like
+    ``Controller.watch``, for an informer some other controller runs."""
+    def dispatch(etype: WatchEventType, old: T | None, new: T | None) -> None:
+        event = WatchEvent(etype, old, new)
+        if all(accept(event) for accept in predicates):
+            handler(event, controller.queue)
+
+    informer.add_handler(dispatch)
+
+
+class TierController(abc.ABC, Generic[K, B]):
+    """The shell of one tier kind ``K`` whose core reads observations ``B`` and returns a
+    :class:`TierPlan`. A subclass builds its caches after ``__init__`` here, registers them with
+    :meth:`watch_own` / :meth:`connect`, and says how to observe and plan."""
+
+    def __init__(self, client: KubeClient, *, name: str, component: str, owner: Resource,
+                 decode: Callable[[dict[str, Any]], K], involved: Callable[[Any], dict[str, Any]],
+                 workers: int, metrics: KubeMetrics,
+                 clock: Callable[[], datetime],
+                 shared: Sequence[Informer[Any]] = ()) -> None:
+        """``name`` names the controller (metrics, logs, errors); ``shared``: caches another
+        controller runs in this process (followed, not run; waited for before running)."""
+        if workers < 1:
+            raise ValueError(f"{type(self).__name__}: max_concurrent_reconciles must be at "
+                             f"least 1, got {workers}")
+        self.client = client
+        self._clock = clock
+        self._name = name
+        self._decode = decode
+        self._shared: tuple[Informer[Any], ...] = tuple(shared)
+        self.recorder = EventRecorder(client, component=component)
+        self.executor = TierExecutor(client, self.recorder, owner=owner, involved=involved)
+        self.status_echo = OwnStatusEcho()
+        self.controller = Controller(name, self, workers=workers, metrics=metrics)
+        self._owners: Informer[K] | None = None
+
+    def watch_own(self, owners: Informer[K]) -> None:
+        """Reconcile the objects of ``owners`` (their own status writes echo quietly)."""
+        self._owners = owners
+        self.controller.watch_own(owners, self.status_echo)
+
+    def connect(self, informer: Informer[T], handler: EventHandler[T],
+                *predicates: Predicate[T]) -> None:
+        """``Controller.watch`` for a cache this controller runs, :func:`follow` for a shared
+        one."""
+        if any(informer is s for s in self._shared):
+            follow(self.controller, informer, handler, *predicates)
+        else:
+            self.controller.watch(informer, handler, *predicates)
+
+    # --- runtime plumbing ------------------------------------------------------------------
+
+    @property
+    def queue(self) -> WorkQueue[str]:
+        """The controller's workqueue of object keys."""
+        return self.controller.queue
+
+    @property
+    def informers(self) -> tuple[Informer[Any], ...]:
+        """The caches this controller runs (shared ones are not among them)."""
+        return tuple(self.controller.informers)
+
+    def has_synced(self) -> bool:
+        """True once every cache (shared ones included) holds its first full list."""
+        return self.controller.has_synced() and all(i.has_synced() for i in self._shared)
+
+    async def wait_synced(self) -> None:
+        """Return once every cache (shared ones included) holds its first full list."""
+        await self.controller.wait_synced()
+        for informer in self._shared:
+            await informer.wait_synced()
+
+    async def run(self) -> None:
+        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
+        the shared caches, run by their owner, have synced)."""
+        for informer in self._shared:
+            await informer.wait_synced()
+        await self.controller.run()
+
+    def stop(self) -> None:
+        """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
+        self.controller.stop()
+
+    # --- what a tier says ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def plan(self, obj: K, obs: B, now: datetime) -> TierPlan[Any]:
+        """The core's plan for ``obj`` seen through ``obs`` at ``now``."""
+
+    @abc.abstractmethod
+    async def first_observation(self, obj: K) -> B:
+        """The observation a reconcile starts from (the caches)."""
+
+    @abc.abstractmethod
+    async def observe_live(self, obj: K, obs: B) -> B:
+        """``obs`` with what the core asked to confirm read live (``read_live`` set)."""
+
+    @abc.abstractmethod
+    def with_create_conflicts(self, obs: B, conflicts: tuple[str, ...]) -> B:
+        """``obs`` telling the core that foreign objects hold ``conflicts`` (``Kind/name``)."""
+
+    def applied(self, obj: K, plan: TierPlan[Any]) -> None:
+        """Called once ``plan`` was applied in full (for a subclass's log)."""
+
+    # --- the Reconciler --------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> Result:
+        """One pass over the object ``namespace/name``."""
+        assert self._owners is not None, "watch_own was not called"
+        obj = self._owners.store.get(key)
+        if obj is None:
+            return DONE
+        return await converge(self._step, obj, await self.first_observation(obj),
+                              what=f"{self._name} {key}", max_passes=MAX_PASSES)
+
+    async def fresh(self, obj: K) -> K | None:
+        """``obj`` as served now (``None``: gone)."""
+        meta = obj.metadata
+        try:
+            return self._decode(await self.client.get(self.executor.owner, meta.name or "",
+                                                      namespace=meta.namespace))
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    async def _step(self, obj: K, obs: B) -> Again[K, B] | Result:
+        plan = self.plan(obj, obs, self._clock())
+        if plan.confirm_live:
+            return Again(obj, await self.observe_live(obj, obs), "live read")
+        outcome = await self.executor.apply(obj, plan)
+        if outcome.kind == TierOutcomeKind.CREATE_CONFLICTS:
+            return Again(obj, self.with_create_conflicts(obs, outcome.conflicts), "name taken")
+        if outcome.kind == TierOutcomeKind.CONFLICT:
+            fresh = await self.fresh(obj)
+            return DONE if fresh is None else Again(fresh, obs, "write conflicted")
+        if outcome.kind == TierOutcomeKind.GONE:
+            return DONE
+        if plan.status is not None:
+            self.status_echo.remember(key_of(obj), plan.status)
+        self.applied(obj, plan)
+        return Result(requeue_after=plan.requeue_after)

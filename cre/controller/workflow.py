@@ -13,7 +13,8 @@ Plan asks ``confirm_live`` the shell reads the Jobs, dependencies and pods live 
 again with ``read_live``; a create whose name a foreign object holds goes back as
 ``create_conflicts``; a status write that conflicts re-reads the Workflow live. Plans are
 applied by :class:`cre.controller.tiershell.TierExecutor` in the order ``cre.core.tierplan``
-documents (node-result ConfigMaps before the status).
+documents (node-result ConfigMaps before the status); the lifecycle and the step around the core
+are :class:`cre.controller.tiershell.TierController`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -33,7 +34,7 @@ from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
 from cre.controller.jobevents import node_changed
 from cre.controller.jobshell import JOBS, job_from_dict
-from cre.controller.tiershell import TierExecutor, TierOutcomeKind
+from cre.controller.tiershell import MAX_PASSES, TierController, follow
 from cre.controller.workflowshell import (
     CACHED_KINDS,
     INDEX_WORKFLOW,
@@ -51,6 +52,7 @@ from cre.controller.workflowshell import (
 )
 from cre.core.observed import NodeView, PodView
 from cre.core.projections import node_view
+from cre.core.tierplan import TierPlan
 from cre.core.trio import true_member
 from cre.core.workflow import (
     DEFAULT_WORKFLOW_SETTINGS,
@@ -59,36 +61,25 @@ from cre.core.workflow import (
     reconcile_workflow,
 )
 from cre.kube.client import CONFIGMAPS, NODES, TRAINING_RUNTIMES, KubeClient
-from cre.kube.events import EventRecorder
 from cre.kube.informer import Informer
 from cre.kube.metrics import metrics_for
 from cre.kube.pods import INDEX_JOB, INDEX_LAUNCHER, launcher_pod_informer, worker_pod_informer
 from cre.kube.runtime import (
-    DONE,
-    Again,
-    Controller,
-    EventHandler,
-    OwnStatusEcho,
-    Predicate,
-    Result,
     WatchEvent,
-    converge,
     enqueue_mapped,
     enqueue_owner,
     key_of,
     object_key,
 )
 from cre.kube.store import namespaced_label_indexer
-from cre.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 CONTROLLER: Final = "workflow"
 COMPONENT: Final = "cre.dev/workflow-controller"
-MAX_PASSES: Final = 8
 
-__all__ = ["WORKFLOWS", "SharedCaches", "WorkflowController", "workflow_from_dict"]
+__all__ = ["MAX_PASSES", "WORKFLOWS", "SharedCaches", "WorkflowController", "follow",
+           "workflow_from_dict"]
 
 
 def _utcnow() -> datetime:
@@ -111,25 +102,13 @@ class SharedCaches:
     nodes: Informer[NodeView]
 
 
-def follow(controller: Controller, informer: Informer[T], handler: EventHandler[T],
-           *predicates: Predicate[T]) -> None:
-    """Pass ``informer``'s changes to ``handler`` with ``controller``'s queue, like
-    ``Controller.watch``, for an informer some other controller runs."""
-    def dispatch(etype: WatchEventType, old: T | None, new: T | None) -> None:
-        event = WatchEvent(etype, old, new)
-        if all(accept(event) for accept in predicates):
-            handler(event, controller.queue)
-
-    informer.add_handler(dispatch)
-
-
 def _settled(wf: Workflow) -> bool:
     member = true_member(wf.status.conditions)
     return member is not None and member.type != ConditionType.IN_PROGRESS \
         and wf.metadata.deletion_timestamp is None
 
 
-class WorkflowController:
+class WorkflowController(TierController[Workflow, WorkflowObservation]):
     """Reconciles ``cre.dev/v1alpha1`` Workflows in ``namespaces`` (``None``: all).
 
     ``settings.infra_scoped_fail_fast`` is the manager's ``--infra-scoped-failfast`` switch (a
@@ -144,13 +123,13 @@ class WorkflowController:
                  shared: SharedCaches | None = None) -> None:
         """``shared``: the Job controller's pod and node caches, when it runs in the same
         process (default: this controller builds and runs its own)."""
-        if max_concurrent_reconciles < 1:
-            raise ValueError("WorkflowController: max_concurrent_reconciles must be at least 1, "
-                             f"got {max_concurrent_reconciles}")
-        self.client = client
-        self.settings = settings
-        self._clock = clock
         kube = metrics_for(registry)
+        super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=WORKFLOWS,
+                         decode=workflow_from_dict, involved=involved_workflow,
+                         workers=max_concurrent_reconciles, metrics=kube, clock=clock,
+                         shared=() if shared is None else
+                         (shared.workers, shared.launchers, shared.nodes))
+        self.settings = settings
         ns = list(namespaces) if namespaces is not None else None
         by_wf = {INDEX_WORKFLOW: namespaced_label_indexer(L.WORKFLOW)}
         self.workflows: Informer[Workflow] = Informer(
@@ -181,58 +160,13 @@ class WorkflowController:
                                   label_selector=f"{L.GPU_PRESENT}=true",
                                   name="workflow-gpu-nodes", metrics=kube)
         self.reads = WorkflowReads(client)
-        self.recorder = EventRecorder(client, component=COMPONENT)
-        self.executor = TierExecutor(client, self.recorder, owner=WORKFLOWS,
-                                     involved=involved_workflow)
-        self.status_echo = OwnStatusEcho()
-        self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
-                                     metrics=kube)
-        self.controller.watch_own(self.workflows, self.status_echo)
-        self.controller.watch(self.jobs, enqueue_owner(kind="Workflow", group=L.GROUP))
-        self.controller.watch(self.runtimes, enqueue_mapped(self._owner_of))
-        self.controller.watch(self.configmaps, enqueue_mapped(self._owner_of))
-        connect = self.controller.watch if shared is None else \
-            (lambda inf, handler, *preds: follow(self.controller, inf, handler, *preds))
-        connect(self.workers, enqueue_mapped(self._pod_workflow))
-        connect(self.launchers, enqueue_mapped(self._pod_workflow))
-        connect(self.nodes, enqueue_mapped(self._waiting_for_nodes), node_changed)
-
-    # --- runtime plumbing ------------------------------------------------------------------
-
-    @property
-    def queue(self) -> WorkQueue[str]:
-        """The controller's workqueue of Workflow keys."""
-        return self.controller.queue
-
-    @property
-    def informers(self) -> tuple[Informer[Any], ...]:
-        return tuple(self.controller.informers)
-
-    def _shared_informers(self) -> tuple[Informer[Any], ...]:
-        shared = self.shared
-        return () if shared is None else (shared.workers, shared.launchers, shared.nodes)
-
-    def has_synced(self) -> bool:
-        """True once every cache (shared ones included) holds its first full list."""
-        return self.controller.has_synced() and all(
-            i.has_synced() for i in self._shared_informers())
-
-    async def wait_synced(self) -> None:
-        """Return once every cache (shared ones included) holds its first full list."""
-        await self.controller.wait_synced()
-        for informer in self._shared_informers():
-            await informer.wait_synced()
-
-    async def run(self) -> None:
-        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
-        the shared caches, run by their owner, have synced)."""
-        for informer in self._shared_informers():
-            await informer.wait_synced()
-        await self.controller.run()
-
-    def stop(self) -> None:
-        """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
-        self.controller.stop()
+        self.watch_own(self.workflows)
+        self.connect(self.jobs, enqueue_owner(kind="Workflow", group=L.GROUP))
+        self.connect(self.runtimes, enqueue_mapped(self._owner_of))
+        self.connect(self.configmaps, enqueue_mapped(self._owner_of))
+        self.connect(self.workers, enqueue_mapped(self._pod_workflow))
+        self.connect(self.launchers, enqueue_mapped(self._pod_workflow))
+        self.connect(self.nodes, enqueue_mapped(self._waiting_for_nodes), node_changed)
 
     # --- event mapping ---------------------------------------------------------------------
 
@@ -308,38 +242,25 @@ class WorkflowController:
             out += await self.reads.owned(ns, name, api_version=api_version, kind=kind)
         return tuple(out)
 
-    async def reconcile(self, key: str) -> Result:
-        """One pass over the Workflow ``namespace/name``."""
-        wf = self.workflows.store.get(key)
-        if wf is None:
-            return DONE
+    async def first_observation(self, wf: Workflow) -> WorkflowObservation:
+        """The cached Observation, with the uncached dependency kinds read live."""
         obs = self.observe(wf)
         extra = await self._uncached(wf)
         if extra:
             uid = wf.metadata.uid or ""
             obs = attrs.evolve(obs, dependencies=tuple(sorted(
                 (*obs.dependencies, *views_for(extra, uid)), key=lambda v: (v.kind, v.name))))
-        return await converge(self._step, wf, obs, what=f"workflow {key}",
-                              max_passes=MAX_PASSES)
+        return obs
 
-    async def _step(self, wf: Workflow, obs: WorkflowObservation
-                    ) -> Again[Workflow, WorkflowObservation] | Result:
-        plan = reconcile_workflow(wf, obs, self._clock(), settings=self.settings)
-        if plan.confirm_live:
-            return Again(wf, await self.observe_live(wf, obs), "live read")
-        outcome = await self.executor.apply(wf, plan)
-        if outcome.kind == TierOutcomeKind.CREATE_CONFLICTS:
-            return Again(wf, attrs.evolve(obs, create_conflicts=(
-                *obs.create_conflicts, *outcome.conflicts)), "name taken")
-        if outcome.kind == TierOutcomeKind.CONFLICT:
-            fresh = await self.reads.workflow(wf.metadata.namespace or "",
-                                              wf.metadata.name or "")
-            return DONE if fresh is None else Again(fresh, obs, "write conflicted")
-        if outcome.kind == TierOutcomeKind.GONE:
-            return DONE
-        if plan.status is not None:
-            self.status_echo.remember(key_of(wf), plan.status)
+    def plan(self, wf: Workflow, obs: WorkflowObservation, now: datetime
+             ) -> TierPlan[Any]:
+        return reconcile_workflow(wf, obs, now, settings=self.settings)
+
+    def with_create_conflicts(self, obs: WorkflowObservation, conflicts: tuple[str, ...]
+                              ) -> WorkflowObservation:
+        return attrs.evolve(obs, create_conflicts=(*obs.create_conflicts, *conflicts))
+
+    def applied(self, wf: Workflow, plan: TierPlan[Any]) -> None:
         log.debug("workflow %s: applied %d create(s), %d delete(s), %d upsert(s)%s",
                   key_of(wf), len(plan.creates), len(plan.deletes), len(plan.upserts),
                   ", a status write" if plan.status is not None else "")
-        return Result(requeue_after=plan.requeue_after)

@@ -29,7 +29,7 @@ from cre.api import labels as L
 from cre.api.converter import structure
 from cre.api.job import Job
 from cre.api.workflow import Workflow
-from cre.controller.jobshell import JOBS, job_from_dict
+from cre.controller.jobshell import JOBS, involved_object, job_from_dict
 from cre.controller.tiershell import resource_for
 from cre.core import noderesults as NR
 from cre.core.observed import PodView
@@ -53,9 +53,7 @@ def workflow_from_dict(raw: dict[str, Any]) -> Workflow:
 
 def involved_workflow(wf: Workflow) -> dict[str, Any]:
     """The ``involvedObject`` of an Event about ``wf``."""
-    meta = wf.metadata
-    return {"apiVersion": L.API_VERSION, "kind": "Workflow", "name": meta.name,
-            "namespace": meta.namespace, "uid": meta.uid}
+    return involved_object("Workflow", wf.metadata)
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -146,16 +144,6 @@ class WorkflowReads:
 
     def __init__(self, client: KubeClient) -> None:
         self.client = client
-
-    async def workflow(self, namespace: str, name: str) -> Workflow | None:
-        """The Workflow as served now (``None``: gone)."""
-        try:
-            return workflow_from_dict(await self.client.get(WORKFLOWS, name,
-                                                            namespace=namespace))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
 
     async def jobs(self, namespace: str, workflow: str) -> tuple[Job, ...]:
         """The Workflow's Jobs as served now, by name."""

@@ -29,7 +29,9 @@ A goodput measurement follows one Job (``spec.jobRef``, tied to the Job's uid by
 
 The core asks, the shell answers (:mod:`cre.core`'s feedback contract): ``read`` asks for a
 streamed log read folded through the profile's parser (answered with a
-:class:`GoodputReadResult`); ``confirm_job_absence`` asks for a live read of the Job.
+:class:`GoodputReadResult`); ``confirm_job_absence`` asks for a live read of the Job. The steps
+the bandwidth core takes alike (which Job, the container, the anchor, the conditions) are
+:mod:`cre.core.logmeasure`'s.
 """
 
 from __future__ import annotations
@@ -43,97 +45,64 @@ from cre.api import labels as L
 from cre.api.conditions import ConditionType, JobReason, MeasurementPhase, MeasurementReason
 from cre.api.goodput import GoodputMeasurement, GoodputMeasurementStatus
 from cre.api.job import Job
-from cre.api.meta import Condition, ConditionStatus
+from cre.api.meta import ConditionStatus
 from cre.core import goodput as G
 from cre.core.goodputlog import GoodputParser, LogEvent, to_ms
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
-from cre.core.logwindow import parse_stamp
-from cre.core.measurement import (
+from cre.core.logmeasure import (
     FINAL_LIMIT_BYTES,
-    MAX_LOOKBACK,
     POLL,
     SAMPLE_LIMIT_BYTES,
-    choose_pod,
+    JobGapKind,
+    LogObservation,
+    LogPlan,
+    LogReadRequest,
+    LogReadResult,
+    container_state,
+    job_gap,
+    sample_wait,
+    seconds,
+    set_condition,
+    since_time,
 )
+from cre.core.logmeasure import is_complete as is_complete
+from cre.core.logwindow import parse_stamp
+from cre.core.measurement import choose_pod
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
-from cre.core.timeouts import parse_duration
 from cre.core.trio import true_member
 
 DEFAULT_INTERVAL: Final = 60.0
 
 
 @attrs.frozen(kw_only=True)
-class GoodputReadRequest:
-    """A streamed log read: ``since_time`` for the server, the anchor for the window filter."""
-
-    namespace: str
-    pod: str
-    container: str | None
-    pod_uid: str
-    final: bool
-    since_time: datetime | None = None
-    anchor: str | None = None
-    skip_lines: int = 0
-    limit_bytes: int = SAMPLE_LIMIT_BYTES
+class GoodputReadRequest(LogReadRequest):
+    """A streamed log read, folded through the profile's goodput parser."""
 
 
 @attrs.frozen(kw_only=True)
-class GoodputReadResult:
+class GoodputReadResult(LogReadResult):
     """The shell's answer: the events of the new lines, in order, and where the read ended."""
 
     request: GoodputReadRequest
     events: tuple[LogEvent, ...] = ()
-    lines: int = 0
-    last_stamp: str | None = None
-    lines_at_last: int = 0
-    truncated: bool = False
-    error: str | None = None
 
 
 @attrs.frozen(kw_only=True)
-class GoodputObservation:
+class GoodputObservation(LogObservation):
     """What the goodput core reads: its Job, parser, pods and the read it asked for."""
 
-    job: Job | None = None
-    job_absence_confirmed: bool = False
     parser: GoodputParser | None = None
-    profile_error: str | None = None
     profile_missing: bool = False
-    pods: tuple[PodView, ...] = ()
     read: GoodputReadResult | None = None
 
 
 @attrs.frozen(kw_only=True)
-class GoodputPlan:
+class GoodputPlan(LogPlan):
     """The outcome of one pure reconcile of a goodput measurement."""
 
-    resource_version: str = ""
     status: GoodputMeasurementStatus | None = None
-    events: tuple[EventSpec, ...] = ()
     read: GoodputReadRequest | None = None
-    confirm_job_absence: bool = False
-    requeue_after: float | None = None
     publish: bool = False  # publish the gauges from the new status
-    terminal: bool = False
-
-
-def is_complete(gm: GoodputMeasurement) -> bool:
-    return any(c.type == ConditionType.COMPLETE and c.status == ConditionStatus.TRUE
-               for c in gm.status.conditions)
-
-
-def set_condition(conds: tuple[Condition, ...], *, type_: ConditionType,
-                  status: ConditionStatus, reason: str, message: str, now: datetime
-                  ) -> tuple[Condition, ...]:
-    """``conds`` with ``type_`` set (the transition time kept while the status holds)."""
-    old = next((c for c in conds if c.type == type_), None)
-    if old is not None and (old.status, old.reason, old.message) == (status, reason, message):
-        return conds
-    when = old.last_transition_time if old is not None and old.status == status else now
-    new = Condition(type=type_, status=status, reason=reason, message=message,
-                    last_transition_time=when)
-    return (*(c for c in conds if c.type != type_), new)
 
 
 def worker_zero(pods: tuple[PodView, ...], replicated_job: str) -> PodView | None:
@@ -148,19 +117,7 @@ def worker_zero(pods: tuple[PodView, ...], replicated_job: str) -> PodView | Non
 
 
 def _interval(gm: GoodputMeasurement) -> float:
-    try:
-        return parse_duration(gm.spec.sample_interval).total_seconds()
-    except ValueError:
-        return DEFAULT_INTERVAL
-
-
-def _container(pod: PodView, name: str | None) -> tuple[str | None, bool]:
-    statuses = [c for c in pod.container_statuses if not c.init]
-    status = next((c for c in statuses if c.name == name), None) if name else (
-        statuses[0] if len(statuses) == 1 else None)
-    if status is None:
-        return name, False
-    return status.name, status.state is not None and status.state.kind == "waiting"
+    return seconds(gm.spec.sample_interval, DEFAULT_INTERVAL)
 
 
 @attrs.frozen(kw_only=True)
@@ -185,16 +142,16 @@ def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: date
     if is_complete(gm):
         return ctx.plan()  # written once: frozen
     job = obs.job
-    uid = (gm.metadata.annotations or {}).get(JOB_UID_ANNOTATION)
-    if job is None or (uid and job.metadata.uid != uid):
-        if job is None and not obs.job_absence_confirmed:
+    gap = job_gap(gm, job, absence_confirmed=obs.job_absence_confirmed,
+                  started=gm.status.start_time is not None)
+    if gap is not None:
+        if gap.kind == JobGapKind.CONFIRM:
             return ctx.plan(confirm_job_absence=True)
-        if gm.status.start_time is None and job is None:
+        if gap.kind == JobGapKind.WAIT:
             return ctx.plan(requeue_after=POLL)
-        why = ("Referenced Job no longer exists" if job is None
-               else "Referenced Job was replaced (its uid differs)")
         return _complete(ctx, gm.status, MeasurementReason.LOGS_UNAVAILABLE,
-                         f"{why}; goodput covers the logs read until then", done_at=now)
+                         f"{gap.why}; goodput covers the logs read until then", done_at=now)
+    assert job is not None  # job_gap: the Job is followed
     status, events = _restarts(ctx, job)
     member = true_member(job.status.conditions)
     if member is not None and member.type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
@@ -243,12 +200,9 @@ def _request(ctx: _Ctx, status: GoodputMeasurementStatus, pod: PodView, containe
              *, final: bool) -> GoodputReadRequest:
     same_pod = status.sampled_pod_uid == pod.uid
     anchor = status.sampled_through if same_pod else None
-    since = None
-    if anchor is not None:
-        since = max(parse_stamp(anchor).replace(microsecond=0), ctx.now - MAX_LOOKBACK)
     return GoodputReadRequest(
         namespace=ctx.gm.metadata.namespace or "", pod=pod.name, container=container,
-        pod_uid=pod.uid, final=final, since_time=since, anchor=anchor,
+        pod_uid=pod.uid, final=final, since_time=since_time(anchor, ctx.now), anchor=anchor,
         skip_lines=(status.sampled_through_lines or 0) if same_pod else 0,
         limit_bytes=FINAL_LIMIT_BYTES if final else SAMPLE_LIMIT_BYTES)
 
@@ -281,10 +235,9 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
             ) -> GoodputPlan:
     gm, obs, now = ctx.gm, ctx.obs, ctx.now
     interval = _interval(gm)
-    last = status.last_sample_time
-    if last is not None and obs.read is None and not events and (
-            now - last).total_seconds() < interval:
-        return ctx.plan(requeue_after=interval - (now - last).total_seconds())
+    wait = sample_wait(status.last_sample_time, now, interval)
+    if wait is not None and obs.read is None and not events:
+        return ctx.plan(requeue_after=wait)
     problem = _profile_problem(ctx, status)
     if problem is not None:
         return problem
@@ -294,7 +247,7 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
     # A failed trainer is read too: the Job waits on this sample for its last checkpoint.
     if pod is None or pod.phase not in ("Running", "Succeeded", "Failed"):
         return ctx.write(status, events=events, requeue_after=POLL)
-    container, waiting = _container(pod, parser.container)
+    container, waiting, _ = container_state(pod, parser.container)
     if status.start_time is None:
         status = attrs.evolve(status, start_time=now, phase=MeasurementPhase.MEASURING)
     conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
@@ -323,7 +276,7 @@ def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why:
                          "found", done_at=ended)
     pod = worker_zero(ctx.obs.pods, parser.replicated_job)
     if pod is not None:
-        container, _ = _container(pod, parser.container)
+        container, _, _ = container_state(pod, parser.container)
         read = _answer(ctx, pod, final=True)
         if read is None:
             return ctx.plan(read=_request(ctx, status, pod, container, final=True))

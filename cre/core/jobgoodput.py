@@ -4,7 +4,8 @@ checkpoint-restart trigger.
 A Job whose spec asks for ``goodputMeasurement`` owns one GoodputMeasurement, ``<job>-goodput``,
 controlled by the Job and annotated with its uid (``cre.dev/job-uid``), created in the same Plan
 as the workload and before it, exactly like the BandwidthMeasurement
-(:mod:`cre.core.jobmeasure`); a leftover of an earlier Job of the same name is deleted first.
+(:mod:`cre.core.jobmeasure`, both through :mod:`cre.core.logmeasure`); a leftover of an earlier
+Job of the same name is deleted first.
 
 The measurement is what the Job reads about the training itself (never written by the Job: the
 reference resets the measurement's stall inputs from the Job; here the measurement records the
@@ -33,10 +34,12 @@ import attrs
 
 from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
-from cre.api.labels import API_VERSION, GROUP, JOB, MANAGED_BY, MANAGED_BY_VALUE
+from cre.api.labels import GROUP
+from cre.core import logmeasure
 from cre.core.goodput import checkpoint_since_restart, fresh_steps, seconds_ms
 from cre.core.goodputmeasure import stall_grace
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
+from cre.core.logmeasure import belongs_to as belongs_to
+from cre.core.logmeasure import child_manifest, child_writes
 from cre.core.plan import Create, Delete
 
 GOODPUT_KIND: Final = "GoodputMeasurement"
@@ -50,7 +53,7 @@ def goodput_name(job_name: str) -> str:
 
 def job_name_of(measurement_name: str) -> str | None:
     """The Job a goodput measurement name belongs to (``None``: not one)."""
-    return measurement_name[: -len(SUFFIX)] if measurement_name.endswith(SUFFIX) else None
+    return logmeasure.job_name_of(measurement_name, SUFFIX)
 
 
 def goodput_manifest(job: Job) -> dict[str, Any]:
@@ -58,28 +61,10 @@ def goodput_manifest(job: Job) -> dict[str, Any]:
     request = job.spec.goodput_measurement
     assert request is not None
     name = job.metadata.name or ""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": GOODPUT_KIND,
-        "metadata": {
-            "name": goodput_name(name),
-            "namespace": job.metadata.namespace,
-            "labels": {MANAGED_BY: MANAGED_BY_VALUE, JOB: name},
-            "annotations": {JOB_UID_ANNOTATION: job.metadata.uid or ""},
-            "ownerReferences": [{"apiVersion": API_VERSION, "kind": "Job", "name": name,
-                                 "uid": job.metadata.uid, "controller": True,
-                                 "blockOwnerDeletion": True}],
-        },
-        "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": name},
-                 "logProfileRef": request.log_profile_ref,
-                 "sampleInterval": request.sample_interval},
-    }
-
-
-def belongs_to(gm: GoodputMeasurement, job: Job) -> bool:
-    """Whether ``gm`` measures this very Job (same uid)."""
-    uid = job.metadata.uid
-    return bool(uid) and (gm.metadata.annotations or {}).get(JOB_UID_ANNOTATION) == uid
+    return child_manifest(job, kind=GOODPUT_KIND, name=goodput_name(name), spec={
+        "jobRef": {"apiGroup": GROUP, "kind": "Job", "name": name},
+        "logProfileRef": request.log_profile_ref,
+        "sampleInterval": request.sample_interval})
 
 
 def own_goodput(job: Job, gm: GoodputMeasurement | None) -> GoodputMeasurement | None:
@@ -90,17 +75,8 @@ def own_goodput(job: Job, gm: GoodputMeasurement | None) -> GoodputMeasurement |
 def goodput_writes(job: Job, gm: GoodputMeasurement | None
                    ) -> tuple[tuple[Create, ...], tuple[Delete, ...]]:
     """The create (or the delete of a previous Job's leftover) the Job's measurement needs."""
-    if job.spec.goodput_measurement is None:
-        return (), ()
-    ns = job.metadata.namespace or ""
-    if gm is None:
-        body = goodput_manifest(job)
-        return (Create(api_version=API_VERSION, kind=GOODPUT_KIND, namespace=ns,
-                       name=body["metadata"]["name"], body=body),), ()
-    if not belongs_to(gm, job) and gm.metadata.deletion_timestamp is None:
-        return (), (Delete(api_version=API_VERSION, kind=GOODPUT_KIND, namespace=ns,
-                           name=gm.metadata.name or "", uid=gm.metadata.uid or ""),)
-    return (), ()
+    wanted = job.spec.goodput_measurement is not None
+    return child_writes(job, gm, kind=GOODPUT_KIND, manifest=goodput_manifest if wanted else None)
 
 
 def checkpoint_restart_allowed(job: Job, gm: GoodputMeasurement | None) -> bool:

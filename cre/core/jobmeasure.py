@@ -7,7 +7,8 @@ created in the same Plan as the workload and before it, and only there: a create
 later would race the cluster's own creations (and an AlreadyExists still costs the API server a
 uid), so the point where a Job's objects come into being stays fixed. A group retry re-creates a
 Job under the same name; a measurement left by the previous Job (its uid differs) is deleted with
-a uid precondition before the workload is created, so numbers of two attempts never mix.
+a uid precondition before the workload is created, so numbers of two attempts never mix (the
+GoodputMeasurement is created the same way: :mod:`cre.core.logmeasure`).
 
 Once the Job succeeded, thresholds are judged by :func:`cre.core.thresholds.judge` on the
 measurement's final values; the verdict is the additive ``ValidationFailed`` condition (the trio
@@ -35,9 +36,13 @@ import attrs
 
 from cre.api.conditions import ConditionType, FailedNodeReason
 from cre.api.job import FailedNode, Job, JobStatus
-from cre.api.labels import API_VERSION, GROUP, JOB, MANAGED_BY, MANAGED_BY_VALUE
+from cre.api.labels import GROUP
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition, TypedLocalObjectReference
+from cre.core import logmeasure
+from cre.core.logmeasure import JOB_UID_ANNOTATION as JOB_UID_ANNOTATION
+from cre.core.logmeasure import belongs_to as belongs_to
+from cre.core.logmeasure import child_manifest, child_writes
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.thresholds import (
     MetricKey,
@@ -52,8 +57,6 @@ from cre.core.thresholds import (
 )
 from cre.core.trio import true_member
 
-#: Annotation on a BandwidthMeasurement: the uid of the Job it measures.
-JOB_UID_ANNOTATION: Final = "cre.dev/job-uid"
 BANDWIDTH_KIND: Final = "BandwidthMeasurement"
 SUFFIX: Final = "-bandwidth"
 
@@ -65,7 +68,7 @@ def bandwidth_name(job_name: str) -> str:
 
 def job_name_of(measurement_name: str) -> str | None:
     """The Job a measurement name belongs to (``None``: not a Job's measurement name)."""
-    return measurement_name[: -len(SUFFIX)] if measurement_name.endswith(SUFFIX) else None
+    return logmeasure.job_name_of(measurement_name, SUFFIX)
 
 
 def bandwidth_manifest(job: Job) -> dict[str, Any]:
@@ -79,42 +82,15 @@ def bandwidth_manifest(job: Job) -> dict[str, Any]:
                             "sampleInterval": spec.sample_interval}
     if spec.test_type:
         body["testType"] = spec.test_type
-    return {
-        "apiVersion": API_VERSION,
-        "kind": BANDWIDTH_KIND,
-        "metadata": {
-            "name": bandwidth_name(name),
-            "namespace": job.metadata.namespace,
-            "labels": {MANAGED_BY: MANAGED_BY_VALUE, JOB: name},
-            "annotations": {JOB_UID_ANNOTATION: job.metadata.uid or ""},
-            "ownerReferences": [{"apiVersion": API_VERSION, "kind": "Job", "name": name,
-                                 "uid": job.metadata.uid, "controller": True,
-                                 "blockOwnerDeletion": True}],
-        },
-        "spec": body,
-    }
-
-
-def belongs_to(bm: BandwidthMeasurement, job: Job) -> bool:
-    """Whether ``bm`` measures this very Job (same uid), not an earlier one of the same name."""
-    uid = job.metadata.uid
-    return bool(uid) and (bm.metadata.annotations or {}).get(JOB_UID_ANNOTATION) == uid
+    return child_manifest(job, kind=BANDWIDTH_KIND, name=bandwidth_name(name), spec=body)
 
 
 def measurement_writes(job: Job, bm: BandwidthMeasurement | None
                        ) -> tuple[tuple[Create, ...], tuple[Delete, ...]]:
     """The create (or the delete of a previous Job's leftover) the Job's measurement needs."""
-    if job.spec.bandwidth_measurement is None:
-        return (), ()
-    ns = job.metadata.namespace or ""
-    if bm is None:
-        body = bandwidth_manifest(job)
-        return (Create(api_version=API_VERSION, kind=BANDWIDTH_KIND, namespace=ns,
-                       name=body["metadata"]["name"], body=body),), ()
-    if not belongs_to(bm, job) and bm.metadata.deletion_timestamp is None:
-        return (), (Delete(api_version=API_VERSION, kind=BANDWIDTH_KIND, namespace=ns,
-                           name=bm.metadata.name or "", uid=bm.metadata.uid or ""),)
-    return (), ()
+    wanted = job.spec.bandwidth_measurement is not None
+    return child_writes(job, bm, kind=BANDWIDTH_KIND,
+                        manifest=bandwidth_manifest if wanted else None)
 
 
 def own_measurement(job: Job, bm: BandwidthMeasurement | None) -> BandwidthMeasurement | None:

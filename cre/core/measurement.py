@@ -28,7 +28,9 @@ counted twice, logs read from a crash-looping container):
 
 The core asks, the shell answers (cre.core's feedback contract): ``read`` asks for a streamed
 log read (the shell runs :class:`WindowFilter` and the parser over the stream and answers with a
-:class:`ReadResult`); ``confirm_job_absence`` asks for a live read of the Job.
+:class:`ReadResult`); ``confirm_job_absence`` asks for a live read of the Job. The steps the
+goodput core takes alike (which Job, the container, the anchor, the conditions) are
+:mod:`cre.core.logmeasure`'s.
 """
 
 from __future__ import annotations
@@ -48,102 +50,80 @@ from cre.api.measurement import (
     BandwidthResult,
     NodeBandwidth,
 )
-from cre.api.meta import Condition, ConditionStatus
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
+from cre.api.meta import ConditionStatus
+from cre.core.logmeasure import FINAL_LIMIT_BYTES as FINAL_LIMIT_BYTES
+from cre.core.logmeasure import MAX_LOOKBACK as MAX_LOOKBACK
+from cre.core.logmeasure import POLL as POLL
+from cre.core.logmeasure import SAMPLE_LIMIT_BYTES as SAMPLE_LIMIT_BYTES
+from cre.core.logmeasure import (
+    JobGapKind,
+    LogObservation,
+    LogPlan,
+    LogReadRequest,
+    LogReadResult,
+    container_state,
+    job_gap,
+    sample_wait,
+    seconds,
+    set_condition,
+    since_time,
+)
+from cre.core.logmeasure import is_complete as is_complete
 from cre.core.logprofile import CompiledProfile
 from cre.core.logwindow import WindowFilter as WindowFilter
-from cre.core.logwindow import parse_stamp
 from cre.core.logwindow import stamp_key as stamp_key
 from cre.core.ncclparse import SizeResult
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
-from cre.core.timeouts import parse_duration
 from cre.core.trio import true_member
 
-#: Bytes a provisional read may return (server-side limitBytes, and the client stops there).
-SAMPLE_LIMIT_BYTES: Final = 8 * 1024 * 1024
-#: Bytes the final read may stream (memory stays flat: lines are parsed as they arrive).
-FINAL_LIMIT_BYTES: Final = 512 * 1024 * 1024
-#: A provisional read never starts further back than this.
-MAX_LOOKBACK: Final = timedelta(minutes=30)
 #: Minimum time the final read is retried after the Job ended.
 FINAL_READ_GRACE: Final = timedelta(minutes=2)
-#: Re-check interval while waiting for a pod, a profile or the Job.
-POLL: Final = 15.0
 FINAL_READ_RETRY: Final = 10.0
 _PHASE_RANK: Final = {"Succeeded": 0, "Running": 1, "Failed": 2}
 
 
 @attrs.frozen(kw_only=True)
-class ReadRequest:
-    """A streamed log read the core wants: ``since_time`` (second resolution) for the server,
-    the anchor for :class:`WindowFilter`, the row regex, and bounds."""
+class ReadRequest(LogReadRequest):
+    """A streamed log read the core wants, with the nccl-tests row regex to parse it by."""
 
-    namespace: str
-    pod: str
-    container: str | None
-    pod_uid: str
-    final: bool
     regex: str
-    since_time: datetime | None = None
-    anchor: str | None = None
-    skip_lines: int = 0
-    limit_bytes: int = SAMPLE_LIMIT_BYTES
 
 
 @attrs.frozen(kw_only=True)
-class ReadResult:
-    """The shell's answer to a :class:`ReadRequest`."""
+class ReadResult(LogReadResult):
+    """The shell's answer to a :class:`ReadRequest`: the rows found, per size."""
 
     request: ReadRequest
     results: tuple[SizeResult, ...] = ()
     transports: tuple[str, ...] = ()
     rows: int = 0
-    lines: int = 0
-    last_stamp: str | None = None
-    lines_at_last: int = 0
-    truncated: bool = False
-    error: str | None = None
 
 
 @attrs.frozen(kw_only=True)
-class MeasurementObservation:
+class MeasurementObservation(LogObservation):
     """What the measurement core reads: its Job, profile, pods and the read it asked for."""
 
-    job: Job | None = None
-    job_absence_confirmed: bool = False
     profile: CompiledProfile | None = None
-    profile_error: str | None = None  # not found, or invalid (names profile and key)
-    pods: tuple[PodView, ...] = ()
     read: ReadResult | None = None
     # The answers to ``MeasurementPlan.reads`` (a Multi profile's final read, one per pod).
     node_reads: tuple[ReadResult, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
-class MeasurementPlan:
+class MeasurementPlan(LogPlan):
     """The outcome of one pure reconcile of a measurement."""
 
-    resource_version: str = ""
     status: BandwidthMeasurementStatus | None = None
-    events: tuple[EventSpec, ...] = ()
     read: ReadRequest | None = None
     # A Multi profile's final read: every pod at once (the shell answers in ``node_reads``).
     reads: tuple[ReadRequest, ...] = ()
-    confirm_job_absence: bool = False
-    requeue_after: float | None = None
     # Gauges: the sizes to publish (provisional), or True to remove the measurement's series.
     gauges: tuple[BandwidthResult, ...] = ()
     clear_gauges: bool = False
-    terminal: bool = False
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-
-def is_complete(bm: BandwidthMeasurement) -> bool:
-    return any(c.type == ConditionType.COMPLETE and c.status == ConditionStatus.TRUE
-               for c in bm.status.conditions)
 
 
 def choose_pod(pods: Sequence[PodView], replicated_job: str) -> PodView | None:
@@ -174,32 +154,10 @@ def pods_per_node(pods: Sequence[PodView], replicated_job: str) -> tuple[PodView
     return tuple(p for p in chosen if p is not None)
 
 
-def _container(pod: PodView, name: str | None) -> tuple[str | None, bool, int]:
-    """(container name, waiting?, restarts) of the profile's container (or the only one)."""
-    statuses = [c for c in pod.container_statuses if not c.init]
-    status = next((c for c in statuses if c.name == name), None) if name else (
-        statuses[0] if len(statuses) == 1 else None)
-    if status is None:
-        return name, False, 0
-    waiting = status.state is not None and status.state.kind == "waiting"
-    return status.name, waiting, status.restart_count
-
-
 def _waiting_reason(pod: PodView, name: str | None) -> str:
     status = next((c for c in pod.container_statuses if c.name == name), None)
     state = status.state if status is not None else None
     return (state.reason if state is not None else None) or "waiting"
-
-
-def _set(conds: tuple[Condition, ...], *, type_: ConditionType, status: ConditionStatus,
-         reason: str, message: str, now: datetime) -> tuple[Condition, ...]:
-    old = next((c for c in conds if c.type == type_), None)
-    if old is not None and (old.status, old.reason, old.message) == (status, reason, message):
-        return conds
-    when = old.last_transition_time if old is not None and old.status == status else now
-    new = Condition(type=type_, status=status, reason=reason, message=message,
-                    last_transition_time=when)
-    return (*(c for c in conds if c.type != type_), new)
 
 
 def _results(sizes: Sequence[SizeResult]) -> tuple[BandwidthResult, ...]:
@@ -221,13 +179,6 @@ def merge_running(old: Sequence[BandwidthResult], new: Sequence[SizeResult]
     return tuple(BandwidthResult(size_bytes=size, alg_bw=f"{a / n:.2f}", bus_bw=f"{b / n:.2f}",
                                  samples=int(n))
                  for size, (a, b, n) in sorted(acc.items()) if n)
-
-
-def _parse_seconds(text: str, default: float) -> float:
-    try:
-        return parse_duration(text).total_seconds()
-    except ValueError:
-        return default
 
 
 # --- the core ---------------------------------------------------------------------------------
@@ -255,17 +206,17 @@ def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
     if is_complete(bm):
         return ctx.plan()  # first terminal write won: frozen
     job = obs.job
-    uid = (bm.metadata.annotations or {}).get(JOB_UID_ANNOTATION)
-    if job is None or (uid and job.metadata.uid != uid):
-        if job is None and not obs.job_absence_confirmed:
+    gap = job_gap(bm, job, absence_confirmed=obs.job_absence_confirmed,
+                  started=bm.status.start_time is not None)
+    if gap is not None:
+        if gap.kind == JobGapKind.CONFIRM:
             return ctx.plan(confirm_job_absence=True)
-        if bm.status.start_time is None and job is None:
+        if gap.kind == JobGapKind.WAIT:
             return ctx.plan(requeue_after=POLL)  # never saw its Job: keep waiting
-        why = ("Referenced Job no longer exists" if job is None
-               else "Referenced Job was replaced (its uid differs)")
         return _complete(ctx, MeasurementReason.LOGS_UNAVAILABLE,
-                         f"{why}; results are provisional and are not used for threshold "
+                         f"{gap.why}; results are provisional and are not used for threshold "
                          "evaluation", results=None, done_at=now)
+    assert job is not None  # job_gap: the Job is followed
     member = true_member(job.status.conditions)
     if member is None:
         return ctx.plan(requeue_after=POLL)
@@ -283,9 +234,10 @@ def _profile_problem(ctx: _Ctx) -> MeasurementPlan | None:
         return None
     message = ctx.obs.profile_error or f"LogProfile {ctx.bm.spec.log_profile_ref} not found"
     status = ctx.bm.status
-    conds = _set(status.conditions, type_=ConditionType.MEASURING,
-                 status=ConditionStatus.FALSE, reason=MeasurementReason.LOG_PROFILE_NOT_FOUND,
-                 message=message, now=ctx.now)
+    conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
+                          status=ConditionStatus.FALSE,
+                          reason=MeasurementReason.LOG_PROFILE_NOT_FOUND, message=message,
+                          now=ctx.now)
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.LOG_PROFILE_NOT_FOUND,
                       message=message)
@@ -294,10 +246,10 @@ def _profile_problem(ctx: _Ctx) -> MeasurementPlan | None:
 
 def _sample(ctx: _Ctx) -> MeasurementPlan:
     bm, obs, now = ctx.bm, ctx.obs, ctx.now
-    interval = _parse_seconds(bm.spec.sample_interval, 60.0)
-    last = bm.status.last_sample_time
-    if last is not None and obs.read is None and (now - last).total_seconds() < interval:
-        return ctx.plan(requeue_after=interval - (now - last).total_seconds())
+    interval = seconds(bm.spec.sample_interval, 60.0)
+    wait = sample_wait(bm.status.last_sample_time, now, interval)
+    if wait is not None and obs.read is None:
+        return ctx.plan(requeue_after=wait)
     problem = _profile_problem(ctx)
     if problem is not None:
         return problem
@@ -307,7 +259,7 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
     if pod is None or pod.phase not in ("Running", "Succeeded"):
         # Pod events do not wake a measurement: poll, never slower than its sampleInterval.
         return ctx.plan(requeue_after=min(interval, POLL))
-    container, waiting, restarts = _container(pod, profile.container)
+    container, waiting, restarts = container_state(pod, profile.container)
     status = bm.status
     if status.start_time is None:
         status = attrs.evolve(status, start_time=now, phase=MeasurementPhase.MEASURING)
@@ -316,8 +268,9 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
         # Said on the condition, so a person sees why the numbers stand still.
         message = (f"Referenced Job is running; sample skipped: container {container} of pod "
                    f"{pod.name} is waiting ({_waiting_reason(pod, container)})")
-    conds = _set(status.conditions, type_=ConditionType.MEASURING, status=ConditionStatus.TRUE,
-                 reason=MeasurementReason.JOB_RUNNING, message=message, now=now)
+    conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
+                          status=ConditionStatus.TRUE, reason=MeasurementReason.JOB_RUNNING,
+                          message=message, now=now)
     status = attrs.evolve(status, conditions=conds)
     if waiting:
         # A crash-looping container: its log is not NCCL output. No read, anchor kept.
@@ -325,13 +278,10 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
     read = obs.read
     if read is None or read.request.final or read.request.pod_uid != pod.uid:
         anchor = status.sampled_through
-        since = None
-        if anchor is not None:
-            since = max(parse_stamp(anchor).replace(microsecond=0), now - MAX_LOOKBACK)
         request = ReadRequest(namespace=bm.metadata.namespace or "", pod=pod.name,
                               container=container, pod_uid=pod.uid, final=False,
-                              regex=profile.pattern.pattern, since_time=since, anchor=anchor,
-                              skip_lines=status.sampled_through_lines or 0)
+                              regex=profile.pattern.pattern, since_time=since_time(anchor, now),
+                              anchor=anchor, skip_lines=status.sampled_through_lines or 0)
         return ctx.plan(read=request)
     status = attrs.evolve(status, last_sample_time=now)
     if read.error is None:
@@ -363,7 +313,7 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
     read = obs.read
     if pod is not None and (read is None or not read.request.final
                             or read.request.pod_uid != pod.uid):
-        container, _, _ = _container(pod, profile.container)
+        container, _, _ = container_state(pod, profile.container)
         return ctx.plan(read=ReadRequest(
             namespace=bm.metadata.namespace or "", pod=pod.name, container=container,
             pod_uid=pod.uid, final=True, regex=profile.pattern.pattern,
@@ -395,12 +345,13 @@ def _pending(ctx: _Ctx, job: Job, error: str, *, ended: datetime) -> Measurement
     """A final read that failed: retried for max(2 min, measurementTimeout), then
     ``LogsUnavailable``."""
     bm = ctx.bm
-    timeout = max(FINAL_READ_GRACE, timedelta(seconds=_parse_seconds(
+    timeout = max(FINAL_READ_GRACE, timedelta(seconds=seconds(
         job.spec.measurement_timeout or "5m", 300.0)))
     status = bm.status
-    conds = _set(status.conditions, type_=ConditionType.MEASURING,
-                 status=ConditionStatus.FALSE, reason=MeasurementReason.FINAL_READ_PENDING,
-                 message=f"Final log read failed, retrying: {error}", now=ctx.now)
+    conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
+                          status=ConditionStatus.FALSE,
+                          reason=MeasurementReason.FINAL_READ_PENDING,
+                          message=f"Final log read failed, retrying: {error}", now=ctx.now)
     pending = next(c for c in conds if c.type == ConditionType.MEASURING)
     if ctx.now - pending.last_transition_time >= timeout:
         had = bool(bm.status.results)
@@ -427,10 +378,11 @@ def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
     if node_results is not None:
         status = attrs.evolve(status, node_results=tuple(node_results))
     status = attrs.evolve(status, transports=tuple(sorted({*status.transports, *transports})))
-    conds = _set(status.conditions, type_=ConditionType.MEASURING,
-                 status=ConditionStatus.FALSE, reason=reason, message=message, now=ctx.now)
-    conds = _set(conds, type_=ConditionType.COMPLETE, status=ConditionStatus.TRUE,
-                 reason=reason, message=message, now=ctx.now)
+    conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
+                          status=ConditionStatus.FALSE, reason=reason, message=message,
+                          now=ctx.now)
+    conds = set_condition(conds, type_=ConditionType.COMPLETE, status=ConditionStatus.TRUE,
+                          reason=reason, message=message, now=ctx.now)
     status = attrs.evolve(status, conditions=conds, completion_time=done_at,
                           phase=MeasurementPhase.COMPLETE)
     return ctx.write(status, clear_gauges=True, terminal=True)
@@ -460,7 +412,7 @@ def _final_multi(ctx: _Ctx, job: Job, profile: CompiledProfile, *, succeeded: bo
     if missing:
         return ctx.plan(reads=tuple(ReadRequest(
             namespace=bm.metadata.namespace or "", pod=p.name,
-            container=_container(p, profile.container)[0], pod_uid=p.uid, final=True,
+            container=container_state(p, profile.container)[0], pod_uid=p.uid, final=True,
             regex=profile.pattern.pattern, limit_bytes=FINAL_LIMIT_BYTES) for p in missing))
     reads = [(p, done[p.uid]) for p in pods]
     errors = [f"pod {p.name}: {r.error}" for p, r in reads if r.error is not None]
