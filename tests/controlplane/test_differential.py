@@ -26,7 +26,8 @@ def targets(real_control_plane: ControlPlane) -> Iterator[tuple[Target, Target]]
     with Stack() as stack:
         stack.start_emulator(crds=default_crds(), args=["--kubernetes-version", minor])
         yield (Target.from_kubeconfig("emulator", stack.kubeconfig),
-               Target.from_kubeconfig("real", real_control_plane.kubeconfig))
+               Target.from_kubeconfig("real", real_control_plane.kubeconfig,
+                                      etcd=real_control_plane.etcd_url))
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.name for s in SCRIPTS])
