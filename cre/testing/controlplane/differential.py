@@ -38,6 +38,8 @@ class Target:
     etcd: str | None = None
     """A real server's etcd client URL (compaction steps use it); None for the emulator,
     which is compacted through its control API."""
+    kubeconfig: str | None = None
+    """The kubeconfig kubectl steps run with."""
 
     @classmethod
     def from_kubeconfig(cls, name: str, path: Path, *, etcd: str | None = None) -> Target:
@@ -45,7 +47,8 @@ class Target:
         cluster = config["clusters"][0]["cluster"]
         user = config["users"][0]["user"]
         return cls(name=name, url=cluster["server"], token=user.get("token", ""),
-                   ca_file=cluster.get("certificate-authority"), etcd=etcd)
+                   ca_file=cluster.get("certificate-authority"), etcd=etcd,
+                   kubeconfig=str(path))
 
     def ssl(self) -> ssl.SSLContext | bool:
         if self.url.startswith("https://") and self.ca_file:
@@ -60,7 +63,8 @@ class Step:
     seconds); ``until`` repeats the request until the status code is the given one (or
     ``wait`` seconds pass), for effects of asynchronous controllers such as the GC.
     ``compact`` makes the step a storage compaction at the current revision instead of a
-    request (:func:`compact_storage`)."""
+    request (:func:`compact_storage`); ``kubectl`` makes it a kubectl command in the script's
+    namespace (``body``, a string, is its stdin; :func:`run_kubectl`)."""
 
     method: str
     path: str
@@ -73,6 +77,7 @@ class Step:
     wait: float = 5.0
     note: str = ""
     compact: bool = False
+    kubectl: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -215,6 +220,44 @@ async def compact_storage(session: aiohttp.ClientSession, target: Target) -> Non
         resp.raise_for_status()
 
 
+_AGE = re.compile(r"(\d+d)?(\d+h)?(\d+m)?(\d+s)?")
+_COLUMNS = re.compile(r" {2,}")
+
+
+def _table_line(line: str) -> str:
+    """A table row with its cells joined by `` | `` (widths follow the values) and ages
+    masked."""
+    cells = _COLUMNS.split(line.rstrip())
+    return " | ".join("<age>" if c and _AGE.fullmatch(c) else c for c in cells)
+
+
+async def run_kubectl(target: Target, step: Step, env: Mapping[str, str]) -> dict[str, Any]:
+    """Run ``kubectl <step.kubectl>`` against the target in the script's namespace; the record
+    holds the exit code, stdout (parsed when it is JSON, ages masked when it is a table) and
+    stderr. Each target has its own discovery cache beside its kubeconfig."""
+    if target.kubeconfig is None:
+        raise ValueError(f"target {target.name} has no kubeconfig for kubectl steps")
+    args = [_fill(a, env) for a in step.kubectl]
+    stdin = _fill(step.body, env)
+    cache = str(Path(target.kubeconfig).parent / "kubectl-cache")
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", f"--kubeconfig={target.kubeconfig}", f"--cache-dir={cache}",
+        "-n", env["ns"], *args, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    data = None if stdin is None else (
+        stdin if isinstance(stdin, str) else json.dumps(stdin)).encode()
+    out, err = await asyncio.wait_for(proc.communicate(data), 60)
+    text = out.decode(errors="replace")
+    try:
+        parsed: Any = json.loads(text) if text.lstrip().startswith("{") else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        parsed = [_table_line(line) for line in text.splitlines()]
+    return {"rc": proc.returncode, "stdout": parsed,
+            "stderr": err.decode(errors="replace").splitlines()}
+
+
 async def run_script(target: Target, script: Script) -> list[dict[str, Any]]:
     """Play ``script`` against ``target``; one record per step (status and body or events).
 
@@ -229,6 +272,9 @@ async def run_script(target: Target, script: Script) -> list[dict[str, Any]]:
                 "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), env)
         try:
             for step in script.steps:
+                if step.kubectl:
+                    records.append(await run_kubectl(target, step, env))
+                    continue
                 if step.compact:
                     await compact_storage(session, target)
                     records.append({"compacted": True})
