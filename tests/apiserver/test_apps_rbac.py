@@ -86,9 +86,15 @@ async def test_deployment_generation_and_status_subresource(client: Client) -> N
     assert labelled["metadata"]["generation"] == 1
     _, ignored, _ = await client.patch(f"{DEPLOYS}/web", {"status": {"replicas": 3}}, MERGE)
     assert ignored["status"] == {}
+    code, bad, _ = await client.patch(f"{DEPLOYS}/web/status", {"status": {"readyReplicas": 2}},
+                                      MERGE)
+    assert code == 422 and bad["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "status.readyReplicas",
+        "message": "Invalid value: 2: cannot be greater than status.replicas"}]
     _, status, _ = await client.patch(
-        f"{DEPLOYS}/web/status", {"status": {"readyReplicas": 2}, "spec": {"replicas": 7}}, MERGE)
-    assert status["status"] == {"readyReplicas": 2}
+        f"{DEPLOYS}/web/status", {"status": {"replicas": 2, "readyReplicas": 2},
+                                  "spec": {"replicas": 7}}, MERGE)
+    assert status["status"] == {"replicas": 2, "readyReplicas": 2}
     assert status["spec"]["replicas"] == 2 and status["metadata"]["generation"] == 1
     _, scaled, _ = await client.patch(f"{DEPLOYS}/web", {"spec": {"replicas": 4}}, MERGE)
     assert scaled["metadata"]["generation"] == 2
@@ -225,7 +231,7 @@ async def test_rbac_scopes(client: Client) -> None:
 async def test_deployment_table_columns(client: Client) -> None:
     """kubectl get deployments columns: Ready (ready/desired), Up-to-date, Available, Age."""
     await client.post(DEPLOYS, deployment(replicas=3))
-    await client.patch(f"{DEPLOYS}/web/status", {"status": {"readyReplicas": 1,
+    await client.patch(f"{DEPLOYS}/web/status", {"status": {"replicas": 3, "readyReplicas": 1,
                                                             "updatedReplicas": 3}}, MERGE)
     _, table, _ = await client.get(DEPLOYS, headers=TABLE)
     names = [c["name"] for c in table["columnDefinitions"]]

@@ -6,7 +6,7 @@ import pytest
 
 from cre.testing.apiserver import Emulator
 
-from .conftest import PODS, Client, pod
+from .conftest import PODS, REAL, Client, pod
 
 pytestmark = pytest.mark.anyio
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -104,7 +104,10 @@ async def test_service_table_columns(client: Client) -> None:
     assert [c["name"] for c in table["columnDefinitions"]] == [
         "Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]
     rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
-    assert rows["kubernetes"][1:5] == ["ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    _, kube, _ = await client.get("/api/v1/namespaces/default/services/kubernetes")
+    assert kube["spec"]["clusterIP"] == ("10.0.0.1" if REAL else "10.96.0.1")  # first of range
+    assert rows["kubernetes"][1:5] == ["ClusterIP", kube["spec"]["clusterIP"], "<none>",
+                                       "443/TCP"]
     assert rows["lb"][1] == "LoadBalancer" and rows["lb"][3:5] == [
         "<pending>", "80:30080/TCP,53:30053/UDP"]
     assert rows["lb"][6] == "a=1,b=2"

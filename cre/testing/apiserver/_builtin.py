@@ -298,6 +298,37 @@ def _workload_causes(obj: dict[str, Any]) -> Iterator[Cause]:
         policy = pod_spec.get("restartPolicy") or "Always"
         if policy != "Always":
             yield C.not_supported("spec.template.spec.restartPolicy", policy, ("Always",))
+    yield from _replica_status_causes(obj)
+
+
+_STATUS_COUNTS = {
+    "Deployment": ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
+                   "availableReplicas", "unavailableReplicas", "terminatingReplicas",
+                   "collisionCount"),
+    "ReplicaSet": ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas",
+                   "terminatingReplicas", "observedGeneration"),
+}
+
+
+def _replica_status_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """``ValidateDeploymentStatus``/``ValidateReplicaSetStatus``: counts are not negative, none
+    exceeds ``status.replicas`` and available ones do not exceed ready ones."""
+    status, kind = obj.get("status"), str(obj.get("kind"))
+    if not isinstance(status, dict) or kind not in _STATUS_COUNTS:
+        return
+    counts = {k: v for k, v in status.items() if isinstance(v, int)}
+    for key in _STATUS_COUNTS[kind]:
+        if counts.get(key, 0) < 0:
+            yield C.invalid(f"status.{key}", counts[key], "must be greater than or equal to 0")
+    replicas = counts.get("replicas", 0)
+    bounded = ("updatedReplicas" if kind == "Deployment" else "fullyLabeledReplicas",
+               "readyReplicas", "availableReplicas")
+    for key in bounded:
+        if counts.get(key, 0) > replicas:
+            yield C.invalid(f"status.{key}", counts[key], "cannot be greater than status.replicas")
+    if counts.get("availableReplicas", 0) > counts.get("readyReplicas", 0):
+        yield C.invalid("status.availableReplicas", counts["availableReplicas"],
+                        "cannot be greater than readyReplicas")
 
 
 def _replication_controller_causes(obj: dict[str, Any]) -> Iterator[Cause]:
