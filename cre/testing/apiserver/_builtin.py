@@ -28,6 +28,7 @@ from typing import Any
 from kubernetes_validate import utils as kv
 
 from cre.testing.apiserver import _causes as C
+from cre.testing.apiserver import _godecode
 from cre.testing.apiserver._causes import Cause
 from cre.testing.apiserver._crd_schema import SchemaNode, check, compile_json_schema
 
@@ -96,6 +97,20 @@ def _compiled(release: str, api_version: str, kind: str) -> SchemaNode | None:
     except FileNotFoundError:
         return None
     return compile_json_schema(schema, _definitions(release))
+
+
+def decode_error(obj: dict[str, Any], *, kubernetes_version: str) -> str | None:
+    """The Go decoder's type error for a built-in body (:mod:`._godecode`), or None."""
+    release = schema_release(kubernetes_version)
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = kv.schema_contents(
+            f"kubernetes-json-schema/v{release}.0-local/{kind.lower()}-{group_version}.json",
+            release)
+    except FileNotFoundError:
+        return None
+    return _godecode.decode_error(obj, schema, _definitions(release))
 
 
 def _schema_causes(obj: dict[str, Any], release: str,
