@@ -420,6 +420,11 @@ async def test_custom_resource_scale_uses_the_crd_paths(client: Client) -> None:
                                    crd)
     assert code == 201
     pools = "/apis/example.com/v1/namespaces/default/pools"
+    # kube-apiserver serves a new CRD once it is Established, a moment after the create
+    for _ in range(100):
+        if (await client.get(pools))[0] == 200:
+            break
+        await anyio.sleep(0.1)
     await client.post(pools, {"apiVersion": "example.com/v1", "kind": "Pool",
                               "metadata": {"name": "p"}, "spec": {"size": 2}})
     await client.patch(f"{pools}/p/status", {"status": {"count": 1, "sel": "a=b"}}, MERGE)

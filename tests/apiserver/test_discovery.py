@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cre.testing.apiserver import Emulator
@@ -94,11 +96,17 @@ async def test_pod_table_wide_columns(client: Client) -> None:
 
 async def test_service_table_columns(client: Client) -> None:
     """Services print Type, Cluster-IP, External-IP, Port(s), Age and (wide) Selector."""
-    await client.post("/api/v1/namespaces/default/services", {
+    lb: dict[str, Any] = {
         "metadata": {"name": "lb"},
         "spec": {"type": "LoadBalancer", "selector": {"b": "2", "a": "1"},
                  "ports": [{"port": 80, "nodePort": 30080}, {"port": 53, "protocol": "UDP",
-                                                             "nodePort": 30053}]}})
+                                                             "nodePort": 30053}]}}
+    status, body, _ = await client.post("/api/v1/namespaces/default/services", lb)
+    assert status == 422 and [(c["reason"], c["field"]) for c in body["details"]["causes"]] == [
+        ("FieldValueRequired", "spec.ports[0].name"), ("FieldValueRequired", "spec.ports[1].name")]
+    lb["spec"]["ports"][0]["name"], lb["spec"]["ports"][1]["name"] = "http", "dns"
+    status, body, _ = await client.post("/api/v1/namespaces/default/services", lb)
+    assert status == 201, body
     _, table, _ = await client.get("/api/v1/namespaces/default/services",
                                    headers={"Accept": TABLE})
     assert [c["name"] for c in table["columnDefinitions"]] == [

@@ -346,6 +346,15 @@ def _replica_status_causes(obj: dict[str, Any]) -> Iterator[Cause]:
                         "cannot be greater than readyReplicas")
 
 
+def _service_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """``ValidateService``: when a Service has more than one port, each needs a name."""
+    ports = (obj.get("spec") or {}).get("ports")
+    if isinstance(ports, list) and len(ports) > 1:
+        for i, port in enumerate(ports):
+            if isinstance(port, dict) and not port.get("name"):
+                yield C.required(f"spec.ports[{i}].name")
+
+
 def _replication_controller_causes(obj: dict[str, Any]) -> Iterator[Cause]:
     """core/v1 ReplicationController: a non-empty label-map selector matching the template."""
     spec = obj.get("spec")
@@ -422,6 +431,8 @@ def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
             causes.extend(_job_update_causes(obj, old))
     elif kind == "ReplicationController" and obj.get("apiVersion") == "v1":
         causes.extend(_replication_controller_causes(obj))
+    elif kind == "Service" and obj.get("apiVersion") == "v1":
+        causes.extend(_service_causes(obj))
     elif kind == "APIService":
         causes.extend(_apiservice_causes(obj))
     elif kind in _WORKLOADS and str(obj.get("apiVersion", "")).startswith("apps/"):
