@@ -1,4 +1,5 @@
-module cre.dev/tools/controlplane/kwok
+// KWOK for CRE's test tier, opt-in: make controlplane-kwok (docs/design/016).
+module cre.local/tools/controlplane/kwok
 
 go 1.26.0
 
