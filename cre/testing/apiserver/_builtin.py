@@ -340,9 +340,10 @@ def _replica_status_causes(obj: dict[str, Any]) -> Iterator[Cause]:
                "readyReplicas", "availableReplicas")
     for key in bounded:
         if counts.get(key, 0) > replicas:
-            yield C.invalid(f"status.{key}", counts[key], "cannot be greater than status.replicas")
+            yield C.invalid(f"status.{key}", counts.get(key, 0),
+                            "cannot be greater than status.replicas")
     if counts.get("availableReplicas", 0) > counts.get("readyReplicas", 0):
-        yield C.invalid("status.availableReplicas", counts["availableReplicas"],
+        yield C.invalid("status.availableReplicas", counts.get("availableReplicas", 0),
                         "cannot be greater than readyReplicas")
 
 

@@ -118,6 +118,12 @@ class Objects:
         body["apiVersion"] = rt.api_version
         body["kind"] = rt.kind
         meta = body.get("metadata")
+        if meta is not None and not isinstance(meta, dict) and not rt.is_custom:
+            error = decode_error(body, kubernetes_version=self.admission.kubernetes_version)
+            if error:
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"{error}")
         if not isinstance(meta, dict):
             meta = body["metadata"] = {}
         if rt.namespaced:

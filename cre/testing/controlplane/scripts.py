@@ -47,6 +47,16 @@ def crejob(name: str, **spec: Any) -> dict[str, Any]:
             "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}, **spec}}
 
 
+DEPLOYS = "/apis/apps/v1/namespaces/${ns}/deployments"
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                         "containers": [{"name": "main", "image": "busybox"}]}}}}
+
+
 def kc(*args: str, stdin: Any = None, **kw: Any) -> Step:
     """A kubectl command in the script's namespace (``stdin``: an object sent as JSON)."""
     return Step("KUBECTL", "", body=stdin, kubectl=args, **kw)
@@ -310,6 +320,26 @@ SCRIPTS: tuple[Script, ...] = (
         post(CREJOBS, crejob("j")),
         get(CREJOBS, headers={"Accept": TABLE}),
         get(CMS, headers={"Accept": TABLE}),
+    )),
+    Script("builtin_decoding_and_status", about="wrongly typed built-in fields (400 from the Go "
+           "decoder), Service port names, Deployment status bounds, a Job's labels", steps=(
+        post(CMS, {**cm("t"), "metadata": {"name": "t", "labels": {"a": 1}}}),
+        post(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": "x"}),
+        post(NS + "/services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                                "spec": {"clusterIP": "None", "ports": [{"port": 80},
+                                                                        {"port": 81}]}}),
+        post(DEPLOYS, {**deployment("d"), "spec": {**deployment("d")["spec"],
+                                                   "replicas": "two"}}),
+        post(DEPLOYS, deployment("d")),
+        Step("PATCH", DEPLOYS + "/d/status", body={"status": {"readyReplicas": 2,
+                                                              "availableReplicas": 3}},
+             content_type=MERGE),
+        Step("PATCH", DEPLOYS + "/d/status", body={"status": {"replicas": -1}},
+             content_type=MERGE),
+        post(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                    "spec": {"template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}]}}}}),
     )),
     Script("kubectl_get_create", about="kubectl create, get (tables, -o json/name/wide, a "
            "CR's printer columns) and a NotFound", steps=(
