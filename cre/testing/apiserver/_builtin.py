@@ -99,18 +99,26 @@ def _compiled(release: str, api_version: str, kind: str) -> SchemaNode | None:
     return compile_json_schema(schema, _definitions(release))
 
 
-def decode_error(obj: dict[str, Any], *, kubernetes_version: str) -> str | None:
+def decode_error(obj: dict[str, Any], *, kubernetes_version: str,
+                 old: dict[str, Any] | None = None) -> str | None:
     """The Go decoder's type error for a built-in body (:mod:`._godecode`), or None."""
     release = schema_release(kubernetes_version)
-    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    schema = _raw_schema(release, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if schema is None:
+        return None
+    return _godecode.decode_error(obj, schema, _definitions(release), old=old)
+
+
+@functools.lru_cache(maxsize=256)
+def _raw_schema(release: str, api_version: str, kind: str) -> dict[str, Any] | None:
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:
-        schema = kv.schema_contents(
+        schema: dict[str, Any] = kv.schema_contents(
             f"kubernetes-json-schema/v{release}.0-local/{kind.lower()}-{group_version}.json",
             release)
     except FileNotFoundError:
         return None
-    return _godecode.decode_error(obj, schema, _definitions(release))
+    return schema
 
 
 def _schema_causes(obj: dict[str, Any], release: str,

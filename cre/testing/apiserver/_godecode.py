@@ -28,6 +28,20 @@ def _json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), "value")
 
 
+_NODES: dict[int, tuple[dict[str, Any], dict[str, Any], str | None, frozenset[str]]] = {}
+"""id(schema) -> (schema kept alive, resolved schema, definition name, JSON types): the
+schemas are the release's cached, never-mutated documents, so a write walks them once."""
+
+
+def _node(schema: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any], str | None,
+                                                                 frozenset[str]]:
+    hit = _NODES.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        resolved, name = _resolve(schema, defs)
+        hit = _NODES[id(schema)] = (schema, resolved, name, frozenset(_types(resolved) - {"null"}))
+    return hit[1], hit[2], hit[3]
+
+
 def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The schema behind a ``$ref`` (or an ``allOf`` of one) and its definition name."""
     ref = schema.get("$ref")
@@ -70,31 +84,42 @@ def _go_type(schema: dict[str, Any], defs: dict[str, Any]) -> str | None:
 
 _ACCEPTS = {"string": {"string"}, "bool": {"boolean"}, "number": {"integer", "number"},
             "object": {"object"}, "array": {"array"}}
+_NONE: frozenset[str] = frozenset()
+
+
+def _resolve_cached(schema: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                          str | None]:
+    resolved, name, _ = _node(schema, defs)
+    return resolved, name
+
+
 _SELF_DECODING = ("IntOrString", "Quantity", "Time", "MicroTime", "RawExtension", "Duration",
                   "JSON", "FieldsV1")
 
 
 def _walk(value: Any, schema: dict[str, Any], defs: dict[str, Any], *, struct: str,
-          path: str) -> str | None:
-    resolved, name = _resolve(schema, defs)
-    if name is not None and name.rpartition(".")[2] in _SELF_DECODING:
-        return None
+          path: tuple[str, ...], old: Any = None) -> str | None:
     if value is None:
         return None
+    resolved, name = _resolve_cached(schema, defs)
+    if name is not None and name.rpartition(".")[2] in _SELF_DECODING:
+        return None
     found = _json_type(value)
-    types = _types(resolved) - {"null"}
-    if types and not (_ACCEPTS.get(found, set()) & types):
+    types = _node(schema, defs)[2]
+    if types and not (_ACCEPTS.get(found, _NONE) & types):
         go = _go_type(schema, defs)
         if go is None:
             return None
-        return f"json: cannot unmarshal {found} into Go struct field {struct}.{path} of type {go}"
+        return (f"json: cannot unmarshal {found} into Go struct field {struct}."
+                f"{'.'.join(path)} of type {go}")
     if isinstance(value, dict) and isinstance(resolved.get("properties"), dict):
         holder = name.rpartition(".")[2] if name else struct
+        before = old if isinstance(old, dict) else {}
         for key, item in value.items():
             sub = resolved["properties"].get(key)
-            if isinstance(sub, dict):
-                error = _walk(item, sub, defs, struct=holder, path=f"{path}.{key}" if path
-                              else key)
+            if isinstance(sub, dict) and item != before.get(key, _UNSET):
+                error = _walk(item, sub, defs, struct=holder, path=(*path, key),
+                              old=before.get(key))
                 if error:
                     return error
     elif isinstance(value, dict) and isinstance(resolved.get("additionalProperties"), dict):
@@ -111,6 +136,12 @@ def _walk(value: Any, schema: dict[str, Any], defs: dict[str, Any], *, struct: s
     return None
 
 
-def decode_error(obj: dict[str, Any], schema: dict[str, Any], defs: dict[str, Any]) -> str | None:
-    """The Go decoder's error for ``obj`` (a built-in kind's body) against its schema."""
-    return _walk(obj, schema, defs, struct=str(obj.get("kind", "")), path="")
+_UNSET = object()
+
+
+def decode_error(obj: dict[str, Any], schema: dict[str, Any], defs: dict[str, Any], *,
+                 old: dict[str, Any] | None = None) -> str | None:
+    """The Go decoder's error for ``obj`` (a built-in kind's body) against its schema; the
+    fields equal to the stored ``old`` object's (which decoded when it was written) are not
+    walked again."""
+    return _walk(obj, schema, defs, struct=str(obj.get("kind", "")), path=(), old=old)

@@ -230,7 +230,8 @@ class Objects:
             return obj
         if not rt.is_custom and not opts.patch:
             # decoding into the Go struct comes first: a value of the wrong JSON type is a 400
-            error = decode_error(obj, kubernetes_version=self.admission.kubernetes_version)
+            error = decode_error(obj, kubernetes_version=self.admission.kubernetes_version,
+                                 old=old)
             if error:
                 raise errors.bad_request(
                     f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
