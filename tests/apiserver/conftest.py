@@ -76,11 +76,23 @@ class Client:
         return await self.request("DELETE", path, body, **kw)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "emulator_only(reason): the test checks something only the emulator has "
+        "(its control API, its kubelet stand-in); skipped under CRE_BACKEND=real with the reason")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``CRE_BACKEND=real``, skip the tests that take an emulator fixture directly."""
+    """Under ``CRE_BACKEND=real``, skip the tests marked ``emulator_only`` (with their reason)
+    and those that take an emulator fixture directly."""
     if not REAL:
         return
     for item in items:
+        only = item.get_closest_marker("emulator_only")
+        if only is not None:
+            item.add_marker(pytest.mark.skip(
+                reason=f"CRE_BACKEND=real: emulator-only: {only.args[0]}"))
+            continue
         func = getattr(item, "obj", None)
         params = inspect.signature(func).parameters if callable(func) else {}
         if {"emu", "emu_crds"} & set(params) or not {"client", "crd_client"} & set(params):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
 
 from cre.testing.apiserver import Emulator, serve
 
-from .conftest import PODS, Client, pod
+from .conftest import PODS, REAL, Client, pod
 
 pytestmark = pytest.mark.anyio
 
@@ -154,11 +155,12 @@ async def test_job_defaults_and_generated_selector(client: Client) -> None:
                                  "suspend", "podReplacementPolicy")} == {
         "completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
         "suspend": False, "podReplacementPolicy": "TerminatingOrFailed"}
-    assert job["metadata"]["labels"] == {"app": "x"}
     assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     assert spec["template"]["metadata"]["labels"] == {
         "app": "x", "job-name": "j", "batch.kubernetes.io/job-name": "j",
         "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid}
+    # a Job without labels takes its template's, generated ones included (one Go map)
+    assert job["metadata"]["labels"] == spec["template"]["metadata"]["labels"]
     status, other, _ = await client.post(JOBS, {
         **job_with_condition_rule(), "metadata": {"name": "k"},
         "spec": {**job_with_condition_rule()["spec"], "parallelism": 3,
@@ -229,8 +231,11 @@ async def test_default_kubernetes_service_exists(client: Client) -> None:
     status, svc, _ = await client.get("/api/v1/namespaces/default/services/kubernetes")
     assert status == 200, svc
     assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    # targetPort is the server's own secure port: the emulator says 6443 whatever it listens
+    # on; kube-apiserver its --secure-port (the real plane's is a free loopback port)
+    target = urlsplit(client.base).port if REAL else 6443
     assert svc["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP",
-                                     "targetPort": 6443}]
+                                     "targetPort": target}]
 
 
 async def test_service_defaults_and_allocation(client: Client) -> None:
@@ -240,9 +245,15 @@ async def test_service_defaults_and_allocation(client: Client) -> None:
         "type": "NodePort", "selector": {"a": "1"}, "ports": [{"port": 80}]}})
     assert status == 201, np
     spec = np["spec"]
+    # kube-apiserver picks a random free node port and cluster IP; the emulator hands them out
+    # in order (30000, then 10.96.0.10 up) so runs repeat. Both stay in the service ranges.
+    node_port = spec["ports"][0]["nodePort"]
+    assert 30000 <= node_port <= 32767 and (REAL or node_port == 30000)
     assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80,
-                              "nodePort": 30000}]
-    assert spec["clusterIP"] == spec["clusterIPs"][0] and spec["clusterIP"].startswith("10.96.")
+                              "nodePort": node_port}]
+    _, kube, _ = await client.get(svcs + "/kubernetes")
+    subnet = kube["spec"]["clusterIP"].rsplit(".", 1)[0] + "."
+    assert spec["clusterIP"] == spec["clusterIPs"][0] and spec["clusterIP"].startswith(subnet)
     assert (spec["sessionAffinity"], spec["internalTrafficPolicy"],
             spec["externalTrafficPolicy"], spec["ipFamilies"], spec["ipFamilyPolicy"]) == (
         "None", "Cluster", "Cluster", ["IPv4"], "SingleStack")

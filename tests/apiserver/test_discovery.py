@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cre.testing.apiserver import Emulator
 
-from .conftest import PODS, Client, pod
+from .conftest import PODS, REAL, Client, pod
 
 pytestmark = pytest.mark.anyio
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -94,17 +96,26 @@ async def test_pod_table_wide_columns(client: Client) -> None:
 
 async def test_service_table_columns(client: Client) -> None:
     """Services print Type, Cluster-IP, External-IP, Port(s), Age and (wide) Selector."""
-    await client.post("/api/v1/namespaces/default/services", {
+    lb: dict[str, Any] = {
         "metadata": {"name": "lb"},
         "spec": {"type": "LoadBalancer", "selector": {"b": "2", "a": "1"},
                  "ports": [{"port": 80, "nodePort": 30080}, {"port": 53, "protocol": "UDP",
-                                                             "nodePort": 30053}]}})
+                                                             "nodePort": 30053}]}}
+    status, body, _ = await client.post("/api/v1/namespaces/default/services", lb)
+    assert status == 422 and [(c["reason"], c["field"]) for c in body["details"]["causes"]] == [
+        ("FieldValueRequired", "spec.ports[0].name"), ("FieldValueRequired", "spec.ports[1].name")]
+    lb["spec"]["ports"][0]["name"], lb["spec"]["ports"][1]["name"] = "http", "dns"
+    status, body, _ = await client.post("/api/v1/namespaces/default/services", lb)
+    assert status == 201, body
     _, table, _ = await client.get("/api/v1/namespaces/default/services",
                                    headers={"Accept": TABLE})
     assert [c["name"] for c in table["columnDefinitions"]] == [
         "Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]
     rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
-    assert rows["kubernetes"][1:5] == ["ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    _, kube, _ = await client.get("/api/v1/namespaces/default/services/kubernetes")
+    assert kube["spec"]["clusterIP"] == ("10.0.0.1" if REAL else "10.96.0.1")  # first of range
+    assert rows["kubernetes"][1:5] == ["ClusterIP", kube["spec"]["clusterIP"], "<none>",
+                                       "443/TCP"]
     assert rows["lb"][1] == "LoadBalancer" and rows["lb"][3:5] == [
         "<pending>", "80:30080/TCP,53:30053/UDP"]
     assert rows["lb"][6] == "a=1,b=2"

@@ -53,6 +53,7 @@ async def test_seeded_rates_are_reproducible(emu: Emulator, client: Client) -> N
     assert {500, 200} == set(first)
 
 
+@pytest.mark.emulator_only('the /_emulator/faults control API')
 async def test_outage_and_http_configuration(client: Client) -> None:
     """POST /_emulator/faults configures an outage (503) and DELETE clears it."""
     status, desc, _ = await client.post("/_emulator/faults", {"outageSeconds": 600})

@@ -138,3 +138,35 @@ async def test_all_namespaces_list(client: Client) -> None:
     await client.post(PODS, pod("y"))
     _, body, _ = await client.get("/api/v1/pods")
     assert sorted(p["metadata"]["name"] for p in body["items"]) == ["x", "y"]
+
+
+async def test_compaction_expires_lists_not_watches(emu: object, client: Client) -> None:
+    """After etcd-style compaction a continue token from before it answers 410 with a token
+    that goes on at the current revision, an exact list below it answers 410, and a watch from
+    there still replays (the watch cache's window is not etcd's). Emulator-only: it compacts
+    through the control API; the differential's ``list_after_compaction`` script checks the
+    same on kube-apiserver, compacting etcd."""
+    for i in range(3):
+        await client.post(PODS, pod(f"p{i}"))
+    _, first, _ = await client.get(PODS + "?limit=2")
+    rv, token = first["metadata"]["resourceVersion"], first["metadata"]["continue"]
+    await client.post(PODS, pod("p3"))
+    status, body, _ = await client.post("/_emulator/compact", None)
+    assert status == 200 and int(body["revision"]) > int(rv)
+    status, gone, _ = await client.get(PODS + f"?limit=2&continue={token}")
+    assert (status, gone["reason"]) == (410, "Expired")
+    assert gone["message"].startswith("The provided continue parameter is too old")
+    status, rest, _ = await client.get(PODS + f"?limit=2&continue={gone['metadata']['continue']}")
+    assert status == 200
+    assert [p["metadata"]["name"] for p in rest["items"]] == ["p2", "p3"]
+    assert int(rest["metadata"]["resourceVersion"]) > int(rv)
+    for query in (f"resourceVersion={rv}&resourceVersionMatch=Exact",
+                  f"resourceVersion={rv}&limit=1"):
+        status, body, _ = await client.get(PODS + "?" + query)
+        assert (status, body["message"]) == (
+            410, "The resourceVersion for the provided list is too old."), query
+    assert await _names(client, f"resourceVersion={rv}&resourceVersionMatch=NotOlderThan") == [
+        "p0", "p1", "p2", "p3"]
+    async with client.session.get(client.base + PODS + f"?watch=true&resourceVersion={rv}") as w:
+        line = await w.content.readline()
+    assert b'"ADDED"' in line and b'"p3"' in line

@@ -31,6 +31,9 @@ async def test_unscheduled_pod_answers_204(client: Client) -> None:
     assert status == 204 and body is None
 
 
+@pytest.mark.emulator_only(
+    "the emulator answers for the node's kubelet; kube-apiserver proxies pod logs to the "
+    'kubelet of the pod\'s node, and this plane runs none for n1 (404 nodes "n1" not found)')
 async def test_waiting_container_is_400(client: Client) -> None:
     """A container that has not started answers the kubelet's waiting message."""
     await client.post(PODS, pod("p", node="n1"))
@@ -105,6 +108,7 @@ async def test_follow_streams_until_container_terminates(client: Client, emu: Em
     assert rest == b"last\n"
 
 
+@pytest.mark.emulator_only('the /_emulator/logs control API')
 async def test_control_api_appends_logs(client: Client) -> None:
     """POST /_emulator/logs/... appends text for processes outside the test."""
     await client.post(PODS, pod("p", node="n1"))

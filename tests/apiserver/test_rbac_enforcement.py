@@ -162,6 +162,7 @@ async def test_enforcement_is_off_by_default_and_the_audit_still_records() -> No
         assert status == 200 and body["records"][-1]["resource"] == "nodes"
 
 
+@pytest.mark.emulator_only('the /_emulator/journal control API')
 async def test_journal_keeps_every_version_written(client: Client) -> None:
     assert (await client.post("/_emulator/journal", None))[0] == 204
     await client.post("/api/v1/namespaces/default/configmaps",

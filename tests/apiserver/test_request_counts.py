@@ -10,6 +10,7 @@ from .conftest import PODS, Client, pod
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.emulator_only('the /_emulator/requests control API')
 async def test_requests_are_counted_by_user_agent_verb_and_resource(client: Client) -> None:
     """Two clients told apart by their User-Agent product; subresources counted on their own;
     DELETE resets the counts."""

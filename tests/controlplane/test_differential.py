@@ -8,6 +8,7 @@ or differ only where :mod:`cre.testing.controlplane.allowlist` says why.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 
 import anyio
@@ -26,11 +27,14 @@ def targets(real_control_plane: ControlPlane) -> Iterator[tuple[Target, Target]]
     with Stack() as stack:
         stack.start_emulator(crds=default_crds(), args=["--kubernetes-version", minor])
         yield (Target.from_kubeconfig("emulator", stack.kubeconfig),
-               Target.from_kubeconfig("real", real_control_plane.kubeconfig))
+               Target.from_kubeconfig("real", real_control_plane.kubeconfig,
+                                      etcd=real_control_plane.etcd_url))
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.name for s in SCRIPTS])
 def test_script_agrees(script: Script, targets: tuple[Target, Target]) -> None:
+    if any(step.kubectl for step in script.steps) and shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH: the kubectl scripts need it")
     emulator, real = targets
     got_emulator = anyio.run(run_script, emulator, script)
     got_real = anyio.run(run_script, real, script)

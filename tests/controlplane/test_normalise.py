@@ -73,3 +73,14 @@ def test_two_emulators_with_different_seeds_are_equal_after_normalisation() -> N
                              Target.from_kubeconfig("two", two.kubeconfig), SCRIPTS, ())
     table = summary(outcomes)
     assert table["equal"] == len(SCRIPTS), json.dumps(table["unexplained"], default=str)[:3000]
+
+
+def test_kubectl_table_rows_mask_ages_and_padding() -> None:
+    from cre.testing.controlplane.differential import _table_line
+
+    assert _table_line("NAME   DATA   AGE") == "NAME | DATA | AGE"
+    assert _table_line("a      2      0s ") == "a | 2 | <age>"
+    assert _table_line("long-name   1      3m20s") == "long-name | 1 | <age>"
+    assert _table_line("p   1/1   Running   0   2d4h   10.0.0.1") == (
+        "p | 1/1 | Running | 0 | <age> | 10.0.0.1")
+    assert _table_line("configmap/a created") == "configmap/a created"

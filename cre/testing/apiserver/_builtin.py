@@ -28,6 +28,7 @@ from typing import Any
 from kubernetes_validate import utils as kv
 
 from cre.testing.apiserver import _causes as C
+from cre.testing.apiserver import _godecode
 from cre.testing.apiserver._causes import Cause
 from cre.testing.apiserver._crd_schema import SchemaNode, check, compile_json_schema
 
@@ -96,6 +97,28 @@ def _compiled(release: str, api_version: str, kind: str) -> SchemaNode | None:
     except FileNotFoundError:
         return None
     return compile_json_schema(schema, _definitions(release))
+
+
+def decode_error(obj: dict[str, Any], *, kubernetes_version: str,
+                 old: dict[str, Any] | None = None) -> str | None:
+    """The Go decoder's type error for a built-in body (:mod:`._godecode`), or None."""
+    release = schema_release(kubernetes_version)
+    schema = _raw_schema(release, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if schema is None:
+        return None
+    return _godecode.decode_error(obj, schema, _definitions(release), old=old)
+
+
+@functools.lru_cache(maxsize=256)
+def _raw_schema(release: str, api_version: str, kind: str) -> dict[str, Any] | None:
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema: dict[str, Any] = kv.schema_contents(
+            f"kubernetes-json-schema/v{release}.0-local/{kind.lower()}-{group_version}.json",
+            release)
+    except FileNotFoundError:
+        return None
+    return schema
 
 
 def _schema_causes(obj: dict[str, Any], release: str,
@@ -298,6 +321,47 @@ def _workload_causes(obj: dict[str, Any]) -> Iterator[Cause]:
         policy = pod_spec.get("restartPolicy") or "Always"
         if policy != "Always":
             yield C.not_supported("spec.template.spec.restartPolicy", policy, ("Always",))
+    yield from _replica_status_causes(obj)
+
+
+_STATUS_COUNTS = {
+    "Deployment": ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
+                   "availableReplicas", "unavailableReplicas", "terminatingReplicas",
+                   "collisionCount"),
+    "ReplicaSet": ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas",
+                   "terminatingReplicas", "observedGeneration"),
+}
+
+
+def _replica_status_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """``ValidateDeploymentStatus``/``ValidateReplicaSetStatus``: counts are not negative, none
+    exceeds ``status.replicas`` and available ones do not exceed ready ones."""
+    status, kind = obj.get("status"), str(obj.get("kind"))
+    if not isinstance(status, dict) or kind not in _STATUS_COUNTS:
+        return
+    counts = {k: v for k, v in status.items() if isinstance(v, int)}
+    for key in _STATUS_COUNTS[kind]:
+        if counts.get(key, 0) < 0:
+            yield C.invalid(f"status.{key}", counts[key], "must be greater than or equal to 0")
+    replicas = counts.get("replicas", 0)
+    bounded = ("updatedReplicas" if kind == "Deployment" else "fullyLabeledReplicas",
+               "readyReplicas", "availableReplicas")
+    for key in bounded:
+        if counts.get(key, 0) > replicas:
+            yield C.invalid(f"status.{key}", counts.get(key, 0),
+                            "cannot be greater than status.replicas")
+    if counts.get("availableReplicas", 0) > counts.get("readyReplicas", 0):
+        yield C.invalid("status.availableReplicas", counts.get("availableReplicas", 0),
+                        "cannot be greater than readyReplicas")
+
+
+def _service_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """``ValidateService``: when a Service has more than one port, each needs a name."""
+    ports = (obj.get("spec") or {}).get("ports")
+    if isinstance(ports, list) and len(ports) > 1:
+        for i, port in enumerate(ports):
+            if isinstance(port, dict) and not port.get("name"):
+                yield C.required(f"spec.ports[{i}].name")
 
 
 def _replication_controller_causes(obj: dict[str, Any]) -> Iterator[Cause]:
@@ -376,6 +440,8 @@ def validate_builtin(obj: dict[str, Any], *, kubernetes_version: str,
             causes.extend(_job_update_causes(obj, old))
     elif kind == "ReplicationController" and obj.get("apiVersion") == "v1":
         causes.extend(_replication_controller_causes(obj))
+    elif kind == "Service" and obj.get("apiVersion") == "v1":
+        causes.extend(_service_causes(obj))
     elif kind == "APIService":
         causes.extend(_apiservice_causes(obj))
     elif kind in _WORKLOADS and str(obj.get("apiVersion", "")).startswith("apps/"):

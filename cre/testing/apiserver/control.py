@@ -18,6 +18,9 @@ configures faults through these endpoints (the in-process equivalent is the
 * ``GET /_emulator/requests`` — the API requests served so far, as an audit log would count
   them: ``[{"userAgent", "verb", "resource", "count"}]`` (the product token of the client's
   User-Agent, so ``cre-manager`` and the simulator are told apart); ``DELETE`` resets them.
+* ``POST /_emulator/compact`` — compact storage at the current revision as etcd's compaction
+  does: lists at an older revision (exact ``resourceVersion``, continue tokens) answer 410,
+  watches still replay; ``{"revision": n}``.
 * ``POST /_emulator/gc`` — run the garbage collector until nothing is pending; ``204``.
 * ``GET /_emulator/audit[?since=N]`` — every request since sequence ``N`` (user, verb, group,
   resource, subresource, namespace, name, path, code; see :mod:`.audit`);
@@ -90,6 +93,8 @@ async def handle(server: ServerContext, request: web.Request) -> web.StreamRespo
         if method == "DELETE":
             server.faults.reset()
             return web.Response(status=204)
+    if parts == ["compact"] and method == "POST":
+        return _json({"revision": server.store.compact_storage()})
     if parts == ["state"] and method == "GET":
         return _json({"resourceVersion": str(server.store.rv),
                       "kubernetesVersion": server.kubernetes_version,

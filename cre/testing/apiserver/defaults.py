@@ -127,16 +127,19 @@ def generate_job_selector(job: Obj) -> None:
     if not isinstance(tmeta, dict):
         return
     labels = tmeta.get("labels")
-    if isinstance(labels, dict) and labels and not meta.get("labels"):
-        # Decoding the request already copied the template's labels to the Job; a Job whose
-        # template had none gets the generated ones when it is read back (apply_builtin_defaults).
-        meta["labels"] = dict(labels)
+    # Decoding the request set the Job's labels to its template's labels, the same Go map, so
+    # the generated labels added to the template below show on the Job too (kube-apiserver
+    # 1.34 answers with all five); a Job whose template had none gets the generated ones when
+    # it is read back (apply_builtin_defaults).
+    share = isinstance(labels, dict) and bool(labels) and not meta.get("labels")
     if not isinstance(labels, dict):
         labels = tmeta["labels"] = {}
     for key in JOB_NAME_LABELS:
         labels.setdefault(key, str(meta.get("name", "")))
     for key in JOB_UID_LABELS:
         labels.setdefault(key, str(meta.get("uid", "")))
+    if share:
+        meta["labels"] = dict(labels)
     selector = spec.get("selector")
     if not isinstance(selector, dict):
         selector = spec["selector"] = {}

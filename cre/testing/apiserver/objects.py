@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from . import crdstatus, deletion, errors, patching, patchverb
+from ._builtin import decode_error
 from .admission import Admission
 from .convert import core_event_defaults, drop_empty_fields, from_storage, to_storage
 from .defaults import ServiceAllocator, admit_new_pod, generate_job_selector
@@ -117,6 +118,12 @@ class Objects:
         body["apiVersion"] = rt.api_version
         body["kind"] = rt.kind
         meta = body.get("metadata")
+        if meta is not None and not isinstance(meta, dict) and not rt.is_custom:
+            error = decode_error(body, kubernetes_version=self.admission.kubernetes_version)
+            if error:
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"{error}")
         if not isinstance(meta, dict):
             meta = body["metadata"] = {}
         if rt.namespaced:
@@ -221,6 +228,14 @@ class Objects:
     def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions) -> Obj:
         if rt.group == "events.k8s.io":
             return obj
+        if not rt.is_custom and not opts.patch:
+            # decoding into the Go struct comes first: a value of the wrong JSON type is a 400
+            error = decode_error(obj, kubernetes_version=self.admission.kubernetes_version,
+                                 old=old)
+            if error:
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"{error}")
         old_view = None if old is None else from_storage(rt, old)
         if opts.binding and old_view is not None:  # the one write that may set spec.nodeName
             old_view = {**old_view, "spec": {**(old_view.get("spec") or {}),

@@ -148,6 +148,27 @@ def encode_continue(rv: int, start: tuple[str, str]) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+CONTINUE_AT_LATEST = -1
+"""A continue token's revision that means "go on at the current revision" (the token a 410 for
+a compacted continue token carries, as kube-apiserver's)."""
+
+_INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list.")
+
+
+def compacted(start: tuple[str, str] | None, *, continued: bool) -> errors.ApiError:
+    """The 410 for a list at a revision etcd compacted away: a continue token gets a token that
+    goes on at the current revision (an inconsistent list), an exact list the plain message."""
+    if continued and start is not None:
+        return errors.expired(_INCONSISTENT_CONTINUE, metadata={
+            "continue": encode_continue(CONTINUE_AT_LATEST, start)})
+    return errors.expired("The resourceVersion for the provided list is too old.")
+
+
 def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
     try:
         padded = token + "=" * (-len(token) % 4)

@@ -45,7 +45,14 @@ from .httpio import (
 )
 from .logs import LogStore
 from .objects import Objects
-from .query import decode_continue, delete_options, encode_continue, list_options
+from .query import (
+    CONTINUE_AT_LATEST,
+    compacted,
+    decode_continue,
+    delete_options,
+    encode_continue,
+    list_options,
+)
 from .rbac import Attributes, Rbac, User, forbidden_message
 from .resources import Registry, ResourceType, builtin_types, crd_types
 from .store import Event, Obj, Store
@@ -449,6 +456,10 @@ class ApiServer:
                 raise _too_large(want, current)
             if exact:
                 snapshot_rv = want
+        if snapshot_rv == CONTINUE_AT_LATEST:
+            snapshot_rv = None
+        elif snapshot_rv is not None and snapshot_rv < self.store.compacted_rv:
+            raise compacted(start, continued=bool(opts.continue_token))
         bucket = self.store.bucket(rt.bucket)
         objects: dict[tuple[str, str], Obj] = bucket.objects
         keys: list[tuple[str, str]]

@@ -15,6 +15,10 @@ history. This module does exactly that, in one process:
   than ``fresh_seconds`` beyond a floor of ``HISTORY_FLOOR`` per bucket (so a burst of
   objects that came and went does not stay in memory; a resume from before the window gets
   the usual 410);
+* :meth:`Store.compact_storage` is etcd's compaction (what a peer kube-apiserver's compactor
+  does every five minutes): lists at a revision below it (exact ``resourceVersion`` lists and
+  continue tokens) answer 410 while watches keep replaying their history, as the real watch
+  cache's event window is independent of etcd's;
 * :class:`Event` caches its JSON encoding per apiVersion so N watchers cost one encode.
 """
 
@@ -195,6 +199,8 @@ class Store:
     def __init__(self, *, history: int = DEFAULT_HISTORY, fresh_seconds: float = FRESH_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.rv = 0
+        # etcd's compaction revision: no list is served at a revision below it
+        self.compacted_rv = 0
         self.history = history
         self.fresh_seconds = fresh_seconds
         self.clock = clock
@@ -248,6 +254,12 @@ class Store:
         older_than = self.clock() - self.fresh_seconds
         return sum(b.compact(floor=HISTORY_FLOOR, older_than=older_than)
                    for b in self.buckets.values())
+
+    def compact_storage(self) -> int:
+        """Compact "etcd" at the current revision (lists at older revisions answer 410 from
+        now on; watch history is untouched); the compaction revision."""
+        self.compacted_rv = self.rv
+        return self.rv
 
     def drop_bucket(self, bucket: tuple[str, str]) -> None:
         b = self.buckets.pop(bucket, None)

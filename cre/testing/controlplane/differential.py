@@ -12,6 +12,7 @@ separates the differences an :class:`Allowed` entry explains (with its reason) f
 from __future__ import annotations
 
 import asyncio
+import base64
 import fnmatch
 import json
 import re
@@ -34,14 +35,20 @@ class Target:
     url: str
     token: str
     ca_file: str | None
+    etcd: str | None = None
+    """A real server's etcd client URL (compaction steps use it); None for the emulator,
+    which is compacted through its control API."""
+    kubeconfig: str | None = None
+    """The kubeconfig kubectl steps run with."""
 
     @classmethod
-    def from_kubeconfig(cls, name: str, path: Path) -> Target:
+    def from_kubeconfig(cls, name: str, path: Path, *, etcd: str | None = None) -> Target:
         config = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
         cluster = config["clusters"][0]["cluster"]
         user = config["users"][0]["user"]
         return cls(name=name, url=cluster["server"], token=user.get("token", ""),
-                   ca_file=cluster.get("certificate-authority"))
+                   ca_file=cluster.get("certificate-authority"), etcd=etcd,
+                   kubeconfig=str(path))
 
     def ssl(self) -> ssl.SSLContext | bool:
         if self.url.startswith("https://") and self.ca_file:
@@ -54,7 +61,10 @@ class Step:
     """One request. ``save`` maps a variable to a dotted path in the response body;
     ``watch`` > 0 reads that many watch events (fewer if the stream ends within ``wait``
     seconds); ``until`` repeats the request until the status code is the given one (or
-    ``wait`` seconds pass), for effects of asynchronous controllers such as the GC."""
+    ``wait`` seconds pass), for effects of asynchronous controllers such as the GC.
+    ``compact`` makes the step a storage compaction at the current revision instead of a
+    request (:func:`compact_storage`); ``kubectl`` makes it a kubectl command in the script's
+    namespace (``body``, a string, is its stdin; :func:`run_kubectl`)."""
 
     method: str
     path: str
@@ -66,6 +76,8 @@ class Step:
     until: int | None = None
     wait: float = 5.0
     note: str = ""
+    compact: bool = False
+    kubectl: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -179,6 +191,73 @@ def _parse(raw: bytes) -> Any:
         return raw.decode(errors="replace")
 
 
+COMPACT_REV_KEY = base64.b64encode(b"compact_rev_key").decode()
+"""The etcd key through which kube-apiservers sharing an etcd tell each other the revision
+they compacted at (``k8s.io/apiserver/pkg/storage/etcd3/compact.go``)."""
+
+
+async def compact_storage(session: aiohttp.ClientSession, target: Target) -> None:
+    """Compact the target's storage at its current revision.
+
+    On a real server this is what a peer kube-apiserver's compactor does: record the revision
+    under ``compact_rev_key`` (each kube-apiserver watches it and its watch cache drops the
+    list snapshots below it on its next 15 s poll) and compact etcd there, through etcd's
+    JSON gateway. The emulator does the same through ``POST /_emulator/compact``."""
+    if target.etcd is None:
+        async with session.post(target.url + "/_emulator/compact", ssl=target.ssl(), headers={
+                "Authorization": f"Bearer {target.token}"}) as resp:
+            resp.raise_for_status()
+        return
+    async with session.post(target.etcd + "/v3/kv/range",
+                            json={"key": COMPACT_REV_KEY}) as resp:
+        revision = int((await resp.json())["header"]["revision"])
+    value = base64.b64encode(str(revision).encode()).decode()
+    async with session.post(target.etcd + "/v3/kv/put",
+                            json={"key": COMPACT_REV_KEY, "value": value}) as resp:
+        resp.raise_for_status()
+    async with session.post(target.etcd + "/v3/kv/compaction",
+                            json={"revision": str(revision), "physical": True}) as resp:
+        resp.raise_for_status()
+
+
+_AGE = re.compile(r"(\d+d)?(\d+h)?(\d+m)?(\d+s)?")
+_COLUMNS = re.compile(r" {2,}")
+
+
+def _table_line(line: str) -> str:
+    """A table row with its cells joined by `` | `` (widths follow the values) and ages
+    masked."""
+    cells = _COLUMNS.split(line.rstrip())
+    return " | ".join("<age>" if c and _AGE.fullmatch(c) else c for c in cells)
+
+
+async def run_kubectl(target: Target, step: Step, env: Mapping[str, str]) -> dict[str, Any]:
+    """Run ``kubectl <step.kubectl>`` against the target in the script's namespace; the record
+    holds the exit code, stdout (parsed when it is JSON, ages masked when it is a table) and
+    stderr. Each target has its own discovery cache beside its kubeconfig."""
+    if target.kubeconfig is None:
+        raise ValueError(f"target {target.name} has no kubeconfig for kubectl steps")
+    args = [_fill(a, env) for a in step.kubectl]
+    stdin = _fill(step.body, env)
+    cache = str(Path(target.kubeconfig).parent / "kubectl-cache")
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", f"--kubeconfig={target.kubeconfig}", f"--cache-dir={cache}",
+        "-n", env["ns"], *args, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    data = None if stdin is None else (
+        stdin if isinstance(stdin, str) else json.dumps(stdin)).encode()
+    out, err = await asyncio.wait_for(proc.communicate(data), 60)
+    text = out.decode(errors="replace")
+    try:
+        parsed: Any = json.loads(text) if text.lstrip().startswith("{") else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        parsed = [_table_line(line) for line in text.splitlines()]
+    return {"rc": proc.returncode, "stdout": parsed,
+            "stderr": err.decode(errors="replace").splitlines()}
+
+
 async def run_script(target: Target, script: Script) -> list[dict[str, Any]]:
     """Play ``script`` against ``target``; one record per step (status and body or events).
 
@@ -193,6 +272,13 @@ async def run_script(target: Target, script: Script) -> list[dict[str, Any]]:
                 "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), env)
         try:
             for step in script.steps:
+                if step.kubectl:
+                    records.append(await run_kubectl(target, step, env))
+                    continue
+                if step.compact:
+                    await compact_storage(session, target)
+                    records.append({"compacted": True})
+                    continue
                 deadline = time.monotonic() + step.wait
                 while True:
                     record = await _request(session, target, step, env)

@@ -34,7 +34,7 @@ def pair() -> Iterator[tuple[Target, Target]]:
         minor = ".".join(real.binaries.versions.kubernetes.lstrip("v").split(".")[:2])
         stack.start_emulator(crds=plane.default_crds(), args=["--kubernetes-version", minor])
         yield (Target.from_kubeconfig("emulator", stack.kubeconfig),
-               Target.from_kubeconfig("real", real.kubeconfig))
+               Target.from_kubeconfig("real", real.kubeconfig, etcd=real.etcd_url))
 
 
 def differential(*, only: Sequence[str] | None = None, details: bool = False) -> dict[str, Any]:

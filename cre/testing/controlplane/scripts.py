@@ -47,6 +47,21 @@ def crejob(name: str, **spec: Any) -> dict[str, Any]:
             "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}, **spec}}
 
 
+DEPLOYS = "/apis/apps/v1/namespaces/${ns}/deployments"
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                         "containers": [{"name": "main", "image": "busybox"}]}}}}
+
+
+def kc(*args: str, stdin: Any = None, **kw: Any) -> Step:
+    """A kubectl command in the script's namespace (``stdin``: an object sent as JSON)."""
+    return Step("KUBECTL", "", body=stdin, kubectl=args, **kw)
+
+
 def post(path: str, body: Any, **kw: Any) -> Step:
     return Step("POST", path, body=body, **kw)
 
@@ -140,6 +155,22 @@ SCRIPTS: tuple[Script, ...] = (
            steps=(
         post(CMS, cm("a")),
         get(CMS + "?watch=true&resourceVersion=1", watch=1),
+    )),
+    Script("list_after_compaction", about="lists and continue tokens below a compacted "
+           "revision: 410; a watch from there still replays from the watch cache", steps=(
+        *(post(CMS, cm(f"c{i}")) for i in range(5)),
+        get(CMS + "?limit=2", save={"next": "metadata.continue",
+                                    "rv": "metadata.resourceVersion"}),
+        post(CMS, cm("c5")),
+        Step("POST", "", compact=True),
+        # the real watch cache drops its list snapshots on a 15 s poll of the compaction
+        get(CMS + "?limit=2&continue=${next}", until=410, wait=30.0,
+            save={"inconsistent": "metadata.continue"}),
+        get(CMS + "?limit=2&continue=${inconsistent}"),
+        get(CMS + "?resourceVersion=${rv}&resourceVersionMatch=Exact"),
+        get(CMS + "?resourceVersion=${rv}&limit=2"),
+        get(CMS + "?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan"),
+        get(CMS + "?watch=true&resourceVersion=${rv}", watch=1),
     )),
     Script("conflict_409", about="optimistic concurrency on PUT", steps=(
         post(CMS, cm("a", x="1"), save={"rv": "metadata.resourceVersion"}),
@@ -289,5 +320,96 @@ SCRIPTS: tuple[Script, ...] = (
         post(CREJOBS, crejob("j")),
         get(CREJOBS, headers={"Accept": TABLE}),
         get(CMS, headers={"Accept": TABLE}),
+    )),
+    Script("builtin_decoding_and_status", about="wrongly typed built-in fields (400 from the Go "
+           "decoder), Service port names, Deployment status bounds, a Job's labels", steps=(
+        post(CMS, {**cm("t"), "metadata": {"name": "t", "labels": {"a": 1}}}),
+        post(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": "x"}),
+        post(NS + "/services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                                "spec": {"clusterIP": "None", "ports": [{"port": 80},
+                                                                        {"port": 81}]}}),
+        post(DEPLOYS, {**deployment("d"), "spec": {**deployment("d")["spec"],
+                                                   "replicas": "two"}}),
+        post(DEPLOYS, deployment("d")),
+        Step("PATCH", DEPLOYS + "/d/status", body={"status": {"readyReplicas": 2,
+                                                              "availableReplicas": 3}},
+             content_type=MERGE),
+        Step("PATCH", DEPLOYS + "/d/status", body={"status": {"replicas": -1}},
+             content_type=MERGE),
+        post(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                    "spec": {"template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}]}}}}),
+    )),
+    Script("kubectl_get_create", about="kubectl create, get (tables, -o json/name/wide, a "
+           "CR's printer columns) and a NotFound", steps=(
+        kc("create", "-f", "-", stdin=cm("a", x="1", y="2")),
+        kc("create", "-f", "-", stdin=cm("a", x="1")),
+        post(PODS, pod("p", labels={"app": "x"}, node="n1")),
+        kc("get", "configmaps"),
+        kc("get", "configmap", "a", "-o", "json"),
+        kc("get", "configmaps", "-o", "name"),
+        kc("get", "pods", "-o", "wide"),
+        kc("get", "pods", "--show-labels", "-l", "app=x"),
+        kc("get", "pods", "-l", "app=y"),
+        post(CREJOBS, crejob("j")),
+        kc("get", "jobs.cre.dev"),
+        kc("get", "configmap", "nope"),
+        kc("get", "configmaps", "-o", "custom-columns=NAME:.metadata.name,X:.data.x"),
+    )),
+    Script("kubectl_create_typed", about="kubectl's typed generators post protobuf", steps=(
+        kc("create", "configmap", "typed", "--from-literal=x=1"),
+    )),
+    Script("kubectl_apply", about="kubectl apply client-side (created/configured/unchanged, "
+           "the last-applied annotation) and --server-side with a conflict and force", steps=(
+        kc("apply", "-f", "-", stdin=cm("a", x="1")),
+        kc("apply", "-f", "-", stdin=cm("a", x="2")),
+        kc("apply", "-f", "-", stdin=cm("a", x="2")),
+        kc("get", "configmap", "a", "-o", "json"),
+        kc("apply", "--server-side", "-f", "-", stdin=cm("b", x="1")),
+        kc("apply", "--server-side", "--field-manager=other", "-f", "-", stdin=cm("b", x="2")),
+        kc("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "-",
+           stdin=cm("b", x="2")),
+        kc("get", "configmap", "b", "-o", "json"),
+        kc("apply", "--dry-run=server", "-f", "-", stdin=cm("c", x="1")),
+        kc("get", "configmap", "c"),
+    )),
+    Script("kubectl_patch", about="kubectl patch: strategic, merge, json, no change, errors",
+           steps=(
+        post(PODS, pod("p", labels={"a": "1"})),
+        kc("patch", "pod", "p", "-p", '{"metadata":{"labels":{"b":"2"}}}'),
+        kc("patch", "pod", "p", "--type=merge", "-p", '{"metadata":{"labels":{"a":null}}}'),
+        kc("patch", "pod", "p", "--type=json", "-p",
+           '[{"op":"add","path":"/metadata/labels/c","value":"3"}]'),
+        kc("patch", "pod", "p", "--type=merge", "-p", '{"metadata":{"labels":{"c":"3"}}}'),
+        kc("patch", "pod", "p", "--type=json", "-p",
+           '[{"op":"remove","path":"/metadata/labels/zz"}]'),
+        kc("patch", "pod", "p", "-p", '{"spec":{"nodeName":"n1"}}'),
+        kc("get", "pod", "p", "-o", "json"),
+    )),
+    Script("kubectl_delete", about="kubectl delete: background, foreground and orphan "
+           "propagation, --ignore-not-found, a label selector", steps=(
+        post(CMS, cm("fg"), save={"fg": "metadata.uid"}),
+        post(CMS, {**cm("fg-dep"), "metadata": {"name": "fg-dep", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "fg", "uid": "${fg}",
+            "blockOwnerDeletion": True}]}}),
+        kc("delete", "configmap", "fg", "--cascade=foreground", "--timeout=30s"),
+        get(CMS + "/fg-dep", until=404, wait=20.0),
+        post(CMS, cm("or"), save={"or": "metadata.uid"}),
+        post(CMS, {**cm("or-dep"), "metadata": {"name": "or-dep", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "or", "uid": "${or}"}]}}),
+        kc("delete", "configmap", "or", "--cascade=orphan"),
+        get(CMS + "/or-dep"),
+        post(CMS, cm("bg"), save={"bg": "metadata.uid"}),
+        post(CMS, {**cm("bg-dep"), "metadata": {"name": "bg-dep", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "bg", "uid": "${bg}"}]}}),
+        kc("delete", "configmap", "bg"),
+        get(CMS + "/bg-dep", until=404, wait=20.0),
+        kc("delete", "configmap", "nope"),
+        kc("delete", "configmap", "nope", "--ignore-not-found"),
+        post(CMS, cm("l1", labels={"k": "v"})),
+        post(CMS, cm("l2", labels={"k": "v"})),
+        kc("delete", "configmaps", "-l", "k=v"),
+        kc("get", "configmaps"),
     )),
 )
