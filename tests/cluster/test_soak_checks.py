@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
-from cre.testing.soak import RunResult
+import pytest
+
+from cre.testing.soak import RunResult, Soak
 from cre.testing.soakreport import percentile, summarize
 from cre.testing.soaktiers import (
+    BLIND_FAULTS,
     FAULT_KINDS,
     TIERS,
+    UNSEEN_REASONS,
     WORKLOAD_RUN,
     check,
     draw,
@@ -91,6 +95,35 @@ def test_failure_log_problem() -> None:
     assert failure_log_problem({**workload, "failureLog": {"reason": "NoTerminatedContainer"}},
                                blind=True) == ""
     assert failure_log_problem({"failureClass": {"scope": "Node"}}, blind=False) == ""
+
+
+@pytest.mark.parametrize("reason", UNSEEN_REASONS)
+def test_the_blind_excuse_needs_a_blind_manager(reason: str) -> None:
+    """The loosened check: a record that says why no pod is named passes only when the manager
+    was blind; with the manager watching, a failure that names no launcher is a violation,
+    whatever its reason, and with or without a failureClass (no class counts as Workload)."""
+    for status in ({"failureClass": {"scope": "Workload"}}, {}):
+        unseen = {**status, "failureLog": {"reason": reason}}
+        assert failure_log_problem(unseen, blind=True) == ""
+        assert failure_log_problem(unseen, blind=False) == (
+            f"failureLog names None (reason {reason!r}) with the manager watching")
+        # A worker named instead of the launcher, or an excuse the blind rule does not know.
+        worker = {**status, "failureLog": {"podName": "j-workload-node-0-0-x", "reason": reason}}
+        assert failure_log_problem(worker, blind=False)
+        other = {**status, "failureLog": {"podName": "j-workload-node-0-0-x", "reason": "Error"}}
+        assert "after the manager was blind" in failure_log_problem(other, blind=True)
+        assert failure_log_problem({**status}, blind=False)  # no record at all
+
+
+def test_a_run_is_blind_only_after_a_blinding_fault_or_a_manager_exit() -> None:
+    soak = Soak(cast(Any, None), time_scale=1.0, outage_seconds=1.0, verdict_timeout=1.0)
+    seeing = RunResult(run=0, seed=1, faults=["latency", "conflict_storm", "watch_drops",
+                                              "gone_http", "node_not_ready"], expected="Failed")
+    assert not soak.blind(seeing)
+    for fault in BLIND_FAULTS:
+        assert soak.blind(RunResult(run=0, seed=1, faults=[fault], expected="Failed"))
+    soak.exits_during_runs += 1  # a manager exited during this run (a lease lost)
+    assert soak.blind(seeing)
 
 
 def test_summary_figures() -> None:
