@@ -6,9 +6,9 @@ WorkloadRuns, fail a Certification and delete a Job and a Certification mid-run 
 drawing the runs of seeds 0-2999 and keeping one with the widest coverage; the draw is
 deterministic, so the runs are the same on every machine, and
 ``tests/cluster/test_soak_checks.py`` proves from the draw alone that these ten runs hold every
-tier: 6 Jobs, 2 Certifications, 2 WorkloadRuns). Nothing here is timed: the soak's waits are bounded and a soak that
-cannot progress ends with ``stuck`` naming the run and its seed (its budget is a watchdog against
-hanging ``make test``, not a performance figure).
+tier: 6 Jobs, 2 Certifications, 2 WorkloadRuns). Nothing here is timed: the soak's waits are
+bounded and a soak that cannot progress ends with ``stuck`` naming the run and its seed (its
+budget is a watchdog against hanging ``make test``, not a performance figure).
 """
 
 from __future__ import annotations
