@@ -1,21 +1,21 @@
-"""The chaos soak: Jobs and Certifications run on the simulated cluster while the API server and
-the manager fail.
+"""The chaos soak: Jobs, Certifications and WorkloadRuns run on the simulated cluster while the
+API server and the manager fail.
 
 ``python -m bench soak`` (and the short seeded soak in ``make test``) drive the real processes
 of :mod:`cre.testing.procs`: the API emulator, the cluster simulator and ``cre-manager``. Each
-run applies one NCCL Job, or (about a third of the runs) a Certification in two groups
-(:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its launchers
-exit 1), injects a seeded mix of faults through the emulator's fault API and the process table,
+run applies one NCCL Job, or (about a third of the runs) a Certification or a WorkloadRun in two
+groups (:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its
+launchers exit 1), injects a seeded mix of faults through the emulator's fault API and the process table,
 waits for the verdict, clears the faults and checks the invariants, each a named check:
 
 * ``verdict``: the object is terminal with the expected phase (a real failure never becomes a
   success, nor the reverse); an object deleted mid-run is gone instead;
 * ``single_create``: at most one TrainJob create was admitted per Job (counted from the
-  emulator's audit, not from the end state); for a Certification, no Workflow, Job or TrainJob
-  name was created twice;
+  emulator's audit, not from the end state); for a tier run, no Workflow, Job or TrainJob name
+  (nor a WorkloadRun's BandwidthMeasurement) was created twice;
 * ``no_orphans``: after a deletion no TrainJob or pod of the Job is left (its TrainingRuntime is
-  the user's, applied with it); nothing of a Certification is left in its namespace
-  (Workflows, Jobs, TrainJobs, the per-group TrainingRuntime copies, ConfigMaps, pods);
+  the user's, applied with it); nothing of a tier run is left in its namespace (Workflows,
+  Jobs, TrainJobs, the TrainingRuntimes made for it, measurements, ConfigMaps, PVCs, pods);
 * ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod; a
   launcher that failed while the manager was blind (none ran, or its watches were down) is
   deleted by JobSet about 0.5 s later, before anyone can read it, and then the record must say

@@ -1,25 +1,29 @@
-"""The Certification tier in the chaos soak: a Certification and the Workflow, Jobs and
-TrainJobs it fans out to, under the same fault mix as a single Job.
+"""The tiers above the Job in the chaos soak: a Certification or a WorkloadRun and the
+Workflow, Jobs and TrainJobs it fans out to, under the same fault mix as a single Job.
 
-A tier run applies a Certification of ``communication/nccl-all-reduce`` over the soak's nodes in
-two groups (``nodesPerJob: 4``) in a namespace of its own, so that everything the run leaves is
-the run's. A failing one is named ``soakfail-...``: the simulator runs with
-``--fail-launcher --fail-launcher-pod-prefix soakfail-``, so both groups' launchers exit 1 with
-an NCCL error (a Workload-class failure: the groups fail, the Workflow fails, the verdict is
-Failed). The invariants, from the emulator's journal and audit rather than the end state:
+A tier run applies, in a namespace of its own (everything the run leaves is the run's), a
+Certification of ``communication/nccl-all-reduce`` over the soak's nodes in two groups
+(``nodesPerJob: 4``), or the reference's example MPI WorkloadRun (``numNodes: 4``, nccl-tests'
+all_reduce with a bandwidth measurement, so each Job also makes a BandwidthMeasurement; the
+run's Workflow generates its TrainingRuntime). A failing one is named ``soakfail-...``: the
+simulator runs with ``--fail-launcher --fail-launcher-pod-prefix soakfail-``, so both groups'
+launchers exit 1 with an NCCL error (a Workload-class failure: the groups fail, the Workflow
+fails, the verdict is Failed). :func:`draw` decides a run's tier, faults, failure and deletion
+from its seed. The invariants, from the emulator's journal and audit rather than the end state:
 
-* ``verdict``: the Certification is terminal with the expected phase and verdict (``Passed`` /
-  ``Failed``), or gone when it was deleted mid-run;
-* ``single_create``: no name of a Workflow, Job or TrainJob was created twice (one uid per name
-  in the journal) and the admitted creates of each kind equal its distinct names (audit);
-* ``no_orphans``: once the Certification is deleted (mid-run or after its verdict) nothing of
-  the run is left in its namespace: Workflows, Jobs, TrainJobs, TrainingRuntimes, ConfigMaps,
-  pods;
+* ``verdict``: the object is terminal with the expected phase (and, for a Certification,
+  verdict ``Passed`` / ``Failed``), or gone when it was deleted mid-run;
+* ``single_create``: no name of a Workflow, Job or TrainJob (nor a WorkloadRun's
+  BandwidthMeasurement) was created twice (one uid per name in the journal) and the admitted
+  creates of each kind equal its distinct names (audit);
+* ``no_orphans``: once the object is deleted (mid-run or after its verdict) nothing of the run
+  is left in its namespace: Workflows, Jobs, TrainJobs, TrainingRuntimes, measurements,
+  ConfigMaps, PVCs, pods;
 * ``failure_log``: in a failing run, every Job that ended Failed recorded a failureLog naming
   its launcher pod (or says why not when the manager was blind:
   :func:`failure_log_problem`);
-* ``no_regression``: no object of the run (Certification, Workflow, Job) loses a terminal
-  phase, a verdict or a failureLog in a later version.
+* ``no_regression``: no object of the run (the Certification or WorkloadRun, its Workflow and
+  Jobs) loses a terminal phase, a verdict or a failureLog in a later version.
 """
 
 from __future__ import annotations

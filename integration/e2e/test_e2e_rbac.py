@@ -153,12 +153,17 @@ def _certify(stack: Stack) -> None:
 
 
 def _user_workflow(stack: Stack) -> None:
-    """A Workflow a user writes (the Certification's own, renamed) with one more dependency, a
-    ConfigMap: the controller creates it for the Workflow and deletes it with the Workflow."""
+    """A Workflow a user writes (the Certification's own, renamed) with two more dependencies,
+    a ConfigMap and a PersistentVolumeClaim (what a WorkloadRun with a checkpoint generates):
+    the controller creates them for the Workflow and deletes them with the Workflow."""
     spec = stack.kubectl_json("get", "workflows", "-n", "rbac-cert", WORKFLOW)["spec"]
     spec["dependencies"] = [*spec.get("dependencies", []), {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rbac-wf-settings"},
-        "data": {"mode": "rbac"}}]
+        "data": {"mode": "rbac"}}, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "rbac-wf-checkpoint"},
+        "spec": {"accessModes": ["ReadWriteMany"],
+                 "resources": {"requests": {"storage": "1Gi"}}}}]
     body = {"apiVersion": "cre.dev/v1alpha1", "kind": "Workflow",
             "metadata": {"name": "rbac-wf", "namespace": "rbac-cert"}, "spec": spec}
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
@@ -169,13 +174,15 @@ def _user_workflow(stack: Stack) -> None:
 
     wait_until(verdict, timeout=240, what="the user Workflow's verdict", interval=0.5)
     assert verdict() == "Passed"
-    assert stack.kubectl("get", "configmap", "-n", "rbac-cert", "rbac-wf-settings",
-                         check=False).returncode == 0, "the ConfigMap dependency was not made"
+    made = (("configmap", "rbac-wf-settings"), ("persistentvolumeclaim", "rbac-wf-checkpoint"))
+    for kind, name in made:
+        assert stack.kubectl("get", kind, "-n", "rbac-cert", name,
+                             check=False).returncode == 0, f"the {kind} dependency was not made"
     stack.kubectl("delete", "workflows", "-n", "rbac-cert", "rbac-wf", "--wait=true",
                   "--timeout=120s")
-    gone = stack.kubectl("get", "configmap", "-n", "rbac-cert", "rbac-wf-settings",
-                         check=False)
-    assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
+    for kind, name in made:
+        gone = stack.kubectl("get", kind, "-n", "rbac-cert", name, check=False)
+        assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
 
 
 WORKLOAD_RUN = """\
