@@ -5,8 +5,9 @@ API server and the manager fail.
 of :mod:`cre.testing.procs`: the API emulator, the cluster simulator and ``cre-manager``. Each
 run applies one NCCL Job, or (about a third of the runs) a Certification or a WorkloadRun in two
 groups (:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its
-launchers exit 1), injects a seeded mix of faults through the emulator's fault API and the process table,
-waits for the verdict, clears the faults and checks the invariants, each a named check:
+launchers exit 1), injects a seeded mix of faults through the emulator's fault API and the
+process table, waits for the verdict, clears the faults and checks the invariants, each a named
+check:
 
 * ``verdict``: the object is terminal with the expected phase (a real failure never becomes a
   success, nor the reverse); an object deleted mid-run is gone instead;

@@ -302,7 +302,7 @@ class ScenarioRun:
         elif action == "advance":
             # A timer, not a world change: a quiet cluster (nothing scheduled) never ticks.
             target = cl.clock.now() + float(arg)
-            while cl.clock.now() < target:
+            while cl.clock.now() < target:  # noqa: ASYNC110 (a timer on a scaled clock)
                 await anyio.sleep(cl.clock.wall_delay(target - cl.clock.now()))
         else:
             raise ScenarioError(f"{where}: unknown action {action!r}")
