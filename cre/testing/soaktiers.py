@@ -4,8 +4,9 @@ Workflow, Jobs and TrainJobs it fans out to, under the same fault mix as a singl
 A tier run applies, in a namespace of its own (everything the run leaves is the run's), a
 Certification of ``communication/nccl-all-reduce`` over the soak's nodes in two groups
 (``nodesPerJob: 4``), or the reference's example MPI WorkloadRun (``numNodes: 4``, nccl-tests'
-all_reduce with a bandwidth measurement, so each Job also makes a BandwidthMeasurement; the
-run's Workflow generates its TrainingRuntime). A failing one is named ``soakfail-...``: the
+all_reduce with a bandwidth and a goodput measurement, so each Job also makes a
+BandwidthMeasurement and a GoodputMeasurement; the run's Workflow generates its
+TrainingRuntime). A failing one is named ``soakfail-...``: the
 simulator runs with ``--fail-launcher --fail-launcher-pod-prefix soakfail-``, so both groups'
 launchers exit 1 with an NCCL error (a Workload-class failure: the groups fail, the Workflow
 fails, the verdict is Failed). :func:`draw` decides a run's tier, faults, failure and deletion
@@ -14,7 +15,7 @@ from its seed. The invariants, from the emulator's journal and audit rather than
 * ``verdict``: the object is terminal with the expected phase (and, for a Certification,
   verdict ``Passed`` / ``Failed``), or gone when it was deleted mid-run;
 * ``single_create``: no name of a Workflow, Job or TrainJob (nor a WorkloadRun's
-  BandwidthMeasurement) was created twice (one uid per name in the journal) and the admitted
+  measurements) was created twice (one uid per name in the journal) and the admitted
   creates of each kind equal its distinct names (audit);
 * ``no_orphans``: once the object is deleted (mid-run or after its verdict) nothing of the run
   is left in its namespace: Workflows, Jobs, TrainJobs, TrainingRuntimes, measurements,
@@ -76,7 +77,7 @@ CERTIFICATION: Final = TierKind(
     leftovers=("certifications.cre.dev", *_LEFT), verdict=True)
 WORKLOAD_RUN: Final = TierKind(
     tier="WorkloadRun", resource="workloadruns.cre.dev", prefix="soakrun-",
-    children=(*_FANOUT, ("cre.dev", "bandwidthmeasurements")),
+    children=(*_FANOUT, ("cre.dev", "bandwidthmeasurements"), ("cre.dev", "goodputmeasurements")),
     watched=(("cre.dev", "workloadruns"), *_FANOUT[:2]),
     leftovers=("workloadruns.cre.dev", *_LEFT, "bandwidthmeasurements.cre.dev",
                "goodputmeasurements.cre.dev", "persistentvolumeclaims"), verdict=False)
@@ -137,7 +138,9 @@ def failure_log_problem(status: dict[str, Any], *, blind: bool) -> str:
 def manifest(kind: TierKind, name: str, namespace: str) -> str:
     """The object a tier run applies (YAML): a Certification of
     ``communication/nccl-all-reduce``, or the reference's example MPI WorkloadRun (nccl-tests'
-    all_reduce with a bandwidth measurement), both over the soak's nodes in two groups of 4."""
+    all_reduce with a bandwidth measurement) also asking for a goodput measurement (of an NCCL
+    log it finds no training step: it must not change the verdict), both over the soak's nodes
+    in two groups of 4."""
     head = (f"apiVersion: cre.dev/v1alpha1\nkind: {kind.tier}\n"
             f"metadata: {{name: {name}, namespace: {namespace}}}\n")
     if kind is CERTIFICATION:
@@ -147,7 +150,8 @@ def manifest(kind: TierKind, name: str, namespace: str) -> str:
             "  framework:\n    mpi: {binary: /usr/local/bin/all_reduce_perf_mpi, "
             "mpirunPath: /usr/local/mpi/bin/mpirun,\n"
             '          args: ["-b", "8", "-e", "1G", "-f", "2", "-n", "20"]}\n'
-            "  bandwidthMeasurement: {logProfileRef: nccl-bandwidth, testType: all_reduce}\n")
+            "  bandwidthMeasurement: {logProfileRef: nccl-bandwidth, testType: all_reduce}\n"
+            "  goodputMeasurement: {logProfileRef: megatron-training}\n")
 
 
 def run_tier(soak: Soak, result: RunResult, rng: random.Random, *, kind: TierKind,
