@@ -1,21 +1,22 @@
-"""The chaos soak: Jobs and Certifications run on the simulated cluster while the API server and
-the manager fail.
+"""The chaos soak: Jobs, Certifications and WorkloadRuns run on the simulated cluster while the
+API server and the manager fail.
 
 ``python -m bench soak`` (and the short seeded soak in ``make test``) drive the real processes
 of :mod:`cre.testing.procs`: the API emulator, the cluster simulator and ``cre-manager``. Each
-run applies one NCCL Job, or (about a third of the runs) a Certification in two groups
-(:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its launchers
-exit 1), injects a seeded mix of faults through the emulator's fault API and the process table,
-waits for the verdict, clears the faults and checks the invariants, each a named check:
+run applies one NCCL Job, or (about a third of the runs) a Certification or a WorkloadRun in two
+groups (:mod:`cre.testing.soaktiers`), whose expected verdict is known (it succeeds, or its
+launchers exit 1), injects a seeded mix of faults through the emulator's fault API and the
+process table, waits for the verdict, clears the faults and checks the invariants, each a named
+check:
 
 * ``verdict``: the object is terminal with the expected phase (a real failure never becomes a
   success, nor the reverse); an object deleted mid-run is gone instead;
 * ``single_create``: at most one TrainJob create was admitted per Job (counted from the
-  emulator's audit, not from the end state); for a Certification, no Workflow, Job or TrainJob
-  name was created twice;
+  emulator's audit, not from the end state); for a tier run, no Workflow, Job or TrainJob name
+  (nor a WorkloadRun's BandwidthMeasurement) was created twice;
 * ``no_orphans``: after a deletion no TrainJob or pod of the Job is left (its TrainingRuntime is
-  the user's, applied with it); nothing of a Certification is left in its namespace
-  (Workflows, Jobs, TrainJobs, the per-group TrainingRuntime copies, ConfigMaps, pods);
+  the user's, applied with it); nothing of a tier run is left in its namespace (Workflows,
+  Jobs, TrainJobs, the TrainingRuntimes made for it, measurements, ConfigMaps, PVCs, pods);
 * ``failure_log``: a Workload-class failure records ``failureLog`` naming the launcher pod; a
   launcher that failed while the manager was blind (none ran, or its watches were down) is
   deleted by JobSet about 0.5 s later, before anyone can read it, and then the record must say
@@ -46,16 +47,13 @@ import attrs
 
 from cre.core.workload import workload_name
 from cre.testing import soaktiers as tiers
-from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+from cre.testing.procs import REPO, ManagerProc, Stack, StackError, wait_until
 from cre.testing.soakreport import summarize
-from cre.testing.soaktiers import BLIND_FAULTS, failure_log_problem
+from cre.testing.soaktiers import BLIND_FAULTS, FAULT_KINDS, draw, failure_log_problem
+
+__all__ = ["FAULT_KINDS", "RunResult", "Soak", "run_soak"]
 
 NODES: Final = 8
-FAULT_KINDS: Final = (
-    "conflict_storm", "throttle_429", "server_errors", "latency", "watch_drops",
-    "gone_error_event", "gone_http", "outage", "manager_sigkill", "leader_failover",
-    "launcher_fails_while_down", "job_deleted", "node_not_ready",
-)
 TERMINAL: Final = ("Succeeded", "Failed")
 
 
@@ -104,6 +102,8 @@ class Soak:
                    interval=0.2, alive=sim.check_alive)
         self.kubectl("apply", "-f", "-", stdin="{apiVersion: v1, kind: Namespace, "
                                                 "metadata: {name: cre-system}}")
+        # The LogProfiles a WorkloadRun's bandwidth measurement reads.
+        self.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles"))
         self.stack.emulator_control("POST", "journal")
         self.managers.append(self._manager())
 
@@ -234,13 +234,10 @@ class Soak:
 
     def _run(self, index: int, seed: int) -> RunResult:
         rng = random.Random(seed)
-        kinds = rng.sample(FAULT_KINDS, rng.choice((0, 1, 1, 2, 3)))
-        fail = "launcher_fails_while_down" in kinds or rng.random() < 0.4
-        deleted = "job_deleted" in kinds
-        # A third of the runs certify (a Certification -> Workflow -> Jobs); a launcher that
-        # fails while the manager is down is a Job-level scenario.
-        tier = ("Certification" if rng.random() < 0.35
-                and "launcher_fails_while_down" not in kinds else "Job")
+        # A third of the runs are tier runs (a Certification or a WorkloadRun -> Workflow ->
+        # Jobs): :func:`cre.testing.soaktiers.draw`.
+        plan = draw(rng)
+        kinds, fail, deleted, tier = list(plan.kinds), plan.fail, plan.deleted, plan.tier
         name = f"soak-{index}-{seed % 100000}"
         # A node going NotReady under the Job may fail it (Node class) or not: any verdict.
         expected = ("Deleted" if deleted else "Terminal" if "node_not_ready" in kinds
@@ -253,10 +250,10 @@ class Soak:
         audit_from = self.stack.emulator_control("GET", "audit?since=999999999")["seq"]
         self.stack.emulator_control("DELETE", "journal")  # this run's writes only
         self.stack.emulator_control("POST", "journal")
-        if tier == "Certification":
-            return tiers.run_certification(self, result, rng, index=index, fail=fail,
-                                           deleted=deleted, started=started,
-                                           audit_from=audit_from)
+        if tier in tiers.KINDS:
+            return tiers.run_tier(self, result, rng, kind=tiers.KINDS[tier], index=index,
+                                  fail=fail, deleted=deleted, started=started,
+                                  audit_from=audit_from)
         try:
             self.apply_job(name, fail=fail)
             if "launcher_fails_while_down" in kinds:

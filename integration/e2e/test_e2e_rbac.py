@@ -3,12 +3,14 @@ account's token with RBAC enforced, runs Jobs end to end; the emulator's audit o
 must need every grant of ``deploy/`` (nothing unused, secrets above all) and get no 403.
 
 Jobs (passing, failing, stalled, their TrainJob deleted), a Certification (two groups in turn,
-failing, one conflicting status write) and a user Workflow with a ConfigMap dependency run here,
-so the Job, Workflow and Certification controllers' grants are each used by a real call. What
-is still excused is named with the reason: the kinds of tiers not in this run (``LATER_TIERS``)
-and the DRA objects only MNNVL/RoCE fabrics use (``LATER_VERBS``: the simulated cluster is H100
-over EFA and the emulator serves no DRA kinds). An excused grant this run uses fails the test
-too (the excuse is stale).
+failing, one conflicting status write), a user Workflow with a ConfigMap dependency and a
+WorkloadRun with a bandwidth and a goodput measurement (leftover measurements of an earlier Job
+deleted, conflicting measurement status writes) run here, so the Job, Workflow, Certification,
+WorkloadRun and both measurement controllers' grants are each used by a real call. What is
+still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
+(``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator serves no DRA kinds)
+and one read only a race reaches (``RACE_VERBS``). An excused grant this run uses fails the
+test too (the excuse is stale).
 """
 
 from __future__ import annotations
@@ -29,18 +31,12 @@ from e2e_helpers import (
 )
 from ruamel.yaml import YAML
 
+from cre.api.labels import JOB
+from cre.core.jobgoodput import goodput_name
+from cre.core.jobmeasure import JOB_UID_ANNOTATION, bandwidth_name
 from cre.testing.procs import REPO, Stack, wait_until
 
 SA = "system:serviceaccount:cre-system:cre-manager"
-# Kinds whose own scenarios are not in this run (measurement thresholds, workload runs): only
-# the verbs of theirs this run does not reach are excused; they join with their scenarios.
-LATER_TIERS = {
-    "workloadruns": "the WorkloadRun controller (status writes need a WorkloadRun applied; "
-                    "the blockOwnerDeletion of the Workflow it owns needs finalizers update)",
-    "bandwidthmeasurements": "the measurement controller",
-    "goodputmeasurements": "the goodput controller (Jobs with a goodputMeasurement)",
-    "logprofiles": "the LogProfile reader of failure classification",
-}
 # The Workflow controller's DRA dependencies: created, read and deleted only for fabrics that
 # need them (a ComputeDomain for MNNVL, ResourceClaimTemplates for RoCE).
 LATER_VERBS = {
@@ -63,21 +59,6 @@ RACE_VERBS = {
     ("trainer.kubeflow.org", "trainingruntimes", "get"):
         "the holder read after AlreadyExists on a TrainingRuntime dependency create",
 }
-
-
-def _later(grants: dict[tuple[str, str, str], str],
-           used: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
-    """The grants excused until their tier's scenario runs here, with the reason. The tier
-    controllers run in this manager (their informers list and watch their kinds, which this run
-    proves), so only the verbs this Job-only run does not reach are excused on their kinds; the
-    explicit ``LATER_VERBS`` must stay unused (a used one is a stale excuse)."""
-    out = dict(LATER_VERBS)
-    for group, resource, verb in grants:
-        base = resource.split("/", 1)[0]
-        key = (group, resource, verb)
-        if group == "cre.dev" and base in LATER_TIERS and key not in used:
-            out[key] = LATER_TIERS[base]
-    return out
 
 
 @pytest.fixture
@@ -172,12 +153,17 @@ def _certify(stack: Stack) -> None:
 
 
 def _user_workflow(stack: Stack) -> None:
-    """A Workflow a user writes (the Certification's own, renamed) with one more dependency, a
-    ConfigMap: the controller creates it for the Workflow and deletes it with the Workflow."""
+    """A Workflow a user writes (the Certification's own, renamed) with two more dependencies,
+    a ConfigMap and a PersistentVolumeClaim (what a WorkloadRun with a checkpoint generates):
+    the controller creates them for the Workflow and deletes them with the Workflow."""
     spec = stack.kubectl_json("get", "workflows", "-n", "rbac-cert", WORKFLOW)["spec"]
     spec["dependencies"] = [*spec.get("dependencies", []), {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rbac-wf-settings"},
-        "data": {"mode": "rbac"}}]
+        "data": {"mode": "rbac"}}, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "rbac-wf-checkpoint"},
+        "spec": {"accessModes": ["ReadWriteMany"],
+                 "resources": {"requests": {"storage": "1Gi"}}}}]
     body = {"apiVersion": "cre.dev/v1alpha1", "kind": "Workflow",
             "metadata": {"name": "rbac-wf", "namespace": "rbac-cert"}, "spec": spec}
     stack.kubectl("apply", "-f", "-", stdin=json.dumps(body))
@@ -188,13 +174,90 @@ def _user_workflow(stack: Stack) -> None:
 
     wait_until(verdict, timeout=240, what="the user Workflow's verdict", interval=0.5)
     assert verdict() == "Passed"
-    assert stack.kubectl("get", "configmap", "-n", "rbac-cert", "rbac-wf-settings",
-                         check=False).returncode == 0, "the ConfigMap dependency was not made"
+    made = (("configmap", "rbac-wf-settings"), ("persistentvolumeclaim", "rbac-wf-checkpoint"))
+    for kind, name in made:
+        assert stack.kubectl("get", kind, "-n", "rbac-cert", name,
+                             check=False).returncode == 0, f"the {kind} dependency was not made"
     stack.kubectl("delete", "workflows", "-n", "rbac-cert", "rbac-wf", "--wait=true",
                   "--timeout=120s")
-    gone = stack.kubectl("get", "configmap", "-n", "rbac-cert", "rbac-wf-settings",
-                         check=False)
-    assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
+    for kind, name in made:
+        gone = stack.kubectl("get", kind, "-n", "rbac-cert", name, check=False)
+        assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
+
+
+WORKLOAD_RUN = """\
+apiVersion: cre.dev/v1alpha1
+kind: WorkloadRun
+metadata: {name: rbac-run, namespace: rbac-run}
+spec:
+  image: nvcr.io/nvidia/pytorch:26.01-py3
+  numNodes: 4
+  framework:
+    mpi: {binary: /usr/local/bin/all_reduce_perf_mpi, mpirunPath: /usr/local/mpi/bin/mpirun,
+          args: ["-b", "8", "-e", "1G", "-f", "2", "-n", "20"]}
+  bandwidthMeasurement: {logProfileRef: nccl-bandwidth, testType: all_reduce}
+  goodputMeasurement: {logProfileRef: megatron-training}
+"""
+# The first group's Job of the run (named by cre.render.workloadrun).
+RUN_JOB = "rbac-run-group-0-iter-1"
+
+
+def _leftover(kind: str, name: str) -> str:
+    """A measurement an earlier Job of the same name left (another Job uid): the new Job's
+    controller deletes it before it creates its own."""
+    return json.dumps({
+        "apiVersion": "cre.dev/v1alpha1", "kind": kind,
+        "metadata": {"name": name, "namespace": "rbac-run", "labels": {JOB: RUN_JOB},
+                     "annotations": {JOB_UID_ANNOTATION: "an-earlier-job"}},
+        "spec": {"jobRef": {"apiGroup": "cre.dev", "kind": "Job", "name": RUN_JOB},
+                 "logProfileRef": "nccl-bandwidth"}})
+
+
+def _workload_run(stack: Stack) -> None:
+    """The reference's example WorkloadRun with a bandwidth and a goodput measurement: the
+    WorkloadRun controller builds its Workflow, each group's Job its BandwidthMeasurement (read
+    through the nccl-bandwidth LogProfile) and GoodputMeasurement, after deleting the
+    measurements an earlier Job of the first group's name left; the measurement controllers'
+    first status writes conflict (each re-reads its object); deleting the run removes
+    everything it made."""
+    create_namespace(stack, "rbac-run")
+    stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles"))
+    stack.kubectl("apply", "-f", "-", stdin=_leftover("BandwidthMeasurement",
+                                                       bandwidth_name(RUN_JOB)))
+    stack.kubectl("apply", "-f", "-", stdin=_leftover("GoodputMeasurement",
+                                                       goodput_name(RUN_JOB)))
+    since = stack.emulator_control("GET", "audit?since=999999999")["seq"]
+    kinds = ("bandwidthmeasurements", "goodputmeasurements")
+    stack.emulator_control("POST", "faults", {"errors": [
+        {"code": 409, "rate": 1.0, "verb": "update", "resource": kind} for kind in kinds]})
+    stack.kubectl("apply", "-f", "-", stdin=WORKLOAD_RUN)
+
+    def conflicted() -> bool:
+        records = stack.emulator_control("GET", f"audit?since={since}")["records"]
+        return {r["resource"] for r in records if r["user"] == SA and r["code"] == 409
+                and r["resource"] in kinds} == set(kinds)
+
+    wait_until(conflicted, timeout=120, what="conflicting measurement status writes",
+               interval=0.2)
+    stack.emulator_control("DELETE", "faults")
+
+    def phase() -> object:
+        got = stack.kubectl_json("get", "workloadruns", "-n", "rbac-run", "rbac-run")
+        return (got.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+    wait_until(phase, timeout=240, what="the WorkloadRun's verdict", interval=0.5)
+    status = stack.kubectl_json("get", "workloadruns", "-n", "rbac-run", "rbac-run")["status"]
+    assert status["phase"] == "Succeeded", status
+    measured = stack.kubectl_json("get", "bandwidthmeasurements", "-n", "rbac-run")["items"]
+    assert len(measured) == NODES // 4, measured
+    stack.kubectl("delete", "workloadruns", "-n", "rbac-run", "rbac-run", "--wait=true",
+                  "--timeout=120s")
+    for kind in ("workflows.cre.dev", "jobs.cre.dev", "bandwidthmeasurements.cre.dev",
+                 "goodputmeasurements.cre.dev", "trainjobs.trainer.kubeflow.org",
+                 "trainingruntimes.trainer.kubeflow.org"):
+        wait_until(lambda kind=kind: not stack.kubectl_json("get", kind, "-n",
+                                                            "rbac-run")["items"],
+                   timeout=120, what=f"{kind} to go with the WorkloadRun", interval=0.5)
 
 
 def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> None:
@@ -240,6 +303,8 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
     # and delete their Workflow, Jobs, per-group TrainingRuntime copies and node-result
     # ConfigMaps, and deleting it removes them all.
     _certify(stack)
+    # A WorkloadRun with a bandwidth measurement: the WorkloadRun and measurement controllers.
+    _workload_run(stack)
     manager.stop()
 
     records = [r for r in stack.emulator_control("GET", "audit")["records"]
@@ -263,8 +328,8 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
     assert {("", "pods/log", "get"), ("trainer.kubeflow.org", "trainjobs", "create"),
             ("cre.dev", "jobs/finalizers", "update")} <= used  # the run did the real work
     assert not any(resource.startswith("secrets") for _, resource, _ in grants)
-    later = _later(grants, used)
+    later = dict(LATER_VERBS)
     unused = sorted(set(grants) - used - set(later) - set(RACE_VERBS))
     assert not unused, f"deploy/ grants what no call uses: {unused}"
     stale = sorted(set(later) & used)
-    assert not stale, f"excused as another tier's, yet used by this run: {stale}"
+    assert not stale, f"excused, yet used by this run: {stale}"

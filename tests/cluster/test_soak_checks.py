@@ -3,11 +3,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from collections import Counter
+from typing import Any, cast
 
-from cre.testing.soak import RunResult
+import pytest
+
+from cre.testing.soak import RunResult, Soak
 from cre.testing.soakreport import percentile, summarize
-from cre.testing.soaktiers import check, failure_log_problem
+from cre.testing.soaktiers import (
+    BLIND_FAULTS,
+    FAULT_KINDS,
+    TIERS,
+    UNSEEN_REASONS,
+    WORKLOAD_RUN,
+    check,
+    draw,
+    failure_log_problem,
+)
+
+SHORT_SOAK_SEED = 319  # integration/e2e/test_e2e_soak.py
 
 NS = "soak-c1"
 
@@ -82,6 +97,35 @@ def test_failure_log_problem() -> None:
     assert failure_log_problem({"failureClass": {"scope": "Node"}}, blind=False) == ""
 
 
+@pytest.mark.parametrize("reason", UNSEEN_REASONS)
+def test_the_blind_excuse_needs_a_blind_manager(reason: str) -> None:
+    """The loosened check: a record that says why no pod is named passes only when the manager
+    was blind; with the manager watching, a failure that names no launcher is a violation,
+    whatever its reason, and with or without a failureClass (no class counts as Workload)."""
+    for status in ({"failureClass": {"scope": "Workload"}}, {}):
+        unseen = {**status, "failureLog": {"reason": reason}}
+        assert failure_log_problem(unseen, blind=True) == ""
+        assert failure_log_problem(unseen, blind=False) == (
+            f"failureLog names None (reason {reason!r}) with the manager watching")
+        # A worker named instead of the launcher, or an excuse the blind rule does not know.
+        worker = {**status, "failureLog": {"podName": "j-workload-node-0-0-x", "reason": reason}}
+        assert failure_log_problem(worker, blind=False)
+        other = {**status, "failureLog": {"podName": "j-workload-node-0-0-x", "reason": "Error"}}
+        assert "after the manager was blind" in failure_log_problem(other, blind=True)
+        assert failure_log_problem({**status}, blind=False)  # no record at all
+
+
+def test_a_run_is_blind_only_after_a_blinding_fault_or_a_manager_exit() -> None:
+    soak = Soak(cast(Any, None), time_scale=1.0, outage_seconds=1.0, verdict_timeout=1.0)
+    seeing = RunResult(run=0, seed=1, faults=["latency", "conflict_storm", "watch_drops",
+                                              "gone_http", "node_not_ready"], expected="Failed")
+    assert not soak.blind(seeing)
+    for fault in BLIND_FAULTS:
+        assert soak.blind(RunResult(run=0, seed=1, faults=[fault], expected="Failed"))
+    soak.exits_during_runs += 1  # a manager exited during this run (a lease lost)
+    assert soak.blind(seeing)
+
+
 def test_summary_figures() -> None:
     runs = [RunResult(run=i, seed=i, faults=["outage"] if i % 2 else [], expected="Succeeded",
                       seconds=float(i)) for i in range(10)]
@@ -96,3 +140,40 @@ def test_summary_figures() -> None:
     assert [r["seed"] for r in report["failing_runs"]] == [3]
     assert report["time_to_verdict_s"]["without_faults"] == {"p50": 4.0, "p99": 8.0, "runs": 5}
     assert percentile([], 50) == 0.0
+
+
+def test_the_short_soak_draws_every_tier_and_fault() -> None:
+    """The ten runs of the short soak's seed, drawn as :func:`run_soak` draws them: every
+    tier (a WorkloadRun passing and one failing), every fault kind, a tier run deleted."""
+    master = random.Random(SHORT_SOAK_SEED)
+    plans = [draw(random.Random(master.randrange(1 << 31))) for _ in range(10)]
+    assert Counter(p.tier for p in plans) == {"Job": 6, "Certification": 2, "WorkloadRun": 2}
+    assert set(TIERS) == {p.tier for p in plans}
+    assert {p.fail for p in plans if p.tier == "WorkloadRun"} == {True, False}
+    assert any(p.deleted for p in plans if p.tier == "Certification")
+    assert {k for p in plans for k in p.kinds} == set(FAULT_KINDS)
+
+
+def test_tier_shares_over_many_runs() -> None:
+    """About a third of the runs are tier runs, split evenly; a launcher failing while the
+    manager is down is always a Job run."""
+    plans = [draw(random.Random(s)) for s in range(3000)]
+    shares = Counter(p.tier for p in plans)
+    assert 0.12 < shares["WorkloadRun"] / 3000 < 0.2
+    assert 0.12 < shares["Certification"] / 3000 < 0.2
+    assert all(p.tier == "Job" for p in plans if "launcher_fails_while_down" in p.kinds)
+
+
+def test_a_workload_run_checks_its_own_children() -> None:
+    """A WorkloadRun's BandwidthMeasurements are created once; its lost phase is caught."""
+    twice = [_v("bandwidthmeasurements", "m", uid="u1"),
+             _v("bandwidthmeasurements", "m", uid="u2")]
+    result = RunResult(run=0, seed=1, faults=[], expected="Succeeded", tier="WorkloadRun")
+    check(result, namespace=NS, versions=twice, audit=[], fail=False, blind=False,
+          kind=WORKLOAD_RUN)
+    assert "bandwidthmeasurements/m" in result.violations["single_create"]
+    lost = [_v("workloadruns", "r", phase="Failed"), _v("workloadruns", "r", phase="Running")]
+    result = RunResult(run=0, seed=1, faults=[], expected="Failed", tier="WorkloadRun")
+    check(result, namespace=NS, versions=lost, audit=[], fail=True, blind=False,
+          kind=WORKLOAD_RUN)
+    assert "workloadruns/r lost its terminal phase" in result.violations["no_regression"]
