@@ -190,16 +190,8 @@ class Catalog:
         for block in pdata.fabric:
             if block.applies(platform, arch):
                 spec = deep_merge(spec, block.spec)
-        values: dict[str, Scalar] = {
-            "numNodes": num_nodes,
-            "gpusPerNode": defaults.gpus_per_node,
-            "mlnxPerNode": defaults.mlnx_per_node,
-            "totalGpus": num_nodes * defaults.gpus_per_node,
-            "mnnvl": 1 if arch in MNNVL_ARCHS else 0,
-            "entry": entry,
-            "platform": platform,
-            "arch": arch,
-        }
+        values = _builtin_values(defaults, num_nodes=num_nodes, entry=entry,
+                                 platform=platform, arch=arch)
         try:
             resolved: Mapping[str, Any] = resolve(spec, SPEC, values)
         except TemplateError as exc:
@@ -239,17 +231,9 @@ class Catalog:
             params.update(block.parameters)
         for key, value in (parameters or {}).items():
             params[key] = _coerce_parameter(entry, key, value, path=f"parameters.{key}")
-        values: dict[str, Scalar] = {
-            **params,
-            "numNodes": num_nodes,
-            "gpusPerNode": defaults.gpus_per_node,
-            "mlnxPerNode": defaults.mlnx_per_node,
-            "totalGpus": num_nodes * defaults.gpus_per_node,
-            "mnnvl": 1 if arch in MNNVL_ARCHS else 0,
-            "entry": entry.variant,
-            "platform": platform,
-            "arch": arch,
-        }
+        values = {**params, **_builtin_values(defaults, num_nodes=num_nodes,
+                                              entry=entry.variant, platform=platform,
+                                              arch=arch)}
         try:
             resolved = resolve(spec, SPEC, values)
         except TemplateError as exc:
@@ -266,6 +250,21 @@ class Catalog:
             spec=resolved,
             applied=tuple(b.label for b in blocks),
         )
+
+
+def _builtin_values(defaults: ArchDefaults, *, num_nodes: int, entry: str, platform: str,
+                    arch: str) -> dict[str, Scalar]:
+    """The values every catalog template may reference besides an entry's parameters."""
+    return {
+        "numNodes": num_nodes,
+        "gpusPerNode": defaults.gpus_per_node,
+        "mlnxPerNode": defaults.mlnx_per_node,
+        "totalGpus": num_nodes * defaults.gpus_per_node,
+        "mnnvl": 1 if arch in MNNVL_ARCHS else 0,
+        "entry": entry,
+        "platform": platform,
+        "arch": arch,
+    }
 
 
 def _coerce_parameter(entry: CatalogEntry, key: str, value: object, *, path: str) -> Scalar:

@@ -48,8 +48,11 @@ def test_a_plain_asyncio_program_runs_step_by_step(tmp_path: Path) -> None:
     assert (meta["name"], meta["labels"]) == ("b", {"seen": "yes"})
 
 
-def test_a_wait_that_never_holds_fails_with_the_last_state(tmp_path: Path) -> None:
-    """Bounded by simulated time (10 s at scale 100 = 0.1 s), naming the object and its state."""
+def test_a_wait_that_never_holds_fails_with_the_last_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded by simulated time (10 s at scale 100 = 0.1 s; the wall floor a loaded machine
+    gets is switched off here), naming the object and its state."""
+    monkeypatch.setattr("cre.testing.golden.controller.steps.WAIT_WALL_FLOOR", 0.0)
     data = _data(timeScale=100, steps=[{"waitFor": {
         "apiVersion": "v1", "kind": "ConfigMap", "name": "a", "jsonpath": "$.data.k",
         "equals": "never", "timeout": 10}}])

@@ -7,13 +7,15 @@ finalizers and watch events as over HTTP, but never hit by the faults a case inj
 controller. Eviction goes over HTTP (it is an API subresource) and retries injected errors.
 
 ``waitFor`` re-checks the object whenever the emulator's resourceVersion moves, until the
-condition holds or ``timeout`` *simulated* seconds pass; on timeout it fails with the object's
-last state. ``advance`` lets simulated time pass (``seconds / timeScale`` of wall time).
+condition holds or ``timeout`` *simulated* seconds pass (and at least ``WAIT_WALL_FLOOR`` wall
+seconds: a loaded machine is not a hang); on timeout it fails with the object's last state.
+``advance`` lets simulated time pass (``seconds / timeScale`` of wall time).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +27,12 @@ from cre.testing.golden.controller.case import DEFAULT_WAIT, ControllerCaseError
 from cre.testing.golden.jsonpath import parse as parse_jsonpath
 
 POLL = 0.005  # wall seconds between checks of the emulator's resourceVersion
+# A loaded machine is not a hang: a wait (or a settle that keeps seeing writes) fails only once
+# its simulated bound AND this many wall seconds have passed, since simulated time runs on while
+# the controller waits for a CPU. For the same reason a quiet window lasts at least
+# QUIET_WALL_FLOOR wall seconds before the case counts the controller as at rest.
+WAIT_WALL_FLOOR = 60.0
+QUIET_WALL_FLOOR = 0.25
 
 
 class WaitTimeout(AssertionError):
@@ -151,6 +159,7 @@ async def wait_for(emu: Any, arg: Mapping[str, Any], clock: SimClock, where: str
     namespace = "" if kind in ("Node", "Namespace") else _ns(arg)
     timeout = float(arg.get("timeout", DEFAULT_WAIT))
     deadline = clock.now() + timeout
+    wall_deadline = time.monotonic() + WAIT_WALL_FLOOR
     seen = -1
     obj: dict[str, Any] | None = None
     while True:
@@ -163,7 +172,7 @@ async def wait_for(emu: Any, arg: Mapping[str, Any], clock: SimClock, where: str
                 raise ControllerCaseError(f"{where}: {exc.args[0]}") from None
             if _holds(obj, arg):
                 return
-        if clock.now() >= deadline:
+        if clock.now() >= deadline and time.monotonic() >= wall_deadline:
             break
         await anyio.sleep(POLL)
     want = "to be absent" if arg.get("absent") else (
@@ -182,9 +191,10 @@ async def settle(emu: Any, clock: SimClock, quiet: float, *, where: str,
     if quiet <= 0:
         return
     deadline = clock.now() + limit
-    while clock.now() < deadline:
+    wall_deadline = time.monotonic() + WAIT_WALL_FLOOR
+    while clock.now() < deadline or time.monotonic() < wall_deadline:
         before = emu.resource_version
-        await anyio.sleep(clock.wall_delay(quiet))
+        await anyio.sleep(max(clock.wall_delay(quiet), QUIET_WALL_FLOOR))
         if emu.resource_version == before:
             return
     raise WaitTimeout(f"{where}: the cluster did not come to rest ({quiet:g} simulated seconds "
