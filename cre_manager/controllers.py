@@ -102,23 +102,22 @@ def _workflow_controller(client: KubeClient, config: ManagerConfig,
                                        clock=config.clock()))
 
 
-def _certification_controller(client: KubeClient, config: ManagerConfig,
-                              registry: CollectorRegistry) -> Runnable:
-    # check_catalog parsed it at start-up already: a broken catalog never gets here.
-    shared = _shared_caches(client, config, registry)
-    return Draining(CertificationController(
-        client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
-        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
-        nodes=shared.nodes if shared is not None else None, clock=config.clock()))
+def _catalog_tier(cls: type[CertificationController] | type[WorkloadRunController]
+                  ) -> Callable[[KubeClient, ManagerConfig, CollectorRegistry], Runnable]:
+    """The builder of a tier that renders catalog workloads itself (Certification,
+    WorkloadRun): it reads the catalog and follows the Job controller's node cache."""
 
+    def build(client: KubeClient, config: ManagerConfig, registry: CollectorRegistry
+              ) -> Runnable:
+        # check_catalog parsed it at start-up already: a broken catalog never gets here.
+        shared = _shared_caches(client, config, registry)
+        return Draining(cls(
+            client, catalog=load_catalog(config.catalog_dir),
+            namespaces=config.namespaces or None,
+            max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+            nodes=shared.nodes if shared is not None else None, clock=config.clock()))
 
-def _workloadrun_controller(client: KubeClient, config: ManagerConfig,
-                            registry: CollectorRegistry) -> Runnable:
-    shared = _shared_caches(client, config, registry)
-    return Draining(WorkloadRunController(
-        client, catalog=load_catalog(config.catalog_dir), namespaces=config.namespaces or None,
-        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
-        nodes=shared.nodes if shared is not None else None, clock=config.clock()))
+    return build
 
 
 def _measurement_controller(client: KubeClient, config: ManagerConfig,
@@ -162,11 +161,11 @@ CONTROLLERS: dict[str, ControllerSpec] = {
                        build=_workflow_controller),
         ControllerSpec(name="certification",
                        requires=(_cre("certifications"), _cre("workflows")),
-                       build=_certification_controller),
+                       build=_catalog_tier(CertificationController)),
         ControllerSpec(name="workloadrun",
                        requires=(_cre("workloadruns"), _cre("workflows"),
                                  _cre("goodputmeasurements")),
-                       build=_workloadrun_controller),
+                       build=_catalog_tier(WorkloadRunController)),
         ControllerSpec(name="measurement",
                        requires=(_cre("bandwidthmeasurements"), _cre("jobs"),
                                  _cre("logprofiles")),

@@ -18,6 +18,11 @@ from datetime import UTC, datetime
 # 2026-01-01T00:00:00Z: a fixed, round origin keeps timestamps in goldens readable.
 DEFAULT_EPOCH = 1767225600.0
 
+# The least wall time a test's wait on simulated time gets before it times out (the scenario
+# and controller golden runners): on a loaded machine simulated time runs on while the
+# controllers wait for a CPU, and a bound meant to catch a hang must not catch a slow machine.
+WAIT_WALL_FLOOR = 120.0
+
 
 class SimClock:
     """Simulated seconds since the Unix epoch, advancing ``scale`` times faster than wall time.

@@ -72,7 +72,7 @@ from cre.kube.client import (
     Resource,
 )
 from cre.testing.apiserver.emulator import Clock
-from cre.testing.cluster.clock import SimClock
+from cre.testing.cluster.clock import WAIT_WALL_FLOOR, SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.profiles import get_profile
 from cre.testing.cluster.runtime import SimulatedCluster, simulate
@@ -99,10 +99,6 @@ CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "crashloopBackoff": "crashloop_backoff",
                  "defaultTolerationSeconds": "default_toleration_seconds",
                  "waitForWorkersTimeout": "wait_for_workers_timeout"}
-
-
-# The least wall time a wait gets before it times out (see ``ScenarioRun.wait``).
-WAIT_WALL_FLOOR = 120.0
 
 
 class ScenarioError(ValueError):
@@ -221,9 +217,6 @@ class ScenarioRun:
         clock = self.cluster.clock
         start = clock.now()
         objs: list[dict[str, Any]] = []
-        # Never sooner than WAIT_WALL_FLOOR wall seconds: on a loaded machine simulated time runs
-        # on while the controllers wait for a CPU, and a bound meant to catch a hang must not
-        # catch a slow machine.
         with anyio.move_on_after(max(clock.wall_delay(timeout), WAIT_WALL_FLOOR)) as scope:
             while True:
                 objs, rv = await self._list(res, item)

@@ -22,16 +22,15 @@ from typing import Any
 import anyio
 
 from cre.kube.client import PODS, ApiError, KubeClient
-from cre.testing.cluster.clock import SimClock, fmt_time
+from cre.testing.cluster.clock import WAIT_WALL_FLOOR, SimClock, fmt_time
 from cre.testing.golden.controller.case import DEFAULT_WAIT, ControllerCaseError, Step
 from cre.testing.golden.jsonpath import parse as parse_jsonpath
 
 POLL = 0.005  # wall seconds between checks of the emulator's resourceVersion
-# A loaded machine is not a hang: a wait (or a settle that keeps seeing writes) fails only once
-# its simulated bound AND this many wall seconds have passed, since simulated time runs on while
-# the controller waits for a CPU. For the same reason a quiet window lasts at least
-# QUIET_WALL_FLOOR wall seconds before the case counts the controller as at rest.
-WAIT_WALL_FLOOR = 60.0
+# A wait (or a settle that keeps seeing writes) fails only once its simulated bound AND
+# WAIT_WALL_FLOOR wall seconds have passed; for the same reason (a loaded machine is not a hang)
+# a quiet window lasts at least QUIET_WALL_FLOOR wall seconds before the controller counts as
+# at rest.
 QUIET_WALL_FLOOR = 0.25
 
 
