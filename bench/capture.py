@@ -12,7 +12,9 @@ queueing behind other Jobs' reconciles, not just one uncontended pass.
 
 ``--backend real`` runs the same script against a real etcd + kube-apiserver
 (:mod:`cre.testing.controlplane`): the launcher's log is served kubelet-style and reached
-through kube-apiserver's pod-log proxy, as on a cluster.
+through kube-apiserver's pod-log proxy, as on a cluster. ``--backend both`` runs the emulator
+and then the real server in one invocation and prints both records with their p50/p99 ratios
+(real over emulator), so the two are measured side by side on the same machine load.
 """
 
 from __future__ import annotations
@@ -181,14 +183,23 @@ def main() -> None:
                         help="seconds between the launcher's exit and its deletion")
     parser.add_argument("--wait-limit", type=float, default=10.0,
                         help="seconds to wait for a record before counting a miss")
-    parser.add_argument("--backend", choices=("emulator", "real"), default="emulator",
-                        help="the API emulator (default) or a real etcd + kube-apiserver")
+    parser.add_argument("--backend", choices=("emulator", "real", "both"), default="emulator",
+                        help="the API emulator (default), a real etcd + kube-apiserver, or "
+                             "both one after the other")
     args = parser.parse_args()
     if args.backend == "emulator":
         print(json.dumps(anyio.run(_bench, args), indent=2))
         return
+    emulated = anyio.run(_bench, args) if args.backend == "both" else None
     with controlplane.start(crds=controlplane.default_crds()) as plane:
-        print(json.dumps(anyio.run(_bench, args, plane), indent=2))
+        real = anyio.run(_bench, args, plane)
+    if emulated is None:
+        print(json.dumps(real, indent=2))
+        return
+    ratios = {q: round(real["delay_ms"][q] / emulated["delay_ms"][q], 2)
+              if emulated["delay_ms"][q] else None for q in ("p50", "p99")}
+    print(json.dumps({"benchmark": "capture", "emulator": emulated, "real": real,
+                      "real_over_emulator": ratios}, indent=2))
 
 
 if __name__ == "__main__":

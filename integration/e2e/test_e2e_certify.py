@@ -3,6 +3,7 @@ in CRE's API group, applied with kubectl to the real cre-manager on the simulate
 
 from __future__ import annotations
 
+import pytest
 from e2e_helpers import NODES, create_namespace
 
 from cre.testing.procs import Stack, wait_until
@@ -32,6 +33,7 @@ def _certification(stack: Stack) -> dict[str, object]:
     return stack.kubectl_json("get", "certifications", "-n", "nvcre", "gpu-cluster-cert")
 
 
+@pytest.mark.both_backends
 def test_skeleton_certification_reaches_a_verdict(cluster_stack: Stack) -> None:
     """kubectl apply of the skeleton: both categories run one after another on the 8 GPU
     nodes, the Certification ends Succeeded with verdict Passed and 2/2, and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 
+import pytest
 from e2e_helpers import (
     apply_job,
     create_namespace,
@@ -20,6 +21,7 @@ from cre_manager.controllers import CONTROLLERS
 GRACE = 10.0
 
 
+@pytest.mark.both_backends
 def test_manager_reconciles_serves_metrics_and_stops_cleanly(cluster_stack: Stack) -> None:
     """Ready, a Job reaches Succeeded, metrics count it, SIGTERM exits 0 and frees the lease."""
     stack = cluster_stack

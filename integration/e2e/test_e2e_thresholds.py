@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from e2e_helpers import create_namespace
 
 from cre.testing.procs import REPO, Stack, wait_until
@@ -47,6 +48,7 @@ def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
     return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
 
 
+@pytest.mark.both_backends
 def test_thresholds_pass_and_fail_with_the_measured_value(cluster_stack: Stack) -> None:
     stack = cluster_stack
     create_namespace(stack, NAMESPACE)

@@ -3,6 +3,7 @@ group, applied with kubectl to the real cre-manager on the simulated cluster."""
 
 from __future__ import annotations
 
+import pytest
 from e2e_helpers import NODES, create_namespace
 
 from cre.testing.procs import REPO, Stack, wait_until
@@ -28,6 +29,7 @@ def _run(stack: Stack) -> dict[str, object]:
     return stack.kubectl_json("get", "workloadruns", "-n", "runs", "nccl-all-reduce")
 
 
+@pytest.mark.both_backends
 def test_reference_example_workloadrun_reaches_a_verdict(cluster_stack: Stack) -> None:
     """kubectl apply of the example: the run builds its Workflow (owned by it), the 8 GPU nodes
     run in two groups of 4 with a measured bus bandwidth each, the run ends Succeeded, and
