@@ -12,7 +12,7 @@ SIM_TIME_SCALE = 10.0
 
 
 def create_namespace(stack: Stack, name: str) -> None:
-    """``kubectl apply`` of a Namespace (the emulator speaks JSON, not protobuf)."""
+    """``kubectl apply`` of a Namespace (idempotent, unlike ``kubectl create namespace``)."""
     stack.kubectl("apply", "-f", "-",
                   stdin=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}}}\n")
 

@@ -8,6 +8,7 @@ client prove that unmodified clients drive them.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -341,14 +342,31 @@ async def test_kubectl_apply_scale_set_image_and_explain(kubectl: Kubectl) -> No
     assert code != 0 and "NotFound" in err
 
 
-async def test_kubectl_generators_send_protobuf_and_the_pipe_workaround(kubectl: Kubectl) -> None:
-    """`kubectl create namespace` (protobuf body) is 415; the dry-run | apply pipe works."""
-    code, _, err = await kubectl.run("create", "namespace", "gen", ok=False)
-    assert code != 0 and "unknown format" in err
-    _, manifest, _ = await kubectl.run("create", "namespace", "gen", "--dry-run=client",
-                                       "-o", "yaml")
-    _, out, _ = await kubectl.run("apply", "-f", "-", stdin=manifest)
+async def test_kubectl_generators_send_protobuf(kubectl: Kubectl) -> None:
+    """kubectl's typed generators post protobuf bodies, which the emulator decodes: the objects
+    are what the same command's JSON (``--dry-run=client -o json | create -f -``) makes."""
+    _, out, _ = await kubectl.run("create", "namespace", "gen")
     assert "namespace/gen created" in out
+    _, out, _ = await kubectl.run("create", "deployment", "web", "--image=nginx", "--replicas=2",
+                                  "-n", "gen")
+    assert "deployment.apps/web created" in out
+    _, manifest, _ = await kubectl.run("create", "deployment", "web2", "--image=nginx",
+                                       "--replicas=2", "-n", "gen", "--dry-run=client",
+                                       "-o", "json")
+    await kubectl.run("create", "-f", "-", stdin=manifest)
+    _, by_proto, _ = await kubectl.run("get", "deployment", "web", "-n", "gen", "-o", "json")
+    _, by_json, _ = await kubectl.run("get", "deployment", "web2", "-n", "gen", "-o", "json")
+
+    def spec(text: str) -> Any:
+        obj = json.loads(text)
+        obj["spec"]["selector"]["matchLabels"] = obj["spec"]["template"]["metadata"]["labels"] = {}
+        obj["spec"]["template"]["spec"]["containers"][0]["name"] = ""
+        return obj["spec"]
+
+    assert spec(by_proto) == spec(by_json)
+    assert spec(by_proto)["strategy"]["type"] == "RollingUpdate"
+    code, _, err = await kubectl.run("create", "namespace", "gen", ok=False)
+    assert code != 0 and "AlreadyExists" in err
 
 async def test_official_client_apps_rbac_policy(emu: Emulator) -> None:
     """The official client creates, reads, patches, scales and deletes the new kinds."""

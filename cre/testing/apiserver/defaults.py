@@ -40,36 +40,36 @@ def _fill(target: Obj, defaults: Obj) -> bool:
     return changed
 
 
+def _rolling(spec: Obj, field: str, rolling_defaults: Obj) -> None:
+    """An update strategy whose type is unset (``{}`` included: Go sees an empty struct) is
+    RollingUpdate, whose parameters get their defaults."""
+    strategy = spec.get(field)
+    if strategy is None:
+        strategy = spec[field] = {}
+    if isinstance(strategy, dict):
+        _fill(strategy, {"type": "RollingUpdate"})
+        if strategy.get("type") == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                _fill(rolling, rolling_defaults)
+
+
 def _deployment(spec: Obj) -> None:
-    _fill(spec, {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
-                 "strategy": {"type": "RollingUpdate"}})
-    strategy = spec["strategy"]
-    if isinstance(strategy, dict) and strategy.get("type") == "RollingUpdate":
-        rolling = strategy.setdefault("rollingUpdate", {})
-        if isinstance(rolling, dict):
-            _fill(rolling, _ROLLING)
+    _fill(spec, {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600})
+    _rolling(spec, "strategy", _ROLLING)
 
 
 def _statefulset(spec: Obj) -> None:
     _fill(spec, {"replicas": 1, "revisionHistoryLimit": 10,
                  "podManagementPolicy": "OrderedReady",
-                 "updateStrategy": {"type": "RollingUpdate"},
                  "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain",
                                                           "whenScaled": "Retain"}})
-    strategy = spec["updateStrategy"]
-    if isinstance(strategy, dict) and strategy.get("type") == "RollingUpdate":
-        rolling = strategy.setdefault("rollingUpdate", {})
-        if isinstance(rolling, dict):
-            _fill(rolling, {"partition": 0})
+    _rolling(spec, "updateStrategy", {"partition": 0})
 
 
 def _daemonset(spec: Obj) -> None:
-    _fill(spec, {"revisionHistoryLimit": 10, "updateStrategy": {"type": "RollingUpdate"}})
-    strategy = spec["updateStrategy"]
-    if isinstance(strategy, dict) and strategy.get("type") == "RollingUpdate":
-        rolling = strategy.setdefault("rollingUpdate", {})
-        if isinstance(rolling, dict):
-            _fill(rolling, {"maxUnavailable": 1, "maxSurge": 0})
+    _fill(spec, {"revisionHistoryLimit": 10})
+    _rolling(spec, "updateStrategy", {"maxUnavailable": 1, "maxSurge": 0})
 
 
 def _replicaset(spec: Obj) -> None:
@@ -294,6 +294,22 @@ _ZERO_STATUS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+def _drop_zero_times(node: Any) -> None:
+    """A template's ``metadata.creationTimestamp: null`` (what Go's JSON and protobuf encoders
+    write for the zero time a client leaves there) decodes to the zero time, which the server's
+    encoder omits."""
+    if isinstance(node, dict):
+        meta = node.get("metadata")
+        if isinstance(meta, dict) and "creationTimestamp" in meta \
+                and meta["creationTimestamp"] is None:
+            del meta["creationTimestamp"]
+        for value in node.values():
+            _drop_zero_times(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_zero_times(value)
+
+
 def apply_builtin_defaults(obj: Obj, *, release: tuple[int, int] = (1, 33)) -> Obj:
     """`obj` with the defaults of its kind at Kubernetes `release` filled in (a copy when
     anything changes)."""
@@ -306,6 +322,7 @@ def apply_builtin_defaults(obj: Obj, *, release: tuple[int, int] = (1, 33)) -> O
     if fill is not None and isinstance(spec, dict):
         new_spec = clone(spec)
         fill(new_spec)
+        _drop_zero_times(new_spec)
         if kind == "Job" and release >= (1, 35):
             _pod_failure_status(new_spec)
         if new_spec != spec:
@@ -320,6 +337,8 @@ def apply_builtin_defaults(obj: Obj, *, release: tuple[int, int] = (1, 33)) -> O
         if isinstance(tlabels, dict) and tlabels and not meta.get("labels"):
             out = dict(out)
             out["metadata"] = {**meta, "labels": dict(tlabels)}
+    if (group, kind) == ("", "Secret") and not obj.get("type"):
+        out = {**out, "type": "Opaque"}  # SetDefaults_Secret
     status = obj.get("status")
     if counters and isinstance(status, dict) and any(c not in status for c in counters):
         out = dict(out)

@@ -4,8 +4,8 @@ Off by default (every request is the emulator's administrator, as before), so th
 test suite is untouched. With enforcement on (``serve(rbac=True)``, ``--rbac`` on the CLI):
 
 * the kubeconfig's token is the administrator (group ``system:masters``: everything allowed);
-  tokens minted by the TokenRequest API (``POST .../serviceaccounts/{name}/token`` in JSON;
-  ``kubectl create token`` posts protobuf, which the emulator does not decode) or by
+  tokens minted by the TokenRequest API (``POST .../serviceaccounts/{name}/token``, in JSON
+  or, as ``kubectl create token`` sends it, protobuf) or by
   :meth:`Rbac.mint` authenticate as ``system:serviceaccount:{ns}:{name}`` with the
   groups ``system:serviceaccounts``, ``system:serviceaccounts:{ns}`` and
   ``system:authenticated``; any other token is ``401 Unauthorized``; no token is

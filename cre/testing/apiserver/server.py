@@ -356,13 +356,13 @@ class ApiServer:
         if verb == "create":
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
-            body = await read_body(request)
+            body = await read_body(request, rt=rt)
             opts = write_options(request)
             self._check_owner_references(user, r.namespace, body)
             obj = self.objects.create(rt, r.namespace, body, opts)
             return respond(request, self, rt, obj, status=201, warnings=opts.warnings)
         if verb == "update":
-            body = await read_body(request)
+            body = await read_body(request, rt=None if r.subresource else rt)
             opts = write_options(request)
             obj, created = self.objects.update(
                 rt, r.namespace, r.name, body, opts, subresource=r.subresource or None,

@@ -36,12 +36,6 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed("table_output", "step[[]*].body.columnDefinitions[[]*].description",
             "column descriptions are upstream's API documentation text, which the emulator "
             "words itself rather than copies; names, types, formats and priorities agree"),
-    Allowed("kubectl_create_typed", "step[[]0].*",
-            "kubectl's typed generators (create configmap/secret/namespace, create token) post "
-            "protobuf (application/vnd.kubernetes.protobuf), which kube-apiserver decodes and "
-            "the emulator answers with 415 UnsupportedMediaType: it speaks JSON and YAML only "
-            "(CRE's clients send JSON). kubectl create -f, apply, patch, get and delete send "
-            "JSON and are compared in the other kubectl scripts"),
     Allowed("kubectl_patch", "step[[]6].stderr",
             "kube-apiserver appends a diff of the old and new Go PodSpec structs to the 'pod "
             "updates may not change fields' message (kubectl prints it on further lines); the "

@@ -357,8 +357,21 @@ SCRIPTS: tuple[Script, ...] = (
         kc("get", "configmap", "nope"),
         kc("get", "configmaps", "-o", "custom-columns=NAME:.metadata.name,X:.data.x"),
     )),
-    Script("kubectl_create_typed", about="kubectl's typed generators post protobuf", steps=(
+    Script("kubectl_create_typed", about="kubectl's typed generators post protobuf "
+           "(application/vnd.kubernetes.protobuf); the created objects as JSON", steps=(
+        kc("create", "configmap", "typed", "--from-literal=x=1", "--from-literal=y=two"),
+        kc("create", "secret", "generic", "pw", "--from-literal=user=admin"),
+        kc("create", "serviceaccount", "robot"),
+        kc("create", "deployment", "web", "--image=nginx", "--replicas=2", "--port=80"),
+        kc("create", "job", "once", "--image=busybox", "--", "echo", "hi"),
+        kc("create", "service", "clusterip", "front", "--tcp=80:8080"),
+        kc("create", "role", "reader", "--verb=get,list", "--resource=pods"),
+        kc("create", "rolebinding", "reader", "--role=reader", "--serviceaccount=ns:robot"),
+        kc("create", "poddisruptionbudget", "guard", "--selector=app=web", "--min-available=1"),
         kc("create", "configmap", "typed", "--from-literal=x=1"),
+        kc("get", "configmap/typed", "secret/pw", "serviceaccount/robot", "deployment/web",
+           "job/once", "role/reader", "rolebinding/reader", "poddisruptionbudget/guard", "-o",
+           "json"),
     )),
     Script("kubectl_apply", about="kubectl apply client-side (created/configured/unchanged, "
            "the last-applied annotation) and --server-side with a conflict and force", steps=(
