@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--dir", type=Path, required=True, help="scratch folder for the plane")
     up.add_argument("--controller-manager", action="store_true")
     up.add_argument("--scheduler", action="store_true")
+    up.add_argument("--kwok", action="store_true",
+                    help="KWOK for the nodes labelled type=kwok (cre.testing.controlplane.kwok)")
     up.add_argument("--crds", type=Path, action="append",
                     help="CRD file or folder (repeatable; default: upstream + deploy/crds)")
     down = sub.add_parser("down", help="stop the control plane recorded in --dir")
@@ -53,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
             running = plane.start(workdir=args.dir.resolve(), crds=args.crds, detach=True,
                                   controller_manager=args.controller_manager,
                                   scheduler=args.scheduler)
+            if args.kwok:
+                try:
+                    running.start_kwok(detach=True)
+                except BaseException:
+                    running.stop()
+                    raise
             print(json.dumps({"kubeconfig": str(running.kubeconfig), "url": running.url,
                               "pids": dict(zip([c.name for c in running.components],
                                                running.pids(), strict=True))}))
