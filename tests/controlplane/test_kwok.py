@@ -9,8 +9,12 @@ asserts on wall-clock durations: a loaded machine only makes them slower.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,3 +186,52 @@ def test_pod_annotations_are_checked() -> None:
         K.pod_annotations(exit_code=300)
     with pytest.raises(ValueError, match=r"cre\.dev/kwok-run-seconds: -1 seconds is negative"):
         K.pod_annotations(run_seconds=-1)
+
+
+def test_deleting_a_running_job_pod_counts_as_a_failure(plane: ControlPlane) -> None:
+    """The Job controller's tracking finalizer holds the deleted pod until KWOK has made it
+    Failed (exit 143); the controller then counts the failure, releases the pod (KWOK deletes
+    it) and starts a replacement."""
+    _create(plane, f"/apis/batch/v1/namespaces/{NS}/jobs",
+            _job("long", completions=1, backoff_limit=3, annotations={}))
+    first = _until(plane, "Job long's pod to run", lambda: [
+        p for p in _pods(plane, "long") if p["status"].get("phase") == "Running"])[0]
+    name = first["metadata"]["name"]
+    assert "batch.kubernetes.io/job-tracking" in first["metadata"]["finalizers"]
+    status, body = plane.request("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}")
+    assert status == 200, body
+    _until(plane, f"pod {name} to be gone",
+           lambda: plane.request("GET", f"/api/v1/namespaces/{NS}/pods/{name}")[0] == 404)
+
+    def job_failed_once() -> bool:
+        _, job = plane.request("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/long")
+        return bool(job.get("status", {}).get("failed") == 1)
+
+    _until(plane, "Job long to count one failure", job_failed_once)
+    replacement = _until(plane, "a replacement pod to run", lambda: [
+        p for p in _pods(plane, "long")
+        if p["metadata"]["name"] != name and p["status"].get("phase") == "Running"])
+    assert len(replacement) == 1
+    status, body = plane.request("DELETE", f"/apis/batch/v1/namespaces/{NS}/jobs/long"
+                                 "?propagationPolicy=Foreground")
+    assert status == 200, body
+    _until(plane, "Job long and its pods to be gone", lambda: not _pods(plane, "long") and
+           plane.request("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/long")[0] == 404)
+
+
+def test_cli_up_with_kwok_and_down(tmp_path: Path) -> None:
+    kwok_or_skip()
+    cli = [sys.executable, "-m", "cre.testing.controlplane"]
+    up = subprocess.run([*cli, "up", "--dir", str(tmp_path), "--kwok"], capture_output=True,
+                        text=True, check=False, timeout=300)
+    assert up.returncode == 0, up.stderr
+    pids = json.loads(up.stdout)["pids"]
+    try:
+        assert list(pids) == ["etcd", "kube-apiserver", "kwok"]
+        assert all(_running(p) for p in pids.values())
+    finally:
+        down = subprocess.run([*cli, "down", "--dir", str(tmp_path)], capture_output=True,
+                              text=True, check=False, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert json.loads(down.stdout)["stopped"] == ["kwok", "kube-apiserver", "etcd"]
+    assert not any(_running(p) for p in pids.values())
