@@ -235,3 +235,32 @@ def test_cli_up_with_kwok_and_down(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert json.loads(down.stdout)["stopped"] == ["kwok", "kube-apiserver", "etcd"]
     assert not any(_running(p) for p in pids.values())
+
+
+def test_a_pod_that_has_not_started_is_pending_with_containers_creating(
+        plane: ControlPlane) -> None:
+    path = f"/api/v1/namespaces/{NS}/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "slow", "annotations": K.pod_annotations(start_seconds=3600)},
+           "spec": {"restartPolicy": "Never", "containers": [
+               {"name": "a", "image": "cre/a:test"}, {"name": "b", "image": "cre/b:test"}]}}
+    _create(plane, path, pod)
+
+    def pending() -> dict[str, Any] | None:
+        _, body = plane.request("GET", f"{path}/slow")
+        return dict(body) if body["status"].get("startTime") else None
+
+    body = _until(plane, "pod slow to be started on its node", pending)
+    status = body["status"]
+    assert status["phase"] == "Pending"
+    assert status["podIP"] and status["hostIP"].startswith("10.10.0.")
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert conds["PodReadyToStartContainers"]["status"] == "True"
+    assert conds["Ready"]["status"] == "False"
+    assert conds["Ready"]["reason"] == "ContainersNotReady"
+    assert conds["Ready"]["message"] == "containers with unready status: [a b]"
+    assert [cs["state"] for cs in status["containerStatuses"]] == [
+        {"waiting": {"reason": "ContainerCreating"}}] * 2
+    status_code, body = plane.request("DELETE", f"{path}/slow")
+    assert status_code == 200, body
+    _until(plane, "pod slow to be gone", lambda: plane.request("GET", f"{path}/slow")[0] == 404)

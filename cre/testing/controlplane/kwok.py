@@ -101,9 +101,12 @@ nodeInfo:
 phase: Running
 """
 
-# Running: the conditions and container states the kubelet reports once every container has
-# started and is ready (kubelet status/generate.go), with host and pod IPs from KWOK's CIDR.
-_POD_RUNNING = """\
+_UNREADY = ("'containers with unready status: [{{ range $i, $c := .spec.containers }}"
+            "{{ if $i }} {{ end }}{{ $c.name }}{{ end }}]'")
+
+# Pending on its node: what the kubelet writes once the sandbox is up (kubelet
+# status/generate.go), start time, host and pod IPs (from KWOK's CIDR); containers creating.
+_POD_PENDING = """\
 {{ $now := Now }}
 conditions:
 - lastTransitionTime: {{ $now | Quote }}
@@ -113,10 +116,52 @@ conditions:
   status: "True"
   type: Initialized
 - lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: @UNREADY@
+  type: ContainersReady
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: @UNREADY@
+  type: Ready
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  imageID: ""
+  name: {{ .name | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    waiting:
+      reason: ContainerCreating
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+hostIPs:
+- ip: {{ NodeIPWith .spec.nodeName | Quote }}
+{{ $ip := PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) \
+( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+podIP: {{ $ip | Quote }}
+podIPs:
+- ip: {{ $ip | Quote }}
+phase: Pending
+startTime: {{ $now | Quote }}
+""".replace("@UNREADY@", _UNREADY)
+
+# Running: every container started and ready, the pod Ready.
+_POD_RUNNING = """\
+{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
   status: "True"
+  reason: null
+  message: null
   type: ContainersReady
 - lastTransitionTime: {{ $now | Quote }}
   status: "True"
+  reason: null
+  message: null
   type: Ready
 containerStatuses:
 {{ range .spec.containers }}
@@ -132,16 +177,7 @@ containerStatuses:
     running:
       startedAt: {{ $now | Quote }}
 {{ end }}
-hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-hostIPs:
-- ip: {{ NodeIPWith .spec.nodeName | Quote }}
-{{ $ip := PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) \
-( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
-podIP: {{ $ip | Quote }}
-podIPs:
-- ip: {{ $ip | Quote }}
 phase: Running
-startTime: {{ $now | Quote }}
 """
 
 
@@ -149,11 +185,12 @@ def _pod_finished(code: str, reason: str, phase: str) -> str:
     """Every container terminated with ``code`` (a template expression), the pod ``phase``;
     Ready/ContainersReady turn False with PodCompleted/PodFailed, as the kubelet writes."""
     why = "PodCompleted" if phase == "Succeeded" else "PodFailed"
+    initialized = "- type: Initialized\n  reason: PodCompleted\n" if phase == "Succeeded" else ""
     template = """\
 {{ $now := Now }}
 {{ $root := . }}
 conditions:
-- lastTransitionTime: {{ $now | Quote }}
+@INITIALIZED@- lastTransitionTime: {{ $now | Quote }}
   status: "False"
   reason: @WHY@
   type: ContainersReady
@@ -188,15 +225,16 @@ containerStatuses:
 {{ end }}
 phase: @PHASE@
 """
-    for key, value in (("@WHY@", why), ("@CODE@", code), ("@REASON@", reason),
-                       ("@PHASE@", phase)):
+    for key, value in (("@INITIALIZED@", initialized), ("@WHY@", why), ("@CODE@", code),
+                       ("@REASON@", reason), ("@PHASE@", phase)):
         template = template.replace(key, value)
     return template
 
 
 def stages() -> list[dict[str, Any]]:
-    """CRE's KWOK stages: node initialize and heartbeat; pod running, exit on cue (annotations),
-    SIGTERM on deletion, and the final grace-0 delete."""
+    """CRE's KWOK stages: node initialize and heartbeat; pod pending (sandbox, IPs, containers
+    creating) then running, exit on cue (annotations), SIGTERM on deletion, and the final
+    grace-0 delete."""
     running = _req(".status.phase", "In", "Running")
     return [
         _stage("cre-node-initialize", "Node", [_req(READY, "NotIn", "True")],
@@ -205,9 +243,12 @@ def stages() -> list[dict[str, Any]]:
                [_req(".status.phase", "In", "Running"), _req(READY, "In", "True")],
                template=_NODE_CONDITIONS, immediate=True,
                delay={"durationMilliseconds": 20000, "jitterDurationMilliseconds": 25000}),
-        _stage("cre-pod-running", "Pod",
+        _stage("cre-pod-pending", "Pod",
                [NOT_DELETING, _req(".spec.nodeName", "Exists"),
-                _req(".status.phase", "In", "Pending"), _req(READY, "NotIn", "True")],
+                _req(".status.startTime", "DoesNotExist")], template=_POD_PENDING),
+        _stage("cre-pod-running", "Pod",
+               [NOT_DELETING, _req(".status.phase", "In", "Pending"),
+                _req(".status.startTime", "Exists"), _req(READY, "NotIn", "True")],
                template=_POD_RUNNING, delay=_seconds_from(START_SECONDS)),
         _stage("cre-pod-succeeded", "Pod", [NOT_DELETING, running, _req(EXIT, "In", "0")],
                template=_pod_finished("0", "Completed", "Succeeded"),
