@@ -264,3 +264,22 @@ def test_a_pod_that_has_not_started_is_pending_with_containers_creating(
     status_code, body = plane.request("DELETE", f"{path}/slow")
     assert status_code == 200, body
     _until(plane, "pod slow to be gone", lambda: plane.request("GET", f"{path}/slow")[0] == 404)
+
+
+def test_config_and_nodes_need_no_go(tmp_path: Path) -> None:
+    """The stage file is YAML KWOK can read (one Stage per document, unique names, every
+    template a string); fake nodes carry the selector label and a valid InternalIP."""
+    from ruamel.yaml import YAML
+
+    from cre.testing.cluster.profiles import get_profile
+
+    docs = list(YAML(typ="safe").load_all(K.write_config(tmp_path / "s.yaml").read_text()))
+    names = [d["metadata"]["name"] for d in docs]
+    assert len(names) == len(set(names)) == len(K.stages())
+    assert {d["kind"] for d in docs} == {"Stage"}
+    assert {d["spec"]["resourceRef"]["kind"] for d in docs} == {"Node", "Pod"}
+    node = K.gpu_node(get_profile("gcp-h100"), 300)
+    assert node["metadata"]["labels"]["type"] == "kwok"
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert "conditions" not in node["status"]
+    assert node["status"]["addresses"][0] == {"type": "InternalIP", "address": "10.10.1.51"}

@@ -303,12 +303,13 @@ def gpu_node(profile: Profile, index: int) -> dict[str, Any]:
 
 
 def register_gpu_nodes(plane: ControlPlane, *, count: int, profile: str = "aws-h100",
-                       wait: bool = True, timeout: float = 120.0) -> list[str]:
-    """Create ``count`` fake GPU nodes of ``profile`` and (unless ``wait`` is False) wait
-    until KWOK reports them Ready; returns their names."""
+                       first: int = 0, wait: bool = True, timeout: float = 120.0) -> list[str]:
+    """Create ``count`` fake GPU nodes of ``profile`` (indices from ``first``, so more can be
+    added later) and, unless ``wait`` is False, wait until KWOK reports them Ready; returns
+    their names."""
     prof = get_profile(profile)
     names: list[str] = []
-    for index in range(count):
+    for index in range(first, first + count):
         node = gpu_node(prof, index)
         status, body = plane.request("POST", "/api/v1/nodes", node)
         if status != 201:
