@@ -63,3 +63,29 @@ def test_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert skip_reason() == "the real control plane is switched off (CRE_CONTROLPLANE=0)"
     monkeypatch.setenv("CRE_CONTROLPLANE", "1")
     assert skip_reason() is None
+
+
+def test_kwok_is_pinned_and_cached_apart(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """KWOK's pin comes from its go.mod; its build lives in kwok-<version>/bin with a stamp of
+    its own sources, so it never invalidates (or is invalidated by) the plane's build."""
+    assert build.kwok_version().startswith("v0.")
+    assert build.kwok_digest() != build.source_digest()
+    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
+    assert build.locate_kwok() is None
+    bin_dir = tmp_path / f"kwok-{build.kwok_version()}" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "kwok").write_text("")
+    (bin_dir / ".source").write_text("stale\n")
+    assert build.locate_kwok() is None  # a stamp from other sources is not current
+    (bin_dir / ".source").write_text(build.kwok_digest() + "\n")
+    found = build.locate_kwok()
+    assert found is not None and found.path == bin_dir / "kwok"
+    assert build.ensure_kwok_built().built is False
+
+
+def test_missing_go_is_named_for_kwok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(build.Unavailable, match=r"Go toolchain \(`go` on PATH"):
+        build.ensure_kwok_built()

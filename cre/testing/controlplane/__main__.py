@@ -1,6 +1,7 @@
 """``python -m cre.testing.controlplane build|up|down|info``: the real control plane by hand.
 
-``build`` makes (or reuses) the cached binaries and prints what it did as JSON; ``up`` starts a
+``build`` makes (or reuses) the cached binaries and prints what it did as JSON (``--kwok`` adds
+KWOK, ``--kwok-only`` builds KWOK alone); ``up`` starts a
 detached plane in ``--dir`` and prints its kubeconfig path; ``down`` stops the plane recorded
 in ``--dir``; ``info`` prints the pinned versions and the cache directory.
 """
@@ -20,10 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build the binaries into the cache unless current")
     b.add_argument("--jobs", type=int, default=2, help="parallel Go compilations (default 2)")
+    b.add_argument("--kwok", action="store_true", help="also build KWOK (tools/controlplane/kwok)")
+    b.add_argument("--kwok-only", action="store_true", help="build KWOK alone")
     up = sub.add_parser("up", help="start a detached control plane")
     up.add_argument("--dir", type=Path, required=True, help="scratch folder for the plane")
     up.add_argument("--controller-manager", action="store_true")
     up.add_argument("--scheduler", action="store_true")
+    up.add_argument("--kwok", action="store_true",
+                    help="KWOK for the nodes labelled type=kwok (cre.testing.controlplane.kwok)")
     up.add_argument("--crds", type=Path, action="append",
                     help="CRD file or folder (repeatable; default: upstream + deploy/crds)")
     down = sub.add_parser("down", help="stop the control plane recorded in --dir")
@@ -36,14 +41,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            report = build.ensure_built(jobs=args.jobs, log=True)
-            print(json.dumps({"bin": str(report.binaries.bin_dir), "built": report.built,
-                              "seconds": round(report.seconds, 1),
-                              "bin_mb": round(report.bin_bytes / 2**20, 1)}))
+            if not args.kwok_only:
+                report = build.ensure_built(jobs=args.jobs, log=True)
+                print(json.dumps({"bin": str(report.binaries.bin_dir), "built": report.built,
+                                  "seconds": round(report.seconds, 1),
+                                  "bin_mb": round(report.bin_bytes / 2**20, 1)}))
+            if args.kwok or args.kwok_only:
+                kwok = build.ensure_kwok_built(jobs=args.jobs, log=True)
+                print(json.dumps({"kwok": str(kwok.kwok.path), "version": kwok.kwok.version,
+                                  "built": kwok.built, "seconds": round(kwok.seconds, 1),
+                                  "bin_mb": round(kwok.bin_bytes / 2**20, 1)}))
         elif args.command == "up":
             running = plane.start(workdir=args.dir.resolve(), crds=args.crds, detach=True,
                                   controller_manager=args.controller_manager,
                                   scheduler=args.scheduler)
+            if args.kwok:
+                try:
+                    running.start_kwok(detach=True)
+                except BaseException:
+                    running.stop()
+                    raise
             print(json.dumps({"kubeconfig": str(running.kubeconfig), "url": running.url,
                               "pids": dict(zip([c.name for c in running.components],
                                                running.pids(), strict=True))}))
@@ -58,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             found = build.locate()
             print(json.dumps({"kubernetes": pinned.kubernetes, "etcd": pinned.etcd,
                               "bin": str(build.cache_root() / pinned.label / "bin"),
-                              "built": found is not None}))
+                              "built": found is not None, "kwok": build.kwok_version(),
+                              "kwok_built": build.locate_kwok() is not None}))
     except build.Unavailable as exc:
         print(f"control plane unavailable: {exc}", file=sys.stderr)
         return 3

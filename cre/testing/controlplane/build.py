@@ -2,9 +2,11 @@
 
 The test tier's oracle is a real etcd and kube-apiserver (plus the controller-manager and the
 scheduler). Their release binaries live in a bucket these machines cannot reach, but their Go
-modules are served by the module proxy, so ``tools/controlplane/`` holds two tiny Go modules of
+modules are served by the module proxy, so ``tools/controlplane/`` holds tiny Go modules of
 our own (a ``main`` each and a ``go.mod`` pinning the upstream versions) and this module builds
 them into a versioned cache directory that every test run and CI job on the machine reuses.
+KWOK (fake nodes and pod lifecycles) is a third module with its own, newer k8s.io libraries and
+its own cache directory (``kwok-v0.8.0``), built by :func:`ensure_kwok_built`.
 
 The versions are read from the ``go.mod`` files, so the pin lives in one place; the cache
 directory is named after them (``k8s-1.34.4-etcd-3.6.16``) and a stamp with the hash of the
@@ -29,6 +31,7 @@ REPO = Path(__file__).resolve().parents[3]
 TOOLS = REPO / "tools" / "controlplane"
 KUBE_MODULE = TOOLS / "kube"
 ETCD_MODULE = TOOLS / "etcd"
+KWOK_MODULE = TOOLS / "kwok"
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 """The names ``bin/kube`` (one multi-call binary) is linked under."""
 
@@ -81,6 +84,24 @@ class BuildReport:
     bin_bytes: int
 
 
+@attrs.frozen
+class KwokBinary:
+    """A complete KWOK build: ``path`` is the binary, ``version`` the pinned module version."""
+
+    path: Path
+    version: str
+
+
+@attrs.frozen
+class KwokBuildReport:
+    """What :func:`ensure_kwok_built` did: ``built`` is False when the cache was reused."""
+
+    kwok: KwokBinary
+    built: bool
+    seconds: float
+    bin_bytes: int
+
+
 def _require(go_mod: Path, module: str) -> str:
     text = go_mod.read_text(encoding="utf-8")
     match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
@@ -106,16 +127,50 @@ def cache_root() -> Path:
     return Path(xdg) / "cre" / "controlplane"
 
 
-def source_digest() -> str:
-    """A hash of everything the build reads from the repository."""
+def _digest(modules: tuple[Path, ...], ldflags: str) -> str:
     digest = hashlib.sha256()
-    for module in (KUBE_MODULE, ETCD_MODULE):
+    for module in modules:
         for name in ("go.mod", "go.sum", "main.go"):
             path = module / name
             digest.update(f"{module.name}/{name}\0".encode())
             digest.update(path.read_bytes() if path.is_file() else b"")
-    digest.update(_ldflags(versions()).encode())
+    digest.update(ldflags.encode())
     return digest.hexdigest()[:16]
+
+
+def source_digest() -> str:
+    """A hash of everything the etcd and kube builds read from the repository."""
+    return _digest((KUBE_MODULE, ETCD_MODULE), _ldflags(versions()))
+
+
+KWOK_LDFLAGS = "-s -w"
+
+
+def kwok_version() -> str:
+    """The pinned ``sigs.k8s.io/kwok`` version, read from ``tools/controlplane/kwok/go.mod``."""
+    if not KWOK_MODULE.is_dir():
+        raise Unavailable(f"{KWOK_MODULE} is missing (KWOK builds from a source checkout)")
+    return _require(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok")
+
+
+def kwok_digest() -> str:
+    """A hash of everything the KWOK build reads from the repository."""
+    return _digest((KWOK_MODULE,), KWOK_LDFLAGS)
+
+
+def _kwok_bin_dir(version: str) -> Path:
+    return cache_root() / f"kwok-{version}" / "bin"
+
+
+def locate_kwok() -> KwokBinary | None:
+    """The current KWOK build if it is complete and its stamp current, else None."""
+    version = kwok_version()
+    bin_dir = _kwok_bin_dir(version)
+    stamp = bin_dir / ".source"
+    if (bin_dir / "kwok").is_file() and stamp.is_file() \
+            and stamp.read_text().strip() == kwok_digest():
+        return KwokBinary(path=bin_dir / "kwok", version=version)
+    return None
 
 
 def locate() -> Binaries | None:
@@ -163,34 +218,59 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> BuildReport:
     if found is not None:
         return BuildReport(binaries=found, built=False, seconds=0.0,
                            bin_bytes=_size(found.bin_dir))
-    go = go_tool()
     pinned = versions()
     final = cache_root() / pinned.label / "bin"
+    _build_into(final, [(ETCD_MODULE, "etcd", "-s -w"), (KUBE_MODULE, "kube", _ldflags(pinned))],
+                links=COMPONENTS, stamp=source_digest(), jobs=jobs, label=pinned.label, log=log)
+    binaries = Binaries(bin_dir=final, versions=pinned)
+    return BuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
+                       bin_bytes=_size(final))
+
+
+def ensure_kwok_built(*, jobs: int = 2, log: bool = False) -> KwokBuildReport:
+    """Build KWOK (``tools/controlplane/kwok``) into ``<cache>/kwok-<version>/bin`` unless the
+    build there is current; same rules as :func:`ensure_built` (nice, ``-p jobs``, stripped,
+    moved into place only when complete, :class:`Unavailable` without Go or its proxy)."""
+    started = time.monotonic()
+    found = locate_kwok()
+    if found is not None:
+        return KwokBuildReport(kwok=found, built=False, seconds=0.0,
+                               bin_bytes=found.path.stat().st_size)
+    version = kwok_version()
+    final = _kwok_bin_dir(version)
+    _build_into(final, [(KWOK_MODULE, "kwok", KWOK_LDFLAGS)], links=(), stamp=kwok_digest(),
+                jobs=jobs, label=f"kwok-{version}", log=log)
+    kwok = KwokBinary(path=final / "kwok", version=version)
+    return KwokBuildReport(kwok=kwok, built=True, seconds=time.monotonic() - started,
+                           bin_bytes=kwok.path.stat().st_size)
+
+
+def _build_into(final: Path, outputs: list[tuple[Path, str, str]], *, links: tuple[str, ...],
+                stamp: str, jobs: int, label: str, log: bool) -> None:
+    """``go build`` each (module, output, ldflags) into a staging folder next to ``final``,
+    add the ``links`` to the last output and the stamp, then swap the folder into place."""
+    go = go_tool()
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="bin-", dir=final.parent))
     staging.chmod(0o755)
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     try:
-        for module, output in ((ETCD_MODULE, "etcd"), (KUBE_MODULE, "kube")):
+        for module, output, ldflags in outputs:
             if log:
                 print(f"controlplane: building {output} from {module.relative_to(REPO)} "
-                      f"({pinned.label})", flush=True)
+                      f"({label})", flush=True)
             _run([*nice, go, "mod", "download"], cwd=module,
                  what=f"downloading the modules of {module.relative_to(REPO)}")
-            _run([*nice, go, "build", "-p", str(jobs), "-trimpath",
-                  f"-ldflags={_ldflags(pinned) if output == 'kube' else '-s -w'}",
+            _run([*nice, go, "build", "-p", str(jobs), "-trimpath", f"-ldflags={ldflags}",
                   "-o", str(staging / output), "."], cwd=module, what=f"go build of {output}")
-        for component in COMPONENTS:
-            (staging / component).symlink_to("kube")
-        (staging / ".source").write_text(source_digest() + "\n")
+        for link in links:
+            (staging / link).symlink_to(outputs[-1][1])
+        (staging / ".source").write_text(stamp + "\n")
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    binaries = Binaries(bin_dir=final, versions=pinned)
-    return BuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
-                       bin_bytes=_size(final))
 
 
 def _ldflags(pinned: Versions) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .build import Binaries, Unavailable, ensure_built
+from .build import Binaries, KwokBinary, Unavailable, ensure_built, ensure_kwok_built
 from .plane import ControlPlane, start
 
 DIFF_CONTROLLERS = "garbagecollector,namespace"
@@ -36,6 +36,17 @@ def binaries_or_skip() -> Binaries:
         return ensure_built().binaries
     except Unavailable as exc:
         pytest.skip(f"real control plane unavailable: {exc}")
+
+
+def kwok_or_skip() -> KwokBinary:
+    """The built KWOK binary (building it if needed), or a pytest skip naming the cause."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    try:
+        return ensure_kwok_built().kwok
+    except Unavailable as exc:
+        pytest.skip(f"KWOK unavailable: {exc}")
 
 
 def start_or_skip() -> ControlPlane:

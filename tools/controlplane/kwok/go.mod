@@ -1,4 +1,4 @@
-// KWOK for CRE's test tier, opt-in: make controlplane-kwok (docs/design/016).
+// KWOK for CRE's test tier, built by make controlplane (docs/design/016).
 module cre.local/tools/controlplane/kwok
 
 go 1.26.0
