@@ -1,0 +1,210 @@
+"""The real Trainer and JobSet controllers take a TrainJob CRE renders down to bound pods.
+
+On a real control plane (kube-controller-manager's Job controller, kube-scheduler) with the
+upstream Trainer v2.2.0 and JobSet v0.11.1 controller managers and their webhooks: the MPI NCCL
+all-reduce TrainJob and TrainingRuntime from the render goldens become a JobSet (defaulted by
+JobSet's webhook), batch Jobs and pods the scheduler binds to two fake 8-GPU nodes. There is
+no kubelet, so the test plays it: it marks the worker pods Ready (JobSet's ``dependsOn`` then
+releases the launcher) and fails the launcher's pods until its Job gives up, and checks that
+the failure travels up: the JobSet fails (no failure policy in this runtime) and so does the
+TrainJob. Skips with the reason where the controllers cannot be built.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cre.core.workload import inject_pod_labels, workload_name
+from cre.testing.controlplane import ControlPlane
+from cre.testing.controlplane.build import REPO, Unavailable
+from cre.testing.controlplane.plane import CRE_CRDS, _running, start, wait_for
+from cre.testing.controlplane.pytest_fixtures import binaries_or_skip
+from cre.testing.controlplane.workload_build import WorkloadBinaries, ensure_built
+from cre.testing.controlplane.workloads import WorkloadControllers
+from cre.testing.controlplane.workloads import start as start_workloads
+from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+
+GOLDEN = REPO / "goldens" / "render" / "all-reduce-onprem-b200.json"
+NODES = ("node-01", "node-02")
+NS = "/namespaces/default"
+CORE = "/api/v1" + NS
+BATCH = "/apis/batch/v1" + NS
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2" + NS + "/jobsets"
+TRAINER = "/apis/trainer.kubeflow.org/v1alpha1" + NS
+TIMEOUT = 180.0
+
+
+def _workload_binaries_or_skip() -> WorkloadBinaries:
+    binaries_or_skip()  # the plane's own skip reasons first
+    try:
+        return ensure_built().binaries
+    except Unavailable as exc:
+        pytest.skip(f"JobSet/Trainer controllers unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def plane() -> Iterator[tuple[ControlPlane, WorkloadControllers]]:
+    workloads = _workload_binaries_or_skip()
+    try:
+        running = start(binaries=binaries_or_skip(), crds=[JOBSET_OLDEST, TRAINER_OLDEST,
+                                                            CRE_CRDS])
+    except Unavailable as exc:
+        pytest.skip(f"real control plane unavailable: {exc}")
+    try:
+        # no node-lifecycle controller: the fake nodes have no kubelet heartbeats to taint them
+        running.start_controller_manager(controllers="job,garbagecollector,namespace")
+        running.start_scheduler()
+        controllers = start_workloads(running, binaries=workloads)
+        yield running, controllers
+    finally:
+        running.stop()
+
+
+def _ok(answer: tuple[int, Any], what: str) -> Any:
+    status, body = answer
+    assert status < 300, f"{what}: {status} {json.dumps(body)[:600]}"
+    return body
+
+
+def _register_gpu_nodes(plane: ControlPlane) -> None:
+    for name in NODES:
+        _ok(plane.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                  "nvidia.com/gpu.present": "true"}}}),
+            f"node {name}")
+        resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}
+        _ok(plane.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": {
+            "capacity": resources, "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "fake node, no kubelet"}]}},
+            content_type="application/merge-patch+json"), f"node {name} status")
+
+
+def _items(plane: ControlPlane, path: str, selector: str) -> list[dict[str, Any]]:
+    status, body = plane.request("GET", f"{path}?labelSelector={selector}")
+    return list(body.get("items", [])) if status == 200 else []
+
+
+def _condition(obj: dict[str, Any], kind: str) -> str | None:
+    for cond in obj.get("status", {}).get("conditions") or ():
+        if cond.get("type") == kind:
+            return str(cond.get("status"))
+    return None
+
+
+def _pods(plane: ControlPlane, jobset: str, rjob: str) -> list[dict[str, Any]]:
+    return _items(plane, f"{CORE}/pods", f"jobset.sigs.k8s.io/jobset-name={jobset},"
+                  f"jobset.sigs.k8s.io/replicatedjob-name={rjob}")
+
+
+def _bound(pods: list[dict[str, Any]], count: int) -> bool:
+    return len(pods) == count and all(p["spec"].get("nodeName") for p in pods)
+
+
+def _kubelet_status(plane: ControlPlane, pod: dict[str, Any], *, ready: bool,
+                    exit_code: int | None = None) -> None:
+    """What a kubelet would report: Running and Ready, or Failed with ``exit_code``."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    name = pod["spec"]["containers"][0]["name"]
+    if exit_code is None:
+        phase, state = "Running", {"running": {"startedAt": now}}
+    else:
+        phase, state = "Failed", {"terminated": {"exitCode": exit_code, "reason": "Error",
+                                                 "startedAt": now, "finishedAt": now}}
+    status = {"phase": phase, "conditions": [
+        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": now},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}],
+        "containerStatuses": [{"name": name, "ready": ready, "restartCount": 0,
+                               "image": pod["spec"]["containers"][0]["image"], "imageID": "",
+                               "started": exit_code is None, "state": state}]}
+    _ok(plane.request("PATCH", f"{CORE}/pods/{pod['metadata']['name']}/status",
+                      {"status": status}, content_type="application/merge-patch+json"),
+        f"pod {pod['metadata']['name']} status")
+
+
+def test_trainjob_to_bound_pods_and_launcher_failure(
+        plane: tuple[ControlPlane, WorkloadControllers]) -> None:
+    api, controllers = plane
+    golden = json.loads(GOLDEN.read_text())["objects"]
+    cre_job = golden["Job/all-reduce-onprem-b200"]
+    runtime = golden["TrainingRuntime/all-reduce-onprem-b200-runtime"]
+    name = workload_name(cre_job["metadata"]["name"])
+    _register_gpu_nodes(api)
+    _ok(api.request("POST", f"{TRAINER}/trainingruntimes", runtime), "TrainingRuntime")
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": inject_pod_labels(cre_job["spec"]["workload"]["trainJob"],
+                                          cre_job["metadata"]["name"])}
+    created = _ok(api.request("POST", f"{TRAINER}/trainjobs", trainjob), "TrainJob")
+    # Trainer's defaulting webhook stamped every runtime patch
+    assert all(p.get("time") for p in created["spec"]["runtimePatches"])
+    alive = [run.component for run in controllers.running]
+
+    def jobset() -> dict[str, Any]:
+        status, body = api.request("GET", f"{JOBSETS}/{name}")
+        return body if status == 200 else {}
+
+    wait_for(lambda: bool(jobset()), timeout=TIMEOUT, what=f"JobSet {name}", alive=alive)
+    js = jobset()
+    assert js["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    rjobs = {r["name"]: r for r in js["spec"]["replicatedJobs"]}
+    assert set(rjobs) == {"node", "launcher"}
+    # JobSet's defaulting webhook ran (the runtime leaves completionMode to it)
+    assert {r["template"]["spec"].get("completionMode") for r in rjobs.values()} == {"Indexed"}
+    assert rjobs["node"]["template"]["spec"]["parallelism"] == 2  # numNodes from the TrainJob
+
+    # worker pods: created by the Job controller, bound by the scheduler, one per 8-GPU node
+    wait_for(lambda: _bound(_pods(api, name, "node"), 2), timeout=TIMEOUT,
+             what="two bound worker pods", alive=alive)
+    workers = _pods(api, name, "node")
+    assert sorted(p["spec"]["nodeName"] for p in workers) == list(NODES)
+    assert not _pods(api, name, "launcher")  # dependsOn: node Ready holds the launcher back
+    for pod in workers:
+        _kubelet_status(api, pod, ready=True)
+    wait_for(lambda: _bound(_pods(api, name, "launcher"), 1), timeout=TIMEOUT,
+             what="the launcher pod, bound, once the workers are Ready", alive=alive)
+
+    # the launcher fails until its Job's backoffLimit (1) is spent
+    def launcher_job_failed() -> bool:
+        for pod in _pods(api, name, "launcher"):
+            if pod["spec"].get("nodeName") and pod["status"].get("phase") not in ("Failed",
+                                                                                  "Succeeded"):
+                _kubelet_status(api, pod, ready=False, exit_code=1)
+        jobs = _items(api, f"{BATCH}/jobs", f"jobset.sigs.k8s.io/jobset-name={name},"
+                      "jobset.sigs.k8s.io/replicatedjob-name=launcher")
+        return any(_condition(j, "Failed") == "True" for j in jobs)
+
+    wait_for(launcher_job_failed, timeout=TIMEOUT, what="the launcher Job to fail",
+             alive=alive)
+    wait_for(lambda: _condition(jobset(), "Failed") == "True", timeout=TIMEOUT,
+             what=f"JobSet {name} to fail", alive=alive)
+
+    def trainjob_failed() -> bool:
+        status, body = api.request("GET", f"{TRAINER}/trainjobs/{name}")
+        return status == 200 and _condition(body, "Failed") == "True"
+
+    wait_for(trainjob_failed, timeout=TIMEOUT, what=f"TrainJob {name} to fail", alive=alive)
+
+
+def test_stop_unregisters_webhooks_and_leaves_no_process(
+        plane: tuple[ControlPlane, WorkloadControllers]) -> None:
+    api, controllers = plane
+    pids = [run.component.popen.pid for run in controllers.running]
+    assert len(pids) == 2 and all(_running(p) for p in pids)
+    controllers.stop()
+    assert not any(_running(p) for p in pids)
+    hooks = _ok(api.request("GET", "/apis/admissionregistration.k8s.io/v1/"
+                            "mutatingwebhookconfigurations"), "webhook configurations")
+    assert hooks["items"] == []
+    # without the webhooks (failurePolicy Fail) a JobSet is admitted again, undefaulted
+    probe = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+             "metadata": {"name": "after-stop"}, "spec": {"replicatedJobs": [
+                 {"name": "p", "template": {"spec": {"template": {"spec": {
+                     "containers": [{"name": "c", "image": "x"}]}}}}}]}}
+    body = _ok(api.request("POST", f"{JOBSETS}?dryRun=All", probe), "JobSet after stop")
+    assert "completionMode" not in body["spec"]["replicatedJobs"][0]["template"]["spec"]
