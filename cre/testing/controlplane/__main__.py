@@ -1,6 +1,7 @@
 """``python -m cre.testing.controlplane build|up|down|info``: the real control plane by hand.
 
-``build`` makes (or reuses) the cached binaries and prints what it did as JSON; ``up`` starts a
+``build`` makes (or reuses) the cached binaries and prints what it did as JSON (``--workloads``:
+the JobSet and Trainer controllers too); ``up`` starts a
 detached plane in ``--dir`` and prints its kubeconfig path; ``down`` stops the plane recorded
 in ``--dir``; ``info`` prints the pinned versions and the cache directory.
 """
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build the binaries into the cache unless current")
     b.add_argument("--jobs", type=int, default=2, help="parallel Go compilations (default 2)")
+    b.add_argument("--workloads", action="store_true",
+                   help="also the JobSet and Trainer controller managers (workload_build)")
     up = sub.add_parser("up", help="start a detached control plane")
     up.add_argument("--dir", type=Path, required=True, help="scratch folder for the plane")
     up.add_argument("--controller-manager", action="store_true")
@@ -40,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"bin": str(report.binaries.bin_dir), "built": report.built,
                               "seconds": round(report.seconds, 1),
                               "bin_mb": round(report.bin_bytes / 2**20, 1)}))
+            if args.workloads:
+                from . import workload_build
+
+                built = workload_build.ensure_built(jobs=args.jobs, log=True)
+                print(json.dumps({"bin": str(built.binaries.bin_dir), "built": built.built,
+                                  "seconds": round(built.seconds, 1),
+                                  "bin_mb": round(built.bin_bytes / 2**20, 1)}))
         elif args.command == "up":
             running = plane.start(workdir=args.dir.resolve(), crds=args.crds, detach=True,
                                   controller_manager=args.controller_manager,
