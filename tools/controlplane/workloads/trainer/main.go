@@ -15,7 +15,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlpkg "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -34,7 +33,7 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server (required)")
+	// --kubeconfig is controller-runtime's own flag (sigs.k8s.io/controller-runtime/pkg/client/config).
 	host := flag.String("webhook-host", "127.0.0.1", "address the webhook server binds")
 	port := flag.Int("webhook-port", 9443, "port the webhook server binds")
 	certDir := flag.String("cert-dir", "", "directory holding tls.crt and tls.key for the webhook server (required)")
@@ -44,15 +43,15 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("trainer")
-	if err := run(*kubeconfig, *host, *port, *certDir, *gates); err != nil {
+	if err := run(*host, *port, *certDir, *gates); err != nil {
 		log.Error(err, "exit")
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, host string, port int, certDir, gates string) error {
-	if kubeconfig == "" || certDir == "" {
-		return fmt.Errorf("--kubeconfig and --cert-dir are required")
+func run(host string, port int, certDir, gates string) error {
+	if certDir == "" {
+		return fmt.Errorf("--cert-dir is required")
 	}
 	scheme := apiruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -81,9 +80,9 @@ func run(kubeconfig, host string, port int, certDir, gates string) error {
 	options.LeaderElection = false
 	options.WebhookServer = webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir})
 
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	restConfig, err := ctrl.GetConfig()
 	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	mgr, err := ctrl.NewManager(restConfig, options)
 	if err != nil {
