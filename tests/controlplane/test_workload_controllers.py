@@ -6,13 +6,15 @@ all-reduce TrainJob and TrainingRuntime from the render goldens become a JobSet 
 JobSet's webhook), batch Jobs and pods the scheduler binds to two fake 8-GPU nodes. There is
 no kubelet, so the test plays it: it marks the worker pods Ready (JobSet's ``dependsOn`` then
 releases the launcher) and fails the launcher's pods until its Job gives up, and checks that
-the failure travels up: the JobSet fails (no failure policy in this runtime) and so does the
-TrainJob. Skips with the reason where the controllers cannot be built.
+the failure travels up: the JobSet fails (no failure policy in this runtime), so does the
+TrainJob, and the JobSet deletes its still-active worker Job. Skips with the reason where the
+controllers cannot be built (or ``CRE_CONTROLPLANE_WORKLOADS=0``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -41,6 +43,9 @@ TIMEOUT = 180.0
 
 def _workload_binaries_or_skip() -> WorkloadBinaries:
     binaries_or_skip()  # the plane's own skip reasons first
+    if os.environ.get("CRE_CONTROLPLANE_WORKLOADS", "1").lower() in ("0", "no", "off", "skip"):
+        pytest.skip("the real JobSet/Trainer controllers are switched off "
+                    "(CRE_CONTROLPLANE_WORKLOADS=0)")
     try:
         return ensure_built().binaries
     except Unavailable as exc:
@@ -183,12 +188,34 @@ def test_trainjob_to_bound_pods_and_launcher_failure(
              alive=alive)
     wait_for(lambda: _condition(jobset(), "Failed") == "True", timeout=TIMEOUT,
              what=f"JobSet {name} to fail", alive=alive)
+    failed = next(c for c in jobset()["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "FailedJobs"  # no failurePolicy: the first failed Job fails it
+    assert f"{name}-launcher-0" in failed["message"]
 
-    def trainjob_failed() -> bool:
+    def trainjob() -> dict[str, Any]:
         status, body = api.request("GET", f"{TRAINER}/trainjobs/{name}")
-        return status == 200 and _condition(body, "Failed") == "True"
+        return body if status == 200 else {}
 
-    wait_for(trainjob_failed, timeout=TIMEOUT, what=f"TrainJob {name} to fail", alive=alive)
+    wait_for(lambda: _condition(trainjob(), "Failed") == "True", timeout=TIMEOUT,
+             what=f"TrainJob {name} to fail", alive=alive)
+    copied = next(c for c in trainjob()["status"]["conditions"] if c["type"] == "Failed")
+    assert (copied["reason"], copied["message"]) == (failed["reason"], failed["message"])
+
+    # the finished JobSet deletes its still-active Jobs (the workers), in the foreground; with
+    # no kubelet to confirm, their pods stay in graceful deletion
+    def workers_deleting() -> bool:
+        status, job = api.request("GET", f"{BATCH}/jobs/{name}-node-0")
+        pods = _pods(api, name, "node")
+        return status == 200 and bool(job["metadata"].get("deletionTimestamp")) \
+            and "foregroundDeletion" in job["metadata"].get("finalizers", []) \
+            and len(pods) == 2 and all(p["metadata"].get("deletionTimestamp") for p in pods)
+
+    wait_for(workers_deleting, timeout=TIMEOUT, what="the worker Job's foreground deletion",
+             alive=alive)
+    # Trainer's MPI plugin made the hostfile and SSH key objects, JobSet the headless Service
+    assert _ok(api.request("GET", f"{CORE}/configmaps/{name}-mpi-hostfile"), "hostfile")
+    assert _ok(api.request("GET", f"{CORE}/secrets/{name}-mpi-ssh-auth"), "ssh Secret")
+    assert _ok(api.request("GET", f"{CORE}/services/{name}"), "headless Service")
 
 
 def test_stop_unregisters_webhooks_and_leaves_no_process(
