@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--scheduler", action="store_true")
     up.add_argument("--crds", type=Path, action="append",
                     help="CRD file or folder (repeatable; default: upstream + deploy/crds)")
+    up.add_argument("--workloads", action="store_true",
+                    help="also the real JobSet and Trainer controllers with their webhooks "
+                    "(default CRDs: their pinned versions + deploy/crds)")
     down = sub.add_parser("down", help="stop the control plane recorded in --dir")
     down.add_argument("--dir", type=Path, required=True)
     sub.add_parser("info", help="pinned versions and cache directory")
@@ -51,9 +54,22 @@ def main(argv: list[str] | None = None) -> int:
                                   "seconds": round(built.seconds, 1),
                                   "bin_mb": round(built.bin_bytes / 2**20, 1)}))
         elif args.command == "up":
-            running = plane.start(workdir=args.dir.resolve(), crds=args.crds, detach=True,
+            crds = args.crds
+            if args.workloads and crds is None:
+                from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+
+                crds = [JOBSET_OLDEST, TRAINER_OLDEST, plane.CRE_CRDS]
+            running = plane.start(workdir=args.dir.resolve(), crds=crds, detach=True,
                                   controller_manager=args.controller_manager,
                                   scheduler=args.scheduler)
+            if args.workloads:
+                from . import workloads
+
+                try:
+                    workloads.start(running, detach=True)
+                except BaseException:
+                    running.stop()
+                    raise
             print(json.dumps({"kubeconfig": str(running.kubeconfig), "url": running.url,
                               "pids": dict(zip([c.name for c in running.components],
                                                running.pids(), strict=True))}))

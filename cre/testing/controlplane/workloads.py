@@ -186,10 +186,11 @@ class WorkloadControllers:
 
 def start(plane: ControlPlane, *, jobset: bool = True, trainer: bool = True,
           binaries: WorkloadBinaries | None = None, timeout: float = 120.0,
-          log_level: str = "info") -> WorkloadControllers:
+          log_level: str = "info", detach: bool = False) -> WorkloadControllers:
     """Start the JobSet and/or Trainer controller managers against ``plane`` (building them
     first if needed) and register their webhooks; raises :class:`~.build.Unavailable` when
     they cannot be built here and :class:`ControlPlaneError` when one fails to come up.
+    ``detach``: the processes outlive this one (the CLI's ``up``; ``down`` stops them).
 
     The plane should serve the CRDs of the pinned versions (``cre.testing.crds`` vendors
     ``jobset-v0.11.1`` and ``trainer-v2.2.0``)."""
@@ -211,7 +212,7 @@ def start(plane: ControlPlane, *, jobset: bool = True, trainer: bool = True,
             comp = plane.start_component(ctl.name, [
                 f"--kubeconfig={plane.kubeconfig}", "--webhook-host=127.0.0.1",
                 f"--webhook-port={port}", f"--cert-dir={cert_dir}", f"--zap-log-level={log_level}",
-            ], binary=binaries.path(ctl.name))
+            ], binary=binaries.path(ctl.name), detach=detach)
             out.running.append(Running(controller=ctl, component=comp, port=port))
         for run in out.running:
             _register(plane, run, ca_bundle=ca_bundle, timeout=timeout)
