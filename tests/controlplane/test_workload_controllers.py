@@ -25,7 +25,7 @@ import pytest
 
 from cre.core.workload import inject_pod_labels, workload_name
 from cre.testing.cluster.jobset import child_job
-from cre.testing.cluster.trainer import build_jobset
+from cre.testing.cluster.trainer import build_jobset, hostfile_configmap
 from cre.testing.controlplane import ControlPlane
 from cre.testing.controlplane.build import REPO, Unavailable
 from cre.testing.controlplane.plane import CRE_CRDS, _running, start, wait_for
@@ -314,6 +314,12 @@ def test_simulator_builds_the_jobset_and_child_job_the_real_controllers_do(
     for field in ("labels", "annotations", "ownerReferences"):
         assert real_job["metadata"][field] == sim_job["metadata"][field], field
     assert _subset_differences(real_job["spec"], sim_job["spec"]) == set()
+    if "mpi" in runtime["spec"].get("mlPolicy", {}):
+        hostfile = _ok(api.request("GET", f"{CORE}/configmaps/{name}-mpi-hostfile"), "hostfile")
+        sim_hostfile = hostfile_configmap(created, runtime, real)
+        assert hostfile["data"] == sim_hostfile["data"]
+        assert hostfile["metadata"]["ownerReferences"] == sim_hostfile["metadata"][
+            "ownerReferences"]
 
 
 def test_stop_unregisters_webhooks_and_leaves_no_process(
