@@ -9,8 +9,8 @@ releases the launcher) and fails the launcher's pods until its Job gives up, and
 the failure travels up: the JobSet fails (no failure policy in this runtime), so does the
 TrainJob, and the JobSet deletes its still-active worker Job. A differential check holds the
 simulator's Trainer and JobSet (``cre.testing.cluster``) to the JobSet and child Job the real
-ones build for the same objects. Skips with the reason where the
-controllers cannot be built (or ``CRE_CONTROLPLANE_WORKLOADS=0``).
+ones build for the same objects. Skips with the reason where the controllers cannot be built
+(or ``CRE_CONTROLPLANE_WORKLOADS=0``).
 """
 
 from __future__ import annotations
