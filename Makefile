@@ -33,7 +33,7 @@ browser:
 # Without Go or its module proxy this prints what is missing and the tests that need it skip.
 # It also builds the real JobSet v0.11.1 and Trainer v2.2.0 controller managers
 # (tools/controlplane/workloads/, into .../jobset-v0.11.1-trainer-v2.2.0/bin): first build
-# ~4 min CPU (6.5 min wall on the shared 2-core machine), relink ~10 s, 82 MB of binaries;
+# ~4-6 min CPU (6-10 min wall on the shared 2-core machine), relink ~10 s, 82 MB of binaries;
 # CRE_CONTROLPLANE_WORKLOADS=0 leaves them out (their tests then skip and say so).
 controlplane: $(STAMP)
 	@case "$${CRE_CONTROLPLANE:-1}" in 0|no|off|skip) echo 'real control plane switched off (CRE_CONTROLPLANE=0)';; \
