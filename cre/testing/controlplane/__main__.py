@@ -1,7 +1,8 @@
 """``python -m cre.testing.controlplane build|up|down|info``: the real control plane by hand.
 
 ``build`` makes (or reuses) the cached binaries and prints what it did as JSON (``--kwok`` adds
-KWOK, ``--kwok-only`` builds KWOK alone); ``up`` starts a
+KWOK, ``--kwok-only`` builds KWOK alone, ``--workloads`` the JobSet and Trainer controllers);
+``up`` starts a
 detached plane in ``--dir`` and prints its kubeconfig path; ``down`` stops the plane recorded
 in ``--dir``; ``info`` prints the pinned versions and the cache directory.
 """
@@ -23,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--jobs", type=int, default=2, help="parallel Go compilations (default 2)")
     b.add_argument("--kwok", action="store_true", help="also build KWOK (tools/controlplane/kwok)")
     b.add_argument("--kwok-only", action="store_true", help="build KWOK alone")
+    b.add_argument("--workloads", action="store_true",
+                   help="also the JobSet and Trainer controller managers (workload_build)")
     up = sub.add_parser("up", help="start a detached control plane")
     up.add_argument("--dir", type=Path, required=True, help="scratch folder for the plane")
     up.add_argument("--controller-manager", action="store_true")
@@ -31,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="KWOK for the nodes labelled type=kwok (cre.testing.controlplane.kwok)")
     up.add_argument("--crds", type=Path, action="append",
                     help="CRD file or folder (repeatable; default: upstream + deploy/crds)")
+    up.add_argument("--workloads", action="store_true",
+                    help="also the real JobSet and Trainer controllers with their webhooks "
+                    "(default CRDs: their pinned versions + deploy/crds)")
     down = sub.add_parser("down", help="stop the control plane recorded in --dir")
     down.add_argument("--dir", type=Path, required=True)
     sub.add_parser("info", help="pinned versions and cache directory")
@@ -51,16 +57,32 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({"kwok": str(kwok.kwok.path), "version": kwok.kwok.version,
                                   "built": kwok.built, "seconds": round(kwok.seconds, 1),
                                   "bin_mb": round(kwok.bin_bytes / 2**20, 1)}))
+            if args.workloads:
+                from . import workload_build
+
+                built = workload_build.ensure_built(jobs=args.jobs, log=True)
+                print(json.dumps({"bin": str(built.binaries.bin_dir), "built": built.built,
+                                  "seconds": round(built.seconds, 1),
+                                  "bin_mb": round(built.bin_bytes / 2**20, 1)}))
         elif args.command == "up":
-            running = plane.start(workdir=args.dir.resolve(), crds=args.crds, detach=True,
+            crds = args.crds
+            if args.workloads and crds is None:
+                from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+
+                crds = [JOBSET_OLDEST, TRAINER_OLDEST, plane.CRE_CRDS]
+            running = plane.start(workdir=args.dir.resolve(), crds=crds, detach=True,
                                   controller_manager=args.controller_manager,
                                   scheduler=args.scheduler)
-            if args.kwok:
-                try:
+            try:
+                if args.kwok:
                     running.start_kwok(detach=True)
-                except BaseException:
-                    running.stop()
-                    raise
+                if args.workloads:
+                    from . import workloads
+
+                    workloads.start(running, detach=True)
+            except BaseException:
+                running.stop()
+                raise
             print(json.dumps({"kubeconfig": str(running.kubeconfig), "url": running.url,
                               "pids": dict(zip([c.name for c in running.components],
                                                running.pids(), strict=True))}))

@@ -1,0 +1,143 @@
+"""Building the real JobSet and Kubeflow Trainer controller managers from their Go modules.
+
+The oracle tier runs the upstream controllers CRE's workloads depend on, not only the simulator's
+re-implementations of them (``cre.testing.cluster.jobset``/``trainer``). Their images are not
+reachable from these machines, but ``sigs.k8s.io/jobset`` and ``github.com/kubeflow/trainer/v2``
+are served by the Go module proxy, so ``tools/controlplane/workloads/{jobset,trainer}`` hold a
+``main`` of ours each (the manager wiring, a few lines over the upstream packages) and a
+``go.mod`` pinning the upstream version. They are two modules because JobSet v0.11.1's webhooks
+use controller-runtime 0.22's builder, which Trainer v2.2.0's 0.23 replaced; both pin
+``k8s.io/* v0.35.2`` so the second build reuses most of the first one's compiled packages.
+
+Like :mod:`.build`, the pins are read from the ``go.mod`` files, the cache directory is named
+after them (``jobset-v0.11.1-trainer-v2.2.0``) and a stamp with the hash of the sources decides
+whether a present build is current. :class:`~.build.Unavailable` names what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+from .build import REPO, TOOLS, Unavailable, _require, _run, cache_root, go_tool
+
+WORKLOADS = TOOLS / "workloads"
+JOBSET_MODULE = WORKLOADS / "jobset"
+TRAINER_MODULE = WORKLOADS / "trainer"
+CONTROLLERS = ("jobset", "trainer")
+
+
+@attrs.frozen
+class WorkloadVersions:
+    """The upstream versions pinned by ``tools/controlplane/workloads/*/go.mod``."""
+
+    jobset: str
+    trainer: str
+
+    @property
+    def label(self) -> str:
+        return f"jobset-{self.jobset}-trainer-{self.trainer}"
+
+
+@attrs.frozen
+class WorkloadBinaries:
+    """Paths of a complete build."""
+
+    bin_dir: Path
+    versions: WorkloadVersions
+
+    def path(self, controller: str) -> Path:
+        """``jobset`` or ``trainer``."""
+        if controller not in CONTROLLERS:
+            raise ValueError(f"unknown workload controller {controller!r}; one of {CONTROLLERS}")
+        return self.bin_dir / controller
+
+
+@attrs.frozen
+class WorkloadBuildReport:
+    """What :func:`ensure_built` did: ``built`` is False when the cache was reused."""
+
+    binaries: WorkloadBinaries
+    built: bool
+    seconds: float
+    bin_bytes: int
+
+
+def versions() -> WorkloadVersions:
+    """The pinned versions, read from the ``go.mod`` files."""
+    if not WORKLOADS.is_dir():
+        raise Unavailable(f"{WORKLOADS} is missing (the controllers build from a source checkout)")
+    return WorkloadVersions(
+        jobset=_require(JOBSET_MODULE / "go.mod", "sigs.k8s.io/jobset"),
+        trainer=_require(TRAINER_MODULE / "go.mod", "github.com/kubeflow/trainer/v2"))
+
+
+def source_digest() -> str:
+    """A hash of everything the build reads from the repository."""
+    digest = hashlib.sha256()
+    for module in (JOBSET_MODULE, TRAINER_MODULE):
+        for name in ("go.mod", "go.sum", "main.go"):
+            path = module / name
+            digest.update(f"{module.name}/{name}\0".encode())
+            digest.update(path.read_bytes() if path.is_file() else b"")
+    return digest.hexdigest()[:16]
+
+
+def locate() -> WorkloadBinaries | None:
+    """The current build if it is complete, else None (never builds)."""
+    pinned = versions()
+    bin_dir = cache_root() / pinned.label / "bin"
+    stamp = bin_dir / ".source"
+    binaries = WorkloadBinaries(bin_dir=bin_dir, versions=pinned)
+    if all(binaries.path(c).is_file() for c in CONTROLLERS) and stamp.is_file() \
+            and stamp.read_text().strip() == source_digest():
+        return binaries
+    return None
+
+
+def ensure_built(*, jobs: int = 2, log: bool = False) -> WorkloadBuildReport:
+    """Build both controller managers into the cache unless current.
+
+    Same policy as :func:`.build.ensure_built`: ``nice -n 10``, at most ``jobs`` parallel
+    compilations, stripped, moved into place only when complete.
+    """
+    started = time.monotonic()
+    found = locate()
+    if found is not None:
+        return WorkloadBuildReport(binaries=found, built=False, seconds=0.0,
+                                   bin_bytes=_size(found.bin_dir))
+    go = go_tool()
+    pinned = versions()
+    final = cache_root() / pinned.label / "bin"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="bin-", dir=final.parent))
+    staging.chmod(0o755)
+    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
+    try:
+        # Trainer first: its graph holds JobSet's API package, the JobSet build then reuses it.
+        for module, output in ((TRAINER_MODULE, "trainer"), (JOBSET_MODULE, "jobset")):
+            if log:
+                print(f"controlplane: building {output} from {module.relative_to(REPO)} "
+                      f"({pinned.label})", flush=True)
+            _run([*nice, go, "mod", "download"], cwd=module,
+                 what=f"downloading the modules of {module.relative_to(REPO)}")
+            _run([*nice, go, "build", "-p", str(jobs), "-trimpath", "-ldflags=-s -w",
+                  "-o", str(staging / output), "."], cwd=module, what=f"go build of {output}")
+        (staging / ".source").write_text(source_digest() + "\n")
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    binaries = WorkloadBinaries(bin_dir=final, versions=pinned)
+    return WorkloadBuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
+                               bin_bytes=_size(final))
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file() and not p.is_symlink())
