@@ -268,9 +268,7 @@ def _subset_differences(real: Any, sim: Any, path: str = "") -> set[str]:
 
 # What the real Trainer v2.2.0 writes that the simulator's build_jobset does not (found by
 # this test; each entry is a simulator gap or an encoding artifact, listed so that a change on
-# either side shows up):
-TORCH_PORT = "only real /replicatedJobs[0]/template/spec/template/spec/containers[0]/ports"
-"""Trainer's torch plugin exposes the rendezvous port 29500 on the trainer container."""
+# either side shows up). Found and fixed: the torch trainer container's port 29500.
 EMPTY_RESOURCES = ("only real /replicatedJobs[1]/template/spec/template/spec/"
                    "initContainers[0]/resources")
 """Go encodes an init container's empty ``resources`` struct as ``{}``."""
@@ -278,7 +276,7 @@ EMPTY_RESOURCES = ("only real /replicatedJobs[1]/template/spec/template/spec/"
 
 @pytest.mark.parametrize(("golden", "known"), [
     ("all-reduce-aws-h100", {EMPTY_RESOURCES}),
-    ("loopback-aws-h100", {TORCH_PORT}),
+    ("loopback-aws-h100", set()),
 ])
 def test_simulator_builds_the_jobset_and_child_job_the_real_controllers_do(
         plane: tuple[ControlPlane, WorkloadControllers], golden: str,

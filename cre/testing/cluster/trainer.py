@@ -60,6 +60,7 @@ from cre.testing.cluster.model import (
 ANCESTOR = labels.TRAINJOB_ANCESTOR_STEP
 NODE = "node"
 LAUNCHER = "launcher"
+TORCH_PORT = 29500  # the torch rendezvous port (PET_MASTER_PORT) Trainer sets and exposes
 
 
 def step(world: World, now: float, cfg: SimConfig) -> Step:
@@ -231,6 +232,9 @@ def build_jobset(tj: Mapping[str, Any], runtime: Mapping[str, Any]) -> Obj:
                 node["resources"] = deep(trainer["resourcesPerNode"])
             if mpi is None:
                 _upsert_env(node, _torch_env(tj, count, trainer))
+                # Trainer's torch plugin exposes the rendezvous port on the trainer container.
+                ports = [p for p in node.get("ports") or [] if p.get("containerPort") != TORCH_PORT]
+                node["ports"] = [*ports, {"containerPort": TORCH_PORT, "protocol": "TCP"}]
         if mpi is not None and rj["name"] in (NODE, LAUNCHER):
             _mpi_volumes(tj, pod_spec, node, launcher=rj["name"] == LAUNCHER,
                          mount=str(mpi.get("sshAuthMountPath", "/root/.ssh")))
@@ -258,7 +262,7 @@ def _torch_env(tj: Mapping[str, Any], count: int, trainer: Mapping[str, Any]) ->
             {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {
                 "fieldPath": f"metadata.annotations['{labels.COMPLETION_INDEX}']"}}},
             {"name": "PET_MASTER_ADDR", "value": f"{name}-node-0-0.{name}"},
-            {"name": "PET_MASTER_PORT", "value": "29500"}]
+            {"name": "PET_MASTER_PORT", "value": str(TORCH_PORT)}]
 
 
 def _slots(tj: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
