@@ -6,11 +6,12 @@ without the toolchain gets an error naming it rather than a silent pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from cre.testing.controlplane import build
+from cre.testing.controlplane import build, workload_build
 from cre.testing.controlplane.pytest_fixtures import skip_reason
 
 
@@ -40,14 +41,24 @@ def test_cache_dir_is_versioned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert build.cache_root() == tmp_path / "xdg" / "cre" / "controlplane"
 
 
-def test_missing_go_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# Every managed build: the plane (etcd + kube), KWOK, the JobSet and Trainer managers.
+BUILDS = pytest.mark.parametrize("ensure", [build.ensure_built, build.ensure_kwok_built,
+                                            workload_build.ensure_built],
+                                 ids=["plane", "kwok", "workloads"])
+
+
+@BUILDS
+def test_missing_go_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                             ensure: Callable[[], object]) -> None:
     monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(build.Unavailable, match=r"Go toolchain \(`go` on PATH"):
-        build.ensure_built()
+        ensure()
 
 
-def test_unreachable_proxy_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@BUILDS
+def test_unreachable_proxy_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    ensure: Callable[[], object]) -> None:
     """An empty module cache and a proxy that does not answer: Unavailable names the proxy."""
     if build.shutil.which("go") is None:
         pytest.skip("the Go toolchain is not installed")
@@ -55,7 +66,7 @@ def test_unreachable_proxy_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GOMODCACHE", str(tmp_path / "mod"))
     monkeypatch.setenv("GOPROXY", "http://127.0.0.1:9")
     with pytest.raises(build.Unavailable, match=r"Go module proxy \(http://127.0.0.1:9\)"):
-        build.ensure_built()
+        ensure()
 
 
 def test_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,10 +93,3 @@ def test_kwok_is_pinned_and_cached_apart(tmp_path: Path,
     found = build.locate_kwok()
     assert found is not None and found.path == bin_dir / "kwok"
     assert build.ensure_kwok_built().built is False
-
-
-def test_missing_go_is_named_for_kwok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(build.Unavailable, match=r"Go toolchain \(`go` on PATH"):
-        build.ensure_kwok_built()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cre.testing.controlplane import build, workload_build
+from cre.testing.controlplane import workload_build
 from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
 
@@ -52,20 +52,3 @@ def test_cache_dir_is_versioned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert found is not None and found.path("jobset") == bin_dir / "jobset"
     with pytest.raises(ValueError, match="unknown workload controller 'kwok'"):
         found.path("kwok")
-
-
-def test_missing_go_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(build.Unavailable, match=r"Go toolchain \(`go` on PATH"):
-        workload_build.ensure_built()
-
-
-def test_unreachable_proxy_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if build.shutil.which("go") is None:
-        pytest.skip("the Go toolchain is not installed")
-    monkeypatch.setenv("CRE_CONTROLPLANE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "mod"))
-    monkeypatch.setenv("GOPROXY", "http://127.0.0.1:9")
-    with pytest.raises(build.Unavailable, match=r"Go module proxy \(http://127.0.0.1:9\)"):
-        workload_build.ensure_built()

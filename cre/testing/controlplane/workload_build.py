@@ -16,15 +16,12 @@ whether a present build is current. :class:`~.build.Unavailable` names what is m
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import attrs
 
-from .build import REPO, TOOLS, Unavailable, _require, _run, cache_root, go_tool
+from .build import TOOLS, Unavailable, _build_into, _digest, _require, _size, cache_root
 
 WORKLOADS = TOOLS / "workloads"
 JOBSET_MODULE = WORKLOADS / "jobset"
@@ -77,15 +74,12 @@ def versions() -> WorkloadVersions:
         trainer=_require(TRAINER_MODULE / "go.mod", "github.com/kubeflow/trainer/v2"))
 
 
+LDFLAGS = "-s -w"
+
+
 def source_digest() -> str:
     """A hash of everything the build reads from the repository."""
-    digest = hashlib.sha256()
-    for module in (JOBSET_MODULE, TRAINER_MODULE):
-        for name in ("go.mod", "go.sum", "main.go"):
-            path = module / name
-            digest.update(f"{module.name}/{name}\0".encode())
-            digest.update(path.read_bytes() if path.is_file() else b"")
-    return digest.hexdigest()[:16]
+    return _digest((JOBSET_MODULE, TRAINER_MODULE), LDFLAGS)
 
 
 def locate() -> WorkloadBinaries | None:
@@ -111,33 +105,12 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> WorkloadBuildReport:
     if found is not None:
         return WorkloadBuildReport(binaries=found, built=False, seconds=0.0,
                                    bin_bytes=_size(found.bin_dir))
-    go = go_tool()
     pinned = versions()
     final = cache_root() / pinned.label / "bin"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="bin-", dir=final.parent))
-    staging.chmod(0o755)
-    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
-    try:
-        # Trainer first: its graph holds JobSet's API package, the JobSet build then reuses it.
-        for module, output in ((TRAINER_MODULE, "trainer"), (JOBSET_MODULE, "jobset")):
-            if log:
-                print(f"controlplane: building {output} from {module.relative_to(REPO)} "
-                      f"({pinned.label})", flush=True)
-            _run([*nice, go, "mod", "download"], cwd=module,
-                 what=f"downloading the modules of {module.relative_to(REPO)}")
-            _run([*nice, go, "build", "-p", str(jobs), "-trimpath", "-ldflags=-s -w",
-                  "-o", str(staging / output), "."], cwd=module, what=f"go build of {output}")
-        (staging / ".source").write_text(source_digest() + "\n")
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    # Trainer first: its graph holds JobSet's API package, the JobSet build then reuses it.
+    _build_into(final, [(TRAINER_MODULE, "trainer", LDFLAGS), (JOBSET_MODULE, "jobset", LDFLAGS)],
+                links=(), stamp=source_digest(), jobs=jobs, label=pinned.label, log=log)
     binaries = WorkloadBinaries(bin_dir=final, versions=pinned)
     return WorkloadBuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
                                bin_bytes=_size(final))
 
-
-def _size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file() and not p.is_symlink())
