@@ -238,6 +238,7 @@ def _sync(world: World, job: Obj, now: float, cfg: SimConfig, b: StepBuilder) ->
                                               *((p.get("status") or {}).get(
                                                   "initContainerStatuses") or [])))
     target = _terminal_target(job)
+    interim_new = target is None
     if target is None:
         if fail_job_msg:
             target = ("FailureTarget", "PodFailurePolicy", fail_job_msg)
@@ -252,7 +253,11 @@ def _sync(world: World, job: Obj, now: float, cfg: SimConfig, b: StepBuilder) ->
             conds = set_condition(conds, _cond(*target, now))
     if target is not None:
         b.add(*(Delete(PODS, ns_of(p), name_of(p), uid=uid_of(p)) for p in active))
-        if not active and not terminating:
+        # The terminal condition follows the interim one in a later status write, never the
+        # same one: upstream writes the interim condition with the finished pods still in
+        # uncountedTerminatedPods, removes their finalizers, and only the next sync (no pod
+        # terminating) adds Failed / Complete; observers see SuccessCriteriaMet alone first.
+        if not active and not terminating and not interim_new:
             final = "Failed" if target[0] == "FailureTarget" else "Complete"
             conds = set_condition(conds, _cond(final, target[1], target[2], now))
             if final == "Complete":

@@ -75,7 +75,7 @@ from cre.testing.apiserver.emulator import Clock
 from cre.testing.cluster.clock import WAIT_WALL_FLOOR, SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.profiles import get_profile
-from cre.testing.cluster.runtime import SimulatedCluster, simulate
+from cre.testing.cluster.runtime import LogSink, SimulatedCluster, simulate
 from cre.testing.cluster.stubs import parse_overrides
 from cre.testing.cluster.workloads import render_documents, trainjob_objects
 
@@ -419,17 +419,25 @@ def _launcher_restart(docs: list[dict[str, Any]], policy: str, *, where: str) ->
     raise ScenarioError(f"{where}.launcherRestartPolicy: the rendered runtime has no launcher")
 
 
-async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
-                       clock: SimClock | None = None) -> dict[str, Any]:
-    """Run one scenario against an in-process emulator; the (unnormalised) output."""
+async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | None = None,
+                       kubeconfig: str | None = None, logs: LogSink | None = None,
+                       node_status: Mapping[str, Any] | None = None,
+                       roles: frozenset[str] | None = None) -> dict[str, Any]:
+    """Run one scenario against an in-process emulator (``emu``) or, with ``emu=None``, the
+    API server of ``kubeconfig`` (a real kube-apiserver: ``logs``/``node_status`` give it the
+    kubelet's log side; ``roles`` leaves simulated controllers to real ones); the
+    (unnormalised) output."""
     cluster_spec = spec.get("cluster") or {}
     cfg = build_config(cluster_spec)
+    if roles is not None:
+        cfg = attrs.evolve(cfg, roles=roles)
     namespace = str(spec.get("namespace", "default"))
     nodes = int(cluster_spec.get("nodes", 2))
     clock = clock or SimClock(scale=float(cluster_spec.get("scale", 50)),
-                              start=emu.clock().timestamp())
-    async with simulate(emu, profile=cfg.profile.name, nodes=nodes, config=cfg,
-                        clock=clock) as cluster, anyio.create_task_group() as tg:
+                              start=emu.clock().timestamp() if emu is not None else time.time())
+    async with simulate(emu, kubeconfig=kubeconfig, profile=cfg.profile.name, nodes=nodes,
+                        config=cfg, clock=clock, logs=logs, node_status=node_status
+                        ) as cluster, anyio.create_task_group() as tg:
         run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
         for name in spec.get("controllers") or []:
             await _start_controller(tg, str(name), cluster, namespace,
