@@ -51,7 +51,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -422,11 +422,14 @@ def _launcher_restart(docs: list[dict[str, Any]], policy: str, *, where: str) ->
 async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | None = None,
                        kubeconfig: str | None = None, logs: LogSink | None = None,
                        node_status: Mapping[str, Any] | None = None,
-                       roles: frozenset[str] | None = None) -> dict[str, Any]:
+                       roles: frozenset[str] | None = None,
+                       before_stop: Callable[[], Awaitable[None]] | None = None
+                       ) -> dict[str, Any]:
     """Run one scenario against an in-process emulator (``emu``) or, with ``emu=None``, the
     API server of ``kubeconfig`` (a real kube-apiserver: ``logs``/``node_status`` give it the
     kubelet's log side; ``roles`` leaves simulated controllers to real ones); the
-    (unnormalised) output."""
+    (unnormalised) output. ``before_stop`` is awaited after the collection, while the cluster
+    still runs (a recorder letting in-flight work finish)."""
     cluster_spec = spec.get("cluster") or {}
     cfg = build_config(cluster_spec)
     if roles is not None:
@@ -449,6 +452,8 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
             await run.step(event, where=f"timeline[{i}]")
         collected = [await run.collect(item, where=f"collect[{i}]")
                      for i, item in enumerate(spec.get("collect") or [])]
+        if before_stop is not None:
+            await before_stop()
         tg.cancel_scope.cancel()
     out: dict[str, Any] = {"collected": collected, "waits": run.waits}
     if run.snapshots:

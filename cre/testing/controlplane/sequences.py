@@ -295,8 +295,8 @@ async def run_once(plane: ControlPlane, data: dict[str, Any], logs: KubeletLogs,
         async with recording(client, namespace) as rec:
             out = await run_scenario(spec, emu=None, kubeconfig=str(plane.kubeconfig),
                                      logs=logs, node_status=logs.node_status(), roles=roles,
-                                     clock=SimClock(scale=scale, start=time.time()))
-            await settle(rec)
+                                     clock=SimClock(scale=scale, start=time.time()),
+                                     before_stop=lambda: settle(rec))
         return rec, rename(out, rec.aliases)
     finally:
         await client.close()
