@@ -88,3 +88,16 @@ def test_scenarios_agree_with_the_real_controllers(real_control_plane: ControlPl
     assert all(not d for d in unexplained.values()), json.dumps(
         {k: [str(d) for d in v] for k, v in unexplained.items()}, indent=1)[:6000]
     assert all(by_name[n].verdict in ("equal", "allowed") for n in IN_TEST)
+
+
+def test_swapped_pods_of_one_job_are_placement() -> None:
+    """Two pods of one Job whose sequences swapped indexes are a placement difference; a
+    sequence neither run had is not."""
+    a = {"Pod/j-0-#1": [{"phase": "Running"}], "Pod/j-1-#1": [{"phase": "Failed"}]}
+    b = {"Pod/j-0-#1": [{"phase": "Failed"}], "Pod/j-1-#1": [{"phase": "Running"}]}
+    allow = [Allowed("*", "Pod/*", "placement", "nodes")]
+    verdict, diffs = compare("s", (a, {}), (b, {}), allow)
+    assert verdict == "allowed" and {d.where for d in diffs} == {"placement"}
+    c = {"Pod/j-0-#1": [{"phase": "Failed"}], "Pod/j-1-#1": [{"phase": "Pending"}]}
+    verdict, diffs = compare("s", (a, {}), (c, {}), allow)
+    assert verdict == "differing" and {d.where for d in diffs} == {"sequence"}

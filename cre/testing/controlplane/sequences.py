@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -72,7 +74,7 @@ class Allowed:
 
 @attrs.frozen
 class Difference:
-    where: str  # "sequence" or "collected"
+    where: str  # "sequence", "placement" (sequences of one Job's pods swapped) or "collected"
     obj: str  # "Pod/ar-workload-launcher-0-#1", or the collected item's path
     simulated: Any
     real: Any
@@ -232,16 +234,39 @@ def _flatten(value: Any, path: str = "") -> dict[str, Any]:
     return {path: value}
 
 
+def _pod_group(key: str) -> str | None:
+    """``Pod/<job>-<index>-#<n>`` -> ``<job>`` (the pods of one batch Job), else None."""
+    m = re.fullmatch(r"Pod/(.+)-\d+-#\d+", key)
+    return m.group(1) if m else None
+
+
+def _swapped_groups(seq_a: Mapping[str, list[Any]], seq_b: Mapping[str, list[Any]]) -> set[str]:
+    """The Jobs whose pods went through the same sequences in both runs, but under other
+    indexes: the pods are interchangeable and only their places (nodes) differ."""
+    def groups(seqs: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for key, seq in seqs.items():
+            group = _pod_group(key)
+            if group is not None:
+                out.setdefault(group, []).append(json.dumps(seq, sort_keys=True))
+        return {g: sorted(v) for g, v in out.items()}
+
+    ga, gb = groups(seq_a), groups(seq_b)
+    return {g for g in ga if g in gb and ga[g] == gb[g]}
+
+
 def compare(scenario: str, sim: tuple[Mapping[str, list[Any]], Any],
             real: tuple[Mapping[str, list[Any]], Any],
             allowed: Sequence[Allowed]) -> tuple[str, tuple[Difference, ...]]:
     """The verdict and the differences (each with its allowlist reason, or none)."""
     diffs: list[Difference] = []
     seq_a, seq_b = sim[0], real[0]
+    swapped = _swapped_groups(seq_a, seq_b)
     for key in sorted(set(seq_a) | set(seq_b)):
         a, b = seq_a.get(key), seq_b.get(key)
         if a != b:
-            diffs.append(Difference("sequence", key, a, b))
+            where = "placement" if _pod_group(key) in swapped else "sequence"
+            diffs.append(Difference(where, key, a, b))
     flat_a, flat_b = _flatten(sim[1]), _flatten(real[1])
     for path in sorted(set(flat_a) | set(flat_b)):
         if flat_a.get(path) != flat_b.get(path):
