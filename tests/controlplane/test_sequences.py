@@ -101,3 +101,20 @@ def test_swapped_pods_of_one_job_are_placement() -> None:
     c = {"Pod/j-0-#1": [{"phase": "Failed"}], "Pod/j-1-#1": [{"phase": "Pending"}]}
     verdict, diffs = compare("s", (a, {}), (c, {}), allow)
     assert verdict == "differing" and {d.where for d in diffs} == {"sequence"}
+
+
+def test_pod_shapes_mask_uids_and_report_what_differs() -> None:
+    """A pod's shape keeps what its Job controller wrote (uids masked, node left out)."""
+    pod = {"metadata": {"name": "j-0-abcde", "generateName": "j-0-", "uid": "u1",
+                        "labels": {"controller-uid": "0e0b6f7e-1f5a-4a35-9c1a-6f1d2b3c4d5e"},
+                        "finalizers": ["batch.kubernetes.io/job-tracking"]},
+           "spec": {"nodeName": "n1", "hostname": "j-0"}, "status": {"phase": "Pending"}}
+    rec = Recorder()
+    rec.observe("Pod", WatchEventType.ADDED, pod)
+    shape = rec.shapes["Pod/j-0-#1"]
+    assert shape["labels"] == {"controller-uid": "<uid>"} and shape["spec"] == {"hostname": "j-0"}
+    other = {**shape, "spec": {"hostname": "j-0", "subdomain": "s"}}
+    verdict, diffs = compare("s", ({}, {}), ({}, {}), [],
+                             shapes=({"Pod/j-0-#1": shape}, {"Pod/j-0-#1": other}))
+    assert verdict == "differing" and [(d.where, d.obj) for d in diffs] == [
+        ("shape", "Pod/j-0-#1:spec.subdomain")]

@@ -74,7 +74,8 @@ class Allowed:
 
 @attrs.frozen
 class Difference:
-    where: str  # "sequence", "placement" (sequences of one Job's pods swapped) or "collected"
+    # "sequence", "placement" (sequences of one Job's pods swapped), "shape" or "collected"
+    where: str
     obj: str  # "Pod/ar-workload-launcher-0-#1", or the collected item's path
     simulated: Any
     real: Any
@@ -120,6 +121,31 @@ def state_of(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
     return state
 
 
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    return UID.sub("<uid>", value) if isinstance(value, str) else value
+
+
+def shape_of(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """What a Job controller put into a new pod: labels, annotations, finalizers, owner
+    references and spec (uids masked; the node, which the scheduler sets, left out)."""
+    meta = pod.get("metadata") or {}
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    owners = [{k: v for k, v in r.items() if k != "uid"} for r in meta.get("ownerReferences")
+              or []]
+    shape: dict[str, Any] = _mask({"labels": meta.get("labels"),
+                                   "annotations": meta.get("annotations"),
+                                   "finalizers": meta.get("finalizers"),
+                                   "ownerReferences": owners, "spec": spec})
+    return shape
+
+
 @attrs.define
 class Recorder:
     """Per-object sequences of distinct normalised states, fed by informers."""
@@ -127,6 +153,8 @@ class Recorder:
     sequences: dict[str, list[Any]] = attrs.field(factory=dict)
     # (monotonic seconds, key, state) of every distinct state, for reading a run's timing.
     timeline: list[tuple[float, str, Any]] = attrs.field(factory=list)
+    # A pod as its Job controller created it (shape_of); a batch Job's status field names.
+    shapes: dict[str, Any] = attrs.field(factory=dict)
     aliases: dict[str, str] = attrs.field(factory=dict)
     """A generated pod name -> its normalised key (for the collected output)."""
     _names: dict[tuple[str, str], str] = attrs.field(factory=dict)
@@ -151,6 +179,11 @@ class Recorder:
 
     def observe(self, kind: str, etype: WatchEventType, obj: Mapping[str, Any]) -> None:
         key = self.key(kind, obj)
+        if etype is not WatchEventType.DELETED:
+            if kind == "Pod" and key not in self.shapes:
+                self.shapes[key] = shape_of(obj)
+            elif kind == "Job":
+                self.shapes[key] = sorted((obj.get("status") or {}).keys())
         state: Any = DELETED if etype is WatchEventType.DELETED else state_of(kind, obj)
         seq = self.sequences.setdefault(key, [])
         if not seq or seq[-1] != state:
@@ -257,9 +290,20 @@ def _swapped_groups(seq_a: Mapping[str, list[Any]], seq_b: Mapping[str, list[Any
 
 def compare(scenario: str, sim: tuple[Mapping[str, list[Any]], Any],
             real: tuple[Mapping[str, list[Any]], Any],
-            allowed: Sequence[Allowed]) -> tuple[str, tuple[Difference, ...]]:
-    """The verdict and the differences (each with its allowlist reason, or none)."""
+            allowed: Sequence[Allowed], *,
+            shapes: tuple[Mapping[str, Any], Mapping[str, Any]] = ({}, {})
+            ) -> tuple[str, tuple[Difference, ...]]:
+    """The verdict and the differences (each with its allowlist reason, or none): per-object
+    state sequences, the collected output, and (``shapes``) what each pod was created with
+    and which fields each batch Job's status carries."""
     diffs: list[Difference] = []
+    for key in sorted(set(shapes[0]) | set(shapes[1])):
+        flat_sa = _flatten(shapes[0].get(key))
+        flat_sb = _flatten(shapes[1].get(key))
+        for path in sorted(set(flat_sa) | set(flat_sb)):
+            if flat_sa.get(path) != flat_sb.get(path):
+                diffs.append(Difference("shape", f"{key}:{path}", flat_sa.get(path),
+                                        flat_sb.get(path)))
     seq_a, seq_b = sim[0], real[0]
     swapped = _swapped_groups(seq_a, seq_b)
     for key in sorted(set(seq_a) | set(seq_b)):
@@ -382,8 +426,10 @@ def compare_scenarios(plane: ControlPlane, names: Sequence[str], *,
                                               scale=scale)
                     took = sims[name][2] + time.monotonic() - t0
                     norm = _normaliser(cases / name, data)
-                    verdict, diffs = compare(name, (sims[name][0].sequences, norm(sims[name][1])),
-                                             (rec.sequences, norm(out)), allow)
+                    sim_rec = sims[name][0]
+                    verdict, diffs = compare(name, (sim_rec.sequences, norm(sims[name][1])),
+                                             (rec.sequences, norm(out)), allow,
+                                             shapes=(sim_rec.shapes, rec.shapes))
                     results[name] = Comparison(name, verdict, diffs, seconds=took)
             await anyio.to_thread.run_sync(plane.reset)
         finally:
