@@ -54,3 +54,21 @@ def test_bad_values_are_refused_naming_the_flag(argv: list[str], message: str,
         parse_args([*KUBECONFIG, *argv])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_roles_select_the_simulated_controllers() -> None:
+    """--roles runs only the named simulated controllers (all by default), in flow order."""
+    from cre.testing.cluster import engine
+
+    assert _config().roles is None
+    assert [n for n, _ in engine.controllers(_config())] == list(engine.ROLES)
+    cfg = _config("--roles", "kubelet,trainer,jobset,nodelifecycle")
+    assert cfg.roles == {"trainer", "jobset", "nodelifecycle", "kubelet"}
+    assert [n for n, _ in engine.controllers(cfg)] == [
+        "trainer", "jobset", "nodelifecycle", "kubelet"]
+
+
+def test_unknown_role_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _config("--roles", "trainer,kube-scheduler")
+    assert "--roles: unknown simulated controller(s) ['kube-scheduler']" in capsys.readouterr().err

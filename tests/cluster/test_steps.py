@@ -84,9 +84,16 @@ def test_never_failure_is_replaced_after_the_pod_failure_backoff() -> None:
 
 
 def test_backoff_limit_sets_failure_target_then_failed() -> None:
-    """failed > backoffLimit: FailureTarget, active pods deleted, Failed once none terminate."""
+    """failed > backoffLimit: FailureTarget, active pods deleted, Failed once none terminate,
+    in the next status write (upstream never writes the interim and terminal conditions in one
+    update; the real Job controller showed it)."""
     world = World.of([job(backoff=0), pod("p1", phase="Failed")])
     st = status_patch(batchjob.step(world, T0 + 6, CFG))
+    types = [(c["type"], c["reason"]) for c in st["conditions"]]
+    assert types == [("FailureTarget", "BackoffLimitExceeded")]
+    synced = World.of([job(backoff=0, status={k: v for k, v in st.items() if v is not None}),
+                       pod("p1", phase="Failed", finalizer=False)])
+    st = status_patch(batchjob.step(synced, T0 + 7, CFG))
     types = [(c["type"], c["reason"]) for c in st["conditions"]]
     assert types == [("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
 

@@ -6,7 +6,9 @@ kubelets until SIGTERM/SIGINT, writing container logs through the emulator's
 ``/_emulator/logs`` control API. Failures a demo or a manual test wants to show are injected
 with flags rather than with a separate runner: ``--bad-node`` degrades a node's NCCL bandwidth,
 ``--fail-launcher`` makes MPI launchers exit 1 with an NCCL error (the
-``make demo SCENARIO=launcher-failure`` path).
+``make demo SCENARIO=launcher-failure`` path). ``--roles`` runs only some of the simulated
+controllers, e.g. ``trainer,jobset,nodelifecycle,kubelet`` beside the real Job controller and
+kube-scheduler.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Final
 import anyio
 
 from cre.kube.client import KubeClient
+from cre.testing.cluster import engine
 from cre.testing.cluster.clock import SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.profiles import PROFILES, get_profile
@@ -73,8 +76,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     fail.add_argument("--fail-launcher-message", default=FAILURE_MESSAGE, metavar="TEXT",
                       help="the error line the failing launcher prints (default: an NCCL "
                            "NET/IB completion error)")
+    p.add_argument("--roles", default=None, metavar="NAME,...",
+                   help="the simulated controllers to run (default all: "
+                        f"{','.join(engine.ROLES)}); leave out job and scheduler when the "
+                        "real kube-controller-manager and kube-scheduler play them")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
+    if args.roles is not None:
+        try:
+            args.roles = engine.parse_roles(args.roles, where="--roles")
+        except ValueError as exc:
+            p.error(str(exc))
     if args.nodes < 1:
         p.error("--nodes: must be at least 1")
     if args.time_scale <= 0:
@@ -112,7 +124,8 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
                               pod_prefix=args.fail_launcher_pod_prefix,
                               message=args.fail_launcher_message, id="cli-fail-launcher"),)
     return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),
-                     overrides=overrides, write_concurrency=args.write_concurrency)
+                     overrides=overrides, write_concurrency=args.write_concurrency,
+                     roles=args.roles)
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -238,6 +238,7 @@ def _sync(world: World, job: Obj, now: float, cfg: SimConfig, b: StepBuilder) ->
                                               *((p.get("status") or {}).get(
                                                   "initContainerStatuses") or [])))
     target = _terminal_target(job)
+    interim_new = target is None
     if target is None:
         if fail_job_msg:
             target = ("FailureTarget", "PodFailurePolicy", fail_job_msg)
@@ -252,12 +253,17 @@ def _sync(world: World, job: Obj, now: float, cfg: SimConfig, b: StepBuilder) ->
             conds = set_condition(conds, _cond(*target, now))
     if target is not None:
         b.add(*(Delete(PODS, ns_of(p), name_of(p), uid=uid_of(p)) for p in active))
-        if not active and not terminating:
+        # The terminal condition follows the interim one in a later status write, never the
+        # same one: upstream writes the interim condition with the finished pods still in
+        # uncountedTerminatedPods, removes their finalizers, and only the next sync (no pod
+        # terminating) adds Failed / Complete; observers see SuccessCriteriaMet alone first.
+        if not active and not terminating and not interim_new:
             final = "Failed" if target[0] == "FailureTarget" else "Complete"
             conds = set_condition(conds, _cond(final, target[1], target[2], now))
             if final == "Complete":
                 status["completionTime"] = fmt_time(now)
-        status.update(conditions=conds, active=0, ready=0, terminating=len(terminating) or None)
+        status.update(conditions=conds, active=0, ready=0, terminating=len(terminating),
+                      uncountedTerminatedPods={})
         _write(b, job, before, status)
         return
 
@@ -281,7 +287,8 @@ def _sync(world: World, job: Obj, now: float, cfg: SimConfig, b: StepBuilder) ->
         b.add(Mark(key, now), Create(PODS, new_pod(job, idx), on_failure=(Mark(key, None),)))
     ready = sum(1 for p in active if _ready(p))
     status.update(conditions=conds or None, active=len(active) + len(missing), ready=ready,
-                  terminating=len(terminating) or None)
+                  terminating=len(terminating),
+                      uncountedTerminatedPods={})
     _write(b, job, before, status)
 
 
@@ -356,7 +363,9 @@ def new_pod(job: Mapping[str, Any], index: int) -> Obj:
         for c in spec.get(group) or []:
             env = [e for e in c.get("env") or [] if e.get("name") != "JOB_COMPLETION_INDEX"]
             env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
-                "fieldPath": f"metadata.annotations['{labels.COMPLETION_INDEX}']"}}})
+                # The label, not the annotation (both carry the index): what the real Job
+                # controller of 1.28+ (PodIndexLabel) writes, as the comparison showed.
+                "fieldPath": f"metadata.labels['{labels.COMPLETION_INDEX}']"}}})
             c["env"] = env
     return {
         "apiVersion": "v1",

@@ -37,6 +37,14 @@ class SimConfig:
     # HTTP backend: writes in flight at once within one controller's step (one chain per
     # object keeps each object's writes in order). 1 applies every write in step order.
     write_concurrency: int = 1
+    # The simulated controllers that run (engine.ROLES); the others are played by someone else,
+    # e.g. the real kube-controller-manager's Job controller and kube-scheduler
+    # (cre.testing.controlplane.sequences). Default: all of them.
+    roles: frozenset[str] | None = None
+
+    def runs(self, role: str) -> bool:
+        """Whether the simulated controller ``role`` runs."""
+        return self.roles is None or role in self.roles
 
     def node_factor(self, node: str) -> float:
         for name, factor in self.node_bandwidth:

@@ -42,6 +42,26 @@ CONTROLLERS: tuple[tuple[str, Controller], ...] = (
     ("kubelet", kubelet.step),
 )
 MAX_ROUNDS = 20
+ROLES: tuple[str, ...] = tuple(name for name, _ in CONTROLLERS)
+
+
+def parse_roles(text: str | Iterable[str], *, where: str = "roles") -> frozenset[str]:
+    """The simulated controllers named in ``text`` (``"trainer,jobset,kubelet"`` or a list);
+    an unknown name is an error naming it and the known ones."""
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
+    names = [n for n in names if n]
+    unknown = sorted(set(names) - set(ROLES))
+    if unknown:
+        raise ValueError(f"{where}: unknown simulated controller(s) {unknown} "
+                         f"(known: {list(ROLES)})")
+    return frozenset(names)
+
+
+def controllers(cfg: SimConfig) -> tuple[tuple[str, Controller], ...]:
+    """The controllers ``cfg.roles`` selects, in flow order."""
+    if cfg.roles is None:
+        return CONTROLLERS
+    return tuple((name, ctrl) for name, ctrl in CONTROLLERS if name in cfg.roles)
 
 
 class SyncBackend(Protocol):
@@ -80,7 +100,7 @@ def tick(backend: SyncBackend, now: float, cfg: SimConfig) -> float | None:
     for _ in range(MAX_ROUNDS):
         changed = False
         wake = None
-        for _name, ctrl in CONTROLLERS:
+        for _name, ctrl in controllers(cfg):
             world = backend.snapshot()
             result = ctrl(world, now, cfg)
             wake = _merge_wake(wake, result.wake_at)
@@ -106,7 +126,7 @@ async def atick(backend: AsyncBackend, now: Callable[[], float], cfg: SimConfig,
     for _ in range(MAX_ROUNDS):
         changed = False
         wake = None
-        for name, ctrl in CONTROLLERS:
+        for name, ctrl in controllers(cfg):
             world = backend.snapshot()
             t = now()
             try:

@@ -374,8 +374,13 @@ class SimulatedCluster:
 @asynccontextmanager
 async def simulate(emu: Any = None, *, kubeconfig: str | None = None, profile: str = "aws-h100",
                    nodes: int = 2, scale: float = 1.0, config: SimConfig | None = None,
-                   clock: SimClock | None = None) -> AsyncIterator[SimulatedCluster]:
+                   clock: SimClock | None = None, logs: LogSink | None = None,
+                   node_status: Mapping[str, Any] | None = None
+                   ) -> AsyncIterator[SimulatedCluster]:
     """Run a simulated cluster against ``emu`` (in-process emulator) or a kubeconfig.
+
+    ``logs`` replaces the default log sink (the emulator's), and ``node_status`` adds node
+    status fields, e.g. a real kube-apiserver's way to :class:`KubeletLogs`.
 
     ``async with simulate(emu, profile="aws-h100", nodes=2, scale=50) as cluster:`` -- the
     nodes exist and every mirror has synced when the block starts; leaving it stops the
@@ -388,10 +393,10 @@ async def simulate(emu: Any = None, *, kubeconfig: str | None = None, profile: s
         cfg = attrs.evolve(cfg, profile=get_profile(profile))
     path = str(emu.kubeconfig_path) if emu is not None else kubeconfig
     client = await KubeClient.from_kubeconfig(path)
-    sink: LogSink = EmulatorLogSink(emu) if emu is not None else HttpLogSink(client)
+    sink: LogSink = logs or (EmulatorLogSink(emu) if emu is not None else HttpLogSink(client))
     cluster = SimulatedCluster(client, config=cfg, clock=clock or SimClock(scale=scale,
                                                                            start=_wall_now()),
-                               nodes=nodes, logs=sink)
+                               nodes=nodes, logs=sink, node_status=node_status)
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(cluster.run)

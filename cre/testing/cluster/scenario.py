@@ -51,7 +51,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,7 @@ from cre.testing.apiserver.emulator import Clock
 from cre.testing.cluster.clock import WAIT_WALL_FLOOR, SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.profiles import get_profile
-from cre.testing.cluster.runtime import SimulatedCluster, simulate
+from cre.testing.cluster.runtime import LogSink, SimulatedCluster, simulate
 from cre.testing.cluster.stubs import parse_overrides
 from cre.testing.cluster.workloads import render_documents, trainjob_objects
 
@@ -419,17 +419,28 @@ def _launcher_restart(docs: list[dict[str, Any]], policy: str, *, where: str) ->
     raise ScenarioError(f"{where}.launcherRestartPolicy: the rendered runtime has no launcher")
 
 
-async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
-                       clock: SimClock | None = None) -> dict[str, Any]:
-    """Run one scenario against an in-process emulator; the (unnormalised) output."""
+async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | None = None,
+                       kubeconfig: str | None = None, logs: LogSink | None = None,
+                       node_status: Mapping[str, Any] | None = None,
+                       roles: frozenset[str] | None = None,
+                       before_stop: Callable[[], Awaitable[None]] | None = None
+                       ) -> dict[str, Any]:
+    """Run one scenario against an in-process emulator (``emu``) or, with ``emu=None``, the
+    API server of ``kubeconfig`` (a real kube-apiserver: ``logs``/``node_status`` give it the
+    kubelet's log side; ``roles`` leaves simulated controllers to real ones); the
+    (unnormalised) output. ``before_stop`` is awaited after the collection, while the cluster
+    still runs (a recorder letting in-flight work finish)."""
     cluster_spec = spec.get("cluster") or {}
     cfg = build_config(cluster_spec)
+    if roles is not None:
+        cfg = attrs.evolve(cfg, roles=roles)
     namespace = str(spec.get("namespace", "default"))
     nodes = int(cluster_spec.get("nodes", 2))
     clock = clock or SimClock(scale=float(cluster_spec.get("scale", 50)),
-                              start=emu.clock().timestamp())
-    async with simulate(emu, profile=cfg.profile.name, nodes=nodes, config=cfg,
-                        clock=clock) as cluster, anyio.create_task_group() as tg:
+                              start=emu.clock().timestamp() if emu is not None else time.time())
+    async with simulate(emu, kubeconfig=kubeconfig, profile=cfg.profile.name, nodes=nodes,
+                        config=cfg, clock=clock, logs=logs, node_status=node_status
+                        ) as cluster, anyio.create_task_group() as tg:
         run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
         for name in spec.get("controllers") or []:
             await _start_controller(tg, str(name), cluster, namespace,
@@ -441,6 +452,8 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any,
             await run.step(event, where=f"timeline[{i}]")
         collected = [await run.collect(item, where=f"collect[{i}]")
                      for i, item in enumerate(spec.get("collect") or [])]
+        if before_stop is not None:
+            await before_stop()
         tg.cancel_scope.cancel()
     out: dict[str, Any] = {"collected": collected, "waits": run.waits}
     if run.snapshots:

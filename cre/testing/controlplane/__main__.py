@@ -4,7 +4,9 @@
 KWOK, ``--kwok-only`` builds KWOK alone, ``--workloads`` the JobSet and Trainer controllers);
 ``up`` starts a
 detached plane in ``--dir`` and prints its kubeconfig path; ``down`` stops the plane recorded
-in ``--dir``; ``info`` prints the pinned versions and the cache directory.
+in ``--dir``; ``info`` prints the pinned versions and the cache directory; ``diff`` runs the
+differential scripts; ``scenarios`` compares scenario goldens on the simulator and on the real
+Job controller and kube-scheduler (:mod:`.sequences`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
                        "control plane and print the table")
     d.add_argument("--only", action="append", help="script name (repeatable)")
     d.add_argument("--details", action="store_true", help="print every difference")
+    sc = sub.add_parser("scenarios", help="run scenario goldens with the simulator and with the "
+                        "real Job controller + kube-scheduler, compare what CRE observes")
+    sc.add_argument("--only", action="append", help="scenario name (repeatable; default: "
+                    "every scenario under integration/cases/scenario)")
+    sc.add_argument("--details", action="store_true", help="print every difference")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
@@ -92,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
             from .oracle import differential
 
             print(json.dumps(differential(only=args.only, details=args.details), indent=2))
+        elif args.command == "scenarios":
+            from .sequences import CASES_DIR, compare_scenarios, table
+
+            names = args.only or sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())
+            with plane.start() as running:
+                running.start_controller_manager(controllers="garbagecollector,namespace")
+                results = compare_scenarios(running, names)
+            print(json.dumps(table(results, details=args.details), indent=2, default=str))
         else:
             pinned = build.versions()
             found = build.locate()
