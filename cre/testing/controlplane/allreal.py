@@ -23,17 +23,29 @@ capture --backend allreal``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
+import anyio
 import attrs
 
-from cre.kube.client import BATCH_JOBS, JOBSETS, NODES, PODS, TRAINJOBS, KubeClient, Resource
+from cre.kube.client import (
+    BATCH_JOBS,
+    JOBSETS,
+    NODES,
+    PODS,
+    TRAINJOBS,
+    ApiError,
+    KubeClient,
+    Resource,
+)
 from cre.testing.cluster.profiles import get_profile
 
 from . import kwok as K
+from .backend import RealBackend
 from .kubelet_logs import KubeletLogs
 from .plane import ControlPlane, ControlPlaneError, start
 from .workloads import WorkloadControllers
@@ -86,11 +98,17 @@ def log_node(profile: str, index: int, *, name: str, logs: KubeletLogs) -> dict[
 
 async def register_log_nodes(client: KubeClient, logs: KubeletLogs, names: Sequence[str], *,
                              profile: str = "aws-h100") -> None:
-    """Create the KWOK nodes ``names`` pointing at ``logs`` (KWOK then makes them Ready)."""
+    """Create the KWOK nodes ``names`` pointing at ``logs`` (KWOK then makes them Ready); nodes
+    that exist already are pointed at ``logs`` (a new server has a new port)."""
     for index, name in enumerate(names):
         node = log_node(profile, index, name=name, logs=logs)
         status = node.pop("status")
-        await client.create(NODES, node)
+        try:
+            await client.create(NODES, node)
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+            status = copy.deepcopy(logs.node_status())
         # the status is written through its subresource, as a kubelet registers
         await client.patch(NODES, name, {"status": status}, subresource="status")
 
@@ -213,3 +231,36 @@ def resource_of(kind: str, *, cre_jobs: Resource) -> Resource:
     if kind not in table:
         raise ControlPlaneError(f"timeline: unknown kind {kind!r}")
     return table[kind]
+
+
+@contextlib.asynccontextmanager
+async def logging_nodes(plane: ControlPlane, names: Sequence[str], *,
+                        profile: str = "aws-h100", limit: float = 180.0
+                        ) -> AsyncIterator[RealBackend]:
+    """Serve kubelet logs for ``plane``, register (or re-point) the KWOK nodes ``names`` at
+    them and wait until KWOK made them Ready; yields what the Job harness needs."""
+    cert, key = plane.serving_cert
+    logs = KubeletLogs(cert=cert, key=key)
+    await logs.start()
+    client = await KubeClient.from_kubeconfig(str(plane.kubeconfig))
+    try:
+        await register_log_nodes(client, logs, names, profile=profile)
+        last: list[dict[str, Any]] = []
+        with anyio.move_on_after(limit):
+            while True:
+                last = [await client.get(NODES, n) for n in names]
+                if all(node_is_ready(n) and node_log_fields(n) == (["127.0.0.1"], logs.port)
+                       for n in last):
+                    break
+                await anyio.sleep(0.2)
+        bad = [n["metadata"]["name"] for n in last
+               if not (node_is_ready(n) and node_log_fields(n) == (["127.0.0.1"], logs.port))]
+        if bad or not last:
+            raise ControlPlaneError(
+                f"nodes {bad or list(names)}: not Ready with InternalIP 127.0.0.1 and kubelet "
+                f"port {logs.port} within {limit:g}s: "
+                f"{[node_log_fields(n) for n in last]}")
+        yield RealBackend(plane=plane, logs=logs)
+    finally:
+        await client.close()
+        await logs.close()
