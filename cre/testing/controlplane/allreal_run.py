@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import attrs
 
+from cre.api.labels import GROUP_NODES
 from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
 from cre.kube.client import TRAINING_RUNTIMES
@@ -48,6 +49,18 @@ class Rendered:
             raise ValueError(f"{path}: objects: expected one Job and one TrainingRuntime, "
                              f"found {len(jobs)} and {len(runtimes)}")
         return cls(job=jobs[0], runtime=runtimes[0])
+
+    def unpinned(self) -> Rendered:
+        """The same without node pinning (the group-nodes annotation and the pod templates'
+        node affinity in the Job's runtime patches): the scheduler places it on any node."""
+        job = copy.deepcopy(self.job)
+        (job["metadata"].get("annotations") or {}).pop(GROUP_NODES, None)
+        for patch in job["spec"]["workload"]["trainJob"].get("runtimePatches") or []:
+            template = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
+            for rjob in (template.get("spec") or {}).get("replicatedJobs") or []:
+                pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+                (pod.get("spec") or {}).pop("affinity", None)
+        return Rendered(job=job, runtime=self.runtime)
 
     def scripted(self, namespace: str, *, name: str | None = None,
                  launcher: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
