@@ -13,6 +13,7 @@ Skips with the reason where the plane, KWOK or the workload controllers are unav
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from cre.testing.controlplane.plane import CRE_CRDS, _running
 from cre.testing.controlplane.pytest_fixtures import binaries_or_skip, kwok_or_skip
 from cre.testing.controlplane.workload_build import ensure_built
 from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+from cre.testing.procs import Stack as Processes
 
 GOLDEN = REPO / "goldens" / "render" / "all-reduce-aws-h100.json"
 NODES = ("node-01", "node-02")  # the nodes the rendered Job's affinity names
@@ -59,14 +61,15 @@ def stack() -> Iterator[Stack]:
         assert not any(_running(p) for p in pids), "a stack process outlived stop()"
 
 
-def _run(stack: Stack, namespace: str, *, exit_code: int) -> RunResult:
+def _run(stack: Stack, namespace: str, *, exit_code: int, in_process: bool = True
+         ) -> RunResult:
     rendered = Rendered.load(GOLDEN)
 
     async def scenario() -> RunResult:
         async with logging_nodes(stack.plane, NODES) as backend:
             return await run_job(backend, rendered, namespace=namespace, exit_code=exit_code,
                                  run_seconds=3, log_text=lambda pod: FAILURE, limit=LIMIT,
-                                 settle=5.0)
+                                 settle=5.0, in_process=in_process)
 
     result: RunResult = anyio.run(scenario)
     return result
@@ -94,7 +97,21 @@ def test_launcher_exits_zero_job_succeeds(stack: Stack) -> None:
 
 
 def test_launcher_failure_is_captured_through_the_log_proxy(stack: Stack) -> None:
-    result = _run(stack, "allreal-fail", exit_code=1)
+    _check_failure(_run(stack, "allreal-fail", exit_code=1))
+
+
+def test_launcher_failure_with_cre_manager_as_a_process(stack: Stack) -> None:
+    """The same failure with ``cre-manager`` (every tier, as deployed) as a separate process
+    instead of the in-process Job controller."""
+    with Processes() as procs:
+        shutil.copy(stack.plane.kubeconfig, procs.kubeconfig)
+        manager = procs.start_manager(timeout=120.0)
+        result = _run(stack, "allreal-manager", exit_code=1, in_process=False)
+        manager.check_alive()
+    _check_failure(result)
+
+
+def _check_failure(result: RunResult) -> None:
     timeline = "\n".join(result.timeline.render(result.started))
     assert result.outcome() == "Failed", timeline
     record = result.job["status"]["failureLog"]

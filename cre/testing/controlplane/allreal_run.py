@@ -11,6 +11,7 @@ the garbage collector and KWOK do to the finished launcher afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import time
@@ -24,7 +25,7 @@ import attrs
 from cre.api.labels import GROUP_NODES
 from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
-from cre.kube.client import TRAINING_RUNTIMES
+from cre.kube.client import NAMESPACES, TRAINING_RUNTIMES, ApiError, KubeClient
 from cre.kube.informer import Informer
 from cre.testing.jobharness import running_harness
 
@@ -111,22 +112,33 @@ async def run_job(backend: RealBackend, rendered: Rendered, *, namespace: str,
                   exit_code: int, run_seconds: float, log_text: Callable[[dict[str, Any]],
                                                                          str | None],
                   limit: float = 300.0, settle: float = 10.0,
-                  settings: JobSettings | None = None) -> RunResult:
+                  settings: JobSettings | None = None, in_process: bool = True) -> RunResult:
     """Run ``rendered`` in ``namespace`` with a launcher exiting ``exit_code`` after
-    ``run_seconds``; see the module docstring. ``limit`` is a safety net only."""
+    ``run_seconds``; see the module docstring. ``limit`` is a safety net only.
+    ``in_process``: CRE's Job controller runs here on ``namespace`` (the Job harness); False:
+    something else runs it (a ``cre-manager`` process the caller started)."""
     job, runtime = rendered.scripted(namespace, launcher=K.pod_annotations(
         exit_code=exit_code, run_seconds=run_seconds))
     name = job["metadata"]["name"]
     timeline = Timeline()
     writer = LauncherLogs(logs=backend.logs, text_for=log_text)
     started = time.monotonic()
-    async with running_harness(backend, namespace=namespace,
-                               settings=settings or JobSettings()) as h:
+    async with contextlib.AsyncExitStack() as stack:
+        if in_process:
+            h = await stack.enter_async_context(running_harness(
+                backend, namespace=namespace, settings=settings or JobSettings()))
+            client = h.client
+        else:
+            client = await KubeClient.from_kubeconfig(str(backend.kubeconfig_path))
+            stack.push_async_callback(client.close)
+            with contextlib.suppress(ApiError):
+                await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": namespace}})
         informers: list[Informer[dict[str, Any]]] = []
         for kind, selector in WATCHED:
             inf: Informer[dict[str, Any]] = Informer(
-                h.client, resource_of(kind, cre_jobs=JOBS), transform=dict,
-                namespace=namespace, label_selector=f"{selector}" if selector else None,
+                client, resource_of(kind, cre_jobs=JOBS), transform=dict,
+                namespace=namespace, label_selector=selector,
                 name=f"allreal-{kind.lower()}", caller=__name__)
             inf.add_handler(timeline.handler(kind))
             if kind == "Pod":
@@ -137,12 +149,24 @@ async def run_job(backend: RealBackend, rendered: Rendered, *, namespace: str,
                 tg.start_soon(inf.run)
             for inf in informers:
                 await inf.wait_synced()
-            await h.client.create(TRAINING_RUNTIMES, runtime, namespace=namespace)
-            await h.client.create(JOBS, job, namespace=namespace)
-            served = await h.wait_job(name, lambda j: _finished(j, want_log=exit_code != 0),
-                                      limit=limit, poll=0.2)
+            await client.create(TRAINING_RUNTIMES, runtime, namespace=namespace)
+            await client.create(JOBS, job, namespace=namespace)
+            served = await _wait_finished(client, namespace, name, want_log=exit_code != 0,
+                                          limit=limit)
             await anyio.sleep(settle)
             tg.cancel_scope.cancel()
     return RunResult(job=served, timeline=timeline, started=started,
                      log_written=dict(writer.written))
 
+
+async def _wait_finished(client: KubeClient, namespace: str, name: str, *, want_log: bool,
+                         limit: float) -> dict[str, Any]:
+    last: dict[str, Any] = {}
+    with anyio.move_on_after(limit):
+        while True:
+            last = await client.get(JOBS, name, namespace=namespace)
+            if _finished(last, want_log=want_log):
+                return last
+            await anyio.sleep(0.2)
+    raise AssertionError(f"Job {namespace}/{name}: not finished within {limit:g}s; last "
+                         f"status: {json.dumps(last.get('status'))}")
