@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from cre.testing.controlplane.allreal import Stack, logging_nodes, start_stack
+from cre.testing.controlplane.allreal import Stack, Timeline, logging_nodes, start_stack
 from cre.testing.controlplane.allreal_run import Rendered, RunResult, run_job
 from cre.testing.controlplane.build import REPO, Unavailable
 from cre.testing.controlplane.plane import CRE_CRDS, _running
@@ -69,10 +69,16 @@ def _run(stack: Stack, namespace: str, *, exit_code: int, in_process: bool = Tru
         async with logging_nodes(stack.plane, NODES) as backend:
             return await run_job(backend, rendered, namespace=namespace, exit_code=exit_code,
                                  run_seconds=3, log_text=lambda pod: FAILURE, limit=LIMIT,
-                                 settle=5.0, in_process=in_process)
+                                 settle=5.0, in_process=in_process, until=_workers_gone)
 
     result: RunResult = anyio.run(scenario)
     return result
+
+
+def _workers_gone(timeline: Timeline) -> bool:
+    """JobSet's foreground deletion of the worker Job went through (GC, KWOK)."""
+    return any(c.kind == "BatchJob" and c.name.endswith("-node-0") and c.state == "deleted"
+               for c in timeline.changes)
 
 
 def _states(result: RunResult, kind: str, name_part: str) -> list[str]:

@@ -196,6 +196,13 @@ class Timeline:
 
     changes: list[Change] = attrs.field(factory=list)
     _last: dict[tuple[str, str], str] = attrs.field(factory=dict)
+    _changed: anyio.Event | None = None
+
+    async def wait_for(self, check: Callable[[Timeline], bool]) -> None:
+        """Wait (through the watches) until ``check(self)`` holds."""
+        while not check(self):
+            self._changed = self._changed or anyio.Event()
+            await self._changed.wait()
 
     def handler(self, kind: str) -> Callable[[Any, dict[str, Any] | None,
                                               dict[str, Any] | None], None]:
@@ -210,6 +217,9 @@ class Timeline:
                 self._last[(kind, name)] = state
                 self.changes.append(Change(at=time.monotonic(), kind=kind, name=name,
                                            state=state))
+                if self._changed is not None:
+                    self._changed.set()
+                    self._changed = None
         return handle
 
     def first(self, kind: str, test: Callable[[Change], bool]) -> Change | None:

@@ -112,11 +112,14 @@ async def run_job(backend: RealBackend, rendered: Rendered, *, namespace: str,
                   exit_code: int, run_seconds: float, log_text: Callable[[dict[str, Any]],
                                                                          str | None],
                   limit: float = 300.0, settle: float = 10.0,
-                  settings: JobSettings | None = None, in_process: bool = True) -> RunResult:
+                  settings: JobSettings | None = None, in_process: bool = True,
+                  until: Callable[[Timeline], bool] | None = None) -> RunResult:
     """Run ``rendered`` in ``namespace`` with a launcher exiting ``exit_code`` after
     ``run_seconds``; see the module docstring. ``limit`` is a safety net only.
     ``in_process``: CRE's Job controller runs here on ``namespace`` (the Job harness); False:
-    something else runs it (a ``cre-manager`` process the caller started)."""
+    something else runs it (a ``cre-manager`` process the caller started). ``until``: once the
+    Job finished, also wait (within ``limit``) until the timeline satisfies it, then watch
+    ``settle`` seconds more."""
     job, runtime = rendered.scripted(namespace, launcher=K.pod_annotations(
         exit_code=exit_code, run_seconds=run_seconds))
     name = job["metadata"]["name"]
@@ -153,6 +156,9 @@ async def run_job(backend: RealBackend, rendered: Rendered, *, namespace: str,
             await client.create(JOBS, job, namespace=namespace)
             served = await _wait_finished(client, namespace, name, want_log=exit_code != 0,
                                           limit=limit)
+            if until is not None:
+                with anyio.move_on_after(limit):
+                    await timeline.wait_for(until)
             await anyio.sleep(settle)
             tg.cancel_scope.cancel()
     return RunResult(job=served, timeline=timeline, started=started,
