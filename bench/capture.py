@@ -15,6 +15,7 @@ queueing behind other Jobs' reconciles, not just one uncontended pass.
 through kube-apiserver's pod-log proxy, as on a cluster. ``--backend both`` runs the emulator
 and then the real server in one invocation and prints both records with their p50/p99 ratios
 (real over emulator), so the two are measured side by side on the same machine load.
+``--backend allreal`` scripts nothing: see :mod:`bench._allreal_capture`.
 """
 
 from __future__ import annotations
@@ -183,10 +184,19 @@ def main() -> None:
                         help="seconds between the launcher's exit and its deletion")
     parser.add_argument("--wait-limit", type=float, default=10.0,
                         help="seconds to wait for a record before counting a miss")
-    parser.add_argument("--backend", choices=("emulator", "real", "both"), default="emulator",
+    parser.add_argument("--backend", choices=("emulator", "real", "both", "allreal"),
+                        default="emulator",
                         help="the API emulator (default), a real etcd + kube-apiserver, or "
-                             "both one after the other")
+                             "both one after the other; allreal: no script at all, the real "
+                             "Trainer, JobSet, Job controller, scheduler and KWOK nodes "
+                             "(bench/_allreal_capture.py; --failures 200 takes long there)")
+    parser.add_argument("--run-seconds", type=float, default=1.0,
+                        help="allreal only: how long each launcher runs before exiting 1")
     args = parser.parse_args()
+    if args.backend == "allreal":
+        from bench import _allreal_capture
+        print(json.dumps(_allreal_capture.run(args), indent=2))
+        return
     if args.backend == "emulator":
         print(json.dumps(anyio.run(_bench, args), indent=2))
         return
