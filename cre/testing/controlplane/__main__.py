@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--only", action="append", help="scenario name (repeatable; default: "
                     "every scenario under integration/cases/scenario)")
     sc.add_argument("--details", action="store_true", help="print every difference")
+    sc.add_argument("--workloads", action="store_true",
+                    help="run B with the real JobSet and Trainer too (the simulator plays only "
+                    "the node lifecycle and the kubelets)")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
@@ -103,9 +106,15 @@ def main(argv: list[str] | None = None) -> int:
             from .sequences import CASES_DIR, compare_scenarios, table
 
             names = args.only or sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir())
-            with plane.start() as running:
-                running.start_controller_manager(controllers="garbagecollector,namespace")
-                results = compare_scenarios(running, names)
+            if args.workloads:
+                from .sequences import workload_plane
+
+                with workload_plane() as running:
+                    results = compare_scenarios(running, names, workloads=True)
+            else:
+                with plane.start() as running:
+                    running.start_controller_manager(controllers="garbagecollector,namespace")
+                    results = compare_scenarios(running, names)
             print(json.dumps(table(results, details=args.details), indent=2, default=str))
         else:
             pinned = build.versions()

@@ -25,3 +25,8 @@ ALLOWED: Final[tuple[Allowed, ...]] = (
                    "and random tie-break, above), so the pod on the node the scenario turns "
                    "NotReady is another index; as a set, the Job's pods agree"),
 )
+
+# With the real JobSet and Trainer as well (``scenarios --workloads``): every entry above, and
+ALLOWED_WITH_WORKLOADS: Final[tuple[Allowed, ...]] = (
+    *ALLOWED,
+)

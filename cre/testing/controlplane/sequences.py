@@ -6,7 +6,10 @@ scenario golden (``integration/cases/scenario/*/input.yaml``) runs twice on one 
 kube-apiserver, emptied in between: **A** with the full simulator, **B** with the upstream
 kube-controller-manager's Job controller and kube-scheduler in place of the simulated ones
 (the simulator keeps Trainer, JobSet, node lifecycle and the kubelets). So the only difference
-is the two controllers.
+is the two controllers. With ``workloads=True`` run B also has the real JobSet v0.11.1 and
+Trainer v2.2.0 controllers with their webhooks (:mod:`.workloads`) and the simulator plays only
+the node lifecycle and the kubelets; that needs a plane with the CRDs of those versions
+(:func:`workload_plane`).
 
 What CRE observes is recorded in both runs with CRE's informer: for every TrainJob, JobSet,
 batch Job, Pod and CRE Job of the namespace, each state it passes through (phase, conditions
@@ -41,6 +44,7 @@ from .kubelet_logs import KubeletLogs
 from .plane import Component, ControlPlane
 
 SIM_ROLES_WITH_REAL: Final = frozenset({"trainer", "jobset", "nodelifecycle", "kubelet"})
+SIM_ROLES_WITH_WORKLOADS: Final = frozenset({"nodelifecycle", "kubelet"})
 REAL_CONTROLLERS: Final = "job"
 CASES_DIR: Final = Path(__file__).resolve().parents[3] / "integration" / "cases" / "scenario"
 DELETED: Final = "DELETED"
@@ -50,6 +54,15 @@ POD_SCOPE: Final = "batch.kubernetes.io/job-name"
 SKIPS: Final[Mapping[str, str]] = {
     "api-faults": "injects API faults through the emulator's /_emulator fault API; "
                   "kube-apiserver has no fault injection",
+}
+# Scenarios that cannot run with the real JobSet and Trainer (``workloads=True``), and why.
+SKIPS_WITH_WORKLOADS: Final[Mapping[str, str]] = {
+    **SKIPS,
+    "workload-failed": "waits for the failed launcher's pods to be deleted, as the simulator's "
+                       "JobSet does 0.5 s after the Job fails (the reference's Mokka "
+                       "measurement); JobSet v0.11.1 keeps a failed JobSet's finished child "
+                       "Jobs and their pods (it deletes only active ones, and all of them only "
+                       "on a RestartJobSet failure policy), so the wait never ends",
 }
 SETTLE_BOUND: Final = 90.0  # wall seconds at most spent waiting for a run's deletions
 
@@ -369,31 +382,59 @@ async def run_once(plane: ControlPlane, data: dict[str, Any], logs: KubeletLogs,
 
 
 @contextlib.contextmanager
-def real_controllers(plane: ControlPlane) -> Iterator[list[Component]]:
-    """The upstream Job controller and kube-scheduler on ``plane`` for the block's duration."""
+def real_controllers(plane: ControlPlane, *, workloads: bool = False
+                     ) -> Iterator[list[Component]]:
+    """The upstream Job controller and kube-scheduler (and with ``workloads`` the real JobSet
+    and Trainer with their webhooks) on ``plane`` for the block's duration."""
     started = [plane.start_controller_manager(controllers=REAL_CONTROLLERS),
                plane.start_scheduler()]
+    controllers = None
     try:
+        if workloads:
+            from . import workloads as real_workloads
+
+            controllers = real_workloads.start(plane)
+            started += [run.component for run in controllers.running]
         yield started
     finally:
+        if controllers is not None:
+            controllers.stop()
         for comp in reversed(started):
             comp.stop()
             if comp in plane.components:
                 plane.components.remove(comp)
 
 
-def real_roles(data: Mapping[str, Any]) -> frozenset[str]:
+def real_roles(data: Mapping[str, Any], *, workloads: bool = False) -> frozenset[str]:
     """The simulated controllers of run B: with a workload rendered for KAI (every pod asks
     for ``schedulerName: kai-scheduler``, which kube-scheduler leaves alone, and no real KAI
     runs here) the simulated scheduler stays to play KAI; the Job controller is still real."""
     kai = any((item.get("render") or {}).get("kai") for item in data.get("apply") or []
               if isinstance(item, Mapping))
-    return SIM_ROLES_WITH_REAL | {"scheduler"} if kai else SIM_ROLES_WITH_REAL
+    roles = SIM_ROLES_WITH_WORKLOADS if workloads else SIM_ROLES_WITH_REAL
+    return roles | {"scheduler"} if kai else roles
+
+
+def workload_plane() -> ControlPlane:
+    """A plane for ``workloads=True``: the JobSet and Trainer CRDs at the versions the real
+    controllers are built at (the default plane installs the newest vendored ones), CRE's
+    CRDs, and the garbage-collector and namespace controllers."""
+    from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+
+    from .plane import CRE_CRDS, start
+
+    plane = start(crds=[JOBSET_OLDEST, TRAINER_OLDEST, CRE_CRDS])
+    try:
+        plane.start_controller_manager(controllers="garbagecollector,namespace")
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
 
 
 def compare_scenarios(plane: ControlPlane, names: Sequence[str], *,
                       allowed: Sequence[Allowed] | None = None, cases: Path = CASES_DIR,
-                      scale: float = 1.0) -> list[Comparison]:
+                      scale: float = 1.0, workloads: bool = False) -> list[Comparison]:
     """Run each scenario with the simulator (A) and with the real controllers (B), compare.
 
     Both runs use simulated time ``scale`` (default 1, whatever the scenario says): the real
@@ -403,13 +444,14 @@ def compare_scenarios(plane: ControlPlane, names: Sequence[str], *,
 
     ``plane`` must run the garbage collector and namespace controllers (as
     ``real_control_plane`` does) and not the Job controller or kube-scheduler."""
-    from .sequence_allowlist import ALLOWED
+    from .sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS
 
-    allow = ALLOWED if allowed is None else allowed
+    allow = (ALLOWED_WITH_WORKLOADS if workloads else ALLOWED) if allowed is None else allowed
     runnable, results = [], {}
+    skips = SKIPS_WITH_WORKLOADS if workloads else SKIPS
     for name in names:
-        if name in SKIPS:
-            results[name] = Comparison(name, "skipped", skip_reason=SKIPS[name])
+        if name in skips:
+            results[name] = Comparison(name, "skipped", skip_reason=skips[name])
         else:
             runnable.append((name, load_case(name, cases)))
     if not runnable:
@@ -425,10 +467,11 @@ def compare_scenarios(plane: ControlPlane, names: Sequence[str], *,
                 t0 = time.monotonic()
                 rec, out = await run_once(plane, data, logs, roles=None, scale=scale)
                 sims[name] = (rec, out, time.monotonic() - t0)
-            with real_controllers(plane):
+            with real_controllers(plane, workloads=workloads):
                 for name, data in runnable:
                     t0 = time.monotonic()
-                    rec, out = await run_once(plane, data, logs, roles=real_roles(data),
+                    rec, out = await run_once(plane, data, logs,
+                                              roles=real_roles(data, workloads=workloads),
                                               scale=scale)
                     took = sims[name][2] + time.monotonic() - t0
                     norm = _normaliser(cases / name, data)
