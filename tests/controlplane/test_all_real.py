@@ -12,7 +12,6 @@ Skips with the reason where the plane, KWOK or the workload controllers are unav
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -24,8 +23,11 @@ from cre.testing.controlplane.allreal import Stack, Timeline, logging_nodes, sta
 from cre.testing.controlplane.allreal_run import Rendered, RunResult, run_job
 from cre.testing.controlplane.build import REPO, Unavailable
 from cre.testing.controlplane.plane import CRE_CRDS, _running
-from cre.testing.controlplane.pytest_fixtures import binaries_or_skip, kwok_or_skip
-from cre.testing.controlplane.workload_build import ensure_built
+from cre.testing.controlplane.pytest_fixtures import (
+    binaries_or_skip,
+    kwok_or_skip,
+    workloads_or_skip,
+)
 from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.testing.procs import Stack as Processes
 
@@ -40,13 +42,7 @@ LIMIT = 600.0
 def stack() -> Iterator[Stack]:
     plane_binaries = binaries_or_skip()
     kwok = kwok_or_skip()
-    if os.environ.get("CRE_CONTROLPLANE_WORKLOADS", "1").lower() in ("0", "no", "off", "skip"):
-        pytest.skip("the real JobSet/Trainer controllers are switched off "
-                    "(CRE_CONTROLPLANE_WORKLOADS=0)")
-    try:
-        workloads = ensure_built().binaries
-    except Unavailable as exc:
-        pytest.skip(f"JobSet/Trainer controllers unavailable: {exc}")
+    workloads = workloads_or_skip()
     try:
         running = start_stack(crds=[JOBSET_OLDEST, TRAINER_OLDEST, CRE_CRDS],
                               kwok_binary=kwok, plane_binaries=plane_binaries,

@@ -16,6 +16,7 @@ import pytest
 from cre.api.watch import WatchEventType
 from cre.testing.cluster.engine import ROLES, parse_roles
 from cre.testing.controlplane import ControlPlane
+from cre.testing.controlplane.pytest_fixtures import workloads_or_skip
 from cre.testing.controlplane.sequences import (
     SKIPS,
     Allowed,
@@ -23,6 +24,7 @@ from cre.testing.controlplane.sequences import (
     compare,
     compare_scenarios,
     rename,
+    workload_plane,
 )
 
 # Two scenarios keep the test near two minutes (both run at scale 1, twice); the CLI
@@ -88,6 +90,21 @@ def test_scenarios_agree_with_the_real_controllers(real_control_plane: ControlPl
     assert all(not d for d in unexplained.values()), json.dumps(
         {k: [str(d) for d in v] for k, v in unexplained.items()}, indent=1)[:6000]
     assert all(by_name[n].verdict in ("equal", "allowed") for n in IN_TEST)
+
+
+def test_pass_agrees_with_the_real_jobset_and_trainer() -> None:
+    """The pass scenario with the real JobSet v0.11.1 and Trainer v2.2.0 too (the simulator
+    plays only node lifecycle and kubelets): nothing differs without a reason, and the
+    scenario whose timeline waits for JobSet to delete a failed launcher's pods is skipped."""
+    workloads_or_skip()
+    with workload_plane() as plane:
+        results = compare_scenarios(plane, ["pass", "workload-failed"], workloads=True)
+    by_name = {r.scenario: r for r in results}
+    assert by_name["workload-failed"].verdict == "skipped"
+    assert "JobSet v0.11.1 keeps" in by_name["workload-failed"].skip_reason
+    unexplained = [str(d) for d in by_name["pass"].differences if not d.reason]
+    assert not unexplained, unexplained
+    assert by_name["pass"].verdict in ("equal", "allowed")
 
 
 def test_swapped_pods_of_one_job_are_placement() -> None:

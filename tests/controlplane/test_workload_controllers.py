@@ -16,7 +16,6 @@ ones build for the same objects. Skips with the reason where the controllers can
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,8 +28,7 @@ from cre.testing.cluster.trainer import build_jobset, hostfile_configmap
 from cre.testing.controlplane import ControlPlane
 from cre.testing.controlplane.build import REPO, Unavailable
 from cre.testing.controlplane.plane import CRE_CRDS, _running, start, wait_for
-from cre.testing.controlplane.pytest_fixtures import binaries_or_skip
-from cre.testing.controlplane.workload_build import WorkloadBinaries, ensure_built
+from cre.testing.controlplane.pytest_fixtures import binaries_or_skip, workloads_or_skip
 from cre.testing.controlplane.workloads import WorkloadControllers
 from cre.testing.controlplane.workloads import start as start_workloads
 from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
@@ -45,20 +43,9 @@ TRAINER = "/apis/trainer.kubeflow.org/v1alpha1" + NS
 TIMEOUT = 180.0
 
 
-def _workload_binaries_or_skip() -> WorkloadBinaries:
-    binaries_or_skip()  # the plane's own skip reasons first
-    if os.environ.get("CRE_CONTROLPLANE_WORKLOADS", "1").lower() in ("0", "no", "off", "skip"):
-        pytest.skip("the real JobSet/Trainer controllers are switched off "
-                    "(CRE_CONTROLPLANE_WORKLOADS=0)")
-    try:
-        return ensure_built().binaries
-    except Unavailable as exc:
-        pytest.skip(f"JobSet/Trainer controllers unavailable: {exc}")
-
-
 @pytest.fixture(scope="module")
 def plane() -> Iterator[tuple[ControlPlane, WorkloadControllers]]:
-    workloads = _workload_binaries_or_skip()
+    workloads = workloads_or_skip()
     try:
         running = start(binaries=binaries_or_skip(), crds=[JOBSET_OLDEST, TRAINER_OLDEST,
                                                             CRE_CRDS])

@@ -16,6 +16,8 @@ import pytest
 
 from .build import Binaries, KwokBinary, Unavailable, ensure_built, ensure_kwok_built
 from .plane import ControlPlane, start
+from .workload_build import WorkloadBinaries
+from .workload_build import ensure_built as ensure_workloads_built
 
 DIFF_CONTROLLERS = "garbagecollector,namespace"
 
@@ -47,6 +49,19 @@ def kwok_or_skip() -> KwokBinary:
         return ensure_kwok_built().kwok
     except Unavailable as exc:
         pytest.skip(f"KWOK unavailable: {exc}")
+
+
+def workloads_or_skip() -> WorkloadBinaries:
+    """The built JobSet and Trainer managers (building them if needed), or a pytest skip naming
+    the cause (the plane's own reasons first; ``CRE_CONTROLPLANE_WORKLOADS=0`` on purpose)."""
+    binaries_or_skip()
+    if os.environ.get("CRE_CONTROLPLANE_WORKLOADS", "1").lower() in ("0", "no", "off", "skip"):
+        pytest.skip("the real JobSet/Trainer controllers are switched off "
+                    "(CRE_CONTROLPLANE_WORKLOADS=0)")
+    try:
+        return ensure_workloads_built().binaries
+    except Unavailable as exc:
+        pytest.skip(f"JobSet/Trainer controllers unavailable: {exc}")
 
 
 def start_or_skip() -> ControlPlane:

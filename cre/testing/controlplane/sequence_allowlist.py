@@ -29,4 +29,10 @@ ALLOWED: Final[tuple[Allowed, ...]] = (
 # With the real JobSet and Trainer as well (``scenarios --workloads``): every entry above, and
 ALLOWED_WITH_WORKLOADS: Final[tuple[Allowed, ...]] = (
     *ALLOWED,
+    Allowed(scenario="*", obj="Pod/*:labels.jobset.sigs.k8s.io/priority", where="shape",
+            reason="JobSet's pod admission webhook labels every JobSet pod with its "
+                   "spec.priority (0 here) for its exclusive-placement affinities; the "
+                   "simulator plays controllers, not admission webhooks, so its pods (and the "
+                   "real Job controller's without the real JobSet) lack the label. CRE neither "
+                   "reads it nor uses exclusive placement"),
 )
