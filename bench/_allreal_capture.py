@@ -18,12 +18,12 @@ launcher pod during the run, and the wall time. Each Job needs two whole 8-GPU n
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from typing import Any
 
 import anyio
 
+from bench.capture import delay_summary
 from cre.api.labels import LAUNCHER
 from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
@@ -92,13 +92,6 @@ class _Watch:
             await self.changed.wait()
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 async def _bench(args: argparse.Namespace, stack: Any) -> dict[str, Any]:
     rendered = Rendered.load(GOLDEN).unpinned()
     nodes = [f"gpu-{i:02d}" for i in range(2 * args.concurrency)]
@@ -148,7 +141,6 @@ async def _bench(args: argparse.Namespace, stack: Any) -> dict[str, Any]:
                 for i in range(args.failures):
                     runs.start_soon(one, i)
             tg.cancel_scope.cancel()
-    ms = [d * 1000.0 for d in delays]
     versions = stack.plane.binaries.versions
     return {
         "benchmark": "capture",
@@ -163,13 +155,7 @@ async def _bench(args: argparse.Namespace, stack: Any) -> dict[str, Any]:
         "concurrency": args.concurrency,
         "nodes": len(nodes),
         "max_concurrent_reconciles": args.workers,
-        "exit_seen_to_failure_log_ms": {
-            "p50": round(_percentile(ms, 0.50), 1),
-            "p90": round(_percentile(ms, 0.90), 1),
-            "p99": round(_percentile(ms, 0.99), 1),
-            "max": round(max(ms), 1) if ms else None,
-            "mean": round(statistics.fmean(ms), 1) if ms else None,
-        },
+        "exit_seen_to_failure_log_ms": delay_summary(delays),
         "wall_s": round(time.monotonic() - started, 1),
     }
 
