@@ -17,6 +17,7 @@ from cre.api.watch import WatchEventType
 from cre.testing.cluster.engine import ROLES, parse_roles
 from cre.testing.controlplane import ControlPlane
 from cre.testing.controlplane.pytest_fixtures import workloads_or_skip
+from cre.testing.controlplane.sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS
 from cre.testing.controlplane.sequences import (
     SKIPS,
     Allowed,
@@ -105,6 +106,23 @@ def test_pass_agrees_with_the_real_jobset_and_trainer() -> None:
     unexplained = [str(d) for d in by_name["pass"].differences if not d.reason]
     assert not unexplained, unexplained
     assert by_name["pass"].verdict in ("equal", "allowed")
+
+
+def test_a_pod_deleted_only_by_the_simulator_is_its_own_difference() -> None:
+    """The same states, then deleted in run A only (the simulated JobSet's deletion of a failed
+    launcher's pods): allowed with the real JobSet, not without it; any other change of the
+    states stays a ``sequence`` difference."""
+    failed = {"phase": "Failed"}
+    a = {"Pod/j-launcher-0-#1": [{"phase": "Running"}, failed, {**failed, "deleting": True},
+                                 "DELETED"]}
+    kept = {"Pod/j-launcher-0-#1": [{"phase": "Running"}, failed]}
+    verdict, diffs = compare("s", (a, {}), (kept, {}), ALLOWED_WITH_WORKLOADS)
+    assert verdict == "allowed" and {d.where for d in diffs} == {"deleted-only-simulated"}
+    verdict, _ = compare("s", (a, {}), (kept, {}), ALLOWED)
+    assert verdict == "differing"
+    other = {"Pod/j-launcher-0-#1": [{"phase": "Running"}, {"phase": "Succeeded"}]}
+    verdict, diffs = compare("s", (a, {}), (other, {}), ALLOWED_WITH_WORKLOADS)
+    assert verdict == "differing" and {d.where for d in diffs} == {"sequence"}
 
 
 def test_swapped_pods_of_one_job_are_placement() -> None:

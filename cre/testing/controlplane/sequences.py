@@ -84,7 +84,8 @@ class Allowed:
 
 @attrs.frozen
 class Difference:
-    # "sequence", "placement" (sequences of one Job's pods swapped), "shape" or "collected"
+    # "sequence", "placement" (sequences of one Job's pods swapped), "deleted-only-simulated"
+    # (the same states, then deleted in run A only), "shape" or "collected"
     where: str
     obj: str  # "Pod/ar-workload-launcher-0-#1", or the collected item's path
     simulated: Any
@@ -298,6 +299,15 @@ def _swapped_groups(seq_a: Mapping[str, list[Any]], seq_b: Mapping[str, list[Any
     return {g for g in ga if g in gb and ga[g] == gb[g]}
 
 
+def _deleted_only_in(a: list[Any] | None, b: list[Any] | None) -> bool:
+    """``a`` is ``b`` followed by nothing but its deletion (being deleted, then gone): the same
+    object, deleted in one run and kept in the other."""
+    if not a or not b or len(a) <= len(b) or a[:len(b)] != b:
+        return False
+    return all(st == DELETED or (isinstance(st, dict) and st.get("deleting"))
+               for st in a[len(b):])
+
+
 def compare(scenario: str, sim: tuple[Mapping[str, list[Any]], Any],
             real: tuple[Mapping[str, list[Any]], Any],
             allowed: Sequence[Allowed], *,
@@ -320,6 +330,8 @@ def compare(scenario: str, sim: tuple[Mapping[str, list[Any]], Any],
         a, b = seq_a.get(key), seq_b.get(key)
         if a != b:
             where = "placement" if _pod_group(key) in swapped else "sequence"
+            if where == "sequence" and _deleted_only_in(a, b):
+                where = "deleted-only-simulated"
             diffs.append(Difference(where, key, a, b))
     flat_a, flat_b = _flatten(sim[1]), _flatten(real[1])
     for path in sorted(set(flat_a) | set(flat_b)):
