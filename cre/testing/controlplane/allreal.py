@@ -32,6 +32,7 @@ from typing import Any, Final
 import anyio
 import attrs
 
+from cre.api import labels
 from cre.kube.client import (
     BATCH_JOBS,
     JOBSETS,
@@ -53,8 +54,8 @@ from .workloads import start as start_workloads
 
 CONTROLLERS: Final = "job,garbagecollector,namespace,podgc,nodelifecycle"
 LAUNCHER_RJOB: Final = "launcher"
-RJOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
-JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+RJOB_LABEL: Final = labels.REPLICATED_JOB_NAME
+JOBSET_LABEL: Final = labels.JOBSET_NAME
 
 
 @attrs.define

@@ -10,7 +10,8 @@ is an error, never a skip.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 
@@ -20,6 +21,7 @@ from .workload_build import WorkloadBinaries
 from .workload_build import ensure_built as ensure_workloads_built
 
 DIFF_CONTROLLERS = "garbagecollector,namespace"
+T = TypeVar("T")
 
 
 def skip_reason() -> str | None:
@@ -40,15 +42,20 @@ def binaries_or_skip() -> Binaries:
         pytest.skip(f"real control plane unavailable: {exc}")
 
 
+def _built_or_skip(ensure: Callable[[], T], what: str) -> T:
+    """``ensure()``'s build, or a pytest skip naming why ``what`` is unavailable."""
+    try:
+        return ensure()
+    except Unavailable as exc:
+        pytest.skip(f"{what} unavailable: {exc}")
+
+
 def kwok_or_skip() -> KwokBinary:
     """The built KWOK binary (building it if needed), or a pytest skip naming the cause."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    try:
-        return ensure_kwok_built().kwok
-    except Unavailable as exc:
-        pytest.skip(f"KWOK unavailable: {exc}")
+    return _built_or_skip(lambda: ensure_kwok_built().kwok, "KWOK")
 
 
 def workloads_or_skip() -> WorkloadBinaries:
@@ -58,10 +65,7 @@ def workloads_or_skip() -> WorkloadBinaries:
     if os.environ.get("CRE_CONTROLPLANE_WORKLOADS", "1").lower() in ("0", "no", "off", "skip"):
         pytest.skip("the real JobSet/Trainer controllers are switched off "
                     "(CRE_CONTROLPLANE_WORKLOADS=0)")
-    try:
-        return ensure_workloads_built().binaries
-    except Unavailable as exc:
-        pytest.skip(f"JobSet/Trainer controllers unavailable: {exc}")
+    return _built_or_skip(lambda: ensure_workloads_built().binaries, "JobSet/Trainer controllers")
 
 
 def start_or_skip() -> ControlPlane:

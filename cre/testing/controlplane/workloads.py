@@ -23,6 +23,8 @@ from typing import Any
 
 import attrs
 
+from cre.api import labels
+
 from .build import Unavailable
 from .plane import Component, ControlPlane, ControlPlaneError, free_port, wait_for
 from .workload_build import WorkloadBinaries, ensure_built
@@ -75,7 +77,7 @@ class Controller:
     """(collection path, object only the validating webhook rejects)."""
 
 
-_JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+_JOBSET_LABEL = labels.JOBSET_NAME
 
 
 def _probe_jobset(success_targets: Sequence[str] = ()) -> dict[str, Any]:
