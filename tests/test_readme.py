@@ -354,3 +354,12 @@ def test_the_manager_page_names_only_real_flags() -> None:
               for f in _flags([span])}
     assert len(listed) >= 15
     assert not listed - known, f"not cre-manager flags: {sorted(listed - known)}"
+
+
+def test_the_manager_page_documents_every_exit_code() -> None:
+    """The manager page's exit-code table lists every code cre-manager exits with."""
+    from cre_manager.errors import ExitCode
+
+    section = _text(GUIDE / "manager.md").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    for code in ExitCode:
+        assert f"| {int(code)} |" in section, code
