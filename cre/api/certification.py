@@ -145,8 +145,8 @@ class CategoryOptions:
         "Go duration (e.g. 90m) after which a running Job fails with JobTimedOut. Unset: the "
         "catalog entry's value.")))
     measurement_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
-        "Go duration a Job waits for its measurement to complete after the workload ended. "
-        "Unset: 5m.")))
+        "How long a Job waits for its measurement after the workload succeeded, a Go duration "
+        "such as 5m. Unset: 5m.")))
     source_repo: str | None = attrs.field(
         default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO, doc=(
             "https or ssh URL of the Git repository the workload checks its sources out from. "

@@ -130,8 +130,8 @@ class JobSpec:
         "Pass criteria: metric name (busBandwidthGBps, algBandwidthGBps, goodputRatio, "
         "avgTFLOPsPerGPU, avgStepTimeSec) to a CEL expression over `value`, e.g. `value >= 400`.")))
     measurement_timeout: str = attrs.field(default="5m", metadata=duration_field(doc=(
-        "How long the Job waits for its measurement to complete after the workload ended, a Go "
-        "duration such as 90s or 1h30m.")))
+        "How long the Job waits for its measurement to complete after the workload succeeded, a "
+        "Go duration such as 90s or 1h30m.")))
     # Fail with JobTimedOut this long after the workload was first seen running (copied from
     # the Workflow's orchestration.timeoutPerJob); unset means no limit.
     timeout_per_job: str | None = attrs.field(default=None, metadata=duration_field(doc=(

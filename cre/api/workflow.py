@@ -168,12 +168,13 @@ class WhenSpec:
     gpu_architecture: StringMatch | None = attrs.field(default=None, metadata=c(doc=(
         "Detected GPU architecture (e.g. h100, gb200) to match.")))
     workload_kind: str | None = attrs.field(default=None, metadata=c(doc=(
-        "Kind of the workload the template runs (e.g. TrainJob).")))
+        "Kind of the workload object the Jobs create; today always TrainJob.")))
     topology: TopologyMatch | None = attrs.field(default=None, metadata=c(doc=(
         "Partitioning mode and domain count to match.")))
     config: Mapping[str, Any] | None = attrs.field(
         default=None, metadata=c(preserve_unknown=True, doc=(
-            "Values the Workflow's configuration must contain, as opaque JSON.")))
+            "Configuration values to match, as opaque JSON (accepted; this version does not "
+            "evaluate it).")))
     expression: str | None = attrs.field(default=None, metadata=c(max_length=4096, doc=(
         "CEL expression that must be true.")))
 
@@ -220,17 +221,17 @@ class PerformanceSpec:
     enabled: bool = attrs.field(default=False, metadata=c(doc=(
         "Judge the Jobs' measured performance.")))
     plugin: str | None = attrs.field(default=None, metadata=c(doc=(
-        "Name of the performance plugin.")))
+        "Name of the performance plugin (accepted; this version judges the thresholds only).")))
     config: Mapping[str, Any] | None = attrs.field(
         default=None, metadata=c(preserve_unknown=True, doc=(
-            "Plugin configuration, as opaque JSON.")))
+            "Configuration of the plugin, as opaque JSON.")))
     tracking: Tracking | None = attrs.field(default=None, metadata=c(doc=(
         "Per-node and per-domain result tracking.")))
     thresholds: ThresholdsSpec | None = attrs.field(default=None, metadata=c(doc=(
         "Pass criteria copied into each Job.")))
     measurement_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
-        "How long each Job waits for its measurement after the workload ended, a Go duration "
-        "such as 90s or 1h30m. Unset: 5m.")))
+        "How long each Job waits for its measurement after the workload succeeded, a Go duration"
+        " such as 90s or 1h30m. Unset: 5m.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -302,7 +303,7 @@ class GroupStatus:
     domain_node_counts: Mapping[str, int] = attrs.field(factory=dict, metadata=c(doc=(
         "Nodes of the group per topology domain.")))
     overflow: bool = attrs.field(default=False, metadata=c(doc=(
-        "The group holds the nodes left over after full groups were formed.")))
+        "The group is the short remainder, topped up with nodes borrowed from full groups.")))
     phase: GroupPhase = attrs.field(default=GroupPhase.PENDING, metadata=c(doc=(
         "Outcome of the group: Pending, Running, Succeeded or Failed.")))
     retries: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
