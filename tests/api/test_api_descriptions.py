@@ -55,15 +55,26 @@ def _properties(
 
 
 def undocumented(kind: str, cls: type, schema: dict[str, Any]) -> list[str]:
-    """One line per property of ``schema`` without a description, saying how to add one."""
+    """One line per property whose model field has no ``doc`` (or whose schema node has no
+    description), saying where and how to add one. A nested object's class docstring is not
+    enough: the field says what it is for, the class only what it is."""
     return [
         f"{kind}{path}: no description. Add doc=\"<what it means, with its unit>\" to the "
-        f"metadata of {owner.__module__}.{owner.__qualname__}.{field.name} "
-        f"(attrs.field(..., metadata=c(..., doc=\"...\"))), then run "
-        f"`python -m cre.api.crdgen`"
+        f"metadata of {owner.__module__}.{owner.__qualname__}.{field.name}: "
+        f"attrs.field(..., metadata=c(..., doc=\"...\")) (for a duration or a thresholds map: "
+        f"metadata=duration_field(doc=...) / threshold_values(doc=...) from cre.api.common), "
+        f"then run `python -m cre.api.crdgen`"
         for path, owner, field, node in _properties(cls, schema)
-        if path not in SERVER_OWNED and not node.get("description", "").strip()
+        if path not in SERVER_OWNED
+        and not ((constraints(field).doc or "").strip() and node.get("description", "").strip())
     ]
+
+
+@attrs.frozen(kw_only=True)
+class Leaf:
+    """A nested demo model whose class docstring is all a field of its type would show."""
+
+    value: int = attrs.field(default=0, metadata=c(doc="A value."))
 
 
 @attrs.frozen(kw_only=True)
@@ -72,6 +83,7 @@ class Inner:
 
     documented: int = attrs.field(default=1, metadata=c(doc="Told."))
     bare_field: str | None = None
+    nested: Leaf | None = None  # described by its class docstring only: not enough
 
 
 @attrs.frozen(kw_only=True)
@@ -105,7 +117,8 @@ def test_every_property_is_walked() -> None:
 def test_a_field_without_doc_is_reported_with_its_class_and_the_fix() -> None:
     """A model field lacking ``doc`` fails the check, naming the class, field and remedy."""
     lines = undocumented("Demo", Outer, model_schema(Outer))
-    assert len(lines) == 1
+    assert [line.split(":", 1)[0] for line in lines] == [
+        "Demo.items[].bareField", "Demo.items[].nested"]
     assert lines[0].startswith("Demo.items[].bareField: no description.")
     assert f"{__name__}." in lines[0] and "Inner.bare_field" in lines[0]
     assert 'metadata=c(..., doc="...")' in lines[0]
