@@ -16,6 +16,9 @@ from .test_kubectl import Kubectl
 
 pytestmark = pytest.mark.anyio
 
+# `jobs` alone is batch/v1 Job: every call names CRE's group version.
+API_VERSION = "--api-version=cre.dev/v1alpha1"
+
 
 @pytest.fixture
 async def kubectl(emu_crds: Emulator, tmp_path: Path) -> Kubectl:
@@ -48,9 +51,9 @@ async def test_explain_certification_spec_describes_every_field(kubectl: Kubectl
     paths = _explained("Certification")
     assert "certifications.spec.categories.options.resources" in paths
     for path in paths:
-        _, out, _ = await kubectl.run("explain", path)
+        _, out, _ = await kubectl.run("explain", path, API_VERSION)
         assert "<no description>" not in out, f"kubectl explain {path}:\n{out}"
-    _, out, _ = await kubectl.run("explain", "certifications.spec.nodesPerJob")
+    _, out, _ = await kubectl.run("explain", "certifications.spec.nodesPerJob", API_VERSION)
     assert "Nodes in each group" in out and "At least 1." in out
 
 
@@ -60,6 +63,7 @@ async def test_explain_spec_and_status_of_every_kind(kubectl: Kubectl, kind: str
     plural = next(i.plural for i in KINDS if i.kind == kind)
     for top in ("spec", "status"):
         if f"{plural}.{top}" in _explained(kind):
-            _, out, _ = await kubectl.run("explain", f"{plural}.{top}")
+            _, out, _ = await kubectl.run("explain", f"{plural}.{top}", API_VERSION)
+            assert f"KIND:       {kind}" in out and "VERSION:    v1alpha1" in out
             assert "FIELDS:" in out
             assert "<no description>" not in out, f"kubectl explain {plural}.{top}:\n{out}"
