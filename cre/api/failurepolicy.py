@@ -36,11 +36,21 @@ class FailurePolicy:
     and every failure counts the same (the plain behaviour); unset follows the manager.
     """
 
-    mode: FailureMode = FailureMode.CONTINUE
+    mode: FailureMode = attrs.field(default=FailureMode.CONTINUE, metadata=c(doc=(
+        "Continue: every group runs to its end. FailFast: the first genuine (Workload-class) "
+        "group failure stops launching groups and cancels running ones.")))
     infra_retries: int = attrs.field(
         default=DEFAULT_INFRA_RETRIES,
-        metadata=c(minimum=0, maximum=MAX_INFRA_RETRIES, int_format="int32"),
+        metadata=c(
+            minimum=0,
+            maximum=MAX_INFRA_RETRIES,
+            int_format="int32",
+            doc=(
+                "Re-runs of a group whose Job ended on a Node, Platform or ControlPlane "
+                "failure; they do not spend retryFailedGroups."),
+        ),
     )
     infra_scoped_fail_fast: bool | None = attrs.field(
-        default=None, metadata=c(json_name="infraScopedFailFast")
-    )
+        default=None, metadata=c(json_name="infraScopedFailFast", doc=(
+            "Overrides the manager's --infra-scoped-failfast for this Workflow: false counts "
+            "every failure the same. Unset: the manager's setting.")))
