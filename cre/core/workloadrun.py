@@ -219,6 +219,15 @@ def _mirror(ctx: _Ctx) -> RunPlan:
             now=ctx.now, generation=ctx.run.metadata.generation, warn=True)
         status = attrs.evolve(status, conditions=conditions)
         events = (event,) if event is not None else ()
+    outage = condition(wf.status.conditions, ConditionType.SUSPECTED_CLUSTER_OUTAGE)
+    if outage is not None and outage.status == ConditionStatus.TRUE:
+        # Copied from the Workflow: the cause is the cluster, not the user's workload.
+        conditions, event = set_additive(
+            status.conditions, type_=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=True,
+            reason=WorkloadRunReason.SUSPECTED_CLUSTER_OUTAGE, message=outage.message or "",
+            now=ctx.now, generation=ctx.run.metadata.generation, warn=True)
+        status = attrs.evolve(status, conditions=conditions)
+        events = (*events, *((event,) if event is not None else ()))
     member = true_member(wf.status.conditions)
     if member is not None and member.type == ConditionType.SUCCEEDED:
         return _write(ctx, status, member=ConditionType.SUCCEEDED,
