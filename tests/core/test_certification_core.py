@@ -45,7 +45,7 @@ def test_categories_run_in_order_and_a_failure_does_not_stop_the_next() -> None:
     for t in range(5, 8):
         world.step(at(t))
     assert _cond(world, "Failed") == ("True", CertificationReason.WORKFLOW_FAILED,
-                                      "One or more certification categories failed")
+                                      "Category communication/nccl-all-reduce failed: done")
     assert world.cert.status.verdict == Verdict.FAILED
     assert world.cert.status.categories == "1/2"
 
@@ -225,8 +225,8 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
     wf = world.workflows[name]
     missed = ("1 groups failed across 1 iterations; group-1: Threshold \"busBandwidthGBps\" "
               "violated: measured 191.6000, expression: value >= 300")
-    conditions = tuple(attrs.evolve(c, message=missed) if c.type == ConditionType.FAILED
-                       else c for c in wf.status.conditions)
+    conditions = tuple(attrs.evolve(c, message=missed, reason="JobValidationFailed")
+                       if c.type == ConditionType.FAILED else c for c in wf.status.conditions)
     conditions += (Condition(type=ConditionType.VALIDATION_FAILED, status=ConditionStatus.TRUE,
                              reason="JobValidationFailed", message="x",
                              last_transition_time=at(1)),)

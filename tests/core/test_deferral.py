@@ -4,11 +4,11 @@ the kill switch restores plain failures."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from datetime import UTC, datetime, timedelta
 
 from cre.api.conditions import FailedNodeReason, FailureScope, GroupPhase, JobReason, Verdict
 from cre.api.failurepolicy import FailureMode, FailurePolicy
