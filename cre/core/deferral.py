@@ -86,6 +86,9 @@ VALIDATION: Final = "ValidationFailed"
 CONFIGURATION: Final = str(WorkflowReason.CONFIGURATION_ERROR)
 USER_INTERRUPTED: Final = str(WorkflowReason.USER_INTERRUPTED)
 UNCERTIFIED: Final = "Uncertified"
+# The Uncertified record of a node whose group ran out of re-runs on a broken group-mate: no
+# evidence against it, and no run that judged it.
+PEER_BROKEN: Final = "PeerBroken"
 # Group failure reasons that do not stop the siblings under FailFast (deferral on).
 NO_FAIL_FAST: Final = frozenset({HARDWARE, USER_INTERRUPTED})
 
@@ -368,7 +371,7 @@ def _node_evidence(nodes: Sequence[str], broken: tuple[str, ...], outcome: JobOu
         # Re-run the rest of the group on the infra budget; the broken nodes are Failed now.
         return GroupDecision(action=Action.INFRA_RETRY, phase=GroupPhase.PENDING, failed=failed,
                              row=Row.NODE_EVIDENCE, reason=HARDWARE, message=message)
-    uncertified = tuple(NodeRecord(name=n, reason=reason, scope=str(FailureScope.NODE),
+    uncertified = tuple(NodeRecord(name=n, reason=PEER_BROKEN, scope="",
                                    message=f"not judged: the group's run failed on broken "
                                            f"node(s) {', '.join(broken)}")
                         for n in nodes if n not in broken)
