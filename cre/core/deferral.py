@@ -246,7 +246,8 @@ def row_of(outcome: JobOutcome) -> Row:
         return Row.WORKLOAD
     if fc.reason == ClassReason.WORKLOAD_DELETED:
         return Row.USER_INTERRUPT
-    if fc.reason in (ClassReason.INVALID_SPEC, ClassReason.NAME_COLLISION) or (
+    if fc.scope == FailureScope.CONFIGURATION or fc.reason in (
+            ClassReason.INVALID_SPEC, ClassReason.NAME_COLLISION) or (
             fc.reason == ClassReason.ADMISSION_REJECTED
             and outcome.reason == JobReason.WORKLOAD_CREATION_ERROR):
         # The API (or CRE's own validation) refused the workload: the same again every time.

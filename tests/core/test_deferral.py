@@ -57,6 +57,7 @@ INVALID = _outcome(FailureScope.PLATFORM, ClassReason.INVALID_SPEC,
                    condition=JobReason.INVALID_SPEC)
 COLLISION = _outcome(FailureScope.CONTROL_PLANE, ClassReason.NAME_COLLISION,
                      condition=JobReason.WORKLOAD_NAME_COLLISION)
+MEASUREMENT_CONFIG = _outcome(FailureScope.CONFIGURATION, "LogProfileNotFound")
 TIMEOUT = _outcome(FailureScope.WORKLOAD, ClassReason.TIMED_OUT, blamed=NODES,
                    condition=JobReason.JOB_TIMED_OUT)
 PLATFORM_TIMEOUT = _outcome(FailureScope.PLATFORM, ClassReason.UNSCHEDULABLE,
@@ -92,6 +93,8 @@ B = ("n2",)  # n2 still NotReady
         (REJECTED, 0, 0, ON, A, 0, D.Action.FAIL, (), NODES, True),
         (INVALID, 0, 0, ON, A, 0, D.Action.FAIL, (), NODES, True),
         (COLLISION, 0, 0, ON, A, 0, D.Action.FAIL, (), NODES, True),
+        # Any failure the Job tier scopes Configuration (a LogProfile missing, a bad CEL).
+        (MEASUREMENT_CONFIG, 0, 0, ON, A, 0, D.Action.FAIL, (), NODES, True),
         # A kubelet refusing one pod is not the user's configuration: infrastructure.
         (POD_ADMISSION, 0, 0, ON, A, 0, D.Action.INFRA_RETRY, (), (), False),
         # A person deleted the workload: user interrupt, nodes Uncertified, no FailFast.

@@ -16,6 +16,7 @@ from cre.api.conditions import ConditionType, JobReason, Phase
 from cre.api.converter import from_dict
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, GPU_PRODUCT
+from cre.api.meta import Condition
 from cre.api.workflow import Workflow
 from cre.catalog import load_catalog
 from cre.catalog.model import Catalog
@@ -282,12 +283,14 @@ class CertificationWorld:
         self.cert = cert
         return plan
 
-    def finish(self, name: str, *, ok: bool, verdict: str, now: datetime) -> None:
+    def finish(self, name: str, *, ok: bool, verdict: str, now: datetime,
+               reason: str | None = None, message: str = "done",
+               extra: Sequence[Condition] = ()) -> None:
         wf = self.workflows[name]
         member = ConditionType.SUCCEEDED if ok else ConditionType.FAILED
-        status = attrs.evolve(wf.status, conditions=_conditions(member, "JobCompleted" if ok
-                                                                else "IterationsFailed",
-                                                                "done", now),
+        why = reason or ("JobCompleted" if ok else "IterationsFailed")
+        status = attrs.evolve(wf.status, conditions=(*extra, *_conditions(member, why, message,
+                                                                          now)),
                               verdict=verdict)
         self.workflows[name] = attrs.evolve(wf, status=status)
 
