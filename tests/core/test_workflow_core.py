@@ -257,6 +257,12 @@ def test_health_monitor_node_is_failed_and_the_rerun_judges_the_rest() -> None:
         return succeeded(job, now)
 
     world.run(outcome)
+    # The broken node is in failed-nodes before (in the same plan as) the re-run's launch.
+    failed_cm = NR.configmap_name(NR.FAILED, world.wf.metadata.uid or "")
+    relaunch = next(p for p in world.plans
+                    if any(c.name.endswith("-retry-1") and c.kind == "Job" for c in p.creates)
+                    or any(d.kind == "Job" and "group-2" in d.name for d in p.deletes))
+    assert any(u.name == failed_cm for u in relaunch.upserts)
     assert _records(world, NR.FAILED) == {"gpu-05"}
     assert "gpu-04" in _records(world, NR.SUCCEEDED)
     assert _records(world, NR.UNCERTIFIED) == set()
