@@ -147,9 +147,9 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
                 message=f"Group {group.name}: waiting up to {int(decision.wait)}s for NotReady "
                         f"node(s) {', '.join(r.name for r in outcome.blamed)} to come back "
                         "before blaming them"))
-        return attrs.evolve(group, message=f"Waiting for NotReady node(s) "
-                                           f"{', '.join(r.name for r in outcome.blamed)} to "
-                                           "come back")
+        waiting = ", ".join(r.name for r in outcome.blamed)
+        return attrs.evolve(group, failure_class=outcome.failure_class,
+                            message=f"Waiting for NotReady node(s) {waiting} to come back")
     p.failed += decision.failed
     p.uncertified += decision.uncertified
     group = attrs.evolve(group, failure_class=outcome.failure_class,
