@@ -12,10 +12,13 @@ Workflow (built by ``cre.core.certification_build``):
 * A category ends with its Workflow: Succeeded (verdict Passed or Incomplete) or Failed; a
   failed category does not stop the next one. Its status mirrors the Workflow's node-result
   ConfigMap refs.
-* When every category is done: Failed (``WorkflowFailed``) if any failed, else Succeeded
-  (``AllWorkflowsSucceeded``); the verdict summarises the categories (Failed beats Incomplete
-  beats Passed), ``Incomplete=True`` when it is Incomplete, and ``status.categories`` reads
-  ``<passed>/<total>`` for ``kubectl get``.
+* When every category is done: Failed if any failed, with the most severe failed category as
+  the headline (:func:`headline`: ``JobHardwareFailed`` > ``WorkflowFailed`` >
+  ``WorkflowValidationFailed`` > ``ConfigurationError`` > ``UserInterrupted``, that category's
+  own cause in the message), else Succeeded (``AllWorkflowsSucceeded``); the verdict
+  summarises the categories (Failed beats Incomplete beats Passed), ``Incomplete=True`` when it
+  is Incomplete, and ``status.categories`` reads ``<passed>/<total>`` for ``kubectl get``. A
+  Workflow's ``SuspectedClusterOutage`` is copied onto the Certification.
 * Deletion removes the Workflows it controls (UID preconditions), waits until they are gone
   (confirmed live), then drops the finalizer.
 """

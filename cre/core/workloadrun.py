@@ -8,7 +8,8 @@ status; the shell applies it (``cre.controller.workloadrun``). The rules, in ord
 2. With ``status.workflowRef`` set, the Workflow is mirrored: gone (confirmed by a live read)
    -> Failed ``WorkflowDeleted``; the detected platform, architecture and node-result refs
    are copied; the Workflow's ``ValidationFailed`` is mirrored (``ThresholdViolation``)
-   *before* the terminal mirror, so a run that ends on a threshold miss still says so;
+   *before* the terminal mirror, so a run that ends on a threshold miss still says so, and
+   so is its ``SuspectedClusterOutage``;
    Workflow Succeeded -> Succeeded ``WorkflowSucceeded``; Workflow Failed -> Failed
    ``WorkflowValidationFailed`` when the Workflow failed on ``JobValidationFailed``, else
    ``WorkflowFailed``, with the Workflow's message; otherwise InProgress ``WorkflowRunning``.
