@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,17 +19,19 @@ from cre.core.workflow import WorkflowSettings, reconcile_workflow
 from tests.core.jobtier import Story, job_tier_status
 from tests.core.tierworld import WorkflowWorld, at, nodes, succeeded, workflow
 
+# "notready": the node is Ready again when the Workflow looks (a reboot); "down": it stays
+# NotReady for the rest of the run (broken once the grace has passed).
 OUTCOMES = ("succeed", "workload", "timeout", "evicted", "platform", "deleted", "config",
-            "hardware", "notready", "wait")
+            "hardware", "notready", "down", "wait")
 STORIES = {"succeed": Story.SUCCEEDED, "workload": Story.CONTAINER_FAILED,
            "timeout": Story.TIMED_OUT, "evicted": Story.EVICTED,
            "platform": Story.STARTUP_STALLED, "deleted": Story.WORKLOAD_DELETED,
            "config": Story.CREATE_REJECTED, "hardware": Story.HARDWARE,
-           "notready": Story.NODE_NOT_READY}
+           "notready": Story.NODE_NOT_READY, "down": Story.NODE_NOT_READY}
 GENUINE = frozenset({"workload", "timeout"})
 # Outcomes that fail the verdict without blaming a whole group.
-FAILING = GENUINE | {"deleted", "config", "hardware"}
-INFRA = frozenset({"evicted", "platform", "notready", "hardware"})
+FAILING = GENUINE | {"deleted", "config", "hardware", "down"}
+INFRA = frozenset({"evicted", "platform", "notready", "hardware", "down"})
 
 
 @st.composite
@@ -66,7 +69,8 @@ def test_workflow_properties(case: dict[str, Any]) -> None:
     pool = nodes(case["count"])
     wf = workflow(pool, nodesPerJob=case["per_job"], maxConcurrent=case["max_concurrent"],
                   repeatCount=case["repeat"],
-                  failurePolicy={"mode": case["mode"], "infraRetries": case["infra_retries"]})
+                  failurePolicy={"mode": case["mode"], "infraRetries": case["infra_retries"],
+                                 "nodeNotReadyGraceSeconds": 3})
     world = WorkflowWorld(wf=wf, nodes=pool,
                           settings=WorkflowSettings(infra_scoped_fail_fast=case["deferral"]))
     script: list[str] = list(case["script"])
@@ -80,6 +84,10 @@ def test_workflow_properties(case: dict[str, Any]) -> None:
             drawn[name] = script[len(drawn) % len(script)]
             members[name] = group_nodes(job)
         kind = drawn[name]
+        if kind == "down":
+            first = members[name][0]
+            world.nodes = tuple(attrs.evolve(n, ready="False") if n.name == first else n
+                                for n in world.nodes)
         if kind == "wait":
             waited[name] = waited.get(name, 0) + 1
             if waited[name] < 3:
@@ -121,7 +129,7 @@ def test_workflow_properties(case: dict[str, Any]) -> None:
     passed = set(NR.decode_names(passed_data[NR.data_key(NR.SUCCEEDED)])) if passed_data \
         else set()
     assert not blamed & passed, "a node is both Failed and Passed"
-    allowed = {members[j][0] for j, k in drawn.items() if k == "hardware"}
+    allowed = {members[j][0] for j, k in drawn.items() if k in ("hardware", "down")}
     allowed |= {n for j, k in drawn.items() if k in GENUINE for n in members[j]}
     if not case["deferral"]:
         allowed |= {n for j, k in drawn.items() if k in INFRA for n in members[j]}
