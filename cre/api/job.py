@@ -173,7 +173,8 @@ class FailureClass:
     """Whom a failure is attributed to, so the Workflow can retry, cordon or escalate."""
 
     scope: FailureScope = attrs.field(metadata=c(doc=(
-        "Whom the failure is attributed to: Workload, Node, Platform or ControlPlane.")))
+        "Whom the failure is attributed to: Workload, Node, Platform, ControlPlane or "
+        "Configuration.")))
     reason: str = attrs.field(metadata=c(min_length=1, doc=(
         "The cause within the scope, one CamelCase word.")))
     message: str = attrs.field(default="", metadata=c(doc="Human-readable details of the cause."))
