@@ -20,6 +20,10 @@ from cre.api.labels import API_VERSION
 from cre.api.measurement import BandwidthMeasurementSpec
 from cre.api.meta import Condition, ObjectMeta, ObjectReference, TypedLocalObjectReference
 
+# The longest imagePullGraceSeconds accepted: one hour (a registry that has not answered in an
+# hour will not answer within a certification run).
+IMAGE_PULL_GRACE_MAX = 3600
+
 
 @attrs.frozen(kw_only=True)
 class WorkloadSpec:
@@ -99,6 +103,14 @@ class JobSpec:
     scheduling_stall_grace_seconds: int = attrs.field(
         default=300, metadata=c(minimum=1, int_format="int32")
     )
+    # Pods unschedulable this long (the timeout clock paused all along) fail the Job
+    # Platform/Unschedulable (``cre.core.stall``).
+    scheduling_stall_timeout: str = attrs.field(default="30m", metadata=DURATION_FIELD)
+    # A container waiting on an image pull (ErrImagePull, ImagePullBackOff, InvalidImageName,
+    # ErrImageNeverPull) this long fails the Job Platform/ImagePullFailed (``cre.core.imagepull``).
+    image_pull_grace_seconds: int = attrs.field(
+        default=120, metadata=c(minimum=1, maximum=IMAGE_PULL_GRACE_MAX, int_format="int32")
+    )
     goodput_measurement: GoodputMeasurementRequest | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
@@ -156,6 +168,8 @@ class JobStatus:
     workload_start_time: datetime | None = None
     scheduling_blocked_since: datetime | None = None
     scheduling_resumed_time: datetime | None = None
+    # Since when a container of the workload has been waiting on a failing image pull.
+    image_pull_failing_since: datetime | None = None
     restart_count: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
     observed_generation: int | None = attrs.field(
         default=None, metadata=c(minimum=0, int_format="int64")
