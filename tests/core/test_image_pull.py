@@ -74,7 +74,8 @@ def test_past_the_grace_the_job_fails_image_pull_failed(reason: str) -> None:
     cond, message = _current(plan)
     assert cond == JobReason.IMAGE_PULL_FAILED
     assert f'could not pull "{IMAGE}" within imagePullGraceSeconds 120s' in message
-    assert f"{reason}: {BACKOFF}" in message and f"pod {W0}, container node on node gpu-0" in message
+    assert f"{reason}: {BACKOFF}" in message
+    assert f"pod {W0}, container node on node gpu-0" in message
     status = plan.status
     assert status is not None and status.failure_class is not None
     assert (status.failure_class.scope, status.failure_class.reason) == (
