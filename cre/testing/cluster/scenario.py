@@ -24,6 +24,9 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - nodeNotReady: {node: aws-h100-node-1}       # also: nodeReady
       - delete: {kind: TrainJob, name: ar-workload}
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
+      - refuseCreate: {resource: trainjobs, code: 403,   # as admission would (400/403/409/422)
+                       message: 'admission webhook "x" denied the request: ...'}
+                                # also name: N, field: F (422), times: K; {resource: R, remove: true}
       - advance: 10             # let 10 simulated seconds pass
       - addNodes: 2             # register 2 more nodes of the profile (they turn Ready)
       - nodesReady: {}          # wait until every registered node is Ready
@@ -291,6 +294,18 @@ class ScenarioRun:
             if self.emu is None:
                 raise ScenarioError(f"{where}: apiFault needs an in-process emulator")
             self.emu.faults.configure(dict(arg))
+        elif action == "refuseCreate":
+            if self.emu is None:
+                raise ScenarioError(f"{where}: refuseCreate needs an in-process emulator")
+            if not isinstance(arg, Mapping) or "resource" not in arg or (
+                    "code" not in arg and not arg.get("remove")):
+                raise ScenarioError(f"{where}: refuseCreate needs {{resource, code[, message, "
+                                    f"name, field, times]}} or {{resource, remove: true}}, "
+                                    f"got {arg!r}")
+            try:
+                self.emu.faults.configure({"refuseCreate": dict(arg)})
+            except ValueError as exc:
+                raise ScenarioError(f"{where}: {exc}") from None
         elif action == "apply":
             await apply_objects(self.client, [arg], namespace=self.namespace,
                                 profile_name=cl.config.profile.name,
