@@ -203,5 +203,5 @@ def test_refuse_create_rejects_codes_that_are_not_refusals() -> None:
     """A refuseCreate code other than 400/403/409/422 is a configuration error naming it."""
     from cre.testing.apiserver.faults import Faults
 
-    with pytest.raises(ValueError, match="refuseCreate.code must be one of"):
+    with pytest.raises(ValueError, match=r"refuseCreate\.code must be one of"):
         Faults().configure({"refuseCreate": {"resource": "pods", "code": 500}})

@@ -26,7 +26,7 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
       - refuseCreate: {resource: trainjobs, code: 403,   # as admission would (400/403/409/422)
                        message: 'admission webhook "x" denied the request: ...'}
-                                # also name: N, field: F (422), times: K; {resource: R, remove: true}
+                                # also name, field (422), times; {resource: R, remove: true}
       - advance: 10             # let 10 simulated seconds pass
       - addNodes: 2             # register 2 more nodes of the profile (they turn Ready)
       - nodesReady: {}          # wait until every registered node is Ready
