@@ -21,6 +21,9 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - evict: {labels: {cre.dev/launcher: ar}}      # also: preempt
       - failLauncher: {after: 3, times: 1}
       - markNodeBad: {node: aws-h100-node-1, factor: 0.4}
+      - imagePull: {image: nvcr.io, available: false}  # an image, repository or registry;
+                                # nodes: [n1, ...] (default all), message: the runtime's error;
+                                # available: true clears it
       - nodeNotReady: {node: aws-h100-node-1}       # also: nodeReady
       - delete: {kind: TrainJob, name: ar-workload}
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
@@ -282,6 +285,17 @@ class ScenarioRun:
         elif action == "override":
             for ov in parse_overrides([arg], where=where):
                 cl.add_override(ov)
+        elif action == "imagePull":
+            if not isinstance(arg, Mapping) or not arg.get("image") or not isinstance(
+                    arg.get("available"), bool):
+                raise ScenarioError(f"{where}: imagePull needs {{image, available: true|false"
+                                    f"[, nodes, message]}}, got {arg!r}")
+            nodes = arg.get("nodes")
+            if nodes is not None and not (isinstance(nodes, list)
+                                          and all(isinstance(n, str) for n in nodes)):
+                raise ScenarioError(f"{where}.nodes: a list of node names, got {nodes!r}")
+            cl.set_image_pull(str(arg["image"]), available=bool(arg["available"]),
+                              nodes=nodes, message=str(arg.get("message", "")))
         elif action == "markNodeBad":
             cl.mark_node_bad(str(arg["node"]), factor=float(arg.get("factor", 0.4)))
         elif action in ("nodeNotReady", "nodeReady"):
