@@ -46,13 +46,40 @@ class PullFailure:
     reason: str
     message: str
 
-    def describe(self) -> str:
-        """``image "X" (pod P, container C on node N): ImagePullBackOff: <kubelet message>``."""
-        where = f"pod {self.pod}, container {self.container}" + (
-            f" on node {self.node}" if self.node else "")
-        image = f'image "{self.image}"' if self.image else "its image"
-        said = f": {self.message}" if self.message else ""
-        return f"{image} ({where}): {self.reason}{said}"
+    @property
+    def cause(self) -> str:
+        """What the runtime said, the same whichever half of the kubelet's cycle the container
+        is in: ``ErrImagePull`` says ``Failed to pull image "X": <why>`` and
+        ``ImagePullBackOff`` says ``Back-off pulling image "X"`` (since Kubernetes 1.31
+        followed by ``: ErrImagePull: <why>``); both give ``<why>``. A message of another
+        shape is kept whole."""
+        text = self.message.strip()
+        for prefix in ("Failed to pull image ", "Back-off pulling image "):
+            if text.startswith(prefix):
+                _, sep, rest = text[len(prefix):].partition(": ")
+                if not sep:
+                    return text
+                for reason in sorted(IMAGE_PULL_REASONS):
+                    if rest.startswith(f"{reason}: "):
+                        rest = rest[len(reason) + 2:]
+                        break
+                return cause_of(rest)
+        return text or self.reason
+
+    def where(self) -> str:
+        """``pod P (container C on node N)``."""
+        node = f" on node {self.node}" if self.node else ""
+        return f"pod {self.pod} (container {self.container}{node})"
+
+
+def cause_of(text: str) -> str:
+    """``text`` less a leading ``Failed to pull image "X": `` (a back-off message wrapping
+    the pull error)."""
+    prefix = "Failed to pull image "
+    if text.startswith(prefix):
+        _, sep, rest = text[len(prefix):].partition(": ")
+        return rest if sep else text
+    return text
 
 
 def _failing(status: ContainerStatusView) -> bool:
@@ -96,24 +123,41 @@ def images(found: Sequence[PullFailure]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _by_cause(found: Sequence[PullFailure]) -> list[tuple[str, str, list[PullFailure]]]:
+    """The failures grouped by (image, cause), in order of appearance."""
+    groups: dict[tuple[str, str], list[PullFailure]] = {}
+    for f in found:
+        groups.setdefault((f.image or "", f.cause), []).append(f)
+    return [(image, cause, fs) for (image, cause), fs in groups.items()]
+
+
+def _where(failures: Sequence[PullFailure]) -> str:
+    shown = ", ".join(f.where() for f in failures[:MAX_SHOWN])
+    more = f" and {len(failures) - MAX_SHOWN} more" if len(failures) > MAX_SHOWN else ""
+    return shown + more
+
+
 def failed_message(*, workload: str, job: Job, found: Sequence[PullFailure]) -> str:
-    """The Failed message: which image(s), for how long, and what the kubelet said."""
-    shown = "; ".join(f.describe() for f in found[:MAX_SHOWN])
-    more = f" and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else ""
-    named = images(found)
-    what = ", ".join(f'"{i}"' for i in named) if named else "an image"
-    return (f"Workload {workload} could not pull {what} within imagePullGraceSeconds "
-            f"{job.spec.image_pull_grace_seconds}s: {shown}{more}")
+    """The Failed message: which image(s), where, and what the runtime said (the kubelet's
+    message less its back-off wrapping)."""
+    parts = []
+    for image, cause, failures in _by_cause(found):
+        what = f'image "{image}"' if image else "an image"
+        parts.append(f"{what} on {_where(failures)}: {cause}")
+    return (f"Workload {workload} could not pull its image within imagePullGraceSeconds "
+            f"{job.spec.image_pull_grace_seconds}s: {'; '.join(parts)}")
 
 
 def failure_log(found: Sequence[PullFailure]) -> FailureLog:
     """The failure record: no container ran, so the kubelet's words are the log."""
     first = found[0] if found else None
-    lines = "\n".join(f.describe() for f in found[:MAX_SHOWN])
+    lines = [f'{f.where()}: image "{f.image or "?"}": {f.cause}' for f in found[:MAX_SHOWN]]
+    if len(found) > MAX_SHOWN:
+        lines.append(f"... and {len(found) - MAX_SHOWN} more container(s)")
     return FailureLog(
         pod_name=first.pod if first else None,
         container_name=first.container if first else None,
         node_name=first.node if first else None,
         reason=JobReason.IMAGE_PULL_FAILED,
-        tail=f"the workload never ran: its image could not be pulled\n{lines}",
+        tail="the workload never ran: its image could not be pulled\n" + "\n".join(lines),
     )

@@ -18,9 +18,9 @@ from cre.core.trio import true_member
 from cre.testing.strategies.job import at, make_job, pod, running_status, trainjob
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
-BACKOFF = f'Back-off pulling image "{IMAGE}"'
-PULL_ERR = (f'Failed to pull image "{IMAGE}": rpc error: code = NotFound desc = failed to '
-            f'pull and unpack image "{IMAGE}": not found')
+WHY = f'rpc error: code = NotFound desc = failed to pull and unpack image "{IMAGE}": not found'
+BACKOFF = f'Back-off pulling image "{IMAGE}": ErrImagePull: {WHY}'
+PULL_ERR = f'Failed to pull image "{IMAGE}": {WHY}'
 W0, W1 = "j1-workload-node-0-0-aaaaa", "j1-workload-node-0-1-bbbbb"
 
 
@@ -62,28 +62,44 @@ def test_a_failing_pull_within_the_grace_is_recorded_and_rechecked_at_its_end() 
     assert not again.deletes
 
 
-@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff", "InvalidImageName",
-                                    "ErrImageNeverPull"])
-def test_past_the_grace_the_job_fails_image_pull_failed(reason: str) -> None:
+@pytest.mark.parametrize(("reason", "said"), [
+    ("ErrImagePull", PULL_ERR), ("ImagePullBackOff", BACKOFF),
+    ("ImagePullBackOff", f'Back-off pulling image "{IMAGE}"'),
+    ("InvalidImageName", "couldn't parse image name"),
+    ("ErrImageNeverPull", f'Container image "{IMAGE}" is not present with pull policy of Never'),
+])
+def test_past_the_grace_the_job_fails_image_pull_failed(reason: str, said: str) -> None:
     """Each image-pull waiting reason, still there 120 s after it was first seen, fails the
-    Job ImagePullFailed (Platform/ImagePullFailed) naming the image and the kubelet's message;
-    the workload is deleted and no node is blamed."""
+    Job ImagePullFailed (Platform/ImagePullFailed) naming the image, the pods and nodes and
+    what the runtime said; the workload is deleted and no node is blamed."""
     job = make_job(status=attrs.evolve(running_status(), image_pull_failing_since=at(60)))
-    plan = reconcile_job(job, _world(_waiting(W0, reason, BACKOFF),
-                                     _waiting(W1, reason, BACKOFF, node="gpu-1")), at(180))
+    plan = reconcile_job(job, _world(_waiting(W0, reason, said),
+                                     _waiting(W1, reason, said, node="gpu-1")), at(180))
     cond, message = _current(plan)
     assert cond == JobReason.IMAGE_PULL_FAILED
-    assert f'could not pull "{IMAGE}" within imagePullGraceSeconds 120s' in message
-    assert f"{reason}: {BACKOFF}" in message
-    assert f"pod {W0}, container node on node gpu-0" in message
+    cause = WHY if said in (PULL_ERR, BACKOFF) else said
+    assert message == (
+        "Workload j1-workload could not pull its image within imagePullGraceSeconds 120s: "
+        f'image "{IMAGE}" on pod {W0} (container node on node gpu-0), pod {W1} (container '
+        f"node on node gpu-1): {cause}")
     status = plan.status
     assert status is not None and status.failure_class is not None
     assert (status.failure_class.scope, status.failure_class.reason) == (
         FailureScope.PLATFORM, "ImagePullFailed")
     assert status.failed_nodes == ()
     assert status.failure_log is not None and status.failure_log.reason == "ImagePullFailed"
-    assert BACKOFF in status.failure_log.tail
+    assert cause in status.failure_log.tail and status.failure_log.node_name == "gpu-0"
     assert [d.name for d in plan.deletes] == ["j1-workload"]
+
+
+def test_the_message_is_the_same_in_either_half_of_the_back_off_cycle() -> None:
+    """One container in ErrImagePull and one in ImagePullBackOff give one cause, not two."""
+    job = make_job(status=attrs.evolve(running_status(), image_pull_failing_since=at(0)))
+    plan = reconcile_job(job, _world(_waiting(W0, "ErrImagePull", PULL_ERR),
+                                     _waiting(W1, "ImagePullBackOff", BACKOFF, node="gpu-1")),
+                         at(120))
+    message = _current(plan)[1]
+    assert message.count(WHY) == 1 and "gpu-0" in message and "gpu-1" in message
 
 
 def test_an_init_container_that_cannot_pull_counts_too() -> None:
@@ -92,7 +108,7 @@ def test_an_init_container_that_cannot_pull_counts_too() -> None:
     plan = reconcile_job(job, _world(_waiting(W0, "ErrImagePull", PULL_ERR, init=True)), at(120))
     cond, message = _current(plan)
     assert cond == JobReason.IMAGE_PULL_FAILED
-    assert "container wait-for-workers" in message and PULL_ERR in message
+    assert "container wait-for-workers" in message and message.endswith(WHY)
 
 
 def test_a_pull_that_recovers_within_the_grace_does_not_fail_the_job() -> None:

@@ -20,9 +20,9 @@ Image pulls (``pkg/kubelet/images``): an image, a repository or a registry marke
 (:func:`unavailable_key`, on some nodes or all: ``SimulatedCluster.set_image_pull``, the
 scenario verb ``imagePull``) keeps a container that is due to start waiting: ``ErrImagePull``
 with ``Failed to pull image "X": <why>``, then ``ImagePullBackOff`` with ``Back-off pulling
-image "X"`` for the back-off (10 s doubling to 5 min, the crash-loop back-off's bounds), then
-another attempt, for as long as the pod lives. Marked available again, the next attempt pulls
-and the container starts.
+image "X": ErrImagePull: <why>`` (the wording of kubelets since 1.31) for the back-off (10 s
+doubling to 5 min, the crash-loop back-off's bounds), then another attempt, for as long as the
+pod lives. Marked available again, the next attempt pulls and the container starts.
 
 Left out: probes other than a fixed "ready N s after start", a successful pull's duration,
 sidecars (init containers with ``restartPolicy: Always``), resource admission (``OutOf...``),
@@ -120,7 +120,8 @@ def _pulling(world: World, key: str, c: Obj, cs: Obj, why: str, now: float, cfg:
         tries = int(world.marks.get(f"pulls/{key}", 1))
         backoff = min(cfg.crashloop_backoff * 2 ** (tries - 1), cfg.crashloop_backoff_cap)
         cs["state"] = {"waiting": {"reason": "ImagePullBackOff",
-                                   "message": f'Back-off pulling image "{image}"'}}
+                                   "message": f'Back-off pulling image "{image}": '
+                                              f'ErrImagePull: {why}'}}
         b.add(Mark(f"pullat/{key}", now + backoff))
         b.wake(now + backoff)
         return
