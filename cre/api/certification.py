@@ -26,6 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import Constraints, c
+from cre.api.job import IMAGE_PULL_GRACE_MAX
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -107,6 +108,11 @@ class CategoryOptions:
     rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1))
     placement: Placement | None = None
     failure_policy: FailurePolicy | None = None
+    # Copied to each group Job (cre.api.job.JobSpec): the bound on unschedulable pods and the
+    # grace of a failing image pull.
+    scheduling_stall_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
+    image_pull_grace_seconds: int | None = attrs.field(
+        default=None, metadata=c(minimum=1, maximum=IMAGE_PULL_GRACE_MAX, int_format="int32"))
 
 
 @attrs.frozen(kw_only=True)

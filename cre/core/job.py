@@ -452,7 +452,9 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
     bound = (since + stall.stall_timeout(ctx.job) - ctx.now).total_seconds()
     if bound <= 0:
         return _fail(ctx, cause=Cause.UNSCHEDULABLE, reason=JobReason.WORKLOAD_UNSCHEDULABLE,
-                     message=stall.unschedulable_message(job=ctx.job, blocked=message),
+                     message=stall.unschedulable_message(
+                         job=ctx.job, workload=view.name, pods=blocked,
+                         group=group_nodes(ctx.job), nodes=ctx.obs.nodes),
                      view=view, status=status)
     return _in_progress(ctx, status, JobReason.WORKLOAD_SCHEDULING_BLOCKED, message,
                         requeue_after=min(ctx.poll, bound))

@@ -65,19 +65,25 @@ def _node_state(name: str, nodes: Sequence[NodeView]) -> str:
     return f"{name} ({', '.join(problems)})" if problems else name
 
 
-def blocked_message(*, workload: str, pods: Sequence[PodView], group: Sequence[str],
-                    nodes: Sequence[NodeView], blocked_for: timedelta) -> str:
-    """``Workload W cannot be scheduled for 360s: <scheduler message> (pods: a, b; group nodes:
-    gpu-0 (not found), gpu-1)``."""
+def _blocked_detail(pods: Sequence[PodView], group: Sequence[str],
+                    nodes: Sequence[NodeView]) -> str:
+    """``<scheduler message> (pods: a, b; group nodes: gpu-0 (not found), gpu-1)``."""
     first = pods[0].condition("PodScheduled") if pods else None
     said = (first.message if first is not None else None) or "no message from the scheduler"
     shown = ", ".join(p.name for p in pods[:4]) + (f" and {len(pods) - 4} more"
                                                     if len(pods) > 4 else "")
     where = (f"; group nodes: {', '.join(_node_state(n, nodes) for n in group)}"
              if group else "")
+    return f"{said} (pods: {shown}{where})"
+
+
+def blocked_message(*, workload: str, pods: Sequence[PodView], group: Sequence[str],
+                    nodes: Sequence[NodeView], blocked_for: timedelta) -> str:
+    """``Workload W cannot be scheduled for 360s: <scheduler message> (pods: a, b; group nodes:
+    gpu-0 (not found), gpu-1)``."""
     seconds = int(blocked_for.total_seconds())
-    return (f"Workload {workload} cannot be scheduled for {seconds}s: {said} "
-            f"(pods: {shown}{where})")
+    return (f"Workload {workload} cannot be scheduled for {seconds}s: "
+            f"{_blocked_detail(pods, group, nodes)}")
 
 
 def stall_timeout(job: Job) -> timedelta:
@@ -90,10 +96,12 @@ def stall_timeout(job: Job) -> timedelta:
     return timedelta(seconds=min(seconds, MAX_DURATION_SECONDS))
 
 
-def unschedulable_message(*, job: Job, blocked: str) -> str:
-    """The Failed message of a workload whose pods stayed unschedulable past the bound."""
-    return (f"Pods stayed unschedulable past schedulingStallTimeout "
-            f"{job.spec.scheduling_stall_timeout}. {blocked}")
+def unschedulable_message(*, job: Job, workload: str, pods: Sequence[PodView],
+                          group: Sequence[str], nodes: Sequence[NodeView]) -> str:
+    """The Failed message of a workload whose pods stayed unschedulable past the bound (the
+    bound, not the measured wait, so the message says the same on every pass)."""
+    return (f"Workload {workload} stayed unschedulable past schedulingStallTimeout "
+            f"{job.spec.scheduling_stall_timeout}: {_blocked_detail(pods, group, nodes)}")
 
 
 def unschedulable_failure_log(pods: Sequence[PodView]) -> FailureLog:

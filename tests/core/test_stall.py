@@ -136,7 +136,7 @@ def test_unschedulable_past_the_stall_timeout_fails_platform_unschedulable() -> 
     plan = reconcile_job(job, _blocked_world(job), at(60 + 1800))
     reason, message = _current(plan)
     assert reason == "WorkloadUnschedulable"
-    assert "past schedulingStallTimeout 30m" in message
+    assert "j1-workload stayed unschedulable past schedulingStallTimeout 30m: " in message
     assert SCHEDULER in message and f"pods: {W0}, {W1}" in message
     status = plan.status
     assert status is not None and status.failure_class is not None
