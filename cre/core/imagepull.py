@@ -12,7 +12,9 @@ it). Once ``spec.imagePullGraceSeconds`` (default 120, at most an hour) have pas
 with a pull still failing, the Job fails ``ImagePullFailed``: class Platform / ImagePullFailed,
 the image and the kubelet's message in the condition, the failure class and the failure record,
 the workload deleted (its pods hold GPUs), no node blamed. A pull that recovers within the
-grace clears the mark and the run goes on; a later failure starts a new grace.
+grace clears the mark and the run goes on; a later failure starts a new grace. A
+``timeoutPerJob`` shorter than the grace that runs out while a pull is failing ends the same
+way (the message names the timeout): the image, not the test, used up the time.
 
 Pure: ``now`` is a parameter, the requeue is the time left in the grace.
 """
@@ -137,15 +139,17 @@ def _where(failures: Sequence[PullFailure]) -> str:
     return shown + more
 
 
-def failed_message(*, workload: str, job: Job, found: Sequence[PullFailure]) -> str:
+def failed_message(*, workload: str, job: Job, found: Sequence[PullFailure],
+                   bound: str | None = None) -> str:
     """The Failed message: which image(s), where, and what the runtime said (the kubelet's
-    message less its back-off wrapping)."""
+    message less its back-off wrapping); ``bound`` names the limit that ran out (default
+    the grace; ``timeoutPerJob 10m`` when the Job's timeout came first)."""
     parts = []
     for image, cause, failures in _by_cause(found):
         what = f'image "{image}"' if image else "an image"
         parts.append(f"{what} on {_where(failures)}: {cause}")
-    return (f"Workload {workload} could not pull its image within imagePullGraceSeconds "
-            f"{job.spec.image_pull_grace_seconds}s: {'; '.join(parts)}")
+    bound = bound or f"imagePullGraceSeconds {job.spec.image_pull_grace_seconds}s"
+    return f"Workload {workload} could not pull its image within {bound}: {'; '.join(parts)}"
 
 
 def failure_log(found: Sequence[PullFailure]) -> FailureLog:

@@ -482,6 +482,14 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = ""
     left = seconds_left(ctx.job, start=start, now=ctx.now)
     if left is not None:
         if left <= 0:
+            pulls = imagepull.failures(_current_pods(ctx, view))
+            if pulls:  # the image never arrived: that, not the test, ran out the clock
+                message = imagepull.failed_message(
+                    workload=view.name, job=ctx.job, found=pulls,
+                    bound=f"timeoutPerJob {ctx.job.spec.timeout_per_job}")
+                return _fail(ctx, cause=Cause.IMAGE_PULL_FAILED,
+                             reason=JobReason.IMAGE_PULL_FAILED, message=message, view=view,
+                             status=status)
             message = (f"Workload {view.name} did not finish within timeoutPerJob "
                        f"{ctx.job.spec.timeout_per_job}")
             return _fail(ctx, cause=Cause.TIMEOUT, reason=JobReason.JOB_TIMED_OUT,

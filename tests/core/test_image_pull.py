@@ -146,3 +146,18 @@ def test_the_grace_is_a_bounded_spec_field() -> None:
     spec = structure({"workload": {"trainJob": {}}, "imagePullGraceSeconds": 30}, JobSpec)
     assert spec.image_pull_grace_seconds == 30
     assert isinstance(raw, Job)
+
+
+def test_a_timeout_while_the_pull_fails_is_an_image_pull_failure() -> None:
+    """timeoutPerJob (10s) runs out inside the grace while a pull fails: the Job fails
+    ImagePullFailed naming the timeout, not JobTimedOut (which would charge the test)."""
+    job = make_job(timeout="10s", status=attrs.evolve(running_status(),
+                                                      image_pull_failing_since=at(0)))
+    plan = reconcile_job(job, _world(_waiting(W0, "ImagePullBackOff", BACKOFF)), at(30))
+    cond, message = _current(plan)
+    assert cond == JobReason.IMAGE_PULL_FAILED
+    assert message.startswith("Workload j1-workload could not pull its image within "
+                              "timeoutPerJob 10s: ")
+    assert plan.status is not None and plan.status.failure_class is not None
+    assert plan.status.failure_class.reason == "ImagePullFailed"
+    assert [d.name for d in plan.deletes] == ["j1-workload"]
