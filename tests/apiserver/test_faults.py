@@ -205,3 +205,21 @@ def test_refuse_create_rejects_codes_that_are_not_refusals() -> None:
 
     with pytest.raises(ValueError, match=r"refuseCreate\.code must be one of"):
         Faults().configure({"refuseCreate": {"resource": "pods", "code": 500}})
+
+
+@pytest.mark.emulator_only('the /_emulator/faults control API')
+async def test_refuse_create_over_http(client: Client) -> None:
+    """POST /_emulator/faults {"refuseCreate": ...} refuses creates (the description lists the
+    rule), a bad code is a 400 naming it, and DELETE clears the refusal."""
+    rule = {"resource": "pods", "code": 403,
+            "message": 'admission webhook "p.example.com" denied the request: no'}
+    status, desc, _ = await client.post("/_emulator/faults", {"refuseCreate": rule})
+    assert status == 200
+    assert [(r["resource"], r["code"]) for r in desc["refuseCreate"]] == [("pods", 403)]
+    status, body, _ = await client.post(PODS, pod("http-refused"))
+    assert status == 403 and body["reason"] == "Forbidden"
+    status, body, _ = await client.post("/_emulator/faults",
+                                        {"refuseCreate": {"resource": "pods", "code": 418}})
+    assert status == 400 and "refuseCreate.code must be one of" in body["message"]
+    assert (await client.delete("/_emulator/faults"))[0] == 204
+    assert (await client.post(PODS, pod("http-refused")))[0] == 201
