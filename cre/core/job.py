@@ -318,7 +318,7 @@ def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
     count = ctx.job.status.restart_count + 1
     # workloadRef keeps naming the old workload until it is gone (never adopt it again).
     status = attrs.evolve(ctx.job.status, workload_start_time=None, restart_count=count,
-                          failure_log=None, failure_class=None)
+                          failure_log=None, failure_class=None, image_pull_failing_since=None)
     message = (f"Restarting workload from checkpoint (restart {count}/{checkpoint.max_restarts})"
                f": {why}")
     return _in_progress(ctx, status, JobReason.WORKLOAD_RESTARTING, message,

@@ -161,3 +161,13 @@ def test_a_timeout_while_the_pull_fails_is_an_image_pull_failure() -> None:
     assert plan.status is not None and plan.status.failure_class is not None
     assert plan.status.failure_class.reason == "ImagePullFailed"
     assert [d.name for d in plan.deletes] == ["j1-workload"]
+
+
+def test_a_checkpoint_restart_starts_a_new_grace() -> None:
+    """A workload restarted from a checkpoint does not inherit the previous workload's
+    imagePullFailingSince: the restart clears it."""
+    job = make_job(max_restarts=1, status=attrs.evolve(running_status(),
+                                                       image_pull_failing_since=at(0)))
+    plan = reconcile_job(job, Observation(trainjob=trainjob(state="failed")), at(60))
+    assert _current(plan)[0] == "WorkloadRestarting"
+    assert plan.status is not None and plan.status.image_pull_failing_since is None
