@@ -26,6 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
+from cre.api.job import IMAGE_PULL_GRACE_MAX
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -163,6 +164,15 @@ class CategoryOptions:
     failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(doc=(
         "What a failed group does to the rest of the Workflow (fail fast or continue) and how "
         "infrastructure aborts are retried.")))
+    scheduling_stall_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Go duration the workload's pods may stay unschedulable (the timeout clock paused) "
+        "before the group's Job fails Platform/Unschedulable. Copied to each group Job. Unset: "
+        "30m.")))
+    image_pull_grace_seconds: int | None = attrs.field(
+        default=None, metadata=c(minimum=1, maximum=IMAGE_PULL_GRACE_MAX, int_format="int32", doc=(
+            "Seconds a container may wait on a failing image pull (ErrImagePull, "
+            "ImagePullBackOff, InvalidImageName) before the group's Job fails "
+            "Platform/ImagePullFailed. Copied to each group Job. Unset: 120.")))
 
 
 @attrs.frozen(kw_only=True)

@@ -116,6 +116,10 @@ class JobReason(enum.StrEnum):
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
     JOB_TIMED_OUT = "JobTimedOut"
     INVALID_SPEC = "InvalidSpec"
+    # A container of the workload could not pull its image within imagePullGraceSeconds.
+    IMAGE_PULL_FAILED = "ImagePullFailed"
+    # Pods of the workload stayed unschedulable past schedulingStallTimeout.
+    WORKLOAD_UNSCHEDULABLE = "WorkloadUnschedulable"
 
 
 class FailedNodeReason(enum.StrEnum):

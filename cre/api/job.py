@@ -25,6 +25,10 @@ from cre.api.labels import API_VERSION
 from cre.api.measurement import BandwidthMeasurementSpec
 from cre.api.meta import Condition, ObjectMeta, ObjectReference, TypedLocalObjectReference
 
+# The longest imagePullGraceSeconds accepted: one hour (a registry that has not answered in an
+# hour will not answer within a certification run).
+IMAGE_PULL_GRACE_MAX = 3600
+
 
 @attrs.frozen(kw_only=True)
 class WorkloadSpec:
@@ -120,6 +124,14 @@ class JobSpec:
         default=300, metadata=c(minimum=1, int_format="int32", doc=(
             "Seconds the workload's pods may stay unschedulable before the Job reports "
             "WorkloadSchedulingBlocked.")))
+    scheduling_stall_timeout: str = attrs.field(default="30m", metadata=duration_field(doc=(
+        "Go duration the workload's pods may stay unschedulable (the timeout clock paused all "
+        "along) before the Job fails WorkloadUnschedulable (Platform/Unschedulable).")))
+    image_pull_grace_seconds: int = attrs.field(
+        default=120, metadata=c(minimum=1, maximum=IMAGE_PULL_GRACE_MAX, int_format="int32", doc=(
+            "Seconds a container of the workload may wait on a failing image pull (ErrImagePull, "
+            "ImagePullBackOff, InvalidImageName, ErrImageNeverPull) before the Job fails "
+            "ImagePullFailed, failure class Platform.")))
     goodput_measurement: GoodputMeasurementRequest | None = attrs.field(
         default=None, metadata=c(immutable=True, presence_immutable=True, doc=(
             "Create a GoodputMeasurement of this Job. Fixed at creation.")))
@@ -202,6 +214,9 @@ class JobStatus:
         "Since when the workload's pods have been unschedulable (unset when they are not).")))
     scheduling_resumed_time: datetime | None = attrs.field(default=None, metadata=c(doc=(
         "When the pods last became schedulable again after being blocked.")))
+    image_pull_failing_since: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "Since when a container of the workload has been waiting on a failing image pull "
+        "(unset when none is).")))
     restart_count: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
         "Restarts from a checkpoint so far.")))
     observed_generation: int | None = attrs.field(

@@ -67,7 +67,7 @@ from cre.core.observed import NodeView
 from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
-from cre.core.tierplan import ObjectView, SelfPatch, TierPlan, Upsert
+from cre.core.tierplan import CreateError, ObjectView, SelfPatch, TierPlan, Upsert
 from cre.core.trio import true_member
 
 WorkflowPlan = TierPlan[WorkflowStatus]
@@ -101,6 +101,7 @@ class WorkflowObservation:
     ``dependencies``: the dependency objects found by the tracking label.
     ``config_maps``: the ``binaryData`` of the node-result ConfigMaps, by name.
     ``create_conflicts``: ``Kind/name`` of objects a create found held by a foreign owner.
+    ``create_errors``: creates the API server refused for good (400/403/422).
     ``active_pods``: per Job name, how many of its pods are not yet Succeeded/Failed.
     ``read_live``: the Jobs (and pods) were read live because the core asked for it.
     """
@@ -110,6 +111,7 @@ class WorkflowObservation:
     dependencies: tuple[ObjectView, ...] = ()
     config_maps: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
     create_conflicts: tuple[str, ...] = ()
+    create_errors: tuple[CreateError, ...] = ()
     active_pods: Mapping[str, int] = attrs.field(factory=dict)
     read_live: bool = False
 
@@ -194,9 +196,22 @@ def reconcile_workflow(
         return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
                       message=f"{held} already exist(s) and is not controlled by Workflow "
                               f"{ctx.name}")
+    if observation.create_errors:
+        return _create_refused(ctx, observation.create_errors)
     from cre.core.workflow_run import advance  # the running phase, kept in its own module
 
     return advance(ctx)
+
+
+def _create_refused(ctx: _Ctx, errors: tuple[CreateError, ...]) -> WorkflowPlan:
+    """A create refused for good (``DependencyCreationError`` for a dependency such as a
+    TrainingRuntime, ``JobCreationError`` for a group's Job): no retry can make it, so the
+    Workflow fails at once with the API's message instead of retrying forever."""
+    dep = any(e.kind != "Job" for e in errors)
+    reason = WorkflowReason.DEPENDENCY_CREATION_ERROR if dep \
+        else WorkflowReason.JOB_CREATION_ERROR
+    return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
+                  message="; ".join(e.describe() for e in errors))
 
 
 # --- status helpers ----------------------------------------------------------------------------

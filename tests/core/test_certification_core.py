@@ -291,3 +291,24 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
         "True", CertificationReason.WORKFLOW_VALIDATION_FAILED)
     assert "measured 191.6000, expression: value >= 300" in failed[2]
     assert "communication/nccl-all-reduce" in failed[2]
+
+
+def test_job_tier_bounds_pass_from_the_certification_to_every_group_job() -> None:
+    """schedulingStallTimeout and imagePullGraceSeconds set on the Certification reach the
+    Workflow's job template and, through it, every group Job; unset they stay the Job
+    defaults (30m, 120 s)."""
+    from cre.core.groupjob import group_job
+
+    cert = certification(ALL_REDUCE, schedulingStallTimeout="5m", imagePullGraceSeconds=45)
+    world = CertificationWorld(cert=cert, nodes=nodes(2))
+    world.step(at(0))
+    wf = world.workflows[world.created[0]]
+    assert wf.spec.job_template.spec.scheduling_stall_timeout == "5m"
+    assert wf.spec.job_template.spec.image_pull_grace_seconds == 45
+    job = group_job(wf, name="j", group="group-0", nodes=("gpu-0",), renames={})
+    assert job["spec"]["schedulingStallTimeout"] == "5m"
+    assert job["spec"]["imagePullGraceSeconds"] == 45
+    plain = CertificationWorld(cert=certification(ALL_REDUCE), nodes=nodes(2))
+    plain.step(at(0))
+    spec = plain.workflows[plain.created[0]].spec.job_template.spec
+    assert (spec.scheduling_stall_timeout, spec.image_pull_grace_seconds) == ("30m", 120)

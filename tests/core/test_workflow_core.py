@@ -593,3 +593,39 @@ def test_a_threshold_miss_carries_the_value_and_the_busbw_up() -> None:
     assert failed.reason == WorkflowReason.JOB_VALIDATION_FAILED
     assert failed.message == f"1 groups failed across 1 iterations; group-1: {message}"
     assert message in world.condition("ValidationFailed").message
+
+
+def test_a_refused_dependency_create_fails_the_workflow_with_the_api_message() -> None:
+    """The shell reports a TrainingRuntime create refused for good (422): the Workflow fails
+    DependencyCreationError at once with the API's message, creating nothing more (no retry
+    loop); a refused Job create fails JobCreationError the same way."""
+    from cre.core.tierplan import CreateError
+
+    world = _world(4, nodesPerJob=2)
+    plan = world.step(at(0))
+    while not any(c.kind == "TrainingRuntime" for c in plan.creates):
+        plan = reconcile_workflow(world.wf, world.observe(), at(1), settings=world.settings)
+        if not plan.creates:
+            world.apply(plan)
+    runtime = next(c for c in plan.creates if c.kind == "TrainingRuntime")
+    said = ('TrainingRuntime.trainer.kubeflow.org "x" is invalid: spec.mlPolicy: Required '
+            'value')
+    refused = CreateError(kind="TrainingRuntime", name=runtime.name, namespace="team-a",
+                          code=422, reason="Invalid", message=said)
+    obs = attrs.evolve(world.observe(), create_errors=(refused,))
+    failed_plan = reconcile_workflow(world.wf, obs, at(1), settings=world.settings)
+    assert failed_plan.creates == ()
+    world.apply(failed_plan)
+    cond = world.condition("Failed")
+    assert cond.reason == WorkflowReason.DEPENDENCY_CREATION_ERROR
+    assert cond.message == (f"the API server refused TrainingRuntime team-a/{runtime.name} "
+                            f"(422 Invalid): {said}")
+    other = _world(4, nodesPerJob=2)
+    other.step(at(0))  # the finalizer
+    other.step(at(1))  # discovery, groups, first creates
+    job_refused = attrs.evolve(refused, kind="Job", name="wf-g0-iter-0", code=403,
+                               reason="Forbidden", message="denied")
+    obs2 = attrs.evolve(other.observe(), create_errors=(job_refused,))
+    other.apply(reconcile_workflow(other.wf, obs2, at(2), settings=other.settings))
+    assert other.condition("Failed").reason == WorkflowReason.JOB_CREATION_ERROR
+    assert "(403 Forbidden): denied" in other.condition("Failed").message

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -332,6 +332,21 @@ class SimulatedCluster:
         """Scale the bandwidth the NCCL stubs see on ``node`` (0.4 = a degraded link)."""
         rest = tuple((n, f) for n, f in self.config.node_bandwidth if n != node)
         self.config = attrs.evolve(self.config, node_bandwidth=(*rest, (node, factor)))
+        self._poke()
+
+    def set_image_pull(self, image: str, *, available: bool,
+                       nodes: Sequence[str] | None = None, message: str = "") -> None:
+        """Make pulls of ``image`` (an image, a repository or a registry host) fail on
+        ``nodes`` (default: every node) with ``message`` as the runtime's error, or succeed
+        again (``available=True``): see :mod:`cre.testing.cluster.kubelet`."""
+        from cre.testing.cluster.kubelet import unavailable_key
+
+        if not image:
+            raise ValueError("set_image_pull: image must name an image, repository or registry")
+        if available:
+            self.marks.pop(unavailable_key(image), None)
+        else:
+            self.marks[unavailable_key(image)] = (tuple(nodes or ()), message)
         self._poke()
 
     async def evict_pod(self, namespace: str, name: str) -> None:
