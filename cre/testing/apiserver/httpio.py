@@ -151,14 +151,19 @@ def check_fields(rt: ResourceType, fields: Any) -> None:
 
 
 def json_response(body: Any, *, status: int = 200) -> web.Response:
-    return web.Response(body=dumps(body), status=status, content_type=JSON)
+    """``body`` as kube-apiserver's JSON serializer writes it (Go's ``json.Encoder``: compact,
+    then a newline)."""
+    return web.Response(body=dumps(body) + b"\n", status=status, content_type=JSON)
 
 
 def error_response(exc: ApiError) -> web.Response:
+    """The ``Status`` of ``exc`` byte for byte as the real server sends it: Go's reason phrase
+    on the status line, ``application/json`` and :meth:`ApiError.encode`'s body."""
     if isinstance(exc, PlainNotFound):
         return web.Response(status=404, text="404 page not found\n")
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after > 0 else None
-    return web.Response(body=exc.encode(), status=exc.code, content_type=JSON, headers=headers)
+    return web.Response(body=exc.encode(), status=exc.code, content_type=JSON, headers=headers,
+                        reason=errors.STATUS_TEXT.get(exc.code))
 
 
 def respond(

@@ -43,9 +43,20 @@ HISTORY_FLOOR = 100  # the real watch cache's lower bound (events per resource)
 FRESH_SECONDS = 75.0  # the real watch cache keeps at least this long of history
 
 
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+
+
 def dumps(obj: Any) -> bytes:
-    """Compact JSON bytes (orjson: the list and watch hot paths encode a lot)."""
-    return orjson.dumps(obj)
+    """Compact JSON bytes as Go's ``encoding/json`` writes them, which is what kube-apiserver's
+    serializer sends: orjson (the list and watch hot paths encode a lot; like Go it writes
+    UTF-8 as is and ``\\b \\f \\n \\r \\t`` and other control characters escaped), then the
+    characters Go escapes for HTML safety (``<``, ``>``, ``&``, U+2028, U+2029) as ``\\u``
+    escapes. Those bytes only occur inside JSON strings, so replacing them is exact."""
+    data = orjson.dumps(obj)
+    for raw, escaped in _GO_ESCAPES:
+        data = data.replace(raw, escaped)
+    return data
 
 
 @attrs.define(slots=True, eq=False)
