@@ -73,3 +73,47 @@ def test_encode_appends_newline() -> None:
     body = errors.bad_request("x < y").encode()
     assert body == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
                     b'"message":"x \\u003c y","reason":"BadRequest","code":400}\n')
+
+
+PARTIAL = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+
+
+async def test_partial_object_metadata_list(client: Client) -> None:
+    """A list asked for as PartialObjectMetadataList holds each item's metadata alone, each
+    item typed PartialObjectMetadata (what metadata informers read)."""
+    await client.post(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "m", "labels": {"a": "b"}},
+                                   "data": {"k": "v"}})
+    status, body, _ = await client.get(CONFIGMAPS, headers={"Accept": PARTIAL_LIST})
+    assert status == 200
+    assert (body["kind"], body["apiVersion"]) == ("PartialObjectMetadataList", "meta.k8s.io/v1")
+    assert "resourceVersion" in body["metadata"]
+    (item,) = body["items"]
+    assert set(item) == {"kind", "apiVersion", "metadata"}
+    assert (item["kind"], item["metadata"]["labels"]) == ("PartialObjectMetadata", {"a": "b"})
+
+
+async def test_partial_object_metadata_one(client: Client) -> None:
+    """One object asked for as PartialObjectMetadata is its metadata alone."""
+    await client.post(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "m"}, "data": {"k": "v"}})
+    status, body, _ = await client.get(CONFIGMAPS + "/m", headers={"Accept": PARTIAL})
+    assert status == 200
+    assert set(body) == {"kind", "apiVersion", "metadata"}
+    assert (body["kind"], body["metadata"]["name"]) == ("PartialObjectMetadata", "m")
+
+
+async def test_partial_form_mismatch_is_an_indented_406(client: Client) -> None:
+    """The single form of a list is refused with kube-apiserver's 406, written indented and
+    without a final newline (it bypasses the serializer), naming the internal list type."""
+    async with client.session.get(client.base + CONFIGMAPS,
+                                  headers={"Accept": PARTIAL}) as resp:
+        raw = await resp.read()
+        assert (resp.status, resp.reason, resp.headers["Content-Type"]) == (
+            406, "Not Acceptable", "application/json")
+    assert raw == (
+        b'{\n  "kind": "Status",\n  "apiVersion": "v1",\n  "metadata": {},\n'
+        b'  "status": "Failure",\n  "message": "you requested PartialObjectMetadata, but the '
+        b'requested object is a list (*core.ConfigMapList)",\n  "reason": "NotAcceptable",\n'
+        b'  "code": 406\n}')

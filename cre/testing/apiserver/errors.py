@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .store import dumps
+from .store import dumps, dumps_indented
 
 STATUS_TEXT: dict[int, str] = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
@@ -104,8 +104,10 @@ class ApiError(Exception):
         details: dict[str, Any] | None = None,
         retry_after: int = 0,
         metadata: dict[str, Any] | None = None,
+        indented: bool = False,
     ) -> None:
         super().__init__(message)
+        self.indented = indented
         self.code = code
         self.reason = reason
         self.message = message
@@ -134,7 +136,11 @@ class ApiError(Exception):
         return out
 
     def encode(self) -> bytes:
-        """The body as kube-apiserver sends it: Go-compact JSON and a final newline."""
+        """The body as kube-apiserver sends it: Go-compact JSON and a final newline, or (for
+        the errors it writes outside its serializer, ``indented``) Go's ``MarshalIndent``
+        with two spaces and no newline."""
+        if self.indented:
+            return dumps_indented(self.body())
         return dumps(self.body()) + b"\n"
 
 
@@ -253,6 +259,12 @@ def not_acceptable() -> ApiError:
             "application/vnd.kubernetes.protobuf"
         ),
     )
+
+
+def not_acceptable_raw(message: str) -> ApiError:
+    """A 406 from a failed output negotiation after the handler ran (``as=`` a form the object
+    has not): written by ``WriteRawJSON``, so indented, and without details."""
+    return ApiError(code=406, reason=Reason.NOT_ACCEPTABLE, message=message, indented=True)
 
 
 def too_many_requests(message: str, *, retry_after: int) -> ApiError:

@@ -18,7 +18,7 @@ from aiohttp import web
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from . import _protobuf, errors, table
+from . import _protobuf, errors, partial, table
 from .context import ServerContext
 from .errors import ApiError
 from .query import check_dry_run
@@ -176,7 +176,10 @@ def respond(
     warnings: list[str] | None = None,
 ) -> web.Response:
     version = table.requested(request)
-    if version:
+    metadata_only = partial.requested(request)
+    if metadata_only:
+        resp = json_response(partial.one(rt, obj, metadata_only), status=status)
+    elif version:
         meta = {"resourceVersion": str(obj["metadata"].get("resourceVersion", ""))}
         resp = json_response(table.build(server, rt, [obj], meta, version, request),
                              status=status)

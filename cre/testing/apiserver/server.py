@@ -25,7 +25,7 @@ from ruamel.yaml.error import YAMLError
 
 from cre.api.watch import WatchEventType as EventType
 
-from . import control, discovery, errors, podapi, table, watch
+from . import control, discovery, errors, partial, podapi, table, watch
 from .admission import Admission
 from .audit import Audit, Journal
 from .convert import from_storage
@@ -517,6 +517,9 @@ class ApiServer:
         table_version = table.requested(request)
         if table_version:
             return json_response(table.build(self, rt, items, meta, table_version, request))
+        metadata_only = partial.requested(request)
+        if metadata_only:
+            return json_response(partial.many(rt, items, meta, metadata_only))
         body = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
                 "items": _list_items(rt, items)}
         if rt.is_custom:

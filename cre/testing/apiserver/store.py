@@ -25,6 +25,7 @@ history. This module does exactly that, in one process:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -54,6 +55,15 @@ def dumps(obj: Any) -> bytes:
     characters Go escapes for HTML safety (``<``, ``>``, ``&``, U+2028, U+2029) as ``\\u``
     escapes. Those bytes only occur inside JSON strings, so replacing them is exact."""
     data = orjson.dumps(obj)
+    for raw, escaped in _GO_ESCAPES:
+        data = data.replace(raw, escaped)
+    return data
+
+
+def dumps_indented(obj: Any) -> bytes:
+    """JSON as Go's ``json.MarshalIndent(obj, "", "  ")`` writes it: two-space indent,
+    ``": "`` after keys, Go's escaping, no final newline."""
+    data = json.dumps(obj, indent=2, ensure_ascii=False).encode()
     for raw, escaped in _GO_ESCAPES:
         data = data.replace(raw, escaped)
     return data

@@ -72,8 +72,8 @@ def get(path: str, **kw: Any) -> Step:
 
 SCRIPTS: tuple[Script, ...] = (
     Script("create_get", about="create, get, 404 and 409 AlreadyExists bodies", steps=(
-        post(CMS, cm("a", x="1")),
-        get(CMS + "/a"),
+        post(CMS, cm("a", x="1"), wire=True),
+        get(CMS + "/a", wire=True),
         get(CMS + "/missing"),
         post(CMS, cm("a", x="2")),
         get("/api/v1/namespaces/no-such-ns/configmaps/a"),
@@ -193,9 +193,9 @@ SCRIPTS: tuple[Script, ...] = (
     )),
     Script("crd_defaulting_generation", about="schema defaults; generation on spec change",
            steps=(
-        post(CREJOBS, crejob("j", timeoutPerJob="10m")),
+        post(CREJOBS, crejob("j", timeoutPerJob="10m"), wire=True),
         Step("PATCH", CREJOBS + "/j", body={"metadata": {"annotations": {"a": "b"}}},
-             content_type=MERGE),
+             content_type=MERGE, wire=True),
         Step("PATCH", CREJOBS + "/j", body={"spec": {"timeoutPerJob": "20m"}},
              content_type=MERGE),
     )),
@@ -269,7 +269,7 @@ SCRIPTS: tuple[Script, ...] = (
         Step("DELETE", CMS + "/a?dryRun=All"),
         get(CMS + "/a"),
         Step("DELETE", CMS + "?labelSelector=k%3Dv"),
-        get(CMS),
+        get(CMS, wire=True),
     )),
     Script("garbage_collection", about="dependents of a deleted owner are collected", steps=(
         post(CMS, cm("owner"), save={"uid": "metadata.uid"}),
