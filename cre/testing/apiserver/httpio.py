@@ -23,7 +23,7 @@ from .context import ServerContext
 from .errors import ApiError
 from .query import check_dry_run
 from .resources import ResourceType
-from .store import Obj, dumps
+from .store import Obj, dumps, encode_object
 from .writectx import WriteOptions
 
 JSON = "application/json"
@@ -184,7 +184,8 @@ def respond(
         resp = json_response(table.build(server, rt, [obj], meta, version, request),
                              status=status)
     else:
-        resp = json_response(obj, status=status)
+        resp = web.Response(body=encode_object(obj, custom=rt.is_custom) + b"\n",
+                            status=status, content_type=JSON)
     for text in dict.fromkeys(warnings or ()):
         resp.headers.add("Warning", f'299 - "{warning_text(text)}"')
     return resp

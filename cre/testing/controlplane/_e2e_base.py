@@ -52,8 +52,9 @@ def _configuration_factory(where: str) -> Any:
             config.ssl_ca_cert = ca_file
         else:
             config.verify_ssl = False
-        if token:
-            config.api_key = {"authorization": f"Bearer {token}"}
+        if token:  # the generated clients' security scheme is named BearerToken
+            config.api_key = {"BearerToken": token}
+            config.api_key_prefix = {"BearerToken": "Bearer"}
         return config
 
     return get_e2e_configuration

@@ -113,7 +113,7 @@ def selection(tree: Path) -> list[str]:
 
 
 @attrs.frozen
-class TestRun:
+class SuiteRun:
     """The outcome of every selected test of one suite on one server: ``passed``,
     ``failed`` (failure or error) or ``skipped``, with the first line of the failure."""
 
@@ -121,7 +121,7 @@ class TestRun:
     messages: Mapping[str, str]
 
 
-def run(tree: Path, kubeconfig: Path, *, timeout: float = 900.0) -> TestRun:
+def run(tree: Path, kubeconfig: Path, *, timeout: float = 900.0) -> SuiteRun:
     """Run the suite unpacked in ``tree`` against the server of ``kubeconfig``."""
     files = selection(tree)
     if not files:
@@ -141,7 +141,7 @@ def run(tree: Path, kubeconfig: Path, *, timeout: float = 900.0) -> TestRun:
         return parse_junit(report.read_text(encoding="utf-8"))
 
 
-def parse_junit(xml: str) -> TestRun:
+def parse_junit(xml: str) -> SuiteRun:
     """Outcomes by ``module.Class::test`` from a pytest JUnit XML report (a test with an
     error in setup or teardown counts as failed)."""
     outcomes: dict[str, str] = {}
@@ -161,7 +161,7 @@ def parse_junit(xml: str) -> TestRun:
             messages[test_id] = (skipped.get("message") or "")[:300]
         else:
             outcomes[test_id] = "passed"
-    return TestRun(outcomes=outcomes, messages=messages)
+    return SuiteRun(outcomes=outcomes, messages=messages)
 
 
 @attrs.frozen
@@ -171,8 +171,8 @@ class SuiteOutcome:
     on the emulator alone (listed: the emulator is more lenient there)."""
 
     suite: str
-    emulator: TestRun
-    real: TestRun
+    emulator: SuiteRun
+    real: SuiteRun
 
     def _ids(self, want_real: str, want_emulator: set[str]) -> list[str]:
         return sorted(t for t, o in self.real.outcomes.items()
@@ -205,7 +205,7 @@ class SuiteOutcome:
         }
 
 
-def compare(suite: str, emulator: TestRun, real: TestRun) -> SuiteOutcome:
+def compare(suite: str, emulator: SuiteRun, real: SuiteRun) -> SuiteOutcome:
     return SuiteOutcome(suite=suite, emulator=emulator, real=real)
 
 

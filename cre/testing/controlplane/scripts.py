@@ -121,7 +121,7 @@ SCRIPTS: tuple[Script, ...] = (
     )),
     Script("pagination", about="limit/continue pages and a bad continue token", steps=(
         *(post(CMS, cm(f"c{i}")) for i in range(5)),
-        get(CMS + "?limit=2", save={"next": "metadata.continue"}),
+        get(CMS + "?limit=2", save={"next": "metadata.continue"}, wire=True),
         get(CMS + "?limit=2&continue=${next}", save={"next": "metadata.continue"}),
         get(CMS + "?limit=2&continue=${next}"),
         get(CMS + "?limit=2&continue=garbage"),
@@ -268,7 +268,7 @@ SCRIPTS: tuple[Script, ...] = (
                                          "preconditions": {"uid": "not-the-uid"}}),
         Step("DELETE", CMS + "/a?dryRun=All"),
         get(CMS + "/a"),
-        Step("DELETE", CMS + "?labelSelector=k%3Dv"),
+        Step("DELETE", CMS + "?labelSelector=k%3Dv", wire=True),
         get(CMS, wire=True),
     )),
     Script("garbage_collection", about="dependents of a deleted owner are collected", steps=(
@@ -279,7 +279,7 @@ SCRIPTS: tuple[Script, ...] = (
         get(CMS + "/dep", until=404, wait=20.0),
     )),
     Script("pod_defaulting", about="what the server fills in on a minimal pod", steps=(
-        post(PODS, pod("p")),
+        post(PODS, pod("p"), wire=True),
         post(PODS, {**pod("q"), "spec": {"containers": [{
             "name": "main", "image": "busybox",
             "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
