@@ -9,6 +9,8 @@ check the same bytes on a real kube-apiserver.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cre.testing.apiserver import errors
@@ -60,6 +62,30 @@ async def test_object_bytes_end_with_newline(client: Client) -> None:
     assert (line, ctype) == ("HTTP/1.1 200 OK", "application/json")
     assert body.endswith(b"}\n") and b"\n" not in body[:-1]
     assert b'"data":{"k":"\\u003cv\\u003e \\u0026 \xc3\xa9"}' in body
+
+
+async def test_builtin_order_is_go_struct_order(client: Client) -> None:
+    """A built-in comes back with kind, apiVersion, then metadata in ObjectMeta's declared order
+    with labels sorted, whatever order the client sent."""
+    line, _, body = await client.wire("POST", CONFIGMAPS, {
+        "data": {"k": "v"}, "metadata": {"labels": {"b": "1", "a": "2"}, "name": "o"},
+        "apiVersion": "v1", "kind": "ConfigMap"})
+    assert line == "HTTP/1.1 201 Created"
+    assert body.startswith(b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"o",'
+                           b'"namespace":"default","uid":')
+    assert b'"labels":{"a":"2","b":"1"}' in body
+
+
+async def test_custom_resource_keys_are_sorted(crd_client: Client) -> None:
+    """A custom resource is an unstructured map, written with every key sorted."""
+    _, _, body = await crd_client.wire("POST", "/apis/cre.dev/v1alpha1/namespaces/default/jobs", {
+        "kind": "Job", "apiVersion": "cre.dev/v1alpha1", "metadata": {"name": "j"},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}},
+                 "timeoutPerJob": "10m"}})
+    value = json.loads(body)
+    assert value["metadata"]["name"] == "j"
+    assert body == json.dumps(value, sort_keys=True, separators=(",", ":"),
+                              ensure_ascii=False).encode() + b"\n"
 
 
 def test_dumps_escapes_like_go() -> None:

@@ -86,7 +86,11 @@ def fetch(suite: Suite, *, cache: Path | None = None) -> Path:
     with tarfile.open(archive) as tar, tempfile.TemporaryDirectory(dir=cache) as tmp:
         tar.extractall(tmp, filter="data")
         (top,) = Path(tmp).iterdir()
-        top.rename(tree)
+        try:
+            top.rename(tree)
+        except OSError:  # another process unpacked it first
+            if not (tree / "PKG-INFO").is_file():
+                raise
     return tree
 
 
