@@ -275,7 +275,7 @@ SCRIPTS: tuple[Script, ...] = (
         post(CMS, cm("owner"), save={"uid": "metadata.uid"}),
         post(CMS, {**cm("dep"), "metadata": {"name": "dep", "ownerReferences": [
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "${uid}"}]}}),
-        Step("DELETE", CMS + "/owner"),
+        Step("DELETE", CMS + "/owner", wire=True),
         get(CMS + "/dep", until=404, wait=20.0),
     )),
     Script("pod_defaulting", about="what the server fills in on a minimal pod", steps=(
