@@ -177,6 +177,8 @@ class SuiteOutcome:
     suite: str
     emulator: SuiteRun
     real: SuiteRun
+    modules: tuple[str, ...] = ()
+    """The test modules run (the distribution's live tests)."""
 
     def _ids(self, want_real: str, want_emulator: set[str]) -> list[str]:
         return sorted(t for t, o in self.real.outcomes.items()
@@ -198,6 +200,7 @@ class SuiteOutcome:
     def table(self) -> dict[str, Any]:
         real = list(self.real.outcomes.values())
         return {
+            "modules": list(self.modules),
             "tests": len(self.real.outcomes),
             "passed_on_real": real.count("passed"),
             "passed_on_emulator": list(self.emulator.outcomes.values()).count("passed"),
@@ -209,8 +212,9 @@ class SuiteOutcome:
         }
 
 
-def compare(suite: str, emulator: SuiteRun, real: SuiteRun) -> SuiteOutcome:
-    return SuiteOutcome(suite=suite, emulator=emulator, real=real)
+def compare(suite: str, emulator: SuiteRun, real: SuiteRun, *,
+            modules: Sequence[str] = ()) -> SuiteOutcome:
+    return SuiteOutcome(suite=suite, emulator=emulator, real=real, modules=tuple(modules))
 
 
 def run_suites(emulator: Path, real: Path, *, suites: Sequence[Suite] = SUITES
@@ -219,5 +223,6 @@ def run_suites(emulator: Path, real: Path, *, suites: Sequence[Suite] = SUITES
     outcomes = []
     for suite in suites:
         tree = fetch(suite)
-        outcomes.append(compare(suite.name, run(tree, emulator), run(tree, real)))
+        outcomes.append(compare(f"{suite.distribution}=={suite.version}", run(tree, emulator),
+                                run(tree, real), modules=selection(tree)))
     return outcomes
