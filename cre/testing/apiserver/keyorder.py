@@ -30,12 +30,17 @@ def builtin_order(obj: dict[str, Any]) -> dict[str, Any]:
             out[key] = obj[key]
     meta = obj.get("metadata")
     if isinstance(meta, dict):
-        ordered = {k: meta[k] for k in OBJECT_META if k in meta}
-        for k in _SORTED_MAPS:
-            value = ordered.get(k)
-            if isinstance(value, dict):
-                ordered[k] = {m: value[m] for m in sorted(value)}
-        ordered.update((k, v) for k, v in meta.items() if k not in ordered)
-        out["metadata"] = ordered
+        out["metadata"] = metadata_order(meta)
     out.update((k, v) for k, v in obj.items() if k not in out)
     return out
+
+
+def metadata_order(meta: dict[str, Any]) -> dict[str, Any]:
+    """ObjectMeta in its declared order, labels and annotations sorted (any other key after)."""
+    ordered = {k: meta[k] for k in OBJECT_META if k in meta}
+    for k in _SORTED_MAPS:
+        value = ordered.get(k)
+        if isinstance(value, dict):
+            ordered[k] = {m: value[m] for m in sorted(value)}
+    ordered.update((k, v) for k, v in meta.items() if k not in ordered)
+    return ordered

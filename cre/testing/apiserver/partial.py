@@ -4,9 +4,10 @@ Metadata informers (client-go's ``metadatainformer``, the Python dynamic client'
 ``PartialObjectMetadataList`` requests) ask the server for objects' metadata alone: a
 ``PartialObjectMetadata`` for one object, a ``PartialObjectMetadataList`` (each item a
 ``PartialObjectMetadata``, with its own kind and apiVersion) for a list, in ``meta.k8s.io/v1``
-(or ``v1beta1``). Asking for the list form of one object, or the single form of a list, is a
-406 that kube-apiserver writes outside its serializer (indented, no final newline) naming the
-object's internal Go type.
+(or ``v1beta1``); the metadata is a typed ObjectMeta, so it is written in its Go field order
+even for a custom resource. Asking for the list form of one object, or the single form of a
+list, is a 406 that kube-apiserver writes outside its serializer (indented, no final newline)
+naming the object's internal Go type.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from . import errors
+from .keyorder import metadata_order
 from .resources import ResourceType
 
 ONE = "PartialObjectMetadata"
@@ -54,7 +56,7 @@ def one(rt: ResourceType, obj: dict[str, Any], want: tuple[str, str]) -> dict[st
     if kind != ONE:
         raise _refuse(rt, kind, is_list=False)
     return {"kind": ONE, "apiVersion": f"meta.k8s.io/{version}",
-            "metadata": obj.get("metadata", {})}
+            "metadata": metadata_order(obj.get("metadata", {}))}
 
 
 def many(rt: ResourceType, items: list[dict[str, Any]], meta: dict[str, Any],
@@ -66,4 +68,4 @@ def many(rt: ResourceType, items: list[dict[str, Any]], meta: dict[str, Any],
     api_version = f"meta.k8s.io/{version}"
     return {"kind": LIST, "apiVersion": api_version, "metadata": meta,
             "items": [{"kind": ONE, "apiVersion": api_version,
-                       "metadata": item.get("metadata", {})} for item in items]}
+                       "metadata": metadata_order(item.get("metadata", {}))} for item in items]}

@@ -25,6 +25,8 @@ JSONPATCH = "application/json-patch+json"
 SMP = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+PARTIAL = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
 
 def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
@@ -340,6 +342,17 @@ SCRIPTS: tuple[Script, ...] = (
                     "spec": {"template": {"metadata": {"labels": {"app": "x"}}, "spec": {
                         "restartPolicy": "Never",
                         "containers": [{"name": "main", "image": "busybox"}]}}}}),
+    )),
+    Script("error_bodies", about="405, 406 (written indented), the mux's plain-text 404 and "
+           "metadata-only responses, byte for byte", steps=(
+        post(CMS, cm("a", labels={"k": "v"}, x="1")),
+        Step("PUT", CMS, body=cm("a")),
+        get(CMS, headers={"Accept": PARTIAL}),
+        get(CMS + "/a", headers={"Accept": PARTIAL_LIST}),
+        get(CMS, headers={"Accept": PARTIAL_LIST}, wire=True),
+        get(CMS + "/a", headers={"Accept": PARTIAL}, wire=True),
+        get("/apis/no.such.group/v1"),
+        Step("DELETE", CMS + "/missing"),
     )),
     Script("kubectl_get_create", about="kubectl create, get (tables, -o json/name/wide, a "
            "CR's printer columns) and a NotFound", steps=(
