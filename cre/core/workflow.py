@@ -14,14 +14,15 @@ Rules the pure core keeps (each covered by a test):
   sharing a node (an overflow group waits for its lenders), and nothing new after FailFast.
 * A retried group gets a new Job name (``...-retry-<k>``) and new dependency copies, so a
   relaunch never waits for the previous Job's finalizer.
-* A missing Job is only believed after a live read (``confirm_live``); it then counts as a
-  ControlPlane-class abort (someone else deleted it).
+* A missing Job is only believed after a live read (``confirm_live``); someone deleted it: a
+  user interrupt (the group fails ``UserInterrupted``, not re-created, nodes Uncertified).
 * Iterations: all groups terminal -> the iteration's Jobs are deleted (and confirmed gone)
   before the groups reset; the last iteration ends in the final status instead.
-* Final reason precedence (the reference's): failed groups -> ``JobHardwareFailed`` if any
-  failed group's Job had a hardware failure, else ``JobValidationFailed`` if any missed a
-  threshold, else ``IterationsFailed``; ``ValidationFailed=True`` whenever a threshold was
-  missed. No genuine failure -> ``JobCompleted``, with ``Incomplete`` when nodes went
+* Final reason: the most severe blame row seen (``cre.core.deferral``, docs/design/013):
+  ``JobHardwareFailed`` (a node Failed on node evidence, even if its group's re-run passed) >
+  ``IterationsFailed`` (a workload failure) > ``JobValidationFailed`` (a threshold miss) >
+  ``ConfigurationError`` > ``UserInterrupted``; ``ValidationFailed=True`` whenever a threshold
+  was missed. Nothing failed -> ``JobCompleted``, with ``Incomplete`` when nodes went
   uncertified or were excluded.
 """
 
@@ -500,7 +501,8 @@ def result_upsert(ctx: _Ctx, kind: str, blob: bytes) -> Upsert:
 
 
 def missing_job_outcome(name: str) -> D.JobOutcome:
-    """A Job that vanished under a running group: someone else deleted it (ControlPlane)."""
+    """A Job that vanished under a running group: someone deleted it (ControlPlane class
+    ``WorkloadDeleted``, which the blame table reads as a user interrupt)."""
     message = f"Job {name} was deleted while its group was running"
     return D.JobOutcome(succeeded=False, reason=JobReason.WORKLOAD_FAILED, message=message,
                         failure_class=FailureClass(scope=FailureScope.CONTROL_PLANE,
