@@ -50,13 +50,42 @@ def _catalog() -> Catalog:
         raise CliError(ExitCode.CATALOG, f"the shipped catalog is invalid: {exc}") from None
 
 
+def catalog_dir() -> Path:
+    """The shipped catalog's folder, found as :func:`cre.catalog.default_catalog_dir` finds
+    it, without importing the catalog package (TAB completion must answer at once)."""
+    package = Path(cre.__file__).resolve().parent
+    for candidate in (package / "_catalog", package.parent / "catalog"):
+        if (candidate / "_lib" / "gpu-defaults.yaml").is_file():
+            return candidate
+    raise CliError(ExitCode.CATALOG, f"no shipped catalog found under {package}")
+
+
+def entry_names() -> list[str]:
+    """The catalog's entry names from its file names (``domain/variant.yaml``), unparsed."""
+    root = catalog_dir()
+    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.glob("*/*.yaml")
+                  if not p.parent.name.startswith("_"))
+
+
+def platform_architectures() -> dict[str, list[str]]:
+    """Platform -> its architectures, from the platform files alone."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    out = {}
+    for path in sorted((catalog_dir() / "_lib" / "platforms").glob("*.yaml")):
+        doc = yaml.load(path.read_text(encoding="utf-8")) or {}
+        out[path.stem] = sorted(doc.get("architectures") or {})
+    return out
+
+
 def _complete_entry(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-    return [n for n in sorted(_catalog().entries) if n.startswith(incomplete)]
+    return [n for n in entry_names() if n.startswith(incomplete)]
 
 
 def _complete_platform(ctx: click.Context, param: click.Parameter,
                        incomplete: str) -> list[str]:
-    return [n for n in sorted(_catalog().platforms) if n.startswith(incomplete)]
+    return [n for n in sorted(platform_architectures()) if n.startswith(incomplete)]
 
 
 def _complete_arch(ctx: click.Context, param: click.Parameter,
@@ -64,8 +93,8 @@ def _complete_arch(ctx: click.Context, param: click.Parameter,
     from click.shell_completion import CompletionItem
 
     platform = ctx.params.get("platform")
-    archs = {a for name, p in _catalog().platforms.items() if platform in (None, name)
-             for a in p.architectures}
+    archs = {a for name, found in platform_architectures().items() if platform in (None, name)
+             for a in found}
     return [CompletionItem(a) for a in sorted(archs) if a.startswith(incomplete)]
 
 
@@ -107,8 +136,8 @@ def cli() -> None:
     Certification on a cluster and report on it.
 
     Exit codes: 0 ok, 1 validation problems, 2 usage, 3 input file, 4 catalog, 5 cluster
-    unreachable, 6 not found, 7 API error, 8 missing extra, 70 internal error, 130
-    interrupted.
+    unreachable, 6 not found, 7 API error, 8 missing extra, 9 verdict Failed and 10 not
+    certified (status --exit-code), 70 internal error, 130 interrupted.
 
     \b
     Example:
