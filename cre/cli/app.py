@@ -183,6 +183,7 @@ def render(entry: str, platform: str, arch: str, nodes: str | None, node_count: 
       cre render communication/nccl-all-reduce --platform aws --arch h100 \\
           --nodes gpu-1,gpu-2 --option iterations=20 | kubectl apply -f -
     """
+    from cre.cli.catalogview import resolve_target
     from cre.cli.render import (
         RenderRequest,
         node_names,
@@ -191,6 +192,7 @@ def render(entry: str, platform: str, arch: str, nodes: str | None, node_count: 
         write_documents,
     )
 
+    platform, arch = resolve_target(_catalog(), entry=entry, platform=platform, arch=arch)
     if kai and gang_scheduler and gang_scheduler != KAI_SCHEDULER:
         raise CliError(ExitCode.USAGE, "--kai and --gang-scheduler name different schedulers")
     request = RenderRequest(

@@ -9,22 +9,15 @@ the line, a pager scrolls it). ``wide`` adds the busBW threshold and the Job of 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import TextIO
 
 from ruamel.yaml import YAML
 
+from cre.cli.columns import columns
 from cre.cli.report import CategoryReport, Report, report_json
 
 COLUMNS = ("NODE", "GROUP", "VERDICT", "REASON", "FAILURE CLASS", "BUSBW(GB/s)")
 WIDE_COLUMNS = (*COLUMNS, "THRESHOLD(GB/s)", "JOB")
-
-
-def columns(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows as lines of left-aligned columns two spaces apart; nothing is ever cut."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
 
 
 def category_rows(category: CategoryReport, *, wide: bool) -> list[list[str]]:
