@@ -63,6 +63,7 @@ from cre.core.observed import NodeView
 from cre.core.plan import Create, Delete, EventSpec
 from cre.core.tierplan import SelfPatch, TierPlan
 from cre.core.trio import true_member
+from cre.core.wording import every
 
 CertificationPlan = TierPlan[CertificationStatus]
 NODE_WAIT: Final = timedelta(minutes=5)
@@ -343,7 +344,7 @@ def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
                       message="One or more certification categories failed", events=events)
     return _write(ctx, status, member=ConditionType.SUCCEEDED,
                   reason=CertificationReason.ALL_WORKFLOWS_SUCCEEDED,
-                  message=f"All {len(status.category_statuses)} categories succeeded"
+                  message=f"{every(len(status.category_statuses), 'category')} succeeded"
                           + ("; verdict Incomplete" if incomplete else ""), events=events)
 
 

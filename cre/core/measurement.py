@@ -76,6 +76,7 @@ from cre.core.ncclparse import SizeResult
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
 from cre.core.trio import true_member
+from cre.core.wording import count
 
 #: Minimum time the final read is retried after the Job ended.
 FINAL_READ_GRACE: Final = timedelta(minutes=2)
@@ -435,5 +436,6 @@ def _final_multi(ctx: _Ctx, job: Job, profile: CompiledProfile, *, succeeded: bo
                          done_at=ended, node_results=nodes)
     return _complete(ctx, MeasurementReason.JOB_SUCCEEDED,
                      f"Final read ({bm.spec.log_profile_ref}): {rows} rows, "
-                     f"{len(results)} message sizes, {len(nodes)} nodes", results=results,
+                     f"{count(len(results), 'message size')}, {count(len(nodes), 'node')}",
+                     results=results,
                      transports=transports, node_results=nodes, done_at=ended)

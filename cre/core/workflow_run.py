@@ -30,6 +30,7 @@ from cre.core.deps import suffix
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
+from cre.core.wording import count, every
 from cre.core.workflow import (
     WorkflowPlan,
     _Ctx,
@@ -97,7 +98,7 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
     reason = WorkflowReason.JOB_CREATED if p.creates else WorkflowReason.JOB_RUNNING
     return _write(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
                   message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
-                          f"{running} groups running",
+                          f"{count(running, 'group')} running",
                   requeue_after=ctx.settings.requeue, **p.plan_args())
 
 
@@ -152,7 +153,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
             fc = outcome.failure_class
             p.events.append(EventSpec(
                 type=EventSeverity.NORMAL, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
-                message=f"Group {group.name}: {fc.scope if fc else ''} abort "
+                message=f"Group {group.name}: {fc.scope if fc else 'infrastructure'} abort "
                         f"({fc.reason if fc else outcome.reason}) deferred, siblings continue; "
                         f"infra retry {new.infra_retries}/{ctx.policy.infra_retries}"))
         return new
@@ -161,8 +162,9 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         p.events.append(EventSpec(
             type=EventSeverity.WARNING, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
             message=f"Group {group.name} ended on an infrastructure abort "
-                    f"({fc.scope if fc else ''}/{fc.reason if fc else ''}) after "
-                    f"{group.infra_retries} infra retries: {len(decision.uncertified)} node(s) "
+                    f"({f'{fc.scope}/{fc.reason}' if fc else outcome.reason}) after "
+                    f"{count(group.infra_retries, 'infra retry')}: "
+                    f"{len(decision.uncertified)} node(s) "
                     "Uncertified, siblings continue"))
     return attrs.evolve(group, phase=decision.phase, completion_time=ctx.now)
 
@@ -385,14 +387,14 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
         reason = (WorkflowReason.JOB_HARDWARE_FAILED if hardware
                   else WorkflowReason.JOB_VALIDATION_FAILED if validation
                   else WorkflowReason.ITERATIONS_FAILED)
-        message = f"{genuine} groups failed across {iterations} iterations"
+        message = f"{count(genuine, 'group')} failed across {count(iterations, 'iteration')}"
         if hardware:
             message += "; hardware failures occurred on one or more nodes"
         elif validation and missed:
             message += f"; {missed}"
         return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
                       **p.plan_args())
-    message = f"All {iterations} iterations completed successfully"
+    message = f"{every(iterations, 'iteration')} completed successfully"
     if unjudged_thresholds(ctx):
         message += "; performance thresholds were not judged"
     if incomplete:
