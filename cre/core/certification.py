@@ -168,7 +168,8 @@ def _write(ctx: _Ctx, status: CertificationStatus, *, member: ConditionType, rea
     passed = sum(1 for c in status.category_statuses if c.status == CategoryState.SUCCEEDED)
     status = attrs.evolve(status, conditions=conditions, phase=phase,
                           observed_generation=ctx.cert.metadata.generation,
-                          categories=f"{passed}/{len(ctx.cert.spec.categories)}")
+                          categories=f"{passed}/{len(ctx.cert.spec.categories)}",
+                          variants=",".join(c.variant for c in ctx.cert.spec.categories))
     if member == ConditionType.FAILED and status.verdict is None:
         status = attrs.evolve(status, verdict=Verdict.FAILED)
     changed = status != ctx.cert.status
