@@ -221,6 +221,7 @@ def validate(files: Sequence[str], versions: Sequence[str]) -> int:
       cre validate certification.yaml workflow.yaml --kubernetes-version 1.33
     """
     from cre.cli.validate import kube_versions, validate_files
+    from cre.core.wording import count
 
     found = validate_files(files, versions=kube_versions(versions))
     for note in (p for p in found if p.note):
@@ -229,10 +230,10 @@ def validate(files: Sequence[str], versions: Sequence[str]) -> int:
     for problem in problems:
         click.echo(str(problem))
     if problems:
-        click.echo(f"{len(problems)} problem(s) in {len({p.file for p in problems})} file(s)",
-                   err=True)
+        where = count(len({p.file for p in problems}), "file")
+        click.echo(f"{count(len(problems), 'problem')} in {where}", err=True)
         return ExitCode.PROBLEMS
-    click.echo(f"{len(files)} file(s) valid", err=True)
+    click.echo(f"{count(len(files), 'file')} valid", err=True)
     return ExitCode.OK
 
 

@@ -78,7 +78,7 @@ def test_each_problem_names_file_line_path_and_message(tmp_path: Path, cre: RunC
     assert lines[6] == (f"{f}:36: (document): not a Kubernetes object (apiVersion and kind "
                         "are required)")
     assert len(lines) == 7
-    assert run.err.strip() == "7 problem(s) in 1 file(s)"
+    assert run.err.strip() == "7 problems in 1 file"
 
 
 def test_kubernetes_version_picks_the_release(tmp_path: Path, cre: RunCli) -> None:
@@ -120,7 +120,7 @@ def test_rendered_output_and_the_fixture_are_valid(tmp_path: Path, cre: RunCli) 
     assert run.out == ""
     note, summary = run.err.strip().splitlines()
     assert note.startswith(f"note: {path}:") and "ComputeDomain: no schema known offline" in note
-    assert summary == "2 file(s) valid"
+    assert summary == "2 files valid"
 
 
 def test_what_a_workflow_carries_is_checked_where_it_is_written(tmp_path: Path,
@@ -193,7 +193,7 @@ def test_every_problem_of_a_file_at_once(tmp_path: Path, cre: RunCli) -> None:
     assert lines[3].startswith(f"{f}:13: spec.thresholds[busBandwidthGBps]: invalid CEL "
                                "expression")
     assert len(lines) == 4
-    assert run.err.strip() == "4 problem(s) in 1 file(s)"
+    assert run.err.strip() == "4 problems in 1 file"
 
 
 def test_dash_reads_standard_input() -> None:
@@ -207,4 +207,4 @@ def test_dash_reads_standard_input() -> None:
                           input=GPU_CERT.read_text(), capture_output=True, text=True,
                           timeout=120, check=False)
     assert good.returncode == 0, good.stdout
-    assert good.stderr == "1 file(s) valid\n"
+    assert good.stderr == "1 file valid\n"
