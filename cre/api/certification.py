@@ -262,6 +262,11 @@ class CertificationStatus:
     # "<passed>/<total>" categories, for `kubectl get certifications`.
     categories: str | None = attrs.field(default=None, metadata=c(doc=(
         "Categories passed out of the total, as passed/total (shown by kubectl get).")))
+    # One printer-column cell for every category: a column's JSONPath over a list
+    # (.spec.categories[*].variant) shows only its first value.
+    variants: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Every category's variant, comma-separated in spec order (the Variants column of "
+        "kubectl get -o wide).")))
 
 
 @attrs.frozen(kw_only=True)

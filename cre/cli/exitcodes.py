@@ -32,6 +32,10 @@ class ExitCode(enum.IntEnum):
     API = 7
     # The CLI's optional dependencies are missing: pip install 'cre[cli]'.
     MISSING_EXTRA = 8
+    # `--exit-code`: a Certification's verdict is Failed.
+    VERDICT_FAILED = 9
+    # `--exit-code`: not certified: the verdict is Incomplete, or the run has not finished.
+    NOT_CERTIFIED = 10
     # A bug in cre itself (the message says how to see the traceback: CRE_DEBUG=1).
     INTERNAL = 70
     # Interrupted (Ctrl-C), as shells report SIGINT.

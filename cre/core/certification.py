@@ -66,6 +66,7 @@ from cre.core.observed import NodeView
 from cre.core.plan import Create, Delete, EventSpec
 from cre.core.tierplan import SelfPatch, TierPlan
 from cre.core.trio import true_member
+from cre.core.wording import every
 
 CertificationPlan = TierPlan[CertificationStatus]
 NODE_WAIT: Final = timedelta(minutes=5)
@@ -170,7 +171,8 @@ def _write(ctx: _Ctx, status: CertificationStatus, *, member: ConditionType, rea
     passed = sum(1 for c in status.category_statuses if c.status == CategoryState.SUCCEEDED)
     status = attrs.evolve(status, conditions=conditions, phase=phase,
                           observed_generation=ctx.cert.metadata.generation,
-                          categories=f"{passed}/{len(ctx.cert.spec.categories)}")
+                          categories=f"{passed}/{len(ctx.cert.spec.categories)}",
+                          variants=",".join(c.variant for c in ctx.cert.spec.categories))
     if member == ConditionType.FAILED and status.verdict is None:
         status = attrs.evolve(status, verdict=Verdict.FAILED)
     changed = status != ctx.cert.status
@@ -357,7 +359,7 @@ def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
                       events=events)
     return _write(ctx, status, member=ConditionType.SUCCEEDED,
                   reason=CertificationReason.ALL_WORKFLOWS_SUCCEEDED,
-                  message=f"All {len(status.category_statuses)} categories succeeded"
+                  message=f"{every(len(status.category_statuses), 'category')} succeeded"
                           + ("; verdict Incomplete" if incomplete else ""), events=events)
 
 

@@ -52,7 +52,21 @@ def job_name(workflow: str, *, group: str, iteration: int, single: bool,
     room = MAX_JOB_NAME - len(tail) - len(digest) - 1
     if room < 8:
         return f"{name[:MAX_JOB_NAME - 9].rstrip('-')}-{digest}"
-    return f"{workflow[:room].rstrip('-')}-{digest}{tail}"
+    return f"{shorten_words(workflow, room)}-{digest}{tail}"
+
+
+def shorten_words(name: str, room: int) -> str:
+    """``name`` in at most ``room`` characters, dropping whole words from the middle: as many
+    words from the end as fit (a Certification's Workflow ends with the variant, the part
+    that tells two Jobs apart), then from the start (its Certification). A name with no
+    such cut falls back to its first ``room`` characters."""
+    words = name.split("-")
+    for end in range(len(words) - 1, 0, -1):
+        for start in range(len(words) - end, 0, -1):
+            kept = "-".join(words[:start] + words[len(words) - end:])
+            if len(kept) <= room:
+                return kept
+    return name[:room].rstrip("-")
 
 
 def _affinity(job: str, nodes: Sequence[str], old: Mapping[str, Any] | None) -> dict[str, Any]:

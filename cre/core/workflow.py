@@ -69,6 +69,7 @@ from cre.core.partition import PartitionError, partition
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import CreateError, ObjectView, SelfPatch, TierPlan, Upsert
 from cre.core.trio import true_member
+from cre.core.wording import count
 
 WorkflowPlan = TierPlan[WorkflowStatus]
 JOB_API: Final = L.API_VERSION
@@ -344,8 +345,8 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
         for g in groups))
     creates, refs = _workflow_deps(ctx, deps)
     status = attrs.evolve(status, dependency_refs=refs)
-    message = (f"Discovered {len(found.nodes)} nodes, partitioned into {len(groups)} groups "
-               f"({size} nodes/job)")
+    message = (f"Discovered {count(len(found.nodes), 'node')}, partitioned into "
+               f"{count(len(groups), 'group')} ({size} nodes/job)")
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
                   events=_exclusion_events(found) + _override_events(applied)

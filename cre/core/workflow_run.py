@@ -29,6 +29,7 @@ from cre.core.deps import suffix
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
+from cre.core.wording import count, every
 from cre.core.workflow import (
     WorkflowPlan,
     _Ctx,
@@ -100,7 +101,7 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
     requeue = ctx.settings.requeue if p.wait is None else min(ctx.settings.requeue, p.wait)
     return _write(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
                   message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
-                          f"{running} groups running",
+                          f"{count(running, 'group')} running",
                   requeue_after=requeue, **p.plan_args())
 
 
@@ -169,7 +170,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
             fc = outcome.failure_class
             p.events.append(EventSpec(
                 type=EventSeverity.NORMAL, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
-                message=f"Group {group.name}: {fc.scope if fc else ''} abort "
+                message=f"Group {group.name}: {fc.scope if fc else 'infrastructure'} abort "
                         f"({fc.reason if fc else outcome.reason}) deferred, siblings continue; "
                         f"infra retry {new.infra_retries}/{ctx.policy.infra_retries}"))
         return new
@@ -178,8 +179,9 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         p.events.append(EventSpec(
             type=EventSeverity.WARNING, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
             message=f"Group {group.name} ended on an infrastructure abort "
-                    f"({fc.scope if fc else ''}/{fc.reason if fc else ''}) after "
-                    f"{group.infra_retries} infra retries: {len(decision.uncertified)} node(s) "
+                    f"({f'{fc.scope}/{fc.reason}' if fc else outcome.reason}) after "
+                    f"{count(group.infra_retries, 'infra retry')}: "
+                    f"{len(decision.uncertified)} node(s) "
                     "Uncertified, siblings continue"))
     return attrs.evolve(group, phase=decision.phase, completion_time=ctx.now)
 
@@ -353,10 +355,10 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
 def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
     orch = status.orchestration
     assert orch is not None
-    every: list[GroupStatus | IterationGroup] = [
+    all_groups: list[GroupStatus | IterationGroup] = [
         *(g for r in orch.iteration_history for g in r.groups), *p.groups]
-    phases = [g.phase for g in every]
-    reasons = [g.failure_reason for g in every if g.phase == GroupPhase.FAILED]
+    phases = [g.phase for g in all_groups]
+    reasons = [g.failure_reason for g in all_groups if g.phase == GroupPhase.FAILED]
     genuine = phases.count(GroupPhase.FAILED)
     aborts = phases.count(GroupPhase.INFRA_ABORTED)
     failed_records = _records(ctx, NR.FAILED, p)
@@ -407,9 +409,9 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
         assert reason is not None
         return _write(ctx, status, member=ConditionType.FAILED, reason=reason,
                       message=_failure_message(reason, genuine=genuine, iterations=iterations,
-                                               broken=broken, groups=every, missed=missed),
+                                               broken=broken, groups=all_groups, missed=missed),
                       **p.plan_args())
-    message = f"All {iterations} iterations completed successfully"
+    message = f"{every(iterations, 'iteration')} completed successfully"
     if unjudged_thresholds(ctx):
         message += "; performance thresholds were not judged"
     if incomplete:
@@ -422,17 +424,18 @@ def _failure_message(reason: WorkflowReason, *, genuine: int, iterations: int,
                      broken: list[D.NodeRecord], groups: list[GroupStatus | IterationGroup],
                      missed: str) -> str:
     """The Failed condition's message: the headline cause first, then the count."""
-    count = (f"{genuine} groups failed across {iterations} iterations" if genuine
-             else f"the other groups finished across {iterations} iterations")
+    summary = (f"{count(genuine, 'group')} failed across {count(iterations, 'iteration')}"
+               if genuine else
+               f"the other groups finished across {count(iterations, 'iteration')}")
     if reason == WorkflowReason.JOB_HARDWARE_FAILED:
         shown = "; ".join(f"{r.name}: {r.message}" for r in broken[:5])
         more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
-        return f"Broken node(s) found: {shown}{more}; {count}"
+        return f"Broken node(s) found: {shown}{more}; {summary}"
     if reason == WorkflowReason.JOB_VALIDATION_FAILED and missed:
-        return f"{count}; {missed}"
+        return f"{summary}; {missed}"
     if reason in (WorkflowReason.CONFIGURATION_ERROR, WorkflowReason.USER_INTERRUPTED):
         first = next((g for g in groups if isinstance(g, GroupStatus)
                       and g.phase == GroupPhase.FAILED
                       and D.workflow_reason(g.failure_reason) == reason and g.message), None)
-        return f"{first.name}: {first.message}; {count}" if first is not None else count
-    return count
+        return f"{first.name}: {first.message}; {summary}" if first is not None else summary
+    return summary

@@ -262,7 +262,7 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
     name = world.created[0]
     world.finish(name, ok=False, verdict=Verdict.FAILED, now=at(1))
     wf = world.workflows[name]
-    missed = ("1 groups failed across 1 iterations; group-1: Threshold \"busBandwidthGBps\" "
+    missed = ("1 group failed across 1 iteration; group-1: Threshold \"busBandwidthGBps\" "
               "violated: measured 191.6000, expression: value >= 300")
     conditions = tuple(attrs.evolve(c, message=missed, reason="JobValidationFailed")
                        if c.type == ConditionType.FAILED else c for c in wf.status.conditions)

@@ -448,7 +448,7 @@ def test_final_reason_precedence() -> None:
     assert run("validation").condition("Failed").reason == WorkflowReason.JOB_VALIDATION_FAILED
     plain = run("plain")
     assert plain.condition("Failed").reason == WorkflowReason.ITERATIONS_FAILED
-    assert plain.condition("Failed").message == "1 groups failed across 1 iterations"
+    assert plain.condition("Failed").message == "1 group failed across 1 iteration"
     assert plain.condition("ValidationFailed") is None
 
 
@@ -591,7 +591,7 @@ def test_a_threshold_miss_carries_the_value_and_the_busbw_up() -> None:
     assert groups["group-1"].message == message
     failed = world.condition("Failed")
     assert failed.reason == WorkflowReason.JOB_VALIDATION_FAILED
-    assert failed.message == f"1 groups failed across 1 iterations; group-1: {message}"
+    assert failed.message == f"1 group failed across 1 iteration; group-1: {message}"
     assert message in world.condition("ValidationFailed").message
 
 
