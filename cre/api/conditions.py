@@ -189,6 +189,8 @@ class CertificationReason(enum.StrEnum):
     WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
     INVALID_SPEC = "InvalidSpec"
     NODE_DISCOVERY_ERROR = "NodeDiscoveryError"
+    # A category's nodesPerJob was above its eligible nodes and was clamped (an event).
+    NODES_PER_JOB_CLAMPED = "NodesPerJobClamped"
 
 
 class WorkloadRunReason(enum.StrEnum):
