@@ -26,6 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import Constraints, c
+from cre.api.job import NodeHealthMonitor
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -107,6 +108,8 @@ class CategoryOptions:
     rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1))
     placement: Placement | None = None
     failure_policy: FailurePolicy | None = None
+    # Which node signals mean broken hardware (copied onto the category's Workflow).
+    node_health_monitor: NodeHealthMonitor | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -127,6 +130,11 @@ class CertificationSpec(CategoryOptions):
         metadata=c(min_items=1, max_items=64)
     )
     gang_scheduler: GangSchedulerSpec | None = None
+    # The whole run ends this long after the Certification was created (each category's
+    # Workflow gets what is left as its own deadline). Unset: no limit.
+    deadline: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
+    # At most this many nodes per category run (the first eligible ones by name).
+    max_nodes: int | None = attrs.field(default=None, metadata=c(minimum=1, int_format="int32"))
 
 
 @attrs.frozen(kw_only=True)

@@ -72,6 +72,7 @@ class IncompleteReason(enum.StrEnum):
 
     INFRA_ABORTED = "InfraAborted"
     NODES_EXCLUDED = "NodesExcluded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # the run's deadline cancelled its running groups
     COMPLETE = "Complete"  # the False form: every target node was certified
 
 
@@ -170,6 +171,13 @@ class WorkflowReason(enum.StrEnum):
     OVERRIDE_NO_OP = "OverrideNoOp"
     # Thresholds are set but the Job tier does not judge them yet (design record 013).
     THRESHOLDS_NOT_JUDGED = "ThresholdsNotJudged"
+    # A group's launch left out nodes that are Failed, NotReady, cordoned or tainted (an
+    # event); too few were left to run it (the group's failure class reason).
+    NODES_EXCLUDED_FROM_GROUP = "NodesExcludedFromGroup"
+    TOO_FEW_USABLE_NODES = "TooFewUsableNodes"
+    # Nodes beyond the run's maxNodes were not taken (an event); the run's deadline passed.
+    MAX_NODES_EXCLUDED = "MaxNodesExcluded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
 class CertificationReason(enum.StrEnum):

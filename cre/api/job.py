@@ -13,12 +13,24 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import CEL_MAX_LENGTH, DURATION_FIELD, THRESHOLD_VALUES, WorkloadMetadata
+from cre.api.common import (
+    CEL_MAX_LENGTH,
+    DURATION_FIELD,
+    THRESHOLD_VALUES,
+    TaintEffect,
+    WorkloadMetadata,
+)
 from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
 from cre.api.measurement import BandwidthMeasurementSpec
-from cre.api.meta import Condition, ObjectMeta, ObjectReference, TypedLocalObjectReference
+from cre.api.meta import (
+    Condition,
+    ConditionStatus,
+    ObjectMeta,
+    ObjectReference,
+    TypedLocalObjectReference,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -38,10 +50,38 @@ class CelExpression:
 
 
 @attrs.frozen(kw_only=True)
-class NodeHealthMonitor:
-    """CEL over ``node`` (a full corev1 Node); true means the node is unhealthy."""
+class NodeConditionSignal:
+    """A node condition that means broken hardware when it has ``status`` (e.g. a GPU-health
+    condition a node problem detector sets: ``type: GpuUnhealthy``, ``status: "True"``)."""
 
-    cel: CelExpression
+    type: str = attrs.field(metadata=c(min_length=1, max_length=316))
+    status: ConditionStatus = ConditionStatus.TRUE
+
+
+@attrs.frozen(kw_only=True)
+class NodeTaintSignal:
+    """A taint that means broken hardware; an unset value or effect matches any."""
+
+    key: str = attrs.field(metadata=c(min_length=1, max_length=316))
+    value: str | None = None
+    effect: TaintEffect | None = None
+
+
+@attrs.frozen(kw_only=True)
+class NodeHealthMonitor:
+    """Which node signals mean broken hardware while a Job runs; any signal that holds on a
+    node of the Job flags it. ``cel``: an expression over ``node`` (a corev1 Node), true means
+    unhealthy. ``conditions`` / ``taints`` / ``labels``: a node carrying one of them is
+    unhealthy. ``gpuAllocatableDrop``: a node whose allocatable ``nvidia.com/gpu`` fell below
+    its count when the Workflow launched the group (annotation ``cre.dev/group-gpus``)."""
+
+    cel: CelExpression | None = None
+    conditions: tuple[NodeConditionSignal, ...] = attrs.field(
+        default=(), metadata=c(max_items=32))
+    taints: tuple[NodeTaintSignal, ...] = attrs.field(default=(), metadata=c(max_items=32))
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    gpu_allocatable_drop: bool = attrs.field(
+        default=False, metadata=c(json_name="gpuAllocatableDrop"))
 
 
 @attrs.frozen(kw_only=True)

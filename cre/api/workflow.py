@@ -25,7 +25,7 @@ from cre.api.common import (
 from cre.api.conditions import GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import FailureClass, JobSpec
+from cre.api.job import FailureClass, JobSpec, NodeHealthMonitor
 from cre.api.labels import API_VERSION
 from cre.api.meta import Condition, NamespacedName, ObjectMeta, TypedLocalObjectReference
 
@@ -204,6 +204,15 @@ class WorkflowSpec:
         default=None, metadata=c(immutable=True, presence_immutable=True)
     )
     failure_policy: FailurePolicy | None = None
+    # Which node signals mean broken hardware; copied onto every group Job (wins over the
+    # template's). Unset: the Job tier's default (a node cordoned mid-run is broken).
+    node_health_monitor: NodeHealthMonitor | None = None
+    # The run ends this long after the Workflow was created: running groups are cancelled,
+    # their nodes Uncertified (reason DeadlineExceeded). Unset: no limit.
+    deadline: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
+    # At most this many nodes (the first by name of the eligible ones); the rest are
+    # excluded (reason MaxNodes). Unset: every eligible node.
+    max_nodes: int | None = attrs.field(default=None, metadata=c(minimum=1, int_format="int32"))
 
 
 class DependencyScope(enum.StrEnum):
@@ -224,6 +233,24 @@ class DependencyRef:
     scope: DependencyScope = DependencyScope.WORKFLOW
     group_name: str | None = None
     iteration: int | None = attrs.field(default=None, metadata=c(int_format="int32"))
+
+
+class ExcludedNodeReason(enum.StrEnum):
+    """Why a group's (re-)launch left one of its nodes out."""
+
+    FAILED = "Failed"  # recorded Failed earlier in this Workflow
+    NOT_READY = "NotReady"
+    CORDONED = "Cordoned"
+    TAINTED = "Tainted"  # a NoSchedule/NoExecute taint the workload does not tolerate
+
+
+@attrs.frozen(kw_only=True)
+class ExcludedNode:
+    """A node of the group its last launch did not use, and why."""
+
+    name: str
+    reason: ExcludedNodeReason
+    message: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -250,6 +277,9 @@ class GroupStatus:
     # The bus bandwidth the group's Job measured (GB/s, ``"%.2f"``), next to its outcome.
     bus_bandwidth_gbps: str | None = attrs.field(
         default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$"))
+    # The nodes the last launch left out (the Job ran on the others), and why.
+    excluded_nodes: tuple[ExcludedNode, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("name",)))
 
 
 @attrs.frozen(kw_only=True)

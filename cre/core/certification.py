@@ -56,7 +56,6 @@ from cre.core.certification_build import (
     clamp_note,
     discover_for,
     entry_name,
-    merged_options,
     precheck,
 )
 from cre.core.conditions import set_additive, set_trio

@@ -23,7 +23,7 @@ from cre.api.converter import unstructure
 from cre.catalog.errors import CatalogError
 from cre.catalog.model import Catalog, CatalogEntry, RuntimeShape
 from cre.catalog.template import Scalar
-from cre.core.discovery import Discovery, DiscoveryFailure, discover
+from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
 from cre.core.observed import NodeView
 from cre.render.job import job_object
 from cre.render.options import GangScheduler, RenderError, RenderOptions
@@ -121,7 +121,8 @@ def discover_for(cert: Certification, index: int, nodes: tuple[NodeView, ...],
         platform = catalog.platforms.get(first.platform)
         arch = platform.architectures.get(first.architecture) if platform else None
         gpus = arch.gpus_per_node if arch else None
-    return discover(target=cert.spec.target, nodes=nodes, gpus_per_node=gpus)
+    found = discover(target=cert.spec.target, nodes=nodes, gpus_per_node=gpus)
+    return found if isinstance(found, DiscoveryFailure) else capped(found, cert.spec.max_nodes)
 
 
 def single_node(entry: CatalogEntry) -> bool:
@@ -224,6 +225,10 @@ def build_workflow(
         spec["gangScheduler"] = unstructure(cert.spec.gang_scheduler)
     if options.failure_policy is not None:
         spec["failurePolicy"] = unstructure(options.failure_policy)
+    if options.node_health_monitor is not None:
+        spec["nodeHealthMonitor"] = unstructure(options.node_health_monitor)
+    if cert.spec.max_nodes is not None:
+        spec["maxNodes"] = cert.spec.max_nodes
     return {
         "apiVersion": L.API_VERSION,
         "kind": "Workflow",

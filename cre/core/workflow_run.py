@@ -11,13 +11,23 @@ from typing import Any
 import attrs
 
 from cre.api import labels as L
-from cre.api.conditions import ConditionType, GroupPhase, IncompleteReason, Verdict, WorkflowReason
+from cre.api.common import TargetSpec
+from cre.api.conditions import (
+    ConditionType,
+    FailureScope,
+    GroupPhase,
+    IncompleteReason,
+    Verdict,
+    WorkflowReason,
+)
 from cre.api.failurepolicy import FailureMode
-from cre.api.job import Job
+from cre.api.job import FailureClass, Job
 from cre.api.meta import NamespacedName
 from cre.api.workflow import (
     DependencyRef,
     DependencyScope,
+    ExcludedNode,
+    ExcludedNodeReason,
     GroupStatus,
     IterationGroup,
     IterationRecord,
@@ -27,9 +37,11 @@ from cre.core import deferral as D
 from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
+from cre.core.groupjob import workload_tolerations
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
+from cre.core.usable import Usable, too_few, usable_nodes
 from cre.core.workflow import (
     WorkflowPlan,
     _Ctx,
@@ -133,7 +145,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         if found is None or (found.succeeded and _awaiting_validation(ctx, job)):
             return None
         outcome = found
-    decision = D.decide(nodes=group.nodes, retries=group.retries,
+    decision = D.decide(nodes=active_nodes(group), retries=group.retries,
                         infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy)
     p.failed += decision.failed
     p.uncertified += decision.uncertified
@@ -178,7 +190,7 @@ def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
                 p.deletes.append(_delete_job(job))
         p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
                                    message=f"Cancelled by FailFast: group {by} failed")
-        p.uncertified += D.cancelled_records(g.nodes, by_group=by)
+        p.uncertified += D.cancelled_records(active_nodes(g), by_group=by)
         cancelled.append(g.name)
     if cancelled:
         p.events.append(EventSpec(
@@ -187,29 +199,79 @@ def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
                     f"group(s): {', '.join(cancelled[:10])}"))
 
 
+def active_nodes(group: GroupStatus) -> tuple[str, ...]:
+    """The nodes the group's current launch runs on (its nodes less the excluded ones)."""
+    left_out = {e.name for e in group.excluded_nodes}
+    return tuple(n for n in group.nodes if n not in left_out)
+
+
 def _launch(ctx: _Ctx, p: _Pass) -> None:
     orch = ctx.wf.status.orchestration
     assert orch is not None
     execution = ctx.wf.spec.orchestration.execution
     limit = execution.max_concurrent if execution else 0
     running = [g for g in p.groups if g.phase == GroupPhase.RUNNING]
-    busy = {n for g in running for n in g.nodes}
+    busy = {n for g in running for n in active_nodes(g)}
+    failed: dict[str, str] | None = None
+    tolerations = workload_tolerations(ctx.wf)
+    target = ctx.wf.spec.orchestration.target or TargetSpec()
     for i, g in enumerate(p.groups):
         if g.phase != GroupPhase.PENDING:
             continue
         if limit > 0 and len(running) >= limit:
             break
-        if busy & set(g.nodes):
+        if failed is None:
+            failed = {r.name: r.message or r.reason for r in _records(ctx, NR.FAILED, p)}
+        usable = usable_nodes(nodes=g.nodes, views=ctx.obs.nodes, failed=failed,
+                              target=target, tolerations=tolerations)
+        if busy & set(usable.nodes):
             continue  # never two running groups on one node (overflow groups wait)
-        creates, refs, name = group_launch(ctx, g, iteration=orch.current_iteration)
+        _left_out(ctx, p, g, usable.excluded)
+        if too_few(planned=len(g.nodes), left=len(usable.nodes)):
+            p.groups[i] = _unlaunchable(ctx, p, g, usable)
+            continue
+        creates, refs, name = group_launch(ctx, g, iteration=orch.current_iteration,
+                                           nodes=usable.nodes)
         p.creates += creates
         p.refs += refs
         new = attrs.evolve(g, phase=GroupPhase.RUNNING, start_time=ctx.now,
-                           completion_time=None,
+                           completion_time=None, excluded_nodes=usable.excluded,
                            job_ref=NamespacedName(name=name, namespace=ctx.namespace))
         p.groups[i] = new
         running.append(new)
-        busy |= set(g.nodes)
+        busy |= set(usable.nodes)
+
+
+def _left_out(ctx: _Ctx, p: _Pass, g: GroupStatus, excluded: tuple[ExcludedNode, ...]) -> None:
+    """Record the nodes a launch left out: Uncertified (a Failed one stays Failed), one event."""
+    if not excluded:
+        return
+    p.uncertified += [D.NodeRecord(name=e.name, reason=str(e.reason), message=e.message,
+                                   scope=str(FailureScope.NODE))
+                      for e in excluded if e.reason != ExcludedNodeReason.FAILED]
+    shown = "; ".join(f"{e.name} ({e.reason}: {e.message})" for e in excluded[:5])
+    more = f" and {len(excluded) - 5} more" if len(excluded) > 5 else ""
+    p.events.append(EventSpec(
+        type=EventSeverity.WARNING, reason=WorkflowReason.NODES_EXCLUDED_FROM_GROUP,
+        message=f"Group {g.name}: left out {len(excluded)} of {len(g.nodes)} node(s): "
+                f"{shown}{more}"))
+
+
+def _unlaunchable(ctx: _Ctx, p: _Pass, g: GroupStatus, usable: Usable) -> GroupStatus:
+    """A group too few of whose nodes are usable: it ends InfraAborted, the rest Uncertified."""
+    message = (f"Group {g.name} cannot run: {len(usable.nodes)} of its {len(g.nodes)} node(s) "
+               f"usable ({', '.join(f'{e.name}: {e.reason}' for e in usable.excluded[:5])})")
+    fc = FailureClass(scope=FailureScope.NODE, reason=WorkflowReason.TOO_FEW_USABLE_NODES,
+                      message=message)
+    p.uncertified += [D.NodeRecord(name=n, reason=WorkflowReason.TOO_FEW_USABLE_NODES,
+                                   message=message, scope=str(FailureScope.NODE))
+                      for n in usable.nodes]
+    p.events.append(EventSpec(type=EventSeverity.WARNING,
+                              reason=WorkflowReason.TOO_FEW_USABLE_NODES, message=message))
+    return attrs.evolve(g, phase=GroupPhase.INFRA_ABORTED, completion_time=ctx.now,
+                        excluded_nodes=usable.excluded, failure_class=fc,
+                        failure_reason=WorkflowReason.TOO_FEW_USABLE_NODES, message=message,
+                        job_ref=None)
 
 
 def _needed(ctx: _Ctx, p: _Pass) -> set[str]:
