@@ -63,6 +63,7 @@ from cre.core.discovery import DiscoveryFailure, describe_target
 from cre.core.observed import NodeView
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import SelfPatch, TierPlan
+from cre.core.timeouts import parse_duration
 from cre.core.trio import true_member
 
 CertificationPlan = TierPlan[CertificationStatus]
@@ -167,14 +168,33 @@ def _set(current: CertificationStatus, index: int, **changes: Any) -> Certificat
     return attrs.evolve(current, category_statuses=tuple(cats))
 
 
+def deadline_left(cert: Certification, now: datetime) -> timedelta | None:
+    """Time left before ``spec.deadline`` (from the Certification's creation); ``None``: no
+    limit."""
+    created = cert.metadata.creation_timestamp
+    if not cert.spec.deadline or created is None:
+        return None
+    return created + parse_duration(cert.spec.deadline) - now
+
+
 def _advance(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     total = len(status.category_statuses)
+    left = deadline_left(ctx.cert, ctx.now)
     for index, cat in enumerate(status.category_statuses):
         if cat.status.terminal:
             continue
         label = f"{cat.domain}/{cat.variant}"
         if cat.status == CategoryState.IN_PROGRESS and cat.workflow_ref is not None:
             return _check_workflow(ctx, status, index, cat.workflow_ref.name, label)
+        if left is not None and left.total_seconds() < 1:
+            # Not started before the deadline: not certified (the Workflows running at the
+            # deadline end themselves, each with the rest of it as its own deadline).
+            status = _set(status, index, status=CategoryState.SUCCEEDED,
+                          verdict=Verdict.INCOMPLETE,
+                          message=f"{IncompleteReason.DEADLINE_EXCEEDED}: the Certification's "
+                                  f"deadline ({ctx.cert.spec.deadline}) passed before this "
+                                  "category started")
+            continue
         return _start_category(ctx, status, index, label, total)
     return _finalize(ctx, status)
 
@@ -293,6 +313,9 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
                       reason=CertificationReason.WORKFLOW_NAME_COLLISION,
                       message=f"Category {label}: Workflow name {meta['name']} is taken",
                       requeue_after=ctx.settings.immediate)
+    remaining = deadline_left(cert, ctx.now)
+    if remaining is not None:
+        body["spec"]["deadline"] = f"{max(int(remaining.total_seconds()), 1)}s"
     create = Create(api_version=L.API_VERSION, kind="Workflow", namespace=meta["namespace"],
                     name=meta["name"], body=body)
     status = _set(status, index, status=CategoryState.IN_PROGRESS, message=clamped,
@@ -310,9 +333,13 @@ def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     nodes_excluded = incomplete and all(
         (c.message or "").startswith(IncompleteReason.NODES_EXCLUDED)
         for c in status.category_statuses if c.verdict == Verdict.INCOMPLETE)
+    late = incomplete and any(
+        (c.message or "").startswith(IncompleteReason.DEADLINE_EXCEEDED)
+        for c in status.category_statuses if c.verdict == Verdict.INCOMPLETE)
     conditions, event = set_additive(
         status.conditions, type_=ConditionType.INCOMPLETE, status=incomplete,
-        reason=(IncompleteReason.NODES_EXCLUDED if nodes_excluded
+        reason=(IncompleteReason.DEADLINE_EXCEEDED if late
+                else IncompleteReason.NODES_EXCLUDED if nodes_excluded
                 else IncompleteReason.INFRA_ABORTED) if incomplete else IncompleteReason.COMPLETE,
         message="One or more categories did not certify every target node" if incomplete
         else "", now=ctx.now, generation=ctx.cert.metadata.generation, warn=True)

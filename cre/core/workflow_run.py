@@ -77,8 +77,55 @@ class _Pass:
                 "upserts": tuple(self.upserts), "events": tuple(self.events)}
 
 
+def deadline_left(ctx: _Ctx) -> timedelta | None:
+    """Time left before ``spec.deadline`` (from the Workflow's creation); ``None``: no limit."""
+    created = ctx.wf.metadata.creation_timestamp
+    if not ctx.wf.spec.deadline or created is None:
+        return None
+    return created + parse_duration(ctx.wf.spec.deadline) - ctx.now
+
+
 def advance(ctx: _Ctx) -> WorkflowPlan:
-    """One pass of the running phase."""
+    """One pass of the running phase (bounded by the run's deadline, if it has one)."""
+    left = deadline_left(ctx)
+    if left is not None and left <= timedelta(0):
+        return _deadline_passed(ctx)
+    plan = _advance(ctx)
+    if left is not None and plan.requeue_after is not None:
+        plan = attrs.evolve(plan, requeue_after=min(plan.requeue_after, left.total_seconds()))
+    return plan
+
+
+def _deadline_passed(ctx: _Ctx) -> WorkflowPlan:
+    """The deadline passed: cancel every group not finished (their Jobs deleted, their nodes
+    Uncertified) and end with the verdict of what finished."""
+    status = ctx.wf.status
+    p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
+    why = f"the run's deadline ({ctx.wf.spec.deadline} from its creation) passed"
+    cancelled = []
+    for i, g in enumerate(p.groups):
+        if g.phase.terminal:
+            continue
+        if g.phase == GroupPhase.RUNNING and g.job_ref is not None:
+            job = ctx.obs.job(g.job_ref.name)
+            if job is not None and job.metadata.deletion_timestamp is None:
+                p.deletes.append(_delete_job(job))
+        p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
+                                   message=f"Cancelled: {why}")
+        p.uncertified += [D.NodeRecord(name=n, reason=WorkflowReason.DEADLINE_EXCEEDED,
+                                       message=f"not certified: {why}")
+                          for n in active_nodes(g)]
+        cancelled.append(g.name)
+    p.events.append(EventSpec(
+        type=EventSeverity.WARNING, reason=WorkflowReason.DEADLINE_EXCEEDED,
+        message=f"{why[0].upper()}{why[1:]}: cancelled {len(cancelled)} group(s)"
+                + (f": {', '.join(cancelled[:10])}" if cancelled else "")))
+    status = _with_results(ctx, status, p)
+    status = attrs.evolve(status, groups=tuple(p.groups), dependency_refs=tuple(p.refs))
+    return _final(ctx, status, p, deadline=why)
+
+
+def _advance(ctx: _Ctx) -> WorkflowPlan:
     status = ctx.wf.status
     assert status.orchestration is not None
     p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
@@ -393,7 +440,7 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
                   requeue_after=ctx.settings.immediate)
 
 
-def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
+def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass, *, deadline: str = "") -> WorkflowPlan:
     orch = status.orchestration
     assert orch is not None
     phases = [g.phase for r in orch.iteration_history for g in r.groups] + \
@@ -408,6 +455,11 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
     nodes = {n for g in p.groups for n in g.nodes}
     verdict = D.verdict_of(genuine_failures=genuine, infra_aborts=aborts,
                            uncertified=len(uncertified), excluded=len(orch.excluded_nodes))
+    if deadline:
+        # Cancelled by the deadline: never Passed; Incomplete unless a genuine failure.
+        verdict = D.FinalVerdict(
+            verdict=Verdict.FAILED if genuine else Verdict.INCOMPLETE,
+            incomplete_reason=IncompleteReason.DEADLINE_EXCEEDED)
     p.upserts.append(result_upsert(ctx, NR.SUCCEEDED,
                                    NR.encode_names(nodes - failed - uncertified)))
     status = attrs.evolve(
@@ -420,6 +472,8 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
             f"{len(uncertified)} node(s) not certified (infrastructure aborts)",
             IncompleteReason.NODES_EXCLUDED:
             f"{len(orch.excluded_nodes)} node(s) excluded by discovery: {orch.exclusion_reason}",
+            IncompleteReason.DEADLINE_EXCEEDED:
+            f"{len(uncertified)} node(s) not certified: {deadline}",
             IncompleteReason.COMPLETE: "every target node was certified"}[
         verdict.incomplete_reason]
     conditions, event = set_additive(
@@ -452,7 +506,14 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
             message += "; hardware failures occurred on one or more nodes"
         elif validation and missed:
             message += f"; {missed}"
+        if deadline:
+            message += f"; ended early: {deadline} ({len(uncertified)} node(s) not certified)"
         return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
+                      **p.plan_args())
+    if deadline:
+        return _write(ctx, status, member=ConditionType.SUCCEEDED,
+                      reason=WorkflowReason.DEADLINE_EXCEEDED,
+                      message=f"Ended early: {deadline}; verdict Incomplete: {note}",
                       **p.plan_args())
     message = f"All {iterations} iterations completed successfully"
     if unjudged_thresholds(ctx):
