@@ -28,7 +28,7 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from cre.api import labels as L
-from cre.api.conditions import ConditionType, GroupPhase
+from cre.api.conditions import ConditionType
 from cre.api.job import Job
 from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
@@ -216,9 +216,9 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
         if wf.status.orchestration is None:
             nodes = tuple(sorted(self.nodes.store.list(), key=lambda n: n.name))
         else:
-            # Launching a group re-checks its nodes (NotReady, cordoned, tainted): only the
-            # nodes of the groups waiting to launch are read.
-            wanted = sorted({n for g in wf.status.groups if g.phase == GroupPhase.PENDING
+            # Launching a group re-checks its nodes (NotReady, cordoned, tainted): the nodes
+            # of the groups not finished (a running group may be re-run in this very pass).
+            wanted = sorted({n for g in wf.status.groups if not g.phase.terminal
                              for n in g.nodes})
             nodes = tuple(v for n in wanted if (v := self.nodes.store.get(n)) is not None)
         return WorkflowObservation(nodes=nodes, jobs=jobs, dependencies=views_for(owned, uid),

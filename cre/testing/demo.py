@@ -31,6 +31,11 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
   ``Node`` scope; the Workflow defers it: the siblings keep running (never Cancelled), the node
   comes back, group-1 re-runs on its infra retry and the verdict is Passed (or Incomplete with
   the group's nodes Uncertified if the retry aborts too), with no node Failed.
+* ``hardware``: a broken GPU found by a single-node test: a Certification of
+  ``diagnostics/dcgm-level1`` on a 4-node cluster whose node 2 has a GPU the DCGM diagnostic
+  fails (the simulator's ``--dcgm-fail-node``). A single-node entry runs one Job per node, so
+  each node is judged on its own run: verdict Failed, node 2 Failed (its failure log shows the
+  diagnostic), the three other nodes Passed.
 * ``workloadrun``: not a Certification: an MPI WorkloadRun on 4 nodes, 2 per group, and its
   measured bus bandwidth (:mod:`cre.testing.demo_workloadrun`).
 """
@@ -68,6 +73,9 @@ PROFILE = "aws-h100"
 NODES = 8
 ALL_REDUCE = "communication/nccl-all-reduce"
 LOOPBACK = "communication/nccl-loopback"
+DCGM = "diagnostics/dcgm-level1"
+HARDWARE_NODES = 4  # the hardware scenario's cluster
+BROKEN_NODE = f"{PROFILE}-node-2"  # hardware: the node whose GPU fails the DCGM diagnostic
 LOST_GROUP = "group-1"  # infra-abort: the group whose node is lost
 LOST_JOB = f"{CERT}-communication-nccl-all-reduce-{LOST_GROUP}-iter-1"
 # Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is truncated + hashed).
@@ -79,6 +87,7 @@ class Scenario(enum.StrEnum):
     LAUNCHER_FAILURE = "launcher-failure"
     INFRA_ABORT = "infra-abort"
     THRESHOLD = "threshold"
+    HARDWARE = "hardware"
     WORKLOADRUN = "workloadrun"
 
 
@@ -91,6 +100,11 @@ TABLE_FROM_BYTES = 1 << 20
 def certification(scenario: Scenario) -> str:
     """The Certification the demo applies (FailFast on the infra-abort path, to show that an
     infrastructure abort never cancels a sibling even then)."""
+    if scenario is Scenario.HARDWARE:
+        return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
+                f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
+                f"spec:\n  target: {{nodeSelector: {{{GPU_PRESENT}: \"true\"}}}}\n"
+                f"  categories:\n  - {{domain: diagnostics, variant: dcgm-level1}}\n")
     policy = "  failurePolicy: {mode: FailFast}\n" if scenario is Scenario.INFRA_ABORT else ""
     return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
             f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
@@ -173,6 +187,11 @@ class Demo:
     def step(self, text: str) -> None:
         self.console.print(f"[bold cyan]>[/] {text}")
 
+    @property
+    def node_count(self) -> int:
+        """The simulated cluster's size for this scenario."""
+        return HARDWARE_NODES if self.scenario is Scenario.HARDWARE else NODES
+
     # -- setup -----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -193,18 +212,22 @@ class Demo:
         elif self.scenario is Scenario.THRESHOLD:
             extra = ["--bad-node", f"{BAD_NODE}=0.4"]
             note = f" where {BAD_NODE}'s links run at 0.4 of their bandwidth"
-        self.step(f"starting a simulated {NODES}-node {PROFILE} cluster{note}")
+        elif self.scenario is Scenario.HARDWARE:
+            extra = ["--dcgm-fail-node", BROKEN_NODE]
+            note = f" where a GPU of {BROKEN_NODE} fails the DCGM diagnostic"
+        count = self.node_count
+        self.step(f"starting a simulated {count}-node {PROFILE} cluster{note}")
         cluster = self.stack.start_cluster(
-            profile=PROFILE, nodes=NODES, time_scale=self.time_scale,
+            profile=PROFILE, nodes=count, time_scale=self.time_scale,
             fail_launcher=self.scenario in (Scenario.LAUNCHER_FAILURE, Scenario.INFRA_ABORT),
             extra_args=extra)
 
         def gpu_nodes() -> list[str]:
             items = self.stack.kubectl_json("get", "nodes", "-l", f"{GPU_PRESENT}=true")["items"]
             names = sorted(n["metadata"]["name"] for n in items)
-            return names if len(names) >= NODES else []
+            return names if len(names) >= count else []
 
-        self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{NODES} GPU nodes",
+        self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{count} GPU nodes",
                                 interval=0.2, alive=cluster.check_alive)
         self.step("kubectl apply -k deploy/logprofiles   (the LogProfiles CRE ships)")
         out = self.stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles")).stdout
@@ -498,6 +521,15 @@ class Demo:
         if self.scenario is Scenario.LAUNCHER_FAILURE:
             logs = [g for g in rep["categories"][0]["groups"] if g.get("failureLog")]
             return verdicts == ["Failed", "Passed"] and bool(logs)
+        if self.scenario is Scenario.HARDWARE:
+            by_verdict: dict[str, set[str]] = {}
+            for n in rep["categories"][0]["nodes"]:
+                by_verdict.setdefault(str(n["verdict"]), set()).add(str(n["node"]))
+            others = {n for n in self.nodes if n != BROKEN_NODE}
+            return (verdicts == ["Failed"] and rep["certification"]["verdict"] == "Failed"
+                    and set(rep["summary"]["failedNodes"]) == {BROKEN_NODE}
+                    and by_verdict.get("Failed") == {BROKEN_NODE}
+                    and by_verdict.get("Passed") == others)
         groups = rep["categories"][0]["groups"]
         lost = next((g for g in groups if g["name"] == LOST_GROUP), None)
         siblings_ok = all(g["phase"] == "Succeeded" for g in groups if g["name"] != LOST_GROUP)
@@ -529,8 +561,10 @@ def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool,
     console = Console(highlight=False)
     if not console.is_terminal:  # piped (CI, `make demo | tee`): room for the tables
         console = Console(highlight=False, width=160)
-    console.print(Panel(f"CRE demo: a Certification of [bold]{ALL_REDUCE}[/] and "
-                        f"[bold]{LOOPBACK}[/] on a simulated {NODES}-node {PROFILE} cluster - "
+    what = (f"[bold]{DCGM}[/] (a single-node test) on a simulated {HARDWARE_NODES}-node"
+            if scenario is Scenario.HARDWARE else
+            f"[bold]{ALL_REDUCE}[/] and [bold]{LOOPBACK}[/] on a simulated {NODES}-node")
+    console.print(Panel(f"CRE demo: a Certification of {what} {PROFILE} cluster - "
                         f"scenario [bold]{scenario}[/]", expand=False))
     with Stack(keep=keep) as stack:
         demo = Demo(stack, console, scenario=scenario, time_scale=time_scale, timeout=timeout)

@@ -22,6 +22,7 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - failLauncher: {after: 3, times: 1}
       - markNodeBad: {node: aws-h100-node-1, factor: 0.4}
       - nodeNotReady: {node: aws-h100-node-1}       # also: nodeReady
+      - cordon: {node: aws-h100-node-1}             # also: uncordon (spec.unschedulable)
       - delete: {kind: TrainJob, name: ar-workload}
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
       - advance: 10             # let 10 simulated seconds pass
@@ -284,6 +285,9 @@ class ScenarioRun:
         elif action in ("nodeNotReady", "nodeReady"):
             await cl.set_node_ready(str(arg["node"]), action == "nodeReady",
                                     reachable=not arg.get("unreachable", False))
+        elif action in ("cordon", "uncordon"):
+            await self.client.patch(NODES, str(arg["node"]),
+                                    {"spec": {"unschedulable": action == "cordon"}})
         elif action == "delete":
             res = resource_for(arg, where=where)
             await self.client.delete(res, str(arg["name"]), namespace=self.namespace)
