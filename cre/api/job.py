@@ -80,8 +80,8 @@ class NodeHealthMonitor:
         default=(), metadata=c(max_items=32))
     taints: tuple[NodeTaintSignal, ...] = attrs.field(default=(), metadata=c(max_items=32))
     labels: Mapping[str, str] = attrs.field(factory=dict)
-    gpu_allocatable_drop: bool = attrs.field(
-        default=False, metadata=c(json_name="gpuAllocatableDrop"))
+    gpu_allocatable_drop: bool | None = attrs.field(
+        default=None, metadata=c(json_name="gpuAllocatableDrop"))
 
 
 @attrs.frozen(kw_only=True)

@@ -12,10 +12,13 @@ out when:
 * it carries a ``NoSchedule`` / ``NoExecute`` taint that no toleration of the workload (the
   rendered Job and its dependencies' pod templates) tolerates.
 
-A node missing from the cache is not left out on that alone (no evidence; the Job tier judges
-what happens to its pods). The group runs on the rest. When too few remain (none for a
-single-node group, fewer than two for a multi-node one) the group does not launch: it ends
-``InfraAborted`` and its nodes are Uncertified with the reason.
+A re-run (a group whose last attempt ended) holds back for up to a minute while one of its
+nodes is NotReady (``cre.core.workflow_run``): a node that blinks comes back and is tested, one
+that stays away is then left out. A node missing from the cache is not left out on that
+alone (no evidence; the Job tier judges what happens to its pods). The group runs on the
+rest. When too few remain (none for a single-node group, fewer than two for a multi-node one)
+the group does not launch: it ends ``InfraAborted`` and its nodes are Uncertified with the
+reason.
 """
 
 from __future__ import annotations

@@ -57,6 +57,8 @@ from cre.core.workflow import (
 
 # How long past the Job's measurementTimeout the Workflow waits for a threshold verdict.
 VALIDATION_GRACE = timedelta(seconds=60)
+# How long a group's re-run waits for a NotReady node of it to come back before leaving it out.
+NOT_READY_GRACE = timedelta(seconds=60)
 
 
 @attrs.define
@@ -205,7 +207,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
             p.deletes.append(_delete_job(job))
         infra = decision.action == D.Action.INFRA_RETRY
         new = attrs.evolve(group, phase=GroupPhase.PENDING, job_ref=None, start_time=None,
-                           completion_time=None, retries=group.retries + (not infra),
+                           completion_time=ctx.now, retries=group.retries + (not infra),
                            infra_retries=group.infra_retries + infra)
         if infra:
             fc = outcome.failure_class
@@ -273,6 +275,8 @@ def _launch(ctx: _Ctx, p: _Pass) -> None:
                               target=target, tolerations=tolerations)
         if busy & set(usable.nodes):
             continue  # never two running groups on one node (overflow groups wait)
+        if _may_return(ctx, g, usable):
+            continue  # a re-run waits a little for a node that just went NotReady
         _left_out(ctx, p, g, usable.excluded)
         if too_few(planned=len(g.nodes), left=len(usable.nodes)):
             p.groups[i] = _unlaunchable(ctx, p, g, usable)
@@ -287,6 +291,15 @@ def _launch(ctx: _Ctx, p: _Pass) -> None:
         p.groups[i] = new
         running.append(new)
         busy |= set(usable.nodes)
+
+
+def _may_return(ctx: _Ctx, g: GroupStatus, usable: Usable) -> bool:
+    """A re-run (the group's last attempt ended at ``completion_time``) holds back for up to
+    ``NOT_READY_GRACE`` while one of its nodes is NotReady: a node that blinks comes back and
+    is tested; one that stays away is left out after the grace."""
+    if g.completion_time is None or ctx.now >= g.completion_time + NOT_READY_GRACE:
+        return False
+    return any(e.reason == ExcludedNodeReason.NOT_READY for e in usable.excluded)
 
 
 def _left_out(ctx: _Ctx, p: _Pass, g: GroupStatus, excluded: tuple[ExcludedNode, ...]) -> None:

@@ -196,3 +196,23 @@ def test_without_a_monitor_the_job_gets_the_default_cordon_expression() -> None:
     got = job.spec.node_health_monitor
     assert got is not None and got.cel is not None
     assert got.cel.expression == "node.spec.unschedulable == true"
+
+
+def test_a_rerun_waits_for_a_node_that_blinked_not_ready() -> None:
+    """group-1's first Job is evicted while gpu-05 is NotReady; gpu-05 is back 20 s later,
+    within the grace: the re-run waits for it and runs on all four nodes, nothing left out."""
+    pool = nodes(8)
+    world = WorkflowWorld(wf=workflow(pool, nodesPerJob=4), nodes=pool)
+    world.step(at(0))
+    world.step(at(1))
+    world.finish(_evict_group1_first, at(1))
+    world.nodes = tuple(gpu_node(n.name, ready="False") if n.name == "gpu-05" else n
+                        for n in pool)
+    for t in range(2, 22):
+        world.step(at(t))
+    assert not any("-retry-" in name for _, name in world.created)
+    world.nodes = pool
+    world.run(_evict_group1_first, start=22)
+    retry = next(j for j in world.jobs.values() if "-retry-1" in (j.metadata.name or ""))
+    assert group_nodes(retry) == ("gpu-04", "gpu-05", "gpu-06", "gpu-07")
+    assert world.wf.status.verdict == Verdict.PASSED
