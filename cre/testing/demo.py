@@ -441,17 +441,30 @@ class Demo:
                             f"status.results; sizes from {TABLE_FROM_BYTES >> 20} MiB)",
                       header_style="bold")
         table.add_column("size", justify="right")
-        columns: list[dict[int, str]] = []
+        # A single-node category (one Job per node) gets one column: its value when every
+        # node measured the same, else the range over the nodes.
+        per_node = [str(w["metadata"]["name"]) for w in self._items("workflows")
+                    if ((w.get("status") or {}).get("orchestration") or {}).get(
+                        "nodesPerJob") == 1]
+        merged: dict[str, tuple[list[str], list[dict[int, tuple[str, str]]]]] = {}
         for bm in measurements:  # sorted by name: all-reduce groups, then loopback
-            label = re.sub(r"-iter-\d+$", "", str(bm["spec"]["jobRef"]["name"]).removeprefix(
-                f"{CERT}-communication-"))
+            ref = str(bm["spec"]["jobRef"]["name"])
+            wf = next((w for w in per_node if ref.startswith(f"{w}-")), None)
+            label = re.sub(r"-iter-\d+$", "", (wf or ref).removeprefix(f"{CERT}-communication-"))
             status = bm.get("status") or {}
             done = next((c for c in status.get("conditions") or []
                          if c.get("type") == "Complete" and c.get("status") == "True"), None)
-            table.add_column(f"{label}\n{done.get('reason') if done else 'measuring'}",
+            reasons, values = merged.setdefault(label, ([], []))
+            reasons.append(str(done.get("reason")) if done else "measuring")
+            values.append({int(r["sizeBytes"]): (str(r["busBW"]), str(r["algBW"]))
+                           for r in status.get("results") or []})
+        columns: list[dict[int, str]] = []
+        for label, (reasons, values) in merged.items():
+            jobs = f" ({len(values)} jobs)" if len(values) > 1 else ""
+            table.add_column(f"{label}{jobs}\n{', '.join(sorted(set(reasons)))}",
                              justify="right")
-            columns.append({int(r["sizeBytes"]): f"{r['busBW']} / {r['algBW']}"
-                            for r in status.get("results") or []})
+            columns.append({size: _span([v[size] for v in values if size in v])
+                            for size in {k for v in values for k in v}})
         sizes = sorted({size for col in columns for size in col if size >= TABLE_FROM_BYTES})
         for size in sizes:
             table.add_row(_size(size), *(col.get(size, "-") for col in columns))
@@ -547,6 +560,14 @@ class Demo:
                 self.console.print(f"  cre-manager exited with code {code}")
                 if code != 0:
                     raise StackError(f"cre-manager exited {code}:\n{proc.tail()}")
+
+
+def _span(pairs: list[tuple[str, str]]) -> str:
+    """``busBW / algBW`` when every pair agrees, else the busBW range ``lo-hi`` (GB/s)."""
+    if len(set(pairs)) == 1:
+        return f"{pairs[0][0]} / {pairs[0][1]}"
+    bus = sorted(float(b) for b, _ in pairs)
+    return f"{bus[0]:.2f}-{bus[-1]:.2f}"
 
 
 def _size(size: int) -> str:

@@ -37,7 +37,9 @@ def test_demo_success(tmp_path: Path) -> None:
     rows = [line.split("│") for line in out.splitlines() if "16 GiB" in line]
     assert rows and [c.strip() for c in rows[0][2:7]] == [
         "478.92 / 255.43"] * 4 + ["478.91 / 273.66"], rows
-    assert out.count("False ThresholdsMet") == 5
+    # 4 all-reduce groups, and the loopback's 8 Jobs (one per node) in one column.
+    assert "nccl-loopback (8 jobs)" in out
+    assert out.count("False ThresholdsMet") == 12
 
 
 @pytest.mark.slow
