@@ -449,7 +449,8 @@ def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int,
     mapping = renames(deps, sfx)
     copies = [_owned(ctx, job_copy(d, mapping, nodes=len(nodes)))
               for d in deps if d.scope == DependencyScope.JOB]
-    views = [v for v in ctx.obs.nodes if v.name in set(nodes)]
+    chosen = set(nodes)
+    views = [v for v in ctx.obs.nodes if v.name in chosen]
     job = group_job(ctx.wf, name=name, group=group.name, nodes=nodes, renames=mapping,
                     group_gpus=encode_group_gpus(views))
     refs = tuple(_ref(o, scope=DependencyScope.JOB, group=group.name, iteration=iteration)
