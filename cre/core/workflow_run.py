@@ -392,10 +392,17 @@ def _records(ctx: _Ctx, kind: str, p: _Pass) -> tuple[D.NodeRecord, ...]:
     return NR.merge_records(old, p.failed if kind == NR.FAILED else p.uncertified)
 
 
+def _only_failed_nodes_left_out(g: GroupStatus) -> bool:
+    return (g.failure_reason == WorkflowReason.TOO_FEW_USABLE_NODES
+            and all(e.reason == ExcludedNodeReason.FAILED for e in g.excluded_nodes))
+
+
 def _outage(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
     orch = status.orchestration
     assert orch is not None
-    groups = p.groups
+    # A group that could not launch because its nodes were already Failed says nothing about
+    # the cluster.
+    groups = [g for g in p.groups if not _only_failed_nodes_left_out(g)]
     every = bool(groups) and all(g.phase == GroupPhase.INFRA_ABORTED for g in groups)
     if not every:
         return status

@@ -216,3 +216,18 @@ def test_a_rerun_waits_for_a_node_that_blinked_not_ready() -> None:
     retry = next(j for j in world.jobs.values() if "-retry-1" in (j.metadata.name or ""))
     assert group_nodes(retry) == ("gpu-04", "gpu-05", "gpu-06", "gpu-07")
     assert world.wf.status.verdict == Verdict.PASSED
+
+
+def test_a_group_whose_nodes_all_failed_earlier_raises_no_outage() -> None:
+    """One group, two iterations: iteration 1 fails both nodes genuinely; iteration 2's group
+    cannot launch (both left out as Failed): it ends InfraAborted, the verdict stays Failed, and
+    no SuspectedClusterOutage is raised (nothing points at the cluster)."""
+    pool = nodes(2)
+    world = WorkflowWorld(wf=workflow(pool, repeatCount=2), nodes=pool)
+    world.run(lambda job, now: failed(job, now))
+    (group,) = world.wf.status.groups
+    assert group.phase == GroupPhase.INFRA_ABORTED
+    assert {e.reason for e in group.excluded_nodes} == {ExcludedNodeReason.FAILED}
+    assert world.wf.status.verdict == Verdict.FAILED
+    outage = world.condition("SuspectedClusterOutage")
+    assert outage is None or outage.status != "True"
