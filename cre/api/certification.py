@@ -26,7 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import IMAGE_PULL_GRACE_MAX
+from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -173,6 +173,10 @@ class CategoryOptions:
             "Seconds a container may wait on a failing image pull (ErrImagePull, "
             "ImagePullBackOff, InvalidImageName) before the group's Job fails "
             "Platform/ImagePullFailed. Copied to each group Job. Unset: 120.")))
+    node_health_monitor: NodeHealthMonitor | None = attrs.field(default=None, metadata=c(doc=(
+        "Which node signals mean broken hardware (a CEL rule, node conditions, taints, labels, "
+        "allocatable GPUs falling); copied onto the category's Workflow and its Jobs. Unset: "
+        "the Job tier's default (a node cordoned mid-run is broken).")))
 
 
 @attrs.frozen(kw_only=True)
@@ -199,6 +203,14 @@ class CertificationSpec(CategoryOptions):
     gang_scheduler: GangSchedulerSpec | None = attrs.field(default=None, metadata=c(doc=(
         "Gang-schedule every category's pods with this scheduler (e.g. KAI). Unset: the default "
         "scheduler.")))
+    deadline: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Go duration after which the whole run ends (each category's Workflow gets what is left "
+        "as its own deadline); unfinished groups are cancelled and their nodes Uncertified "
+        "(DeadlineExceeded). Unset: no limit.")))
+    max_nodes: int | None = attrs.field(
+        default=None, metadata=c(minimum=1, int_format="int32", doc=(
+        "At most this many nodes per category run (the first eligible ones by name); the rest "
+        "are excluded. Unset: every eligible node.")))
 
 
 @attrs.frozen(kw_only=True)

@@ -73,6 +73,7 @@ class IncompleteReason(enum.StrEnum):
 
     INFRA_ABORTED = "InfraAborted"
     NODES_EXCLUDED = "NodesExcluded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # the run's deadline cancelled its running groups
     COMPLETE = "Complete"  # the False form: every target node was certified
 
 
@@ -182,6 +183,13 @@ class WorkflowReason(enum.StrEnum):
     USER_INTERRUPTED = "UserInterrupted"
     # A NotReady node named by a Job's failure: the Workflow waits for it to come back.
     NODE_NOT_READY_GRACE = "NodeNotReadyGrace"
+    # A group's launch left out nodes that are Failed, NotReady, cordoned or tainted (an
+    # event); too few were left to run it (the group's failure class reason).
+    NODES_EXCLUDED_FROM_GROUP = "NodesExcludedFromGroup"
+    TOO_FEW_USABLE_NODES = "TooFewUsableNodes"
+    # Nodes beyond the run's maxNodes were not taken (an event); the run's deadline passed.
+    MAX_NODES_EXCLUDED = "MaxNodesExcluded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
 class CertificationReason(enum.StrEnum):
@@ -206,6 +214,8 @@ class CertificationReason(enum.StrEnum):
     CONFIGURATION_ERROR = "ConfigurationError"
     USER_INTERRUPTED = "UserInterrupted"
     SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
+    # A category's nodesPerJob was above its eligible nodes and was clamped (an event).
+    NODES_PER_JOB_CLAMPED = "NodesPerJobClamped"
 
 
 class WorkloadRunReason(enum.StrEnum):

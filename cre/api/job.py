@@ -15,6 +15,7 @@ import attrs
 
 from cre.api.common import (
     CEL_MAX_LENGTH,
+    TaintEffect,
     WorkloadMetadata,
     duration_field,
     threshold_values,
@@ -23,7 +24,13 @@ from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
 from cre.api.measurement import BandwidthMeasurementSpec
-from cre.api.meta import Condition, ObjectMeta, ObjectReference, TypedLocalObjectReference
+from cre.api.meta import (
+    Condition,
+    ConditionStatus,
+    ObjectMeta,
+    ObjectReference,
+    TypedLocalObjectReference,
+)
 
 # The longest imagePullGraceSeconds accepted: one hour (a registry that has not answered in an
 # hour will not answer within a certification run).
@@ -49,12 +56,49 @@ class CelExpression:
 
 
 @attrs.frozen(kw_only=True)
-class NodeHealthMonitor:
-    """CEL over ``node`` (a full corev1 Node); true means the node is unhealthy."""
+class NodeConditionSignal:
+    """A node condition that means broken hardware when it has ``status`` (e.g. a GPU-health
+    condition a node problem detector sets: ``type: GpuUnhealthy``, ``status: "True"``)."""
 
-    cel: CelExpression = attrs.field(metadata=c(doc=(
+    type: str = attrs.field(metadata=c(min_length=1, max_length=316, doc=(
+        "Condition type, e.g. GpuUnhealthy.")))
+    status: ConditionStatus = attrs.field(default=ConditionStatus.TRUE, metadata=c(doc=(
+        "The condition status that means broken hardware. Default True.")))
+
+
+@attrs.frozen(kw_only=True)
+class NodeTaintSignal:
+    """A taint that means broken hardware; an unset value or effect matches any."""
+
+    key: str = attrs.field(metadata=c(min_length=1, max_length=316, doc="Taint key."))
+    value: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Taint value. Unset: any value.")))
+    effect: TaintEffect | None = attrs.field(default=None, metadata=c(doc=(
+        "Taint effect. Unset: any effect.")))
+
+
+@attrs.frozen(kw_only=True)
+class NodeHealthMonitor:
+    """Which node signals mean broken hardware while a Job runs; any signal that holds on a
+    node of the Job flags it. ``cel``: an expression over ``node`` (a corev1 Node), true means
+    unhealthy. ``conditions`` / ``taints`` / ``labels``: a node carrying one of them is
+    unhealthy. ``gpuAllocatableDrop``: a node whose allocatable ``nvidia.com/gpu`` fell below
+    its count when the Workflow launched the group (annotation ``cre.dev/group-gpus``)."""
+
+    cel: CelExpression | None = attrs.field(default=None, metadata=c(doc=(
         "CEL over `node` (the full corev1 Node); true means the node is unhealthy and the Job "
         "fails with a hardware failure, e.g. `node.spec.unschedulable == true`.")))
+    conditions: tuple[NodeConditionSignal, ...] = attrs.field(
+        default=(), metadata=c(max_items=32, doc=(
+            "Node conditions that mean broken hardware (e.g. one a node problem detector sets).")))
+    taints: tuple[NodeTaintSignal, ...] = attrs.field(default=(), metadata=c(max_items=32, doc=(
+        "Taints that mean broken hardware.")))
+    labels: Mapping[str, str] = attrs.field(factory=dict, metadata=c(doc=(
+        "Labels (key to value) that mean broken hardware.")))
+    gpu_allocatable_drop: bool | None = attrs.field(
+        default=None, metadata=c(json_name="gpuAllocatableDrop", doc=(
+            "Flag a node whose allocatable nvidia.com/gpu fell below its count when the group was "
+            "launched. Unset: false.")))
 
 
 @attrs.frozen(kw_only=True)

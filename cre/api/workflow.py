@@ -25,7 +25,7 @@ from cre.api.common import (
 from cre.api.conditions import GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import FailureClass, JobSpec
+from cre.api.job import FailureClass, JobSpec, NodeHealthMonitor
 from cre.api.labels import API_VERSION
 from cre.api.meta import Condition, NamespacedName, ObjectMeta, TypedLocalObjectReference
 
@@ -266,6 +266,16 @@ class WorkflowSpec:
     failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(doc=(
         "What a failed group does to the rest of the Workflow and how infrastructure aborts are "
         "retried.")))
+    node_health_monitor: NodeHealthMonitor | None = attrs.field(default=None, metadata=c(doc=(
+        "Which node signals mean broken hardware; copied onto every group Job (wins over the "
+        "template's). Unset: the Job tier's default (a node cordoned mid-run is broken).")))
+    deadline: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Go duration after which the run ends: running groups are cancelled, their nodes "
+        "Uncertified (DeadlineExceeded). Unset: no limit.")))
+    max_nodes: int | None = attrs.field(
+        default=None, metadata=c(minimum=1, int_format="int32", doc=(
+        "At most this many nodes (the first eligible ones by name); the rest are excluded "
+        "(MaxNodes). Unset: every eligible node.")))
 
 
 class DependencyScope(enum.StrEnum):
@@ -290,6 +300,25 @@ class DependencyRef:
         "Group the object belongs to (job scope).")))
     iteration: int | None = attrs.field(default=None, metadata=c(int_format="int32", doc=(
         "Iteration the object belongs to (job scope).")))
+
+
+class ExcludedNodeReason(enum.StrEnum):
+    """Why a group's (re-)launch left one of its nodes out."""
+
+    FAILED = "Failed"  # recorded Failed earlier in this Workflow
+    NOT_READY = "NotReady"
+    CORDONED = "Cordoned"
+    TAINTED = "Tainted"  # a NoSchedule/NoExecute taint the workload does not tolerate
+
+
+@attrs.frozen(kw_only=True)
+class ExcludedNode:
+    """A node of the group its last launch did not use, and why."""
+
+    name: str = attrs.field(metadata=c(doc="Node name."))
+    reason: ExcludedNodeReason = attrs.field(metadata=c(doc=(
+        "Failed, NotReady, Cordoned or Tainted.")))
+    message: str = attrs.field(default="", metadata=c(doc="Details, e.g. the taint."))
 
 
 @attrs.frozen(kw_only=True)
@@ -329,6 +358,10 @@ class GroupStatus:
     bus_bandwidth_gbps: str | None = attrs.field(
         default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$", doc=(
             "Bus bandwidth the group's Job measured, GB/s.")))
+    excluded_nodes: tuple[ExcludedNode, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("name",), doc=(
+            "Nodes the group's last launch left out (Failed, NotReady, Cordoned, Tainted); the "
+            "Job ran on the others.")))
 
 
 @attrs.frozen(kw_only=True)

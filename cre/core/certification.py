@@ -5,8 +5,9 @@ A Certification runs catalog categories one after another, in spec order, each a
 Workflow (built by ``cre.core.certification_build``):
 
 * Before anything is created, every category is checked against the catalog and its options
-  (unknown category, unsupported option, ``nodesPerJob`` above the eligible nodes): any problem
-  fails the Certification at once, naming the field, with nothing created.
+  (unknown category, unsupported option): any problem fails the Certification at once, naming
+  the field, with nothing created. A ``nodesPerJob`` above the eligible nodes is no problem:
+  it is clamped to them (as the reference does), said in an event and the category's message.
 * While the target matches no node, the Certification waits (``WaitingForNodes``) for up to
   5 minutes from its creation, then the category fails.
 * A category ends with its Workflow: Succeeded (verdict Passed or Incomplete) or Failed; a
@@ -55,16 +56,17 @@ from cre.core import deferral as D
 from cre.core.certification_build import (
     BuildError,
     build_workflow,
+    clamp_note,
     discover_for,
     entry_name,
-    merged_options,
     precheck,
 )
 from cre.core.conditions import set_additive, set_trio
 from cre.core.discovery import DiscoveryFailure, describe_target
 from cre.core.observed import NodeView
-from cre.core.plan import Create, Delete, EventSpec
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import SelfPatch, TierPlan
+from cre.core.timeouts import parse_duration
 from cre.core.trio import true_member
 from cre.core.wording import every
 
@@ -134,7 +136,6 @@ def reconcile_certification(
     if not status.category_statuses:
         problems = tuple(str(e) for e in validate(cert) if e.path.startswith("spec"))
         problems += precheck(cert, catalog)
-        problems += _too_many_nodes(ctx)
         if problems:
             unknown = any("unknown category" in p for p in problems)
             return _write(ctx, status, member=ConditionType.FAILED,
@@ -144,21 +145,6 @@ def reconcile_certification(
         status = attrs.evolve(status, category_statuses=tuple(
             CategoryStatus(domain=c.domain, variant=c.variant) for c in cert.spec.categories))
     return _advance(ctx, status)
-
-
-def _too_many_nodes(ctx: _Ctx) -> tuple[str, ...]:
-    """``nodesPerJob`` above the eligible nodes, for categories whose discovery succeeds now."""
-    out = []
-    for i, _ in enumerate(ctx.cert.spec.categories):
-        wanted = merged_options(ctx.cert, i).nodes_per_job
-        if wanted is None:
-            continue
-        found = discover_for(ctx.cert, i, ctx.obs.nodes, ctx.catalog)
-        if not isinstance(found, DiscoveryFailure) and wanted > len(found.nodes):
-            out.append(f"spec.categories[{i}].options.nodesPerJob: {wanted} is more than the "
-                       f"{len(found.nodes)} eligible node(s); set nodesPerJob to "
-                       f"{len(found.nodes)} or less (or leave it unset)")
-    return tuple(out)
 
 
 def _write(ctx: _Ctx, status: CertificationStatus, *, member: ConditionType, reason: str,
@@ -187,14 +173,33 @@ def _set(current: CertificationStatus, index: int, **changes: Any) -> Certificat
     return attrs.evolve(current, category_statuses=tuple(cats))
 
 
+def deadline_left(cert: Certification, now: datetime) -> timedelta | None:
+    """Time left before ``spec.deadline`` (from the Certification's creation); ``None``: no
+    limit."""
+    created = cert.metadata.creation_timestamp
+    if not cert.spec.deadline or created is None:
+        return None
+    return created + parse_duration(cert.spec.deadline) - now
+
+
 def _advance(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     total = len(status.category_statuses)
+    left = deadline_left(ctx.cert, ctx.now)
     for index, cat in enumerate(status.category_statuses):
         if cat.status.terminal:
             continue
         label = f"{cat.domain}/{cat.variant}"
         if cat.status == CategoryState.IN_PROGRESS and cat.workflow_ref is not None:
             return _check_workflow(ctx, status, index, cat.workflow_ref.name, label)
+        if left is not None and left.total_seconds() < 1:
+            # Not started before the deadline: not certified (the Workflows running at the
+            # deadline end themselves, each with the rest of it as its own deadline).
+            status = _set(status, index, status=CategoryState.SUCCEEDED,
+                          verdict=Verdict.INCOMPLETE,
+                          message=f"{IncompleteReason.DEADLINE_EXCEEDED}: the Certification's "
+                                  f"deadline ({ctx.cert.spec.deadline}) passed before this "
+                                  "category started")
+            continue
         return _start_category(ctx, status, index, label, total)
     return _finalize(ctx, status)
 
@@ -319,6 +324,10 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
                       reason=CertificationReason.BUILD_FAILED,
                       message=f"Category {label}: {exc}", requeue_after=ctx.settings.immediate)
     meta = body["metadata"]
+    clamped = clamp_note(cert, index, found=found)
+    events = () if clamped is None else (EventSpec(
+        type=EventSeverity.WARNING, reason=CertificationReason.NODES_PER_JOB_CLAMPED,
+        message=f"Category {label}: {clamped}"),)
     if meta["name"] in ctx.obs.create_conflicts:
         # The create found the name held by an object this Certification does not control.
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
@@ -328,15 +337,18 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
                       reason=CertificationReason.WORKFLOW_NAME_COLLISION,
                       message=f"Category {label}: Workflow name {meta['name']} is taken",
                       requeue_after=ctx.settings.immediate)
+    remaining = deadline_left(cert, ctx.now)
+    if remaining is not None:
+        body["spec"]["deadline"] = f"{max(int(remaining.total_seconds()), 1)}s"
     create = Create(api_version=L.API_VERSION, kind="Workflow", namespace=meta["namespace"],
                     name=meta["name"], body=body)
-    status = _set(status, index, status=CategoryState.IN_PROGRESS,
+    status = _set(status, index, status=CategoryState.IN_PROGRESS, message=clamped,
                   workflow_ref=NamespacedName(name=meta["name"], namespace=meta["namespace"]))
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=CertificationReason.WORKFLOW_CREATED,
                   message=f"Created Workflow for category {entry_name(cert.spec.categories[index])}"
-                          f" ({index + 1} of {total})",
-                  creates=(create,), requeue_after=ctx.settings.requeue)
+                          f" ({index + 1} of {total})" + (f"; {clamped}" if clamped else ""),
+                  creates=(create,), events=events, requeue_after=ctx.settings.requeue)
 
 
 def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
@@ -345,9 +357,13 @@ def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     nodes_excluded = incomplete and all(
         (c.message or "").startswith(IncompleteReason.NODES_EXCLUDED)
         for c in status.category_statuses if c.verdict == Verdict.INCOMPLETE)
+    late = incomplete and any(
+        (c.message or "").startswith(IncompleteReason.DEADLINE_EXCEEDED)
+        for c in status.category_statuses if c.verdict == Verdict.INCOMPLETE)
     conditions, event = set_additive(
         status.conditions, type_=ConditionType.INCOMPLETE, status=incomplete,
-        reason=(IncompleteReason.NODES_EXCLUDED if nodes_excluded
+        reason=(IncompleteReason.DEADLINE_EXCEEDED if late
+                else IncompleteReason.NODES_EXCLUDED if nodes_excluded
                 else IncompleteReason.INFRA_ABORTED) if incomplete else IncompleteReason.COMPLETE,
         message="One or more categories did not certify every target node" if incomplete
         else "", now=ctx.now, generation=ctx.cert.metadata.generation, warn=True)

@@ -18,6 +18,8 @@ The rules, in order (each excluded node is reported with why, never dropped sile
 5. GPU capacity: a node whose allocatable ``nvidia.com/gpu`` is positive but below the rendered
    per-node request is excluded. A missing or zero count is kept: the device plugin may be
    restarting. If every node is under capacity the Workflow fails naming the best available.
+6. ``maxNodes`` (``capped``): only the first that many eligible nodes by name are taken; the
+   rest are excluded with reason ``MaxNodes``.
 
 Order is by node name throughout, so the same cluster always gives the same groups.
 """
@@ -47,6 +49,7 @@ class ExclusionReason(enum.StrEnum):
     NOT_READY = "NotReady"
     MINORITY_ARCHITECTURE = "MinorityArchitecture"
     INSUFFICIENT_GPUS = "InsufficientGPUs"
+    MAX_NODES = "MaxNodes"  # beyond the run's maxNodes cap
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +97,7 @@ _WORDS: Final = {
     ExclusionReason.NOT_READY: "NotReady node(s)",
     ExclusionReason.MINORITY_ARCHITECTURE: "node(s) of another GPU architecture",
     ExclusionReason.INSUFFICIENT_GPUS: "node(s) with too few allocatable GPUs",
+    ExclusionReason.MAX_NODES: "node(s) beyond maxNodes",
 }
 
 
@@ -247,3 +251,14 @@ def discover(
             keep = [n for n in keep if n.name not in gone]
     return Discovery(nodes=tuple(keep), platform=platform, architecture=arch,
                      excluded=tuple(excluded))
+
+
+def capped(found: Discovery, max_nodes: int | None) -> Discovery:
+    """``found`` with at most ``max_nodes`` nodes (the first by name); the rest are excluded
+    (``MaxNodes``). ``None``: unchanged."""
+    if max_nodes is None or len(found.nodes) <= max_nodes:
+        return found
+    detail = f"maxNodes is {max_nodes}"
+    rest = tuple(Exclusion(name=n.name, reason=ExclusionReason.MAX_NODES, detail=detail)
+                 for n in found.nodes[max_nodes:])
+    return attrs.evolve(found, nodes=found.nodes[:max_nodes], excluded=found.excluded + rest)

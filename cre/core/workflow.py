@@ -61,8 +61,9 @@ from cre.core import noderesults as NR
 from cre.core.classify import ClassReason
 from cre.core.conditions import set_trio
 from cre.core.deps import Dependency, DependencyError, applicable, job_copy, renames, suffix
-from cre.core.discovery import Discovery, DiscoveryFailure, discover
+from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
 from cre.core.groupjob import group_job, job_name
+from cre.core.health import encode_group_gpus
 from cre.core.observed import NodeView
 from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
@@ -284,6 +285,7 @@ _EXCLUSION_EVENTS: Final = (
     ("NotReady", WorkflowReason.NOT_READY_NODES_EXCLUDED),
     ("MinorityArchitecture", WorkflowReason.HETEROGENEOUS_GPU),
     ("InsufficientGPUs", WorkflowReason.INSUFFICIENT_GPU_CAPACITY),
+    ("MaxNodes", WorkflowReason.MAX_NODES_EXCLUDED),
 )
 
 
@@ -316,6 +318,7 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
     if isinstance(found, DiscoveryFailure):
         return _write(ctx, wf.status, member=ConditionType.FAILED, reason=found.reason,
                       message=found.message)
+    found = capped(found, wf.spec.max_nodes)
     topology = wf.spec.orchestration.topology
     try:
         groups = partition(nodes=found.nodes, nodes_per_job=nodes_per_job(wf),
@@ -446,9 +449,12 @@ def _workflow_deps(ctx: _Ctx, deps: tuple[Dependency, ...]
             tuple(_ref(o, scope=DependencyScope.WORKFLOW) for o in objs))
 
 
-def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int
+def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int,
+                 nodes: tuple[str, ...] | None = None,
                  ) -> tuple[tuple[Create, ...], tuple[DependencyRef, ...], str]:
-    """The creates (dependency copies first, then the Job) of one group's next attempt."""
+    """The creates (dependency copies first, then the Job) of one group's next attempt, on
+    ``nodes`` (default: all of the group's)."""
+    nodes = group.nodes if nodes is None else nodes
     single = len(ctx.wf.status.groups) == 1 and ctx.iterations == 1
     attempt = group.retries + group.infra_retries
     name = job_name(ctx.name, group=group.name, iteration=iteration, single=single,
@@ -458,9 +464,12 @@ def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int
         sfx += f"-r{attempt}"
     deps = dependencies_of(ctx.wf)
     mapping = renames(deps, sfx)
-    copies = [_owned(ctx, job_copy(d, mapping, nodes=len(group.nodes)))
+    copies = [_owned(ctx, job_copy(d, mapping, nodes=len(nodes)))
               for d in deps if d.scope == DependencyScope.JOB]
-    job = group_job(ctx.wf, name=name, group=group.name, nodes=group.nodes, renames=mapping)
+    chosen = set(nodes)
+    views = [v for v in ctx.obs.nodes if v.name in chosen]
+    job = group_job(ctx.wf, name=name, group=group.name, nodes=nodes, renames=mapping,
+                    group_gpus=encode_group_gpus(views))
     refs = tuple(_ref(o, scope=DependencyScope.JOB, group=group.name, iteration=iteration)
                  for o in copies)
     return (*(_create(o) for o in copies), _create(job)), refs, name

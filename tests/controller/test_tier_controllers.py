@@ -218,10 +218,10 @@ async def test_a_job_name_held_by_a_foreign_object_fails_the_workflow(
 
 
 async def test_bad_certification_fails_before_anything_is_created(tiers: Tiers) -> None:
-    """A Certification asking for more nodes per Job than the target has fails InvalidSpec
-    naming the field and the fix; no Workflow is created for it, and a valid Certification
-    next to it gets its Workflow."""
-    bad = to_dict(certification(("communication", "nccl-all-reduce"), nodesPerJob=9))
+    """A Certification asking for an option its entry does not take fails InvalidSpec naming
+    the field; no Workflow is created for it, and a valid Certification next to it gets its
+    Workflow."""
+    bad = to_dict(certification(("communication", "nccl-loopback"), numCycles=3))
     bad["metadata"] = {"name": "greedy"}
     good = to_dict(certification(("communication", "nccl-all-reduce")))
     good["metadata"] = {"name": "fine"}
@@ -230,7 +230,8 @@ async def test_bad_certification_fails_before_anything_is_created(tiers: Tiers) 
     cond = await tiers.condition(CERTIFICATIONS, "greedy", "Failed")
     assert cond["reason"] == "InvalidSpec"
     assert f"Certification {tiers.namespace}/greedy" in cond["message"]
-    assert "options.nodesPerJob: 9 is more than the 4 eligible node(s)" in cond["message"]
+    assert "options.numCycles: communication/nccl-loopback takes no cycles parameter" in \
+        cond["message"]
     greedy = await tiers.get(CERTIFICATIONS, "greedy")
     assert greedy is not None and greedy["status"]["verdict"] == "Failed"
     assert await tiers.wait("the valid Certification's Workflow",

@@ -78,18 +78,40 @@ def test_unknown_category_fails_at_once_with_nothing_created() -> None:
     assert world.created == []
 
 
-def test_nodes_per_job_above_the_cluster_fails_naming_the_field() -> None:
-    """A per-category nodesPerJob larger than the eligible nodes fails up front."""
+def test_nodes_per_job_above_the_cluster_is_clamped_with_an_event() -> None:
+    """A per-category nodesPerJob larger than the eligible nodes is clamped to them: the
+    Workflow is made for 4 nodes per Job, and an event and the category message say so."""
     cert = certification(ALL_REDUCE)
     cats = (attrs.evolve(cert.spec.categories[0], options=attrs.evolve(
         merged_options(cert, 0), nodes_per_job=9)),)
     cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, categories=cats))
     world = CertificationWorld(cert=cert, nodes=nodes(4))
+    plan = world.step(at(0))
+    assert (_cond(world, "Failed") or ("",))[0] != "True"
+    assert len(world.created) == 1
+    wf = world.workflows[world.created[0]]
+    train_job = wf.spec.job_template.spec.workload.train_job or {}
+    assert train_job["trainer"]["numNodes"] == 4
+    clamped = [e for e in plan.events if e.reason == CertificationReason.NODES_PER_JOB_CLAMPED]
+    assert len(clamped) == 1
+    assert "nodesPerJob: 9 is more than the 4 eligible node(s); clamped to 4" in \
+        clamped[0].message
+    assert "clamped to 4" in (world.cert.status.category_statuses[0].message or "")
+
+
+def test_a_single_node_entry_runs_one_job_per_node_by_default() -> None:
+    """A single-pod entry (nccl-loopback) with nodesPerJob unset gets numNodes 1 (one Job,
+    one result per node); an explicit nodesPerJob is honoured."""
+    world = CertificationWorld(cert=certification(LOOPBACK), nodes=nodes(4))
     world.step(at(0))
-    _, reason, message = _cond(world, "Failed") or ("", "", "")
-    assert reason == CertificationReason.INVALID_SPEC
-    assert "spec.categories[0].options.nodesPerJob: 9 is more than the 4" in message
-    assert world.created == []
+    wf = world.workflows[world.created[0]]
+    assert (wf.spec.job_template.spec.workload.train_job or {})["trainer"]["numNodes"] == 1
+    cert = certification(LOOPBACK)
+    cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, nodes_per_job=2))
+    world = CertificationWorld(cert=cert, nodes=nodes(4))
+    world.step(at(0))
+    wf = world.workflows[world.created[0]]
+    assert (wf.spec.job_template.spec.workload.train_job or {})["trainer"]["numNodes"] == 2
 
 
 def test_waiting_for_nodes_then_nodes_appear() -> None:

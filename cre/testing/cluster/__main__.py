@@ -82,6 +82,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     fail.add_argument("--fail-launcher-message", default=FAILURE_MESSAGE, metavar="TEXT",
                       help="the error line the failing launcher prints (default: an NCCL "
                            "NET/IB completion error)")
+    p.add_argument("--dcgm-fail-node", action="append", default=[], metavar="NODE",
+                   help="the DCGM diagnostic on NODE reports a failed GPU test (a broken GPU)")
     p.add_argument("--roles", default=None, metavar="NAME,...",
                    help="the simulated controllers to run (default all: "
                         f"{','.join(engine.ROLES)}); leave out job and scheduler when the "
@@ -133,6 +135,8 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
                               after=args.fail_launcher_after, times=args.fail_launcher_times,
                               pod_prefix=args.fail_launcher_pod_prefix,
                               message=args.fail_launcher_message, id="cli-fail-launcher"),)
+    overrides += tuple(Override(behaviour=Behaviour.DCGM_FAIL, node=node, after=3.0,
+                                id=f"cli-dcgm-fail-{node}") for node in args.dcgm_fail_node)
     return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),
                      overrides=overrides, write_concurrency=args.write_concurrency,
                      roles=args.roles)
