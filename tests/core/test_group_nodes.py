@@ -7,22 +7,23 @@ from __future__ import annotations
 from datetime import datetime
 
 from cre.api.common import TaintSelector, TargetSpec
-from cre.api.conditions import FailureScope, GroupPhase, Verdict, WorkflowReason
+from cre.api.conditions import GroupPhase, Verdict, WorkflowReason
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
 from cre.api.workflow import ExcludedNodeReason
 from cre.core import noderesults as NR
-from cre.core.classify import ClassReason, group_nodes
+from cre.core.classify import group_nodes
 from cre.core.health import GROUP_GPUS
 from cre.core.observed import NodeTaint
 from cre.core.usable import blocking_taint, tolerates, usable_nodes
+from tests.core.jobtier import Story
 from tests.core.tierworld import (
     WorkflowWorld,
     at,
-    failed,
     gpu_node,
     nodes,
     succeeded,
+    told,
     workflow,
 )
 
@@ -49,8 +50,7 @@ def _numbers(job: Job) -> tuple[int, list[str]]:
 
 def _evict_group1_first(job: Job, now: datetime) -> JobStatus:
     if _group(job) == "group-1" and "-retry-" not in (job.metadata.name or ""):
-        return failed(job, now, scope=FailureScope.NODE, reason=ClassReason.POD_EVICTED,
-                      blamed=("gpu-04",))
+        return told(Story.EVICTED, node="gpu-04")(job, now)
     return succeeded(job, now)
 
 
@@ -81,14 +81,16 @@ def test_infra_rerun_leaves_out_not_ready_and_cordoned_nodes() -> None:
 
 
 def test_a_node_failed_in_an_earlier_iteration_gets_no_more_work() -> None:
-    """Iteration 1 fails gpu-01 genuinely (Continue); iteration 2's group-0 Job runs without
-    it, the group says it was left out as Failed, and it stays Failed."""
+    """Iteration 1's health monitor flags gpu-01 (Failed at once; the infra re-run passes on
+    the rest); iteration 2's group-0 Job runs without it, the group says it was left out as
+    Failed, and it stays Failed."""
     pool = nodes(6)
     world = WorkflowWorld(wf=workflow(pool, nodesPerJob=3, repeatCount=2), nodes=pool)
 
     def outcome(job: Job, now: datetime) -> JobStatus:
-        if _group(job) == "group-0" and "iter-1" in (job.metadata.name or ""):
-            return failed(job, now, blamed=("gpu-01",))
+        name = job.metadata.name or ""
+        if _group(job) == "group-0" and "iter-1" in name and "-retry-" not in name:
+            return told(Story.HARDWARE, node="gpu-01")(job, now)
         return succeeded(job, now)
 
     world.run(outcome)
@@ -110,8 +112,7 @@ def test_too_few_usable_nodes_end_the_group_infra_aborted() -> None:
 
     def outcome(job: Job, now: datetime) -> JobStatus:
         if _group(job) == "group-1":
-            return failed(job, now, scope=FailureScope.NODE, reason=ClassReason.POD_EVICTED,
-                          blamed=("gpu-02",))
+            return told(Story.EVICTED, node="gpu-02")(job, now)
         return succeeded(job, now)
 
     world.step(at(0))
@@ -224,7 +225,7 @@ def test_a_group_whose_nodes_all_failed_earlier_raises_no_outage() -> None:
     no SuspectedClusterOutage is raised (nothing points at the cluster)."""
     pool = nodes(2)
     world = WorkflowWorld(wf=workflow(pool, repeatCount=2), nodes=pool)
-    world.run(lambda job, now: failed(job, now))
+    world.run(told(Story.CONTAINER_FAILED))
     (group,) = world.wf.status.groups
     assert group.phase == GroupPhase.INFRA_ABORTED
     assert {e.reason for e in group.excluded_nodes} == {ExcludedNodeReason.FAILED}

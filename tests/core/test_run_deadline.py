@@ -11,7 +11,6 @@ import attrs
 from cre.api.conditions import (
     CategoryState,
     CertificationReason,
-    FailureScope,
     GroupPhase,
     IncompleteReason,
     Verdict,
@@ -26,10 +25,11 @@ from tests.core.tierworld import (
     always_succeed,
     at,
     certification,
-    failed,
     nodes,
+    told,
     workflow,
 )
+from tests.core.jobtier import Story
 
 
 def _records(world: WorkflowWorld, kind: str) -> dict[str, str]:
@@ -83,7 +83,7 @@ def test_a_genuine_failure_before_the_deadline_keeps_the_verdict_failed() -> Non
 
     def outcome(job: Job, now: datetime) -> JobStatus | None:
         if job.metadata.labels[GROUP_LABEL] == "group-0":
-            return failed(job, now, scope=FailureScope.WORKLOAD)
+            return told(Story.CONTAINER_FAILED)(job, now)
         return None
 
     world.run(outcome)
