@@ -7,10 +7,12 @@ failed Job into one row of the blame table (docs/design/013-workflow-certificati
 * **Node evidence** -- the evidence names a node as broken: the ``nodeHealthMonitor`` flagged
   it (``HardwareFailed``), its GPU is unhealthy, or it went NotReady and did not come back Ready
   within ``nodeNotReadyGraceSeconds`` of the failure (while it may still come back, the group
-  waits). Those nodes are Failed (scope ``Node``) at once, even when the group is re-run on its
-  infra budget; if the group still cannot pass, it is ``Failed`` (``HardwareFailed``) and its
-  other nodes are Uncertified. Never trips FailFast: the siblings' nodes are judged on their
-  own runs. The verdict is Failed, ``JobHardwareFailed``.
+  waits). Those nodes are Failed (scope ``Node``) at once, and the group is re-run on its
+  infra budget without them; if too few nodes would be left for the test (none for a
+  single-node group, fewer than two for a multi-node one), or the group still cannot pass, it
+  is ``Failed`` (``HardwareFailed``) and its other nodes are Uncertified (``PeerBroken``).
+  Never trips FailFast: the siblings' nodes are judged on their own runs. The verdict is
+  Failed, ``JobHardwareFailed``.
 * **Workload failure** (``Workload`` class, a threshold miss): the test's signal. Retried up to
   ``retryFailedGroups`` (a timeout never is), then ``Failed``; the nodes the Job blamed are
   Failed (the whole group when it named none). Trips FailFast.
@@ -66,6 +68,7 @@ from cre.api.meta import ConditionStatus
 from cre.core.classify import ClassReason
 from cre.core.observed import NodeView
 from cre.core.trio import true_member
+from cre.core.usable import too_few
 
 INFRA_SCOPES: Final = frozenset({FailureScope.NODE, FailureScope.PLATFORM,
                                  FailureScope.CONTROL_PLANE})
@@ -317,8 +320,13 @@ def decide(
                 return GroupDecision(action=Action.WAIT, phase=GroupPhase.RUNNING,
                                      row=row, wait=wait)
         if broken:
-            return _node_evidence(nodes, broken, outcome, policy,
-                                  retry=infra_retries < policy.infra_retries)
+            # The re-run leaves the broken nodes out (cre.core.usable); when too few would be
+            # left to run the test, the group fails on the evidence now instead of ending
+            # InfraAborted for want of nodes.
+            rest = sum(1 for n in nodes if n not in broken)
+            rerun = infra_retries < policy.infra_retries and not too_few(
+                planned=len(nodes), left=rest)
+            return _node_evidence(nodes, broken, outcome, policy, retry=rerun)
         if infra_retries < policy.infra_retries:
             return GroupDecision(action=Action.INFRA_RETRY, phase=GroupPhase.PENDING,
                                  row=Row.INFRASTRUCTURE)

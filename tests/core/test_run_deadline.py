@@ -19,6 +19,7 @@ from cre.api.conditions import (
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
 from cre.core import noderesults as NR
+from tests.core.jobtier import Story
 from tests.core.tierworld import (
     CertificationWorld,
     WorkflowWorld,
@@ -29,7 +30,6 @@ from tests.core.tierworld import (
     told,
     workflow,
 )
-from tests.core.jobtier import Story
 
 
 def _records(world: WorkflowWorld, kind: str) -> dict[str, str]:

@@ -196,22 +196,24 @@ def _down(name: str) -> tuple[NodeView, ...]:
 
 
 def test_node_not_ready_past_the_grace_fails_the_node_and_the_verdict() -> None:
-    """A node that went NotReady under group-2 and stays down past nodeNotReadyGraceSeconds:
-    Failed (scope Node) while the group re-runs on its infra budget; the re-run on the same
-    node fails again and the group ends Failed (HardwareFailed), its mate Uncertified, the
-    verdict Failed with JobHardwareFailed naming the node."""
+    """A node that went NotReady under running group-2 and stays down past
+    nodeNotReadyGraceSeconds: Failed (scope Node); a re-run without it would leave one node for
+    a two-node test, so the group ends Failed (HardwareFailed) at once, its mate Uncertified
+    (PeerBroken), the verdict Failed with JobHardwareFailed naming the node."""
     pool = nodes(8)
     world = WorkflowWorld(wf=workflow(pool, nodesPerJob=2,
                                       failurePolicy={"nodeNotReadyGraceSeconds": 30}),
                           nodes=pool)
     world.step(at(0))
+    world.step(at(1))  # the groups launch with every node Ready
     world.nodes = _down("gpu-05")
-    world.run(start=1, outcome=lambda job, now:
+    world.run(start=2, outcome=lambda job, now:
               told(Story.NODE_NOT_READY, node="gpu-05")(job, now)
               if _group(job) == "group-2" else succeeded(job, now))
     assert _records(world, NR.FAILED) == {"gpu-05"}
     assert _records(world, NR.UNCERTIFIED) == {"gpu-04"}
     assert _phases(world)["group-2"] == GroupPhase.FAILED
+    assert not any("-retry-" in name for _, name in world.created)
     assert world.wf.status.verdict == Verdict.FAILED
     failed_cond = world.condition("Failed")
     assert failed_cond.reason == WorkflowReason.JOB_HARDWARE_FAILED
@@ -225,6 +227,7 @@ def test_node_back_within_the_grace_is_not_blamed() -> None:
     pool = nodes(8)
     world = WorkflowWorld(wf=workflow(pool, nodesPerJob=2), nodes=pool)
     world.step(at(0))
+    world.step(at(1))  # the groups launch with every node Ready
     world.nodes = _down("gpu-05")
     first = {"done": False}
 
@@ -234,7 +237,7 @@ def test_node_back_within_the_grace_is_not_blamed() -> None:
             return told(Story.NODE_NOT_READY, node="gpu-05")(job, now)
         return succeeded(job, now)
 
-    for t in range(1, 20):
+    for t in range(2, 20):
         plan = world.step(at(t))
         if plan.quiet:
             world.finish(outcome, at(t))
@@ -246,13 +249,13 @@ def test_node_back_within_the_grace_is_not_blamed() -> None:
 
 
 def test_health_monitor_node_is_failed_and_the_rerun_judges_the_rest() -> None:
-    """The health monitor flags gpu-05 in group-2: gpu-05 is Failed (scope Node) at once; the
-    infra re-run passes, so gpu-04 is Passed; the verdict is still Failed (JobHardwareFailed)
-    and FailFast cancelled nothing."""
-    world = _world(nodesPerJob=2, **FAIL_FAST)
+    """The health monitor flags gpu-05 in the three-node group-1: gpu-05 is Failed (scope
+    Node) at once; the infra re-run runs on gpu-03 and gpu-04 and passes, so they are Passed;
+    the verdict is still Failed (JobHardwareFailed) and FailFast cancelled nothing."""
+    world = _world(9, nodesPerJob=3, **FAIL_FAST)
 
     def outcome(job: Job, now: datetime) -> JobStatus:
-        if _group(job) == "group-2" and not (job.metadata.name or "").endswith("-retry-1"):
+        if _group(job) == "group-1" and not (job.metadata.name or "").endswith("-retry-1"):
             return told(Story.HARDWARE, node="gpu-05")(job, now)
         return succeeded(job, now)
 
@@ -261,16 +264,41 @@ def test_health_monitor_node_is_failed_and_the_rerun_judges_the_rest() -> None:
     failed_cm = NR.configmap_name(NR.FAILED, world.wf.metadata.uid or "")
     relaunch = next(p for p in world.plans
                     if any(c.name.endswith("-retry-1") and c.kind == "Job" for c in p.creates)
-                    or any(d.kind == "Job" and "group-2" in d.name for d in p.deletes))
+                    or any(d.kind == "Job" and "group-1" in d.name for d in p.deletes))
     assert any(u.name == failed_cm for u in relaunch.upserts)
+    retry = next(j for j in world.jobs.values() if (j.metadata.name or "").endswith("-retry-1"))
+    assert group_nodes(retry) == ("gpu-03", "gpu-04")
     assert _records(world, NR.FAILED) == {"gpu-05"}
-    assert "gpu-04" in _records(world, NR.SUCCEEDED)
+    assert {"gpu-03", "gpu-04"} <= _records(world, NR.SUCCEEDED)
     assert _records(world, NR.UNCERTIFIED) == set()
     assert set(_phases(world).values()) == {GroupPhase.SUCCEEDED}
     assert world.wf.status.verdict == Verdict.FAILED
     cond = world.condition("Failed")
     assert cond.reason == WorkflowReason.JOB_HARDWARE_FAILED
     assert cond.message.startswith("Broken node(s) found: gpu-05: Hardware failure detected")
+    assert WorkflowReason.GROUPS_CANCELLED not in _reasons(world)
+
+
+def test_a_broken_node_in_a_pair_fails_the_group_and_leaves_its_mate_uncertified() -> None:
+    """The monitor flags gpu-05 in the two-node group-2: a re-run without it would have one
+    node for a multi-node test, so no re-run is made; the group is Failed (HardwareFailed),
+    gpu-05 Failed, gpu-04 Uncertified (PeerBroken, never judged), the other groups Passed,
+    the verdict Failed (JobHardwareFailed), no outage and FailFast cancelled nothing."""
+    world = _world(nodesPerJob=2, **FAIL_FAST)
+    world.run(lambda job, now: told(Story.HARDWARE, node="gpu-05")(job, now)
+              if _group(job) == "group-2" else succeeded(job, now))
+    assert not any("-retry-" in name for _, name in world.created)
+    group2 = next(g for g in world.wf.status.groups if g.name == "group-2")
+    assert (group2.phase, group2.infra_retries) == (GroupPhase.FAILED, 0)
+    assert _records(world, NR.FAILED) == {"gpu-05"}
+    assert _records(world, NR.UNCERTIFIED) == {"gpu-04"}
+    assert _records(world, NR.SUCCEEDED) == {n.name for n in world.nodes} - {"gpu-04", "gpu-05"}
+    assert [_phases(world)[g] for g in ("group-0", "group-1", "group-3")] == \
+        [GroupPhase.SUCCEEDED] * 3
+    assert world.wf.status.verdict == Verdict.FAILED
+    assert world.condition("Failed").reason == WorkflowReason.JOB_HARDWARE_FAILED
+    assert world.condition("SuspectedClusterOutage") is None or \
+        world.condition("SuspectedClusterOutage").status != "True"
     assert WorkflowReason.GROUPS_CANCELLED not in _reasons(world)
 
 
