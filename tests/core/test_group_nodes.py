@@ -232,3 +232,25 @@ def test_a_group_whose_nodes_all_failed_earlier_raises_no_outage() -> None:
     assert world.wf.status.verdict == Verdict.FAILED
     outage = world.condition("SuspectedClusterOutage")
     assert outage is None or outage.status != "True"
+
+
+def test_a_broken_node_of_a_single_node_test_fails_its_own_group_only() -> None:
+    """nccl-loopback over 4 nodes runs one Job per node; the monitor flags gpu-02: its group
+    is Failed (HardwareFailed) with no re-run (a one-node group has no node left), gpu-02 is
+    Failed, the three other nodes Passed, the verdict Failed (JobHardwareFailed)."""
+    pool = nodes(4)
+    world = WorkflowWorld(wf=workflow(pool, entry=("communication", "nccl-loopback")),
+                          nodes=pool)
+    world.run(lambda job, now: told(Story.HARDWARE, node="gpu-02")(job, now)
+              if group_nodes(job) == ("gpu-02",) else succeeded(job, now))
+    assert not any("-retry-" in name for _, name in world.created)
+    phases = {g.nodes: (g.phase, g.failure_reason) for g in world.wf.status.groups}
+    assert phases[("gpu-02",)] == (GroupPhase.FAILED, "HardwareFailed")
+    assert {p for n, p in phases.items() if n != ("gpu-02",)} == {(GroupPhase.SUCCEEDED, None)}
+    assert set(_records(world, NR.FAILED)) == {"gpu-02"}
+    assert _records(world, NR.UNCERTIFIED) == {}
+    passed = world.config_maps[NR.configmap_name(NR.SUCCEEDED, world.wf.metadata.uid or "")]
+    assert set(NR.decode_names(passed[NR.data_key(NR.SUCCEEDED)])) == {"gpu-00", "gpu-01",
+                                                                        "gpu-03"}
+    assert world.wf.status.verdict == Verdict.FAILED
+    assert world.condition("Failed").reason == WorkflowReason.JOB_HARDWARE_FAILED
