@@ -38,7 +38,7 @@ SEVERITY = ("Failed", "Incomplete", "Running", "Pending", "Passed")
 # A node whose peak is under this fraction of the category's median is an outlier even when it
 # clears the threshold (or when there is none).
 OUTLIER_FRACTION: Final = 0.8
-BAR_H, BAR_GAP, BAR_LEFT, BAR_RIGHT = 16, 6, 190, 120
+BAR_H, BAR_GAP, BAR_LEFT, BAR_RIGHT, BAR_TOP = 16, 6, 190, 120, 36
 _NCCL_PROBLEM: Final = re.compile(r"NCCL (WARN|ERROR)\b")
 
 CSS = """
@@ -146,7 +146,7 @@ def _series_label(group: GroupReport, single: bool) -> str:
     if single:
         return f"{group.nodes[0]}"
     measured = sum(1 for p in group.node_peaks if p.bus_bw is not None)
-    return f"{group.name} (mean of {measured} nodes)" if measured > 1 else group.name
+    return f"{group.name} (mean)" if measured > 1 else group.name
 
 
 def chart_svg(category: CategoryReport, chart_id: str,
@@ -275,7 +275,7 @@ def node_chart_svg(category: CategoryReport, bars: Sequence[NodeBar], chart_id: 
     top = step * max(1, math.ceil(highest * 1.05 / step))
     plot_w = WIDTH - BAR_LEFT - BAR_RIGHT
     plot_h = len(bars) * (BAR_H + BAR_GAP)
-    height = TOP + plot_h + BOTTOM
+    height = BAR_TOP + plot_h + BOTTOM
 
     def x(value: float) -> float:
         return BAR_LEFT + value / top * plot_w
@@ -286,14 +286,14 @@ def node_chart_svg(category: CategoryReport, bars: Sequence[NodeBar], chart_id: 
              f'aria-label="peak bus bandwidth per node, {_e(category.entry)}">']
     for i in range(round(top / step) + 1):
         value = step * i
-        parts.append(f'<line class="grid" x1="{x(value):.1f}" x2="{x(value):.1f}" y1="{TOP}" '
-                     f'y2="{TOP + plot_h}"/><text x="{x(value):.1f}" y="{TOP + plot_h + 16}" '
-                     f'text-anchor="middle">{value:g}</text>')
-    parts.append(f'<line class="axis" x1="{BAR_LEFT}" x2="{BAR_LEFT}" y1="{TOP}" '
-                 f'y2="{TOP + plot_h}"/><text x="{BAR_LEFT + plot_w / 2}" y="{height - 8}" '
+        parts.append(f'<line class="grid" x1="{x(value):.1f}" x2="{x(value):.1f}" '
+                     f'y1="{BAR_TOP}" y2="{BAR_TOP + plot_h}"/><text x="{x(value):.1f}" '
+                     f'y="{BAR_TOP + plot_h + 16}" text-anchor="middle">{value:g}</text>')
+    parts.append(f'<line class="axis" x1="{BAR_LEFT}" x2="{BAR_LEFT}" y1="{BAR_TOP}" '
+                 f'y2="{BAR_TOP + plot_h}"/><text x="{BAR_LEFT + plot_w / 2}" y="{height - 8}" '
                  'text-anchor="middle">peak busBW per node (GB/s)</text>')
     for i, bar in enumerate(bars):
-        top_y = TOP + i * (BAR_H + BAR_GAP) + BAR_GAP / 2
+        top_y = BAR_TOP + i * (BAR_H + BAR_GAP) + BAR_GAP / 2
         mid = top_y + BAR_H / 2 + 4
         classes = "node-series" + (" outlier" if bar.outlier else "") + (
             " no-data" if bar.bus_bw is None else "")
@@ -317,14 +317,14 @@ def node_chart_svg(category: CategoryReport, bars: Sequence[NodeBar], chart_id: 
     if measured:
         median = statistics.median(measured)
         parts.append(f'<line class="median" data-gbps="{median:.2f}" x1="{x(median):.1f}" '
-                     f'x2="{x(median):.1f}" y1="{TOP}" y2="{TOP + plot_h}"/>'
-                     f'<text x="{x(median):.1f}" y="{TOP - 6}" text-anchor="middle">median '
+                     f'x2="{x(median):.1f}" y1="{BAR_TOP}" y2="{BAR_TOP + plot_h}"/>'
+                     f'<text x="{x(median):.1f}" y="{BAR_TOP - 4}" text-anchor="middle">median '
                      f'{median:.2f}</text>')
     if category.threshold_gbps is not None:
         tx = x(category.threshold_gbps)
         parts.append(f'<line class="threshold" data-gbps="{category.threshold_gbps:.2f}" '
-                     f'x1="{tx:.1f}" x2="{tx:.1f}" y1="{TOP}" y2="{TOP + plot_h}"/>'
-                     f'<text x="{tx:.1f}" y="{TOP + plot_h + 30}" text-anchor="middle" '
+                     f'x1="{tx:.1f}" x2="{tx:.1f}" y1="{BAR_TOP}" y2="{BAR_TOP + plot_h}"/>'
+                     f'<text x="{tx:.1f}" y="{BAR_TOP - 18}" text-anchor="middle" '
                      f'fill="#c5221f">threshold {category.threshold_gbps:g}</text>')
     parts.append("</svg>")
     slow = [b for b in bars if b.outlier]
@@ -379,6 +379,11 @@ def _category_section(category: CategoryReport, index: int,
     out.append(chart_svg(category, f"chart-{index}", {
         b.group: b.outlier for b in bars if b.outlier and _single_node(category)}))
     if bars:
+        means = [g for g in category.groups if len(g.node_peaks) > 1 and g.points]
+        if means:
+            counts = ", ".join(f"{g.name}: {len(g.node_peaks)} nodes" for g in means)
+            out.append('<p class="muted">A curve marked (mean) averages the nodes measured one '
+                       f'by one ({_e(counts)}); each node\'s own peak is drawn below.</p>')
         out.append(node_chart_svg(category, bars, f"node-chart-{index}"))
     out.append('<table class="groups"><thead><tr><th>group</th><th>phase</th><th>nodes</th>'
                '<th>job</th><th>reason</th><th>failure class</th><th>peak busBW (GB/s)</th>'
@@ -479,6 +484,14 @@ def _headline(report: Report, where: tuple[int, int] | None) -> str:
     if report.message:
         out.append(f'<p class="headline-message"><b>{_e(report.reason or "")}</b>'
                    f'{": " if report.reason else ""}{_e(report.message)}</p>')
+    if where is not None:
+        category = report.categories[where[0]]
+        group = category.groups[where[1]]
+        fc = group.failure_class
+        if fc is not None:
+            detail = f" — {fc.message}" if fc.message else ""
+            out.append(f'<p class="headline-cause">{_e(category.entry)} {_e(group.name)}: '
+                       f'{_e(fc.scope)} {_e(fc.reason)}{_e(detail)}</p>')
     if report.failure_lines:
         link = "" if where is None else (
             f' · <a class="to-error" href="#{log_anchor(*where)}">open the full log at the '
@@ -497,8 +510,7 @@ def render_html(report: Report) -> str:
     body = [
         f"<h1>{_e(title)} {_badge(report.result)}</h1>",
         f'<p class="muted">phase {_e(report.phase or "Pending")}'
-        f'{" · " + _e(report.reason) if report.reason else ""}'
-        f'{" · " + _e(report.message) if report.message else ""}</p>',
+        f'{" · " + _e(report.reason) if report.reason and not report.message else ""}</p>',
         '<div class="cards">'
         f'<div class="card"><b>{passed}/{len(report.categories)}</b>categories passed</div>'
         f'<div class="card"><b>{len(report.all_nodes)}</b>nodes</div>'
