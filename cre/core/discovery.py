@@ -247,3 +247,16 @@ def discover(
             keep = [n for n in keep if n.name not in gone]
     return Discovery(nodes=tuple(keep), platform=platform, architecture=arch,
                      excluded=tuple(excluded))
+
+
+def waiting_detail(found: DiscoveryFailure) -> str:
+    """Why no node is eligible yet, for a WaitingForNodes message: how many GPU nodes match
+    the target and, per reason, which are excluded (``"0 GPU nodes match"`` when none)."""
+    if not found.excluded:
+        return "0 GPU nodes match"
+    parts = []
+    for reason in ExclusionReason:
+        names = [e.name for e in found.excluded if e.reason == reason]
+        if names:
+            parts.append(f"{len(names)} {reason.value} ({_shown(names)})")
+    return f"{len(found.excluded)} GPU node(s) match but none is eligible: {', '.join(parts)}"

@@ -19,7 +19,14 @@ from cre.api.meta import Condition, ConditionStatus, TypedLocalObjectReference
 from cre.api.workflow import GroupStatus
 from cre.core.certification import CertificationObservation, reconcile_certification
 from cre.core.certification_build import merged_options
-from tests.core.tierworld import CertificationWorld, at, catalog, certification, nodes
+from tests.core.tierworld import (
+    CertificationWorld,
+    at,
+    catalog,
+    certification,
+    gpu_node,
+    nodes,
+)
 
 ALL_REDUCE = ("communication", "nccl-all-reduce")
 LOOPBACK = ("communication", "nccl-loopback")
@@ -102,6 +109,20 @@ def test_waiting_for_nodes_then_nodes_appear() -> None:
     world.nodes = nodes(2)
     world.step(at(60))
     assert len(world.created) == 1
+
+
+def test_waiting_for_nodes_says_how_many_match_and_why_not_eligible() -> None:
+    """Nodes that match but are NotReady or cordoned: the WaitingForNodes message counts them
+    and names each reason, instead of saying that no node matches."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE),
+                               nodes=(*nodes(2, ready="Unknown"),
+                                      gpu_node("gpu-09", cordoned=True)))
+    world.step(at(10))
+    message = _cond(world, "InProgress")[2]
+    assert message == ("No eligible node for nodeSelector nvidia.com/gpu.present=true yet for "
+                       "category communication/nccl-all-reduce (3 GPU node(s) match but none "
+                       "is eligible: 1 Cordoned (gpu-09), 2 NotReady (gpu-00, gpu-01)); "
+                       "waiting 290s more")
 
 
 def test_waiting_ends_after_five_minutes() -> None:
