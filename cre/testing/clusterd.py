@@ -34,7 +34,7 @@ import anyio
 
 from cre.kube.client import NODES, ApiError, KubeClient
 from cre.testing.cluster.profiles import PROFILES
-from cre.testing.procs import Stack, wait_until
+from cre.testing.procs import Stack, StackError, wait_until
 
 STATE = "state.json"
 ERROR = "error.txt"
@@ -75,8 +75,15 @@ def _start(args: argparse.Namespace, stack: Stack) -> tuple[dict[str, Any], Any]
     plane = None
     if args.real:
         from cre.testing.controlplane import plane as real
+        from cre.testing.controlplane.build import locate
 
-        plane = real.start(workdir=args.state_dir / "plane", timeout=args.timeout)
+        binaries = locate()
+        if binaries is None:  # never compile Go behind `cre cluster up`'s back (minutes)
+            raise StackError("the real control plane is not built here; build it once with "
+                             "`python -m cre.testing.controlplane build` (or `make "
+                             "controlplane`), then run `cre cluster up --real` again")
+        plane = real.start(workdir=args.state_dir / "plane", binaries=binaries,
+                           timeout=args.timeout)
         stack.kubeconfig = plane.kubeconfig
         processes = {c.name: c.popen.pid for c in plane.components}
         server = "kube-apiserver + etcd (real, built from the Go modules)"
