@@ -31,11 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from ruamel.yaml import YAML
 
-from cre.kube.client import NODES, ApiError, KubeClient
+from cre.api import labels as L
+from cre.kube.client import NODES, ApiError, KubeClient, Resource
 from cre.testing.cluster.profiles import PROFILES
-from cre.testing.procs import Stack, StackError, wait_until
+from cre.testing.procs import REPO, Stack, StackError, wait_until
 
+LOGPROFILES = REPO / "deploy" / "logprofiles"
+LOGPROFILE = Resource(L.GROUP, L.VERSION, "logprofiles", namespaced=False, kind="LogProfile")
 STATE = "state.json"
 ERROR = "error.txt"
 
@@ -71,6 +75,24 @@ async def _ready_nodes(kubeconfig: Path) -> int:
     return ready
 
 
+async def _apply_logprofiles(kubeconfig: Path) -> list[str]:
+    """The shipped LogProfiles (``kubectl apply -k deploy/logprofiles``): without them no
+    bandwidth is measured and a threshold never passes."""
+    names = []
+    client = await KubeClient.from_kubeconfig(str(kubeconfig))
+    try:
+        for path in sorted(LOGPROFILES.glob("*.yaml")):
+            if path.name == "kustomization.yaml":
+                continue
+            for doc in YAML(typ="safe", pure=True).load_all(path.read_text(encoding="utf-8")):
+                if doc and doc.get("kind") == "LogProfile":
+                    await client.create(LOGPROFILE, doc)
+                    names.append(doc["metadata"]["name"])
+    finally:
+        await client.close()
+    return names
+
+
 def _start(args: argparse.Namespace, stack: Stack) -> tuple[dict[str, Any], Any]:
     plane = None
     if args.real:
@@ -91,6 +113,7 @@ def _start(args: argparse.Namespace, stack: Stack) -> tuple[dict[str, Any], Any]
         api = stack.start_emulator(timeout=args.timeout)
         processes = {"apiserver": api.pid}
         server = "API emulator (cre.testing.apiserver)"
+    logprofiles = anyio.run(_apply_logprofiles, stack.kubeconfig)
     sim = stack.start_cluster(profile=args.profile, nodes=args.nodes,
                               time_scale=args.time_scale)
     processes["cluster"] = sim.pid
@@ -101,7 +124,7 @@ def _start(args: argparse.Namespace, stack: Stack) -> tuple[dict[str, Any], Any]
         "name": args.name, "kubeconfig": str(stack.kubeconfig), "server": server,
         "real": bool(args.real), "profile": args.profile, "nodes": args.nodes,
         "timeScale": args.time_scale, "pid": os.getpid(), "processes": processes,
-        "manager": None,
+        "manager": None, "logProfiles": logprofiles,
     }
     if args.manager:
         mgr = stack.start_manager(timeout=args.timeout)

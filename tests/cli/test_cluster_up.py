@@ -16,6 +16,16 @@ from cre.catalog import load_catalog
 from cre.cli.clusterup import cluster_facts
 
 ROOT = Path(__file__).resolve().parents[2]
+CERT = """\
+apiVersion: cre.dev/v1alpha1
+kind: Certification
+metadata: {name: c}
+spec:
+  target: {nodeSelector: {nvidia.com/gpu.present: "true"}}
+  thresholds: {busBandwidthGBps: "value >= 300"}
+  categories:
+  - {domain: communication, variant: nccl-all-reduce}
+"""
 
 
 def _cre(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -26,16 +36,19 @@ def _cre(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_cluster_up_info_down(tmp_path: Path) -> None:
+def test_cluster_up_info_run_down(tmp_path: Path) -> None:
     """`up` returns with every node Ready and prints the kubeconfig and how to use it; `info`
-    reads that cluster; `down` stops every process it started and a second `down` exits 6."""
-    up = _cre("cluster", "up", "--name", "t", "--nodes", "2", cache=tmp_path)
+    reads that cluster; `cre run --wait` takes a Certification to Passed through the manager
+    `up` started; `down` stops every process it started and a second `down` exits 6."""
+    up = _cre("cluster", "up", "--name", "t", "--nodes", "2", "--manager", "--time-scale", "50",
+              cache=tmp_path)
     try:
         assert up.returncode == 0, up.stderr
         kubeconfig = tmp_path / "cre" / "cluster" / "t" / "kubeconfig"
-        assert up.stderr == 'Creating cluster "t" (2 aws-h100 nodes) ...\n'
+        assert up.stderr == 'Creating cluster "t" (2 aws-h100 nodes, cre-manager) ...\n'
         assert up.stdout.splitlines() == [
-            'Cluster "t" is up: 2 aws-h100 nodes Ready, API emulator (cre.testing.apiserver).',
+            'Cluster "t" is up: 2 aws-h100 nodes Ready, API emulator (cre.testing.apiserver), '
+            "cre-manager.",
             f"kubeconfig: {kubeconfig}",
             "",
             "Use it:",
@@ -43,8 +56,6 @@ def test_cluster_up_info_down(tmp_path: Path) -> None:
             "  kubectl get nodes",
             "  cre cluster info",
             "  cre run certification.yaml --wait",
-            f"  cre-manager --kubeconfig {kubeconfig}   # no manager runs (cre cluster up "
-            "--manager starts one)",
             "Stop it:",
             "  cre cluster down --name t",
         ]
@@ -59,10 +70,19 @@ def test_cluster_up_info_down(tmp_path: Path) -> None:
         assert rows["Eligible nodes"].strip() == "2"
         assert "topology.kubernetes.io/zone: us-east-1a (2)" in rows["Topology"]
         assert "communication/nccl-all-reduce" in rows["CRE would run"]
+        cert = tmp_path / "cert.yaml"
+        cert.write_text(CERT)
+        run = _cre("run", str(cert), "--kubeconfig", str(kubeconfig), "--timeout", "240",
+                   "--interval", "0.5", "--cleanup", cache=tmp_path)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert run.stdout.splitlines()[-3:] == [
+            "Certification default/c: Passed",
+            "  communication/nccl-all-reduce: Passed (All 1 iterations completed successfully)",
+            "certification.cre.dev/c deleted (--cleanup)"]
     finally:
         down = _cre("cluster", "down", "--name", "t", cache=tmp_path)
     assert down.returncode == 0, down.stderr
-    assert down.stdout == 'Cluster "t" deleted (apiserver, cluster).\n'
+    assert down.stdout == 'Cluster "t" deleted (apiserver, cluster, manager).\n'
     assert not (tmp_path / "cre" / "cluster" / "t").exists()
     gone = _cre("cluster", "down", "--name", "t", cache=tmp_path)
     assert gone.returncode == 6 and gone.stderr == 'cre: no cluster "t" (known: none)\n'
