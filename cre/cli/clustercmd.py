@@ -1,14 +1,13 @@
 """The ``cre cluster`` command group (flags and help); the work is in :mod:`cre.cli.clusterup`.
 
-Registered on the root group by :mod:`cre.cli.app`, which imports this module last.
+Registered on the root group by :mod:`cre.cli.app`, which imports this module last. Only
+click loads here (``cre --help`` and TAB completion stay fast); each command imports its work.
 """
 
 from __future__ import annotations
 
-import anyio
 import click
 
-from cre.cli import clusterup
 from cre.cli.app import _catalog, _conn, cli, kube_flags
 from cre.cli.exitcodes import CliError, ExitCode
 
@@ -50,6 +49,8 @@ def cluster_up(name: str, nodes: int, profile: str, manager: bool, real: bool,
     Example:
       cre cluster up --nodes 4 --manager
     """
+    from cre.cli import clusterup
+
     click.echo(f'Creating cluster "{name}" ({nodes} {profile} nodes'
                + (", real kube-apiserver" if real else "")
                + (", cre-manager" if manager else "") + ") ...", err=True)
@@ -68,6 +69,8 @@ def cluster_down(name: str) -> int:
     Example:
       cre cluster down
     """
+    from cre.cli import clusterup
+
     click.echo(clusterup.down(name=name))
     return ExitCode.OK
 
@@ -85,12 +88,16 @@ def cluster_info(kubeconfig: str | None, context: str | None, namespace: str | N
     Example:
       cre cluster info --context prod
     """
+    from cre.cli import clusterup
+
     if name is not None:
         state = clusterup.read_state(name)
         if state is None:
             raise CliError(ExitCode.NOT_FOUND, f'no running cluster "{name}" '
                            "(cre cluster up starts one)")
         kubeconfig = state["kubeconfig"]
+    import anyio
+
     conn = _conn(kubeconfig, context, namespace, request_timeout)
     host, nodes = anyio.run(clusterup.read_nodes, conn)
     rows = clusterup.cluster_facts(host=host, nodes=nodes, catalog=_catalog())

@@ -1,16 +1,15 @@
 """The ``cre run`` command (flags and help); the work is in :mod:`cre.cli.run`.
 
-Registered on the root group by :mod:`cre.cli.app`, which imports this module last.
+Registered on the root group by :mod:`cre.cli.app`, which imports this module last. Only
+click loads here (``cre --help`` and TAB completion stay fast); the command imports its work.
 """
 
 from __future__ import annotations
 
 import functools
 
-import anyio
 import click
 
-from cre.cli import run as runner
 from cre.cli.app import _conn, cli, kube_flags
 
 
@@ -42,6 +41,10 @@ def run_command(file: str, kubeconfig: str | None, context: str | None, namespac
       cre run certification.yaml --wait --timeout 3600 --results-file results.json
       cre run workloadrun.yaml --wait --cleanup
     """
+    import anyio
+
+    from cre.cli import run as runner
+
     conn = _conn(kubeconfig, context, namespace, request_timeout)
     item = runner.load_runnable(file, namespace=runner.default_namespace(conn))
     options = runner.RunOptions(wait=wait or timeout is not None, timeout=timeout,
