@@ -391,4 +391,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # Command groups defined in their own modules register themselves on `cli` when imported.
-from cre.cli import clustercmd, rendercmd, runcmd  # noqa: E402, F401
+from cre.cli import clustercmd, kindcmd, rendercmd, runcmd  # noqa: E402, F401
