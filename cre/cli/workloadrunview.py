@@ -265,11 +265,12 @@ async def read_reports(conn: Connection, names: Sequence[str]) -> list[Report]:
 
 
 def combined_summary(reports: Sequence[Report]) -> dict[str, Any]:
-    """Across several reports: how many of each result, and every failed node."""
+    """Across several reports: how many of each result, and every failed node (in the order
+    of the reports, each report's nodes sorted)."""
     results: dict[str, int] = {}
     for r in reports:
         results[r.result] = results.get(r.result, 0) + 1
-    failed = sorted({f"{r.namespace}/{r.name}:{n}" for r in reports for n in r.failed_nodes})
+    failed = [f"{r.namespace}/{r.name}:{n}" for r in reports for n in r.failed_nodes]
     return {"certifications": len(reports), "results": dict(sorted(results.items())),
             "failedNodes": failed}
 
