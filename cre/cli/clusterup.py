@@ -102,8 +102,11 @@ def up(*, name: str, nodes: int, profile: str, manager: bool, real: bool, time_s
             if code is None:
                 proc.terminate()
                 proc.wait(30)
-            raise CliError(ExitCode.INTERNAL, f'cluster "{name}" did not come up: '
-                           f"{_failure(where)} (logs in {where})")
+            why = _failure(where)
+            if code == 2:  # the supervisor's own usage error (e.g. an unknown --profile)
+                raise CliError(ExitCode.USAGE, why.split(": error: ", 1)[-1])
+            raise CliError(ExitCode.UNREACHABLE, f'cluster "{name}" did not come up: {why} '
+                           f"(logs in {where})")
         time.sleep(0.2)
     kubeconfig = state["kubeconfig"]
     lines = [

@@ -88,6 +88,14 @@ def test_cluster_up_info_run_down(tmp_path: Path) -> None:
     assert gone.returncode == 6 and gone.stderr == 'cre: no cluster "t" (known: none)\n'
 
 
+def test_cluster_up_with_an_unknown_profile_is_a_usage_error(tmp_path: Path) -> None:
+    """An unknown --profile: exit 2 and one line listing the known profiles."""
+    up = _cre("cluster", "up", "--name", "bad", "--profile", "nope", cache=tmp_path)
+    assert up.returncode == 2
+    assert up.stderr.splitlines()[-1].startswith(
+        "cre: argument --profile: invalid choice: 'nope' (choose from 'aws-gb200'")
+
+
 def _node(name: str, *, ready: str = "True", cordoned: bool = False) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true",
