@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cre.api.common import TargetSpec
+from cre.api.conditions import WorkflowReason
 from cre.api.labels import GPU_PRESENT, GPU_PRODUCT
 from cre.catalog import Catalog
 from cre.cli.cluster import Connection, api_failure, connect
@@ -205,8 +206,11 @@ def cluster_facts(*, host: str, nodes: Sequence[Mapping[str, Any]],
     target = TargetSpec(node_selector={GPU_PRESENT: "true"})
     found = discover(target=target, nodes=gpu)
     if isinstance(found, DiscoveryFailure):
-        rows.append(("CRE would run", f"nothing yet: {waiting_detail(found)}"
-                     if found.excluded else f"nothing: {found.message}"))
+        if found.reason == WorkflowReason.NODE_DISCOVERY_ERROR:  # no eligible node (yet)
+            why = waiting_detail(found, target=target, nodes=gpu)
+            rows.append(("CRE would run", f"nothing yet: {why}"))
+        else:  # e.g. nodes of several platforms
+            rows.append(("CRE would run", f"nothing: {found.message}"))
         return rows
     rows.append(("Platform", found.platform))
     rows.append(("Architecture", found.architecture))

@@ -274,10 +274,11 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
         created = cert.metadata.creation_timestamp or ctx.now
         left = created + ctx.settings.node_wait - ctx.now
         if found.reason == WorkflowReason.NODE_DISCOVERY_ERROR and left > timedelta(0):
+            why = waiting_detail(found, target=cert.spec.target, nodes=ctx.obs.nodes)
             return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                           reason=CertificationReason.WAITING_FOR_NODES,
                           message=f"No eligible node for {describe_target(cert.spec.target)} "
-                                  f"yet for category {label} ({waiting_detail(found)}); waiting "
+                                  f"yet for category {label} ({why}); waiting "
                                   f"{int(left.total_seconds())}s more",
                           requeue_after=min(ctx.settings.requeue, left.total_seconds()))
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,

@@ -257,7 +257,8 @@ def _build(ctx: _Ctx) -> RunPlan:
             return _write(ctx, run.status, member=ConditionType.IN_PROGRESS,
                           reason=WorkloadRunReason.WAITING_FOR_NODES,
                           message=f"No eligible node for {describe_target(target)} yet "
-                                  f"({waiting_detail(found)}); waiting "
+                                  f"({waiting_detail(found, target=target, nodes=ctx.obs.nodes)}"
+                                  "); waiting "
                                   f"{int(left.total_seconds())}s more",
                           requeue_after=min(ctx.settings.requeue, left.total_seconds()))
         return _fail(ctx, WorkloadRunReason.BUILD_FAILED, f"spec.target: {found.message}")

@@ -117,6 +117,15 @@ def test_cluster_facts_say_why_no_node_is_eligible() -> None:
                                      "1 Cordoned (b), 1 NotReady (a)")
 
 
+def test_cluster_facts_on_nodes_of_two_platforms() -> None:
+    """GPU nodes of two platforms: info says CRE would run nothing and names both."""
+    gcp = _node("g")
+    gcp["spec"]["providerID"] = "gce://p/z/g"
+    rows = dict(cluster_facts(host="https://h", catalog=load_catalog(), nodes=[_node("a"), gcp]))
+    assert rows["CRE would run"] == ("nothing: Target nodes span 2 platforms: aws (e.g. a), "
+                                     "gcp (e.g. g); select nodes of one platform per Workflow")
+
+
 def test_cluster_facts_without_gpu_nodes() -> None:
     """A cluster without GPU Feature Discovery labels: info says CRE has nothing to certify."""
     rows = dict(cluster_facts(host="https://h", catalog=load_catalog(), nodes=[]))

@@ -125,6 +125,20 @@ def test_waiting_for_nodes_says_how_many_match_and_why_not_eligible() -> None:
                        "waiting 290s more")
 
 
+def test_waiting_for_nodes_names_the_architecture_asked_for_and_found() -> None:
+    """A target pinning a GPU product no node has: the message counts the GPU nodes and names
+    the architecture asked for and the ones present."""
+    cert = certification(ALL_REDUCE)
+    target = attrs.evolve(cert.spec.target, node_selector={
+        **cert.spec.target.node_selector, "nvidia.com/gpu.product": "NVIDIA-GB200"})
+    cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, target=target))
+    world = CertificationWorld(cert=cert, nodes=nodes(3))
+    world.step(at(10))
+    message = _cond(world, "InProgress")[2]
+    assert ("(0 of 3 GPU node(s) match; the target asks for gb200 (NVIDIA-GB200), the GPU "
+            "nodes are h100 (3)); waiting 290s more") in message
+
+
 def test_waiting_ends_after_five_minutes() -> None:
     """Still no node 5 minutes after creation: the category fails and the Certification ends
     Failed."""
