@@ -4,6 +4,7 @@ eligible."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,18 @@ from cre.catalog import load_catalog
 from cre.cli.clusterup import cluster_facts
 
 ROOT = Path(__file__).resolve().parents[2]
+WORKLOAD_RUN = """\
+apiVersion: cre.dev/v1alpha1
+kind: WorkloadRun
+metadata: {name: wr}
+spec:
+  image: nvcr.io/nvidia/pytorch:26.01-py3
+  numNodes: 2
+  framework:
+    mpi: {binary: /usr/local/bin/all_reduce_perf_mpi, mpirunPath: /usr/local/mpi/bin/mpirun,
+          args: ["-b", "8", "-e", "8G", "-f", "2", "-n", "100"]}
+  bandwidthMeasurement: {logProfileRef: nccl-bandwidth, testType: all_reduce}
+"""
 CERT = """\
 apiVersion: cre.dev/v1alpha1
 kind: Certification
@@ -38,8 +51,9 @@ def _cre(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_cluster_up_info_run_down(tmp_path: Path) -> None:
     """`up` returns with every node Ready and prints the kubeconfig and how to use it; `info`
-    reads that cluster; `cre run --wait` takes a Certification to Passed through the manager
-    `up` started; `down` stops every process it started and a second `down` exits 6."""
+    reads that cluster; `cre run --wait` takes a Certification and a WorkloadRun to Passed
+    through the manager `up` started and `cre report workloadrun/NAME` reports the run's
+    nodes; `down` stops every process it started and a second `down` exits 6."""
     up = _cre("cluster", "up", "--name", "t", "--nodes", "2", "--manager", "--time-scale", "50",
               cache=tmp_path)
     try:
@@ -79,6 +93,18 @@ def test_cluster_up_info_run_down(tmp_path: Path) -> None:
             "Certification default/c: Passed",
             "  communication/nccl-all-reduce: Passed (All 1 iterations completed successfully)",
             "certification.cre.dev/c deleted (--cleanup)"]
+        wr = tmp_path / "wr.yaml"
+        wr.write_text(WORKLOAD_RUN)
+        run = _cre("run", str(wr), "--kubeconfig", str(kubeconfig), "--timeout", "240",
+                   "--interval", "0.5", cache=tmp_path)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert run.stdout.splitlines()[-1] == "WorkloadRun default/wr: Passed"
+        report = _cre("report", "workloadrun/wr", "--kubeconfig", str(kubeconfig), "--json",
+                      cache=tmp_path)
+        assert report.returncode == 0, report.stderr
+        doc = json.loads(report.stdout)
+        assert doc["summary"]["result"] == "PASSED" and doc["summary"]["nodes"] == 2
+        assert [n["verdict"] for n in doc["categories"][0]["nodes"]] == ["Passed", "Passed"]
     finally:
         down = _cre("cluster", "down", "--name", "t", cache=tmp_path)
     assert down.returncode == 0, down.stderr
