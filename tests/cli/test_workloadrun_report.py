@@ -69,6 +69,18 @@ async def test_status_workloadrun_draws_its_workflow_groups_and_jobs(
     assert any("group group-1 (gpu-03,gpu-04)" in line for line in lines)
 
 
+async def test_status_workloadrun_watch_stops_at_a_terminal_run(with_run: Emulator,
+                                                                cre: RunCli) -> None:
+    """--watch on a finished WorkloadRun prints the tree once and returns; -A is refused."""
+    kubeconfig = str(with_run.kubeconfig_path)
+    run = await in_thread(cre, "status", "workloadrun/wr", "-n", "team-a", "--kubeconfig",
+                          kubeconfig, "--watch", "--interval", "0.1")
+    assert run.code == 0, run.err
+    assert run.out.count("WorkloadRun team-a/wr") == 1
+    every = await in_thread(cre, "status", "workloadrun/wr", "-A", "--kubeconfig", kubeconfig)
+    assert (every.code, every.err) == (2, "cre: -A: not with workloadrun/NAME\n")
+
+
 async def test_report_workloadrun_json_matches_the_certification_category(
         with_run: Emulator, cre: RunCli) -> None:
     """A WorkloadRun's JSON report has its own kind and key, and the same groups and nodes
