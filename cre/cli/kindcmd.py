@@ -83,8 +83,6 @@ def _report(**kw: Any) -> Any:
     if any(runs):
         if len(names) > 1:
             raise CliError(ExitCode.USAGE, "workloadrun/NAME: report one WorkloadRun at a time")
-        if kw.get("html_path"):
-            raise CliError(ExitCode.USAGE, "--html: Certifications only for now")
         from cre.cli.report import build_report
 
         assert runs[0] is not None
@@ -95,6 +93,14 @@ def _report(**kw: Any) -> Any:
                                   ensure_ascii=False))
         else:
             view.print_run_report(_console(), report)
+        if kw.get("html_path"):
+            from pathlib import Path
+
+            from cre.cli.htmlreport import render_html
+            from cre.cli.session import write_text
+
+            write_text(Path(kw["html_path"]), render_html(report))
+            click.echo(f"wrote {kw['html_path']}", err=True)
         return ExitCode.OK
     if kw.get("html_path"):
         raise CliError(ExitCode.USAGE, "--html: one Certification per HTML file")

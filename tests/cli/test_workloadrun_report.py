@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,8 +100,10 @@ async def test_report_workloadrun_json_matches_the_certification_category(
     assert doc["categories"][0]["groups"] == cert["categories"][0]["groups"]
 
 
-async def test_report_workloadrun_tables_and_not_found(with_run: Emulator, cre: RunCli) -> None:
-    """The table view heads with the run and its result; an unknown run exits 6 naming it."""
+async def test_report_workloadrun_tables_html_and_not_found(with_run: Emulator, cre: RunCli,
+                                                            tmp_path: Path) -> None:
+    """The table view heads with the run and its result; --html writes the same report as a
+    page; an unknown run exits 6 naming it."""
     kubeconfig = str(with_run.kubeconfig_path)
     run = await in_thread(cre, "report", "workloadrun/wr", "-n", "team-a", "--kubeconfig",
                           kubeconfig)
@@ -108,6 +111,12 @@ async def test_report_workloadrun_tables_and_not_found(with_run: Emulator, cre: 
     assert run.out.splitlines()[0] == "WorkloadRun team-a/wr  result FAILED  nodes 6  failed " \
                                       "nodes 4"
     assert f"Workflow {WF}: Failed" in run.out
+    html = tmp_path / "wr.html"
+    page = await in_thread(cre, "report", "workloadrun/wr", "-n", "team-a", "--kubeconfig",
+                           kubeconfig, "--html", str(html))
+    assert page.code == 0 and page.err == f"wrote {html}\n"
+    text = html.read_text()
+    assert "CRE report: team-a/wr" in text and "workloadrun/wr" in text and "gpu-03" in text
     gone = await in_thread(cre, "report", "workloadrun/nosuch", "-n", "team-a",
                            "--kubeconfig", kubeconfig)
     assert gone.code == 6
