@@ -91,7 +91,7 @@ def test_cluster_up_info_run_down(tmp_path: Path) -> None:
         assert run.returncode == 0, run.stdout + run.stderr
         assert run.stdout.splitlines()[-3:] == [
             "Certification default/c: Passed",
-            "  communication/nccl-all-reduce: Passed (All 1 iterations completed successfully)",
+            "  communication/nccl-all-reduce: Passed (1 iteration completed successfully)",
             "certification.cre.dev/c deleted (--cleanup)"]
         wr = tmp_path / "wr.yaml"
         wr.write_text(WORKLOAD_RUN)

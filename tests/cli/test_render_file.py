@@ -43,7 +43,8 @@ def _kinds(docs: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_render_certification_file_lists_everything_it_would_create(
         cre: RunCli, tmp_path: Path) -> None:
     """Both categories' Workflows, each group's runtime copy, Job and TrainJob, in creation
-    order, every Job pinned to its group's nodes; the partition is noted on stderr."""
+    order, every Job pinned to its group's nodes (the single-node loopback runs one Job per
+    node); the partition is noted on stderr."""
     path = tmp_path / "cert.yaml"
     path.write_text(CERT)
     run = cre("render", str(path), "--platform", "aws", "--arch", "h100", "--node-count", "4")
@@ -52,7 +53,7 @@ def test_render_certification_file_lists_everything_it_would_create(
     kinds = _kinds(docs)
     assert [k for k, _ in kinds] == [
         "Workflow", "TrainingRuntime", "Job", "TrainJob", "TrainingRuntime", "Job", "TrainJob",
-        "Workflow", "TrainingRuntime", "Job", "TrainJob"]
+        "Workflow", *["TrainingRuntime", "Job", "TrainJob"] * 4]
     assert kinds[0] == ("Workflow", AR) and kinds[7] == ("Workflow", LB)
     assert kinds[2] == ("Job", f"{AR}-group-0-iter-1")
     assert kinds[5] == ("Job", f"{AR}-group-1-iter-1")
@@ -62,7 +63,7 @@ def test_render_certification_file_lists_everything_it_would_create(
     assert docs[3]["metadata"]["ownerReferences"][0]["name"] == f"{AR}-group-0-iter-1"
     assert run.err.splitlines() == [
         f"Workflow team-a/{AR}: 4 nodes on aws/h100, 2 group(s) of 2",
-        f"Workflow team-a/{LB}: 4 nodes on aws/h100, 1 group(s) of 4"]
+        f"Workflow team-a/{LB}: 4 nodes on aws/h100, 4 group(s) of 1"]
 
 
 def test_render_workflow_file_gives_the_same_jobs(cre: RunCli, tmp_path: Path) -> None:
