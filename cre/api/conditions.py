@@ -107,6 +107,9 @@ class JobReason(enum.StrEnum):
     HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"
+    # ValidationFailed=True: a threshold could not be evaluated on measured data (no final
+    # value by the Job tier's deadline, or the measurement cannot run: see failureClass).
+    THRESHOLD_NO_DATA = "ThresholdNoData"
     THRESHOLDS_MET = "ThresholdsMet"
     # The reference's reason on the Job's ValidationFailed condition; the nodes it blames carry
     # FailedNodeReason.THRESHOLD_VIOLATION ("ThresholdViolation").
@@ -132,6 +135,7 @@ class FailureScope(enum.StrEnum):
     NODE = "Node"
     PLATFORM = "Platform"
     CONTROL_PLANE = "ControlPlane"
+    CONFIGURATION = "Configuration"
 
 
 class WorkflowReason(enum.StrEnum):
@@ -222,6 +226,10 @@ class MeasurementReason(enum.StrEnum):
     WORKLOAD_RESTARTED = "WorkloadRestarted"
     # Goodput: the LogProfile cannot parse training logs (no trainingStep pattern, bad regex).
     LOG_PROFILE_INVALID = "LogProfileInvalid"
+    # BandwidthMeasurement: spec.jobRef names a kind other than cre.dev Job (terminal).
+    INVALID_JOB_REF = "InvalidJobRef"
+    # BandwidthMeasurement: the Job it names does not exist (waits, then terminal).
+    JOB_NOT_FOUND = "JobNotFound"
 
 
 class CategoryState(enum.StrEnum):

@@ -11,9 +11,17 @@ from typing import Any
 import attrs
 
 from cre.api import labels as L
-from cre.api.conditions import ConditionType, GroupPhase, IncompleteReason, Verdict, WorkflowReason
+from cre.api.conditions import (
+    ConditionType,
+    FailureScope,
+    GroupPhase,
+    IncompleteReason,
+    JobReason,
+    Verdict,
+    WorkflowReason,
+)
 from cre.api.failurepolicy import FailureMode
-from cre.api.job import Job
+from cre.api.job import FailureClass, Job
 from cre.api.meta import NamespacedName
 from cre.api.workflow import (
     DependencyRef,
@@ -28,6 +36,7 @@ from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
+from cre.core.thresholds import COMPLETION_GRACE
 from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
 from cre.core.workflow import (
@@ -43,8 +52,14 @@ from cre.core.workflow import (
     unjudged_thresholds,
 )
 
-# How long past the Job's measurementTimeout the Workflow waits for a threshold verdict.
-VALIDATION_GRACE = timedelta(seconds=60)
+# A safety bound, not a deadline: the Job tier owns the threshold clock (it gives its verdict
+# by measurementTimeout + COMPLETION_GRACE after the Job succeeded, requeued on the injected
+# clock and capped). The Workflow waits for that verdict; a Job that still has none this long
+# past the Job tier's own deadline is never counted Passed: its group ends as a ControlPlane
+# infrastructure abort (ThresholdVerdictMissing), its nodes Uncertified.
+VALIDATION_GRACE = timedelta(minutes=5)
+#: failureClass.reason of a group whose Job never gave its threshold verdict.
+VERDICT_MISSING = "ThresholdVerdictMissing"
 
 
 @attrs.define
@@ -107,16 +122,25 @@ def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> s
     return next((g.name for g in groups if g.phase == GroupPhase.FAILED), None)
 
 
-def _awaiting_validation(ctx: _Ctx, job: Job) -> bool:
-    """A Job that succeeded with thresholds but has no threshold verdict yet (bounded; never
-    while the Job tier does not judge thresholds)."""
+def _awaiting_validation(ctx: _Ctx, job: Job) -> D.JobOutcome | bool:
+    """Whether a Job that succeeded with thresholds still waits for its threshold verdict
+    (``True``), has it or needs none (``False``), or is past the safety bound without it (the
+    outcome that group ends on: never Passed). Never while the Job tier does not judge."""
     if not ctx.settings.thresholds_judged or not job.spec.thresholds:
         return False
     if any(c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions):
         return False
     done = next((c.last_transition_time for c in job.status.conditions
                  if c.type == ConditionType.SUCCEEDED), ctx.now)
-    return ctx.now < done + parse_duration(job.spec.measurement_timeout) + VALIDATION_GRACE
+    bound = parse_duration(job.spec.measurement_timeout) + COMPLETION_GRACE + VALIDATION_GRACE
+    if ctx.now < done + bound:
+        return True
+    message = (f"Job {job.metadata.name} gave no threshold verdict within "
+               f"{int(bound.total_seconds())}s after it "
+               "succeeded: thresholds not evaluated, nodes not certified")
+    return D.JobOutcome(succeeded=False, reason=JobReason.THRESHOLD_NO_DATA, message=message,
+                        failure_class=FailureClass(scope=FailureScope.CONTROL_PLANE,
+                                                   reason=VERDICT_MISSING, message=message))
 
 
 def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
@@ -130,8 +154,14 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         if job.metadata.deletion_timestamp is not None:
             return None
         found = D.job_outcome(job)
-        if found is None or (found.succeeded and _awaiting_validation(ctx, job)):
+        if found is None:
             return None
+        if found.succeeded:
+            waiting = _awaiting_validation(ctx, job)
+            if waiting is True:
+                return None
+            if isinstance(waiting, D.JobOutcome):
+                found = waiting
         outcome = found
     decision = D.decide(nodes=group.nodes, retries=group.retries,
                         infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy)

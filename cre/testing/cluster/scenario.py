@@ -505,7 +505,8 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
     elif name == "job":
         from cre.controller.job import JobController
 
-        ctrl = JobController(cluster.client, namespaces=[namespace], clock=now)
+        ctrl = JobController(cluster.client, namespaces=[namespace], clock=now,
+                             time_scale=clock.scale)
     elif name == "workflow":
         from cre.controller.workflow import WorkflowController
         from cre.core.workflow import WorkflowSettings
