@@ -272,7 +272,7 @@ def test_missing_job_waits_bounded() -> None:
     assert _cond(bm, ConditionType.COMPLETE) is None
     assert "Job j1 does not exist" in next(
         c.message for c in bm.status.conditions if c.type == ConditionType.MEASURING)
-    bm, plan = _pass(bm, gone, at(JOB_WAIT_BOUND.total_seconds()), [])
+    bm, _ = _pass(bm, gone, at(JOB_WAIT_BOUND.total_seconds()), [])
     assert _cond(bm, ConditionType.COMPLETE) == ("True", MeasurementReason.JOB_NOT_FOUND)
 
 
