@@ -19,8 +19,8 @@ from cre.api import labels as L
 from cre.api.conditions import ConditionType, GroupPhase, JobReason, Verdict
 from cre.api.converter import from_dict
 from cre.api.job import Job
-from cre.api.measurement import BandwidthMeasurement
 from cre.api.labels import JOB_FINALIZER
+from cre.api.measurement import BandwidthMeasurement
 from cre.core.job import reconcile_job
 from cre.core.jobmeasure import bandwidth_manifest
 from cre.core.logprofile import compile_profile, shipped_profiles
