@@ -15,10 +15,8 @@ import attrs
 from cre.api.common import (
     DURATION_FIELD,
     QUALIFIED_NAME,
-    QUANTITY_SIZE,
     THRESHOLD_VALUES,
     GangSchedulerSpec,
-    Placement,
     TargetSpec,
     TestScale,
     WorkloadMetadata,
@@ -37,7 +35,6 @@ from cre.api.meta import (
 )
 
 RESOURCE_QUANTITY = r"^([+]?[0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
-SOURCE_REPO = r"^(https|ssh)://[A-Za-z0-9._~:/@%+-]+$"
 
 
 @attrs.frozen(kw_only=True)
@@ -69,27 +66,18 @@ class CategoryOptions:
     """Options of one category (or global defaults); ``None`` means "global or automatic"."""
 
     nodes_per_job: int | None = attrs.field(default=None, metadata=_int(1))
-    enable_checkpoint: bool | None = None
-    max_steps: int | None = attrs.field(default=None, metadata=_int(-1))
-    exit_duration_mins: int | None = attrs.field(default=None, metadata=_int(1))
+    # Seconds a started workload may go without its first progress line before it counts as
+    # stalled (the Job's startupStallTimeoutSeconds; unset: the Job's default).
     startup_stall_timeout_seconds: int | None = attrs.field(default=None, metadata=_int(1))
     gpus_per_node: int | None = attrs.field(default=None, metadata=_int(1))
-    mlnx_per_node: int | None = attrs.field(default=None, metadata=_int(0))
     nic_resource_name: str | None = attrs.field(
         default=None, metadata=c(max_length=253, pattern=QUALIFIED_NAME)
     )
+    # CPU / memory of the workload's main container (merged over the catalog's GPU counts).
     resources: CategoryResources | None = None
-    enable_mnnvl: bool | None = attrs.field(default=None, metadata=c(json_name="enableMNNVL"))
     image: str | None = attrs.field(default=None, metadata=c(min_length=1, max_length=512))
+    # Secrets the workload's pods pull their images with (every pod: workers and launcher).
     image_pull_secrets: tuple[LocalObjectReference, ...] = ()
-    storage_class_name: str | None = None
-    save_interval: int | None = attrs.field(default=None, metadata=_int(1))
-    save_retain_interval: int | None = attrs.field(default=None, metadata=_int(1))
-    save_top_k: int | None = attrs.field(
-        default=None, metadata=c(json_name="saveTopK", minimum=1, int_format="int32")
-    )
-    storage_size: str | None = attrs.field(default=None, metadata=c(pattern=QUANTITY_SIZE))
-    max_restarts: int | None = attrs.field(default=None, metadata=_int(0))
     repeat_count: int | None = attrs.field(default=None, metadata=_int(1))
     test_scale: TestScale | None = None
     max_bytes: str | None = attrs.field(default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$"))
@@ -97,15 +85,9 @@ class CategoryOptions:
     num_cycles: int | None = attrs.field(default=None, metadata=_int(1))
     thresholds: Mapping[str, str] | None = attrs.field(default=None, metadata=THRESHOLD_VALUES)
     max_concurrent: int | None = attrs.field(default=None, metadata=_int(0))
-    min_group_size: int | None = attrs.field(default=None, metadata=_int(1))
     timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
     measurement_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
-    source_repo: str | None = attrs.field(
-        default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO)
-    )
     workload_metadata: WorkloadMetadata | None = None
-    rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1))
-    placement: Placement | None = None
     failure_policy: FailurePolicy | None = None
 
 

@@ -155,14 +155,6 @@ class OverrideSpec:
 
 
 @attrs.frozen(kw_only=True)
-class Tracking:
-    """Per-node and per-domain result tracking."""
-
-    per_node: bool = False
-    per_domain: bool = False
-
-
-@attrs.frozen(kw_only=True)
 class ThresholdsSpec:
     """Threshold CEL expressions keyed by metric."""
 
@@ -176,7 +168,6 @@ class PerformanceSpec:
     enabled: bool = False
     plugin: str | None = None
     config: Mapping[str, Any] | None = attrs.field(default=None, metadata=c(preserve_unknown=True))
-    tracking: Tracking | None = None
     thresholds: ThresholdsSpec | None = None
     measurement_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
 
@@ -309,24 +300,6 @@ class OrchestrationStatus:
 
 
 @attrs.frozen(kw_only=True)
-class NodeResult:
-    """Per-node outcome (only with ``tracking.perNode``)."""
-
-    domain: str | None = None
-    group: str | None = None
-    status: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class DomainResult:
-    """Per-domain outcome (only with ``tracking.perDomain``)."""
-
-    node_count: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
-    status: str | None = None
-    average_tflops: str | None = None
-
-
-@attrs.frozen(kw_only=True)
 class WorkflowStatus:
     """Observed state of a Workflow."""
 
@@ -343,8 +316,6 @@ class WorkflowStatus:
     dependency_refs: tuple[DependencyRef, ...] = ()
     orchestration: OrchestrationStatus | None = None
     groups: tuple[GroupStatus, ...] = attrs.field(default=(), metadata=c(list_map_keys=("name",)))
-    node_results: Mapping[str, NodeResult] = attrs.field(factory=dict)
-    domain_results: Mapping[str, DomainResult] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)

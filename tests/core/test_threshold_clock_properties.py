@@ -125,8 +125,8 @@ def _start(found: float | str) -> Run:
 def test_no_unevaluated_threshold_passes(found: float | str,
                                          steps: list[tuple[str, int]]) -> None:
     """Whatever order the three tiers act in and however late each is, the group is Passed
-    only when the measurement was final with a value that met the threshold; once every tier
-    has run past the deadlines, a met measurement passes and anything else does not."""
+    only when the measurement was final with a value that met the threshold; a measurement the
+    Job tier judged met passes once every tier has run; anything else never passes."""
     run = _start(found)
     t = 10.0
     for action, wait in steps:
@@ -147,9 +147,18 @@ def test_no_unevaluated_threshold_passes(found: float | str,
     if not run.met():
         assert group.phase != GroupPhase.SUCCEEDED
         assert run.world.wf.status.verdict != Verdict.PASSED
-    elif group.infra_retries == 0 and group.retries == 0:
-        # Measured and met, and the Job tier's verdict came within the Workflow's bound.
+    elif group.infra_retries == 0 and group.retries == 0 and _verdict(run) == \
+            JobReason.THRESHOLDS_MET:
+        # Measured and met before the Job tier's deadline, and its verdict came within the
+        # Workflow's bound: the group passes.
         assert group.phase == GroupPhase.SUCCEEDED, group
+
+
+def _verdict(run: Run) -> str | None:
+    job = run.job
+    cond = None if job is None else next(
+        (c for c in job.status.conditions if c.type == ConditionType.VALIDATION_FAILED), None)
+    return None if cond is None else cond.reason
 
 
 def test_late_job_tier_never_passes_the_group() -> None:
