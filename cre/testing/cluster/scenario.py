@@ -92,6 +92,9 @@ KINDS: dict[tuple[str, str], Resource] = {
                                            kind="BandwidthMeasurement"),
     ("GoodputMeasurement", ""): Resource("cre.dev", "v1alpha1", "goodputmeasurements",
                                          kind="GoodputMeasurement"),
+    # Cluster-scoped: a scenario deletes a shipped one to show what its absence does.
+    ("LogProfile", ""): Resource("cre.dev", "v1alpha1", "logprofiles", namespaced=False,
+                                 kind="LogProfile"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
