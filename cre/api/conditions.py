@@ -106,6 +106,7 @@ class JobReason(enum.StrEnum):
     WORKLOAD_NAME_COLLISION = "WorkloadNameCollision"
     HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
+    # Written by earlier versions in place of ThresholdNoData; still read (Jobs outlive upgrades).
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"
     # ValidationFailed=True: a threshold could not be evaluated on measured data (no final
     # value by the Job tier's deadline, or the measurement cannot run: see failureClass).
