@@ -164,6 +164,20 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
                                                      message=verdict.message))
 
 
+def _unmeasurable(job: Job, own: BandwidthMeasurement | None) -> str:
+    """Why some threshold key can never get a value on this Job ("" when all can): only the
+    BandwidthMeasurement's keys are judged, and only when the Job asks for one (or has one)."""
+    keys = sorted(job.spec.thresholds)
+    other = [k for k in keys if k not in set(MetricKey)]
+    if other:
+        return (f"Threshold(s) {', '.join(other)} cannot be evaluated: the Job tier judges "
+                f"{', '.join(sorted(MetricKey))} only")
+    if job.spec.bandwidth_measurement is None and own is None:
+        return (f"Threshold(s) {', '.join(keys)} cannot be evaluated: the Job has no "
+                "spec.bandwidthMeasurement")
+    return ""
+
+
 def _verdict(job: Job, own: BandwidthMeasurement | None, values: dict[str, float],
              per_node: dict[str, dict[str, float]] | None, *, succeeded_at: datetime,
              now: datetime, timeout: timedelta) -> Verdict | Wait:
@@ -173,6 +187,10 @@ def _verdict(job: Job, own: BandwidthMeasurement | None, values: dict[str, float
                   timeout=timedelta(days=1))
     if isinstance(early, Verdict):
         return early
+    unmeasured = _unmeasurable(job, own)
+    if unmeasured:
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA, message=unmeasured,
+                       scope=FailureScope.CONFIGURATION)
     problem = configuration_problem(own)
     if problem is not None:
         keys = ", ".join(sorted(thresholds))

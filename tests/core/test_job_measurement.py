@@ -208,3 +208,20 @@ def test_bad_expression_and_unknown_key_are_configuration() -> None:
         assert cond is not None and cond.reason == reason
         assert plan.status is not None and plan.status.failure_class is not None
         assert plan.status.failure_class.scope == FailureScope.CONFIGURATION
+
+
+def test_keys_no_measurement_gives_fail_at_once_as_configuration() -> None:
+    """A threshold on a key the Job tier never measures (a goodput key), or on bandwidth with
+    no spec.bandwidthMeasurement, is the user's configuration: ThresholdNoData at once."""
+    job = _job({"goodputRatio": "value > 0.5"}, succeeded_at=10)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None)), at(11))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
+    assert "goodputRatio" in cond.message
+    assert plan.status is not None and plan.status.failure_class is not None
+    assert plan.status.failure_class.scope == FailureScope.CONFIGURATION
+    bare = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
+    bare = attrs.evolve(bare, spec=attrs.evolve(bare.spec, bandwidth_measurement=None))
+    plan = reconcile_job(bare, Observation(), at(11))
+    cond = _validation(plan.status)
+    assert cond is not None and "no spec.bandwidthMeasurement" in cond.message
