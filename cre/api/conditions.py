@@ -26,7 +26,8 @@ class ConditionType(enum.StrEnum):
     COMPLETE = "Complete"
     # Workflow / Certification: the run ended Succeeded but did not cover every node.
     INCOMPLETE = "Incomplete"
-    # Workflow: every group of one iteration ended on an infrastructure abort.
+    # Workflow (copied to Certification and WorkloadRun): at least 2 groups and at least
+    # failurePolicy.outageThresholdPercent of one iteration's groups ended infra-aborted.
     SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
 
 
@@ -119,6 +120,10 @@ class JobReason(enum.StrEnum):
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
     JOB_TIMED_OUT = "JobTimedOut"
     INVALID_SPEC = "InvalidSpec"
+    # A container of the workload could not pull its image within imagePullGraceSeconds.
+    IMAGE_PULL_FAILED = "ImagePullFailed"
+    # Pods of the workload stayed unschedulable past schedulingStallTimeout.
+    WORKLOAD_UNSCHEDULABLE = "WorkloadUnschedulable"
 
 
 class FailedNodeReason(enum.StrEnum):
@@ -175,6 +180,12 @@ class WorkflowReason(enum.StrEnum):
     OVERRIDE_NO_OP = "OverrideNoOp"
     # Thresholds are set but the Job tier does not judge them yet (design record 013).
     THRESHOLDS_NOT_JUDGED = "ThresholdsNotJudged"
+    # The blame rows of docs/design/013: a deterministic error of the user's configuration
+    # (admission rejection, InvalidSpec, a name collision), and a person deleting a workload.
+    CONFIGURATION_ERROR = "ConfigurationError"
+    USER_INTERRUPTED = "UserInterrupted"
+    # A NotReady node named by a Job's failure: the Workflow waits for it to come back.
+    NODE_NOT_READY_GRACE = "NodeNotReadyGrace"
 
 
 class CertificationReason(enum.StrEnum):
@@ -194,6 +205,11 @@ class CertificationReason(enum.StrEnum):
     WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
     INVALID_SPEC = "InvalidSpec"
     NODE_DISCOVERY_ERROR = "NodeDiscoveryError"
+    # Headline reasons: the most severe genuine failure across categories (docs/design/013).
+    JOB_HARDWARE_FAILED = "JobHardwareFailed"
+    CONFIGURATION_ERROR = "ConfigurationError"
+    USER_INTERRUPTED = "UserInterrupted"
+    SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
 
 
 class WorkloadRunReason(enum.StrEnum):
@@ -209,6 +225,7 @@ class WorkloadRunReason(enum.StrEnum):
     WORKFLOW_DELETED = "WorkflowDeleted"
     WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
     WAITING_FOR_NODES = "WaitingForNodes"
+    SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
 
 
 class MeasurementReason(enum.StrEnum):

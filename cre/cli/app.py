@@ -282,6 +282,12 @@ def _print_report(console: Console, report: Report) -> None:
     console.print(f"[bold]Certification {report.namespace}/{report.name}[/bold]  result "
                   f"[bold]{report.result}[/bold]  categories passed {passed}/"
                   f"{len(report.categories)}  failed nodes {len(report.failed_nodes)}")
+    if report.verdict == "Failed" and report.message:
+        console.print(f"{report.reason}: {report.message}", markup=False)
+    if report.failure_lines:
+        console.print(f"failure log ({report.failure_source}):", markup=False)
+        for line in report.failure_lines:
+            console.print(f"  {line}", markup=False, highlight=False)
     for category in report.categories:
         table = Table(title=f"{category.entry}: {category.verdict or category.state}"
                       + (f" ({category.message})" if category.message else ""),

@@ -4,7 +4,7 @@ A person or a script reading ``$?`` must tell a bad flag from a missing file, an
 catalog entry, a cluster that cannot be reached and a Certification that does not exist,
 without parsing text. Every command raises :class:`CliError` for bad input; ``cre.cli.app``
 prints its message as one line on stderr and exits with its code, never with a traceback.
-The README's table lists the same codes.
+The user guide's table (docs/guide/cli.md) lists the same codes.
 """
 
 from __future__ import annotations

@@ -269,6 +269,9 @@ def render_html(report: Report) -> str:
         f'<div class="card"><b>{len(report.all_nodes)}</b>nodes</div>'
         f'<div class="card"><b>{len(failed)}</b>failed nodes</div></div>',
     ]
+    if report.failure_lines:
+        body.append(f'<p class="muted">failure log ({_e(report.failure_source or "")})</p>'
+                    f'<pre class="key-lines">{_e(chr(10).join(report.failure_lines))}</pre>')
     if failed:
         body.append(f"<p>Failed nodes: {_e(', '.join(failed))}</p>")
     body += [_category_section(c, i) for i, c in enumerate(report.categories)]

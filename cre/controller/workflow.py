@@ -52,7 +52,7 @@ from cre.controller.workflowshell import (
 )
 from cre.core.observed import NodeView, PodView
 from cre.core.projections import node_view
-from cre.core.tierplan import TierPlan
+from cre.core.tierplan import CreateError, TierPlan
 from cre.core.trio import true_member
 from cre.core.workflow import (
     DEFAULT_WORKFLOW_SETTINGS,
@@ -255,6 +255,11 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
     def plan(self, wf: Workflow, obs: WorkflowObservation, now: datetime
              ) -> TierPlan[Any]:
         return reconcile_workflow(wf, obs, now, settings=self.settings)
+
+    def with_create_errors(self, obs: WorkflowObservation, errors: tuple[CreateError, ...]
+                           ) -> WorkflowObservation:
+        """``obs`` with the creates the API server refused (the core fails the Workflow)."""
+        return attrs.evolve(obs, create_errors=(*obs.create_errors, *errors))
 
     def with_create_conflicts(self, obs: WorkflowObservation, conflicts: tuple[str, ...]
                               ) -> WorkflowObservation:

@@ -12,10 +12,13 @@ Workflow (built by ``cre.core.certification_build``):
 * A category ends with its Workflow: Succeeded (verdict Passed or Incomplete) or Failed; a
   failed category does not stop the next one. Its status mirrors the Workflow's node-result
   ConfigMap refs.
-* When every category is done: Failed (``WorkflowFailed``) if any failed, else Succeeded
-  (``AllWorkflowsSucceeded``); the verdict summarises the categories (Failed beats Incomplete
-  beats Passed), ``Incomplete=True`` when it is Incomplete, and ``status.categories`` reads
-  ``<passed>/<total>`` for ``kubectl get``.
+* When every category is done: Failed if any failed, with the most severe failed category as
+  the headline (:func:`headline`: ``JobHardwareFailed`` > ``WorkflowFailed`` >
+  ``WorkflowValidationFailed`` > ``ConfigurationError`` > ``UserInterrupted``, that category's
+  own cause in the message), else Succeeded (``AllWorkflowsSucceeded``); the verdict
+  summarises the categories (Failed beats Incomplete beats Passed), ``Incomplete=True`` when it
+  is Incomplete, and ``status.categories`` reads ``<passed>/<total>`` for ``kubectl get``. A
+  Workflow's ``SuspectedClusterOutage`` is copied onto the Certification.
 * Deletion removes the Workflows it controls (UID preconditions), waits until they are gone
   (confirmed live), then drops the finalizer.
 """
@@ -218,6 +221,7 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
                             "failed_nodes_ref": wf.status.failed_nodes_ref,
                             "uncertified_nodes_ref": wf.status.uncertified_nodes_ref,
                             "groups": group_bandwidth(wf)}
+    status = _copy_outage(ctx, status, wf, label)
     member = true_member(wf.status.conditions)
     if member is not None and member.type == ConditionType.FAILED:
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
@@ -257,6 +261,24 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=CertificationReason.WORKFLOW_RUNNING,
                   message="Certification in progress", requeue_after=ctx.settings.requeue)
+
+
+def _copy_outage(ctx: _Ctx, status: CertificationStatus, wf: Workflow,
+                 label: str) -> CertificationStatus:
+    """The Workflow's SuspectedClusterOutage, copied once (the first category that raised it)."""
+    outage = next((c for c in wf.status.conditions
+                   if c.type == ConditionType.SUSPECTED_CLUSTER_OUTAGE
+                   and c.status == ConditionStatus.TRUE), None)
+    already = any(c.type == ConditionType.SUSPECTED_CLUSTER_OUTAGE
+                  and c.status == ConditionStatus.TRUE for c in status.conditions)
+    if outage is None or already:
+        return status
+    conditions, _ = set_additive(
+        status.conditions, type_=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=True,
+        reason=CertificationReason.SUSPECTED_CLUSTER_OUTAGE,
+        message=f"Category {label}: {outage.message}", now=ctx.now,
+        generation=ctx.cert.metadata.generation)
+    return attrs.evolve(status, conditions=conditions)
 
 
 def group_bandwidth(wf: Workflow) -> tuple[GroupBandwidth, ...]:
@@ -330,21 +352,72 @@ def _finalize(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
     status = attrs.evolve(status, conditions=conditions, verdict=verdict)
     events = (event,) if event is not None else ()
     if any(c.status == CategoryState.FAILED for c in status.category_statuses):
-        missed = next((c for c in status.conditions if c.type
-                       == ConditionType.VALIDATION_FAILED
-                       and c.status == ConditionStatus.TRUE), None)
-        if missed is not None:
-            return _write(ctx, status, member=ConditionType.FAILED,
-                          reason=CertificationReason.WORKFLOW_VALIDATION_FAILED,
-                          message=f"A performance threshold was missed: {missed.message}",
-                          events=events)
-        return _write(ctx, status, member=ConditionType.FAILED,
-                      reason=CertificationReason.WORKFLOW_FAILED,
-                      message="One or more certification categories failed", events=events)
+        reason, message = headline(ctx, status)
+        return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
+                      events=events)
     return _write(ctx, status, member=ConditionType.SUCCEEDED,
                   reason=CertificationReason.ALL_WORKFLOWS_SUCCEEDED,
                   message=f"All {len(status.category_statuses)} categories succeeded"
                           + ("; verdict Incomplete" if incomplete else ""), events=events)
+
+
+# Workflow reasons that are the user's configuration, not the cluster's nodes or the test.
+_CONFIGURATION: Final = frozenset({
+    WorkflowReason.CONFIGURATION_ERROR, WorkflowReason.INVALID_SPEC,
+    WorkflowReason.NODE_DISCOVERY_ERROR, WorkflowReason.PARTITION_ERROR,
+    WorkflowReason.OVERRIDE_ERROR, WorkflowReason.JOB_NAME_COLLISION,
+    WorkflowReason.DEPENDENCY_NAME_COLLISION, WorkflowReason.DEPENDENCY_CREATION_ERROR,
+    WorkflowReason.HETEROGENEOUS_PLATFORM, WorkflowReason.GANG_SCHEDULING_CONFLICT,
+})
+# The headline reason of each severity (docs/design/013: most severe first).
+_HEADLINE: Final = {
+    WorkflowReason.JOB_HARDWARE_FAILED: CertificationReason.JOB_HARDWARE_FAILED,
+    WorkflowReason.ITERATIONS_FAILED: CertificationReason.WORKFLOW_FAILED,
+    WorkflowReason.JOB_VALIDATION_FAILED: CertificationReason.WORKFLOW_VALIDATION_FAILED,
+    WorkflowReason.CONFIGURATION_ERROR: CertificationReason.CONFIGURATION_ERROR,
+    WorkflowReason.USER_INTERRUPTED: CertificationReason.USER_INTERRUPTED,
+}
+
+
+def _severity(ctx: _Ctx, cat: CategoryStatus) -> WorkflowReason:
+    """The blame row of a failed category, as the Workflow reason that stands for it."""
+    wf = ctx.obs.workflow(cat.workflow_ref.name) if cat.workflow_ref is not None else None
+    failed = next((c for c in wf.status.conditions if c.type == ConditionType.FAILED
+                   and c.status == ConditionStatus.TRUE), None) if wf is not None else None
+    if failed is None:
+        # No Workflow verdict: it never started (discovery, build, a taken name: the user's
+        # configuration) or it was deleted under the category (a person's interrupt).
+        if cat.workflow_ref is not None and wf is None and (cat.message or "").endswith(
+                "not found"):
+            return WorkflowReason.USER_INTERRUPTED
+        return WorkflowReason.CONFIGURATION_ERROR
+    if failed.reason in _CONFIGURATION:
+        return WorkflowReason.CONFIGURATION_ERROR
+    if failed.reason in _HEADLINE:
+        return WorkflowReason(failed.reason)
+    return WorkflowReason.ITERATIONS_FAILED
+
+
+def headline(ctx: _Ctx, status: CertificationStatus) -> tuple[CertificationReason, str]:
+    """The Failed reason and message of a Certification: the most severe genuine failure
+    across its categories (node evidence > workload failure > threshold miss > configuration
+    > user interrupt), with that category's own cause."""
+    failed = [(c, _severity(ctx, c)) for c in status.category_statuses
+              if c.status == CategoryState.FAILED]
+    worst = D.most_severe(s for _, s in failed)
+    assert worst is not None
+    cat = next(c for c, s in failed if s == worst)
+    label = f"{cat.domain}/{cat.variant}"
+    others = len(failed) - 1
+    more = f" ({others} more categor{'y' if others == 1 else 'ies'} failed)" if others else ""
+    if worst == WorkflowReason.JOB_VALIDATION_FAILED:
+        missed = next((c for c in status.conditions if c.type
+                       == ConditionType.VALIDATION_FAILED
+                       and c.status == ConditionStatus.TRUE), None)
+        if missed is not None:
+            return (CertificationReason.WORKFLOW_VALIDATION_FAILED,
+                    f"A performance threshold was missed: {missed.message}{more}")
+    return _HEADLINE[worst], f"Category {label} failed: {cat.message or worst}{more}"
 
 
 def _deletion(ctx: _Ctx) -> CertificationPlan:

@@ -188,6 +188,10 @@ def build_workflow(
         labels = {**dict(options.workload_metadata.labels),
                   **job_spec.get("workloadMetadata", {}).get("labels", {})}
         job_spec["workloadMetadata"] = {"labels": labels}
+    if options.scheduling_stall_timeout:
+        job_spec["schedulingStallTimeout"] = options.scheduling_stall_timeout
+    if options.image_pull_grace_seconds is not None:
+        job_spec["imagePullGraceSeconds"] = options.image_pull_grace_seconds
     orchestration: dict[str, Any] = {
         "target": unstructure(cert.spec.target),
         "iterations": options.repeat_count or 1,

@@ -20,7 +20,6 @@ from cre.api.conditions import (
     Verdict,
     WorkflowReason,
 )
-from cre.api.failurepolicy import FailureMode
 from cre.api.job import FailureClass, Job
 from cre.api.meta import NamespacedName
 from cre.api.workflow import (
@@ -74,6 +73,8 @@ class _Pass:
     events: list[EventSpec] = attrs.field(factory=list)
     failed: list[D.NodeRecord] = attrs.field(factory=list)
     uncertified: list[D.NodeRecord] = attrs.field(factory=list)
+    # The soonest a group waiting on a NotReady node's grace must be looked at (seconds).
+    wait: float | None = None
 
     def plan_args(self) -> dict[str, Any]:
         return {"creates": tuple(self.creates), "deletes": tuple(self.deletes),
@@ -94,8 +95,9 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
             return ctx.plan(confirm_live=True)
         if isinstance(result, GroupStatus):
             p.groups[i] = result
-            if tripped is None and result.phase == GroupPhase.FAILED \
-                    and ctx.policy.mode == FailureMode.FAIL_FAST:
+            if tripped is None and D.trips_fail_fast(
+                    phase=result.phase, failure_reason=result.failure_reason,
+                    policy=ctx.policy):
                 tripped = result.name
     if tripped is not None:
         _cancel(ctx, p, tripped)
@@ -110,16 +112,16 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
     assert orch is not None
     running = sum(1 for g in p.groups if g.phase == GroupPhase.RUNNING)
     reason = WorkflowReason.JOB_CREATED if p.creates else WorkflowReason.JOB_RUNNING
+    requeue = ctx.settings.requeue if p.wait is None else min(ctx.settings.requeue, p.wait)
     return _write(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
                   message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
                           f"{running} groups running",
-                  requeue_after=ctx.settings.requeue, **p.plan_args())
+                  requeue_after=requeue, **p.plan_args())
 
 
 def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> str | None:
-    if policy.mode != FailureMode.FAIL_FAST:
-        return None
-    return next((g.name for g in groups if g.phase == GroupPhase.FAILED), None)
+    return next((g.name for g in groups if D.trips_fail_fast(
+        phase=g.phase, failure_reason=g.failure_reason, policy=policy)), None)
 
 
 def _awaiting_validation(ctx: _Ctx, job: Job) -> D.JobOutcome | bool:
@@ -157,19 +159,34 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         if found is None:
             return None
         if found.succeeded:
-            waiting = _awaiting_validation(ctx, job)
-            if waiting is True:
+            verdict = _awaiting_validation(ctx, job)
+            if verdict is True:
                 return None
-            if isinstance(waiting, D.JobOutcome):
-                found = waiting
+            if isinstance(verdict, D.JobOutcome):
+                found = verdict
         outcome = found
     decision = D.decide(nodes=group.nodes, retries=group.retries,
-                        infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy)
+                        infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy,
+                        now=ctx.now, observed={n.name: n for n in ctx.obs.nodes})
+    if decision.action == D.Action.WAIT:
+        # A NotReady node the failure names may still come back: look again at the deadline.
+        p.wait = decision.wait if p.wait is None else min(p.wait, decision.wait)
+        if group.message is None or not group.message.startswith("Waiting"):
+            p.events.append(EventSpec(
+                type=EventSeverity.NORMAL, reason=WorkflowReason.NODE_NOT_READY_GRACE,
+                message=f"Group {group.name}: waiting up to {int(decision.wait)}s for NotReady "
+                        f"node(s) {', '.join(r.name for r in outcome.blamed)} to come back "
+                        "before blaming them"))
+        waiting = ", ".join(r.name for r in outcome.blamed)
+        return attrs.evolve(group, failure_class=outcome.failure_class,
+                            message=f"Waiting for NotReady node(s) {waiting} to come back")
     p.failed += decision.failed
     p.uncertified += decision.uncertified
     group = attrs.evolve(group, failure_class=outcome.failure_class,
-                         failure_reason=None if outcome.succeeded else outcome.failure_reason,
-                         message=None if outcome.succeeded else outcome.message,
+                         failure_reason=None if outcome.succeeded
+                         else decision.reason or outcome.failure_reason,
+                         message=None if outcome.succeeded
+                         else decision.message or outcome.message,
                          bus_bandwidth_gbps=job.status.bus_bandwidth_gbps if job else None)
     if decision.action in (D.Action.RETRY, D.Action.INFRA_RETRY):
         if job is not None:
@@ -304,16 +321,18 @@ def _outage(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
     orch = status.orchestration
     assert orch is not None
     groups = p.groups
-    every = bool(groups) and all(g.phase == GroupPhase.INFRA_ABORTED for g in groups)
-    if not every:
+    aborted = [g for g in groups if g.phase == GroupPhase.INFRA_ABORTED]
+    if not D.suspected_outage(groups=len(groups), aborted=len(aborted),
+                              percent=ctx.policy.outage_threshold_percent):
         return status
     scopes = sorted({f"{g.failure_class.scope}/{g.failure_class.reason}"
-                     for g in groups if g.failure_class})
+                     for g in aborted if g.failure_class})
     conditions, event = set_additive(
         status.conditions, type_=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=True,
         reason=WorkflowReason.SUSPECTED_CLUSTER_OUTAGE,
-        message=f"Every group of iteration {orch.current_iteration} ended on an infrastructure "
-                f"abort ({', '.join(scopes)}): look at the cluster, not the nodes",
+        message=f"{len(aborted)} of {len(groups)} groups of iteration "
+                f"{orch.current_iteration} ended on an infrastructure abort "
+                f"({', '.join(scopes)}): look at the cluster, not the nodes",
         now=ctx.now, generation=ctx.generation, warn=True)
     if event is not None:
         p.events.append(event)
@@ -364,18 +383,20 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
 def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
     orch = status.orchestration
     assert orch is not None
-    phases = [g.phase for r in orch.iteration_history for g in r.groups] + \
-        [g.phase for g in p.groups]
-    reasons = [g.failure_reason for r in orch.iteration_history for g in r.groups
-               if g.phase == GroupPhase.FAILED] + \
-        [g.failure_reason for g in p.groups if g.phase == GroupPhase.FAILED]
+    every: list[GroupStatus | IterationGroup] = [
+        *(g for r in orch.iteration_history for g in r.groups), *p.groups]
+    phases = [g.phase for g in every]
+    reasons = [g.failure_reason for g in every if g.phase == GroupPhase.FAILED]
     genuine = phases.count(GroupPhase.FAILED)
     aborts = phases.count(GroupPhase.INFRA_ABORTED)
-    failed = {r.name for r in _records(ctx, NR.FAILED, p)}
+    failed_records = _records(ctx, NR.FAILED, p)
+    failed = {r.name for r in failed_records}
+    broken = [r for r in failed_records if r.hardware]
     uncertified = {r.name for r in _records(ctx, NR.UNCERTIFIED, p)} - failed
     nodes = {n for g in p.groups for n in g.nodes}
     verdict = D.verdict_of(genuine_failures=genuine, infra_aborts=aborts,
-                           uncertified=len(uncertified), excluded=len(orch.excluded_nodes))
+                           uncertified=len(uncertified), excluded=len(orch.excluded_nodes),
+                           broken=len(broken))
     p.upserts.append(result_upsert(ctx, NR.SUCCEEDED,
                                    NR.encode_names(nodes - failed - uncertified)))
     status = attrs.evolve(
@@ -410,17 +431,13 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
             generation=ctx.generation)
     status = attrs.evolve(status, conditions=conditions)
     iterations = orch.current_iteration
-    if genuine:
-        hardware = D.HARDWARE in [g.failure_reason for g in p.groups]
-        reason = (WorkflowReason.JOB_HARDWARE_FAILED if hardware
-                  else WorkflowReason.JOB_VALIDATION_FAILED if validation
-                  else WorkflowReason.ITERATIONS_FAILED)
-        message = f"{genuine} groups failed across {iterations} iterations"
-        if hardware:
-            message += "; hardware failures occurred on one or more nodes"
-        elif validation and missed:
-            message += f"; {missed}"
-        return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
+    if verdict.verdict == Verdict.FAILED:
+        reason = D.most_severe([D.workflow_reason(r) for r in reasons]
+                               + ([WorkflowReason.JOB_HARDWARE_FAILED] if broken else []))
+        assert reason is not None
+        return _write(ctx, status, member=ConditionType.FAILED, reason=reason,
+                      message=_failure_message(reason, genuine=genuine, iterations=iterations,
+                                               broken=broken, groups=every, missed=missed),
                       **p.plan_args())
     message = f"All {iterations} iterations completed successfully"
     if unjudged_thresholds(ctx):
@@ -429,3 +446,23 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
         message += f"; verdict Incomplete: {note}"
     return _write(ctx, status, member=ConditionType.SUCCEEDED,
                   reason=WorkflowReason.JOB_COMPLETED, message=message, **p.plan_args())
+
+
+def _failure_message(reason: WorkflowReason, *, genuine: int, iterations: int,
+                     broken: list[D.NodeRecord], groups: list[GroupStatus | IterationGroup],
+                     missed: str) -> str:
+    """The Failed condition's message: the headline cause first, then the count."""
+    count = (f"{genuine} groups failed across {iterations} iterations" if genuine
+             else f"the other groups finished across {iterations} iterations")
+    if reason == WorkflowReason.JOB_HARDWARE_FAILED:
+        shown = "; ".join(f"{r.name}: {r.message}" for r in broken[:5])
+        more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+        return f"Broken node(s) found: {shown}{more}; {count}"
+    if reason == WorkflowReason.JOB_VALIDATION_FAILED and missed:
+        return f"{count}; {missed}"
+    if reason in (WorkflowReason.CONFIGURATION_ERROR, WorkflowReason.USER_INTERRUPTED):
+        first = next((g for g in groups if isinstance(g, GroupStatus)
+                      and g.phase == GroupPhase.FAILED
+                      and D.workflow_reason(g.failure_reason) == reason and g.message), None)
+        return f"{first.name}: {first.message}; {count}" if first is not None else count
+    return count

@@ -330,7 +330,8 @@ class Demo:
             self.set_ready(self.lost_node, ready=False)
             self.node_lost = True
         if self.node_lost and not self.node_back and group is not None and (
-                group[4] > 0 or group[1] not in ("Running", "Pending")):
+                group[4] > 0 or group[1] not in ("Running", "Pending") or group[5]):
+            # (group[5]: the Job failed; the Workflow waits for the node within its grace)
             self.deferred = group[5]
             console.print(f"  [{elapsed:5.1f}s] {LOST_GROUP}'s Job failed with class "
                           f"[bold]{group[5]}[/]: deferred, no sibling cancelled; "

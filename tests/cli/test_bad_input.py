@@ -1,5 +1,5 @@
 """Every command given bad input prints one line saying what and where, exits with the code
-the README documents, and never a traceback. Each case runs the real ``cre`` process."""
+the user guide documents, and never a traceback. Each case runs the real ``cre`` process."""
 
 from __future__ import annotations
 

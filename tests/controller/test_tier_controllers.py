@@ -254,3 +254,44 @@ async def test_deleting_a_certification_removes_its_workflows_first(tiers: Tiers
 
     await tiers.wait("the Certification and its Workflow gone", all_gone)
     assert await tiers.items(JOBS, f"{L.WORKFLOW}={name}") == []
+
+
+async def test_a_refused_workflow_create_is_a_terminal_error(
+        tiers: Tiers, shared_emulator: Emulator) -> None:
+    """The Certification's Workflow create denied by admission (403) is not retried with
+    backoff: the runtime records it (a Warning CreateRefused event on the Certification with
+    the API's message, the terminal-error metric) and the Workflow is never created."""
+    from prometheus_client import REGISTRY
+
+    from cre.kube.client import EVENTS
+
+    def terminal() -> float:
+        return REGISTRY.get_sample_value("controller_runtime_terminal_reconcile_errors_total",
+                                         {"controller": "certification"}) or 0.0
+
+    before = terminal()
+    denial = 'admission webhook "wf-policy.example.com" denied the request: not today'
+    shared_emulator.faults.refuse_create("workflows", 403, denial,
+                                         name="refused-communication-nccl-all-reduce")
+    try:
+        body = to_dict(certification(("communication", "nccl-all-reduce")))
+        body["metadata"] = {"name": "refused"}
+        await tiers.create(CERTIFICATIONS, body)
+
+        async def warning() -> dict[str, Any] | None:
+            page = await tiers.client.list(EVENTS, namespace=tiers.namespace)
+            return next((e for e in page.get("items") or []
+                         if e["involvedObject"]["name"] == "refused"
+                         and e["reason"] == "CreateRefused"), None)
+
+        event = await tiers.wait("the CreateRefused event", warning)
+        assert event["type"] == "Warning"
+        assert event["message"] == (
+            f"the API server refused Workflow {tiers.namespace}/refused-communication-nccl-"
+            f'all-reduce (403 Forbidden): workflows.cre.dev "refused-communication-nccl-all-'
+            f'reduce" is forbidden: {denial}')
+        assert terminal() >= before + 1
+        assert await tiers.get(WORKFLOWS, "refused-communication-nccl-all-reduce") is None
+    finally:
+        shared_emulator.faults.configure({"refuseCreate": {"resource": "workflows",
+                                                           "remove": True}})

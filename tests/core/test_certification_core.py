@@ -45,7 +45,7 @@ def test_categories_run_in_order_and_a_failure_does_not_stop_the_next() -> None:
     for t in range(5, 8):
         world.step(at(t))
     assert _cond(world, "Failed") == ("True", CertificationReason.WORKFLOW_FAILED,
-                                      "One or more certification categories failed")
+                                      "Category communication/nccl-all-reduce failed: done")
     assert world.cert.status.verdict == Verdict.FAILED
     assert world.cert.status.categories == "1/2"
 
@@ -214,6 +214,45 @@ def test_categories_one_at_a_time_and_the_verdict_summarises(
     assert rest.quiet
 
 
+def test_headline_is_the_most_severe_failed_category() -> None:
+    """A threshold miss in the first category and broken hardware in the second: the headline
+    is the hardware one (JobHardwareFailed, that category's cause), saying one more failed;
+    a Workflow's SuspectedClusterOutage is copied onto the Certification."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE, LOOPBACK), nodes=nodes(4))
+    world.step(at(0))
+    world.finish(world.created[0], ok=False, verdict=Verdict.FAILED, now=at(1),
+                 reason="JobValidationFailed", message="1 groups failed; busBW 191 < 300")
+    world.step(at(2))
+    world.step(at(3))
+    outage = Condition(type=ConditionType.SUSPECTED_CLUSTER_OUTAGE,
+                       status=ConditionStatus.TRUE, reason="SuspectedClusterOutage",
+                       message="2 of 2 groups aborted", last_transition_time=at(4))
+    world.finish(world.created[1], ok=False, verdict=Verdict.FAILED, now=at(4),
+                 reason="JobHardwareFailed", message="Broken node(s) found: gpu-02: GPU",
+                 extra=(outage,))
+    for t in range(5, 8):
+        world.step(at(t))
+    assert _cond(world, "Failed") == (
+        "True", CertificationReason.JOB_HARDWARE_FAILED,
+        "Category communication/nccl-loopback failed: Broken node(s) found: gpu-02: GPU "
+        "(1 more category failed)")
+    copied = _cond(world, "SuspectedClusterOutage")
+    assert copied is not None and copied[:2] == ("True", "SuspectedClusterOutage")
+    assert "2 of 2 groups aborted" in copied[2]
+
+
+def test_a_category_that_never_started_heads_as_configuration() -> None:
+    """No node matches the target past the wait: the headline is ConfigurationError with the
+    discovery message, not a generic sentence."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE), nodes=())
+    for t in (0, 400, 401, 402):
+        world.step(at(t))
+    failed = _cond(world, "Failed")
+    assert failed is not None and failed[1] == CertificationReason.CONFIGURATION_ERROR
+    assert failed[2].startswith("Category communication/nccl-all-reduce failed: ")
+    assert "node" in failed[2].lower()
+
+
 def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> None:
     """A category whose Workflow missed a threshold: the Certification mirrors ValidationFailed
     (the first such category's message), fails with WorkflowValidationFailed naming the value
@@ -225,8 +264,8 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
     wf = world.workflows[name]
     missed = ("1 groups failed across 1 iterations; group-1: Threshold \"busBandwidthGBps\" "
               "violated: measured 191.6000, expression: value >= 300")
-    conditions = tuple(attrs.evolve(c, message=missed) if c.type == ConditionType.FAILED
-                       else c for c in wf.status.conditions)
+    conditions = tuple(attrs.evolve(c, message=missed, reason="JobValidationFailed")
+                       if c.type == ConditionType.FAILED else c for c in wf.status.conditions)
     conditions += (Condition(type=ConditionType.VALIDATION_FAILED, status=ConditionStatus.TRUE,
                              reason="JobValidationFailed", message="x",
                              last_transition_time=at(1)),)
@@ -252,3 +291,24 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
         "True", CertificationReason.WORKFLOW_VALIDATION_FAILED)
     assert "measured 191.6000, expression: value >= 300" in failed[2]
     assert "communication/nccl-all-reduce" in failed[2]
+
+
+def test_job_tier_bounds_pass_from_the_certification_to_every_group_job() -> None:
+    """schedulingStallTimeout and imagePullGraceSeconds set on the Certification reach the
+    Workflow's job template and, through it, every group Job; unset they stay the Job
+    defaults (30m, 120 s)."""
+    from cre.core.groupjob import group_job
+
+    cert = certification(ALL_REDUCE, schedulingStallTimeout="5m", imagePullGraceSeconds=45)
+    world = CertificationWorld(cert=cert, nodes=nodes(2))
+    world.step(at(0))
+    wf = world.workflows[world.created[0]]
+    assert wf.spec.job_template.spec.scheduling_stall_timeout == "5m"
+    assert wf.spec.job_template.spec.image_pull_grace_seconds == 45
+    job = group_job(wf, name="j", group="group-0", nodes=("gpu-0",), renames={})
+    assert job["spec"]["schedulingStallTimeout"] == "5m"
+    assert job["spec"]["imagePullGraceSeconds"] == 45
+    plain = CertificationWorld(cert=certification(ALL_REDUCE), nodes=nodes(2))
+    plain.step(at(0))
+    spec = plain.workflows[plain.created[0]].spec.job_template.spec
+    assert (spec.scheduling_stall_timeout, spec.image_pull_grace_seconds) == ("30m", 120)

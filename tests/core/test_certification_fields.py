@@ -147,6 +147,9 @@ CASES: dict[str, Case] = {
     "target": Case({"nodeNames": ["gpu-00", "gpu-01"]},
                    lambda wf: wf["spec"]["orchestration"]["target"]["nodeNames"]
                    == ["gpu-00", "gpu-01"]),
+    "schedulingStallTimeout": Case("45m", lambda wf: _job(wf)["schedulingStallTimeout"]
+                                   == "45m"),
+    "imagePullGraceSeconds": Case(77, lambda wf: _job(wf)["imagePullGraceSeconds"] == 77),
     "categories.domain": Case("diagnostics", lambda wf: "diagnostics" in wf["metadata"]["name"],
                               entry=("diagnostics", "dcgm-level1")),
     "categories.variant": Case("nccl-all-gather",

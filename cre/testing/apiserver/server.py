@@ -357,6 +357,10 @@ class ApiServer:
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request, rt=rt)
+            refused = self.faults.check_create(
+                rt.qualified, str((body.get("metadata") or {}).get("name") or ""))
+            if refused is not None:
+                raise refused
             opts = write_options(request)
             self._check_owner_references(user, r.namespace, body)
             obj = self.objects.create(rt, r.namespace, body, opts)
