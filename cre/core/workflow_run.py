@@ -145,6 +145,19 @@ def _awaiting_validation(ctx: _Ctx, job: Job) -> D.JobOutcome | bool:
                                                    reason=VERDICT_MISSING, message=message))
 
 
+def _unmeasured_cause(outcome: D.JobOutcome) -> D.JobOutcome:
+    """A threshold the Job tier could not evaluate (``ThresholdNoData``) is judged by its cause,
+    not as a miss: the user's configuration (scope Configuration: group Failed at once, nodes
+    Uncertified) or the infrastructure (ControlPlane / Platform: deferred, Incomplete). Only a
+    Workload cause (the workload printed no table) stays a threshold failure of the group."""
+    fc = outcome.failure_class
+    if (outcome.validation and outcome.reason == JobReason.THRESHOLD_NO_DATA and fc is not None
+            and fc.scope in (FailureScope.CONFIGURATION, FailureScope.CONTROL_PLANE,
+                             FailureScope.PLATFORM)):
+        return attrs.evolve(outcome, validation=False)
+    return outcome
+
+
 def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
     name = group.job_ref.name if group.job_ref else ""
     job = ctx.obs.job(name)
@@ -164,7 +177,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
                 return None
             if isinstance(verdict, D.JobOutcome):
                 found = verdict
-        outcome = found
+        outcome = _unmeasured_cause(found)
     decision = D.decide(nodes=group.nodes, retries=group.retries,
                         infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy,
                         now=ctx.now, observed={n.name: n for n in ctx.obs.nodes})

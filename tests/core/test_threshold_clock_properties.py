@@ -21,6 +21,7 @@ from cre.api.converter import from_dict
 from cre.api.job import Job
 from cre.api.labels import JOB_FINALIZER
 from cre.api.measurement import BandwidthMeasurement
+from cre.core import deferral as D
 from cre.core.job import reconcile_job
 from cre.core.jobmeasure import bandwidth_manifest
 from cre.core.logprofile import compile_profile, shipped_profiles
@@ -201,3 +202,25 @@ def test_missing_profile_fails_at_once() -> None:
     assert "LogProfile nccl-bandwidth not found" in job.status.failure_class.message
     run.workflow(at(22))
     assert run.group.phase != GroupPhase.SUCCEEDED
+
+
+def test_no_data_is_judged_by_its_cause() -> None:
+    """ThresholdNoData reaches the Workflow by its cause: a measurement that never completed
+    (ControlPlane) defers the group as infrastructure (nodes not Failed); no rows in the log
+    (Workload) fails it as a threshold miss."""
+    from cre.core.workflow_run import _unmeasured_cause
+
+    late = _start(250.0)  # the measurement never runs: never completes
+    late.judge(at(10 + 300 + 31))
+    job = late.job
+    assert job is not None and job.status.failure_class is not None
+    assert job.status.failure_class.scope == "ControlPlane"
+    late.workflow(at(10 + 300 + 32))
+    assert late.group.infra_retries == 1 and late.group.phase != GroupPhase.FAILED
+    empty = _start("nodata")
+    empty.measure(at(20))
+    empty.judge(at(10 + 300 + 1))
+    job = empty.job
+    assert job is not None
+    outcome = _unmeasured_cause(D.job_outcome(job))  # type: ignore[arg-type]
+    assert outcome.validation  # Workload: the threshold's own failure
