@@ -6,12 +6,16 @@ recursively, camelCase as on the wire), an example value and where it must show.
 to the model without an entry fails :func:`test_every_spec_field_has_an_entry`; an entry whose
 value changes nothing, or shows elsewhere, fails :func:`test_each_field_changes_what_is_built`.
 Objects handed down whole to the Workflow (``target``, ``gangScheduler``, ``failurePolicy``,
-``imagePullSecrets`` items) are one entry each: the lower tier's own tests cover their fields.
+``nodeHealthMonitor``, ``imagePullSecrets`` items) are one entry each: the lower tier's own
+tests cover their fields. ``deadline`` is not part of the Workflow body ``build_workflow``
+makes: the Certification core hands each Workflow what is left of it at creation, so its
+entry checks the time left (``deadline_left``) instead.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -20,18 +24,20 @@ from typing import Any
 import attrs
 import pytest
 
-from cre.api.certification import CertificationSpec
+from cre.api.certification import Certification, CertificationSpec
 from cre.api.common import GangSchedulerSpec, TargetSpec
 from cre.api.converter import from_dict, to_dict
 from cre.api.failurepolicy import FailurePolicy
+from cre.api.job import NodeHealthMonitor
 from cre.api.meta import LocalObjectReference
+from cre.core.certification import deadline_left
 from cre.core.certification_build import BuildError, build_workflow, discover_for
 from cre.core.discovery import DiscoveryFailure
 from tests.core.tierworld import catalog, certification, nodes
 
 #: Handed to the Workflow as a whole (not walked into).
 WHOLE: frozenset[type] = frozenset({TargetSpec, GangSchedulerSpec, FailurePolicy,
-                                    LocalObjectReference})
+                                    LocalObjectReference, NodeHealthMonitor})
 NODES = nodes(4)
 
 Built = Mapping[str, Any]
@@ -100,9 +106,20 @@ class Case:
     value: Any
     shows: Callable[[Any], bool]
     entry: tuple[str, str] = ("communication", "nccl-all-reduce")
+    #: What to compute from the Certification instead of the Workflow body it builds.
+    via: Callable[[Certification], Any] | None = None
 
 
 GANG = {"schedulerName": "kai-scheduler", "queue": "q1"}
+CREATED = dt.datetime(2026, 12, 6, 12, 0, tzinfo=dt.UTC)
+
+
+def _time_left(cert: Certification) -> dt.timedelta | None:
+    """The deadline left one minute after the Certification was created."""
+    made = attrs.evolve(cert, metadata=attrs.evolve(cert.metadata, creation_timestamp=CREATED))
+    return deadline_left(made, CREATED + dt.timedelta(minutes=1))
+
+
 CASES: dict[str, Case] = {
     "nodesPerJob": Case(2, lambda wf: _job(wf)["workload"]["trainJob"]["trainer"]["numNodes"]
                         == 2),
@@ -155,6 +172,11 @@ CASES: dict[str, Case] = {
     "categories.variant": Case("nccl-all-gather",
                                lambda wf: wf["metadata"]["name"].endswith("nccl-all-gather"),
                                entry=("communication", "nccl-all-gather")),
+    "nodeHealthMonitor": Case({"conditions": [{"type": "GpuUnhealthy"}]},
+                              lambda wf: wf["spec"]["nodeHealthMonitor"]["conditions"][0]["type"]
+                              == "GpuUnhealthy"),
+    "maxNodes": Case(2, lambda wf: wf["spec"]["maxNodes"] == 2),
+    "deadline": Case("10m", lambda left: left == dt.timedelta(minutes=9), via=_time_left),
     "gangScheduler": Case(GANG, lambda wf: wf["spec"]["gangScheduler"]["queue"] == "q1" and all(
         p.get("schedulerName") == "kai-scheduler" for p in _pods(wf))),
 }
@@ -170,13 +192,16 @@ def _set(spec: dict[str, Any], path: str, value: Any) -> None:
 
 
 def _build(spec_changes: Callable[[dict[str, Any]], None],
-           entry: tuple[str, str]) -> Any:
-    """The Workflow body category 0 builds (or the DiscoveryFailure / BuildError)."""
+           entry: tuple[str, str], via: Callable[[Certification], Any] | None = None) -> Any:
+    """The Workflow body category 0 builds (or the DiscoveryFailure / BuildError), or what
+    ``via`` computes from the Certification."""
     body = to_dict(certification(entry))
     spec = copy.deepcopy(body["spec"])
     spec_changes(spec)
     body["spec"] = spec
     cert = from_dict(body)
+    if via is not None:
+        return via(cert)
     found = discover_for(cert, 0, NODES, catalog())
     if isinstance(found, DiscoveryFailure):
         return found
@@ -205,7 +230,7 @@ def test_each_field_changes_what_is_built(path: str) -> None:
     """Setting the field (globally, or in the category's options for a category option)
     changes what the category builds, and shows where the table says."""
     case = _case(path)
-    base = _build(lambda spec: None, ("communication", "nccl-all-reduce"))
+    base = _build(lambda spec: None, ("communication", "nccl-all-reduce"), case.via)
     if path.startswith("categories."):
         field = path.removeprefix("categories.")
 
@@ -218,7 +243,7 @@ def test_each_field_changes_what_is_built(path: str) -> None:
     else:
         def change(spec: dict[str, Any]) -> None:
             _set(spec, path, case.value)
-    built = _build(change, case.entry)
+    built = _build(change, case.entry, case.via)
     assert not isinstance(built, BuildError), built
     assert built != base, f"{path}: {case.value!r} changed nothing"
     assert case.shows(built), f"{path}: {case.value!r} did not show where expected"
