@@ -68,7 +68,7 @@ goldens: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider integration/cases --update-goldens $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cre cre_manager tests integration bench image examples
+	$(BIN)/ruff check cre cre_manager tests integration bench image examples conftest.py
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
