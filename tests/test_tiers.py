@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -121,8 +122,8 @@ def test_groups_follow_the_tier_and_the_path() -> None:
 
 
 def test_unit_guard_refuses_processes_and_servers() -> None:
-    """Inside the guard, starting a process, listening and connecting raise a TierViolation
-    naming the test; outside it they work again."""
+    """Inside the guard, starting a process, listening and connecting from the test's thread
+    raise a TierViolation naming the test; other threads and the code after it work."""
     with tiers.no_servers_or_processes("tests/x.py::t") as seen:
         with pytest.raises(tiers.TierViolation, match=r"tests/x\.py::t is a unit test but "
                                                       r"started a process \(true\)"):
@@ -133,5 +134,12 @@ def test_unit_guard_refuses_processes_and_servers() -> None:
                 sock.listen()
             with pytest.raises(tiers.TierViolation, match="connected to"):
                 sock.connect(("127.0.0.1", 9))
+        # Another thread (one an earlier test left running) is not this test's doing.
+        done: list[int] = []
+        other = threading.Thread(
+            target=lambda: done.append(subprocess.run(["true"], check=False).returncode))
+        other.start()
+        other.join(30)
+        assert done == [0]
     assert len(seen) == 3
     assert subprocess.run(["true"], check=False).returncode == 0
