@@ -80,9 +80,11 @@ demo: $(STAMP)
 	$(BIN)/python -m cre.testing.demo $(if $(SCENARIO),--scenario $(SCENARIO),)
 
 # The documentation site (site/): README, changelog, design records and the API reference from
-# the docstrings; strict, so a broken reference or link fails the build.
+# the docstrings; strict, so a broken reference or link fails the build (Sphinx roles in
+# docstrings too: tools/docs/griffe_sphinx_roles.py). PYTHONPATH: griffe-fieldz imports the
+# models, and they must be this checkout's.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	PYTHONPATH=$(CURDIR) NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # `pip install .` without extras in a throw-away venv: the manager and the library work without
 # pytest, hypothesis, rich or the test kit's dependencies.

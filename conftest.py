@@ -98,6 +98,9 @@ TIERS: dict[str, tuple[Tier, str]] = {
     "tests/cli/test_render.py": (U, "in-process command, no cluster"),
     "tests/cli/test_validate.py": (U, "in-process command, offline schemas"),
     "tests/cli/test_bad_input.py": (E2E, "the command as a process (exit codes, stderr)"),
+    "tests/cli/test_cluster_errors.py": (E2E, "cre cluster as a process"),
+    "tests/cli/test_cluster_up.py": (E2E, "cre cluster up starts emulator and simulator processes"),
+    "tests/cli/test_scripts.py": (E2E, "the shipped scripts in bash and fresh interpreters"),
     "tests/cli/test_help.py": (E2E, "the command, kubectl plugin and completion as processes"),
     "tests/cli/test_report_browser.py": (E2E, "chromium through Playwright"),
     # Emulator conformance and the controllers over HTTP.
@@ -107,9 +110,14 @@ TIERS: dict[str, tuple[Tier, str]] = {
     # The real control plane; its pure helpers are unit.
     "tests/controlplane/": (REAL, "kube-apiserver, etcd, KWOK, JobSet and their Go builds"),
     "tests/controlplane/test_allreal_units.py": (U, "all-real oracle helpers"),
+    "tests/controlplane/test_kwok_stages.py": (U, "KWOK stage documents"),
+    "tests/controlplane/test_wire.py": (U, "wire-byte masking and comparison"),
     "tests/controlplane/test_kubelet_logs.py": (EMU, "the fake kubelet's log server"),
     "tests/controlplane/test_normalise.py": (EMU, "differential normaliser over two emulators"),
-    # Whole-repository checks that run tools as processes.
+    # Whole-repository checks; a new file here is e2e until given its own entry.
+    "tests/": (E2E, "whole-repository checks (a new file: give it its own entry)"),
+    "tests/test_design_records.py": (U, "design records' headers, read as text"),
+    "tests/test_docs_roles.py": (U, "the docs' docstring-role extension, in process"),
     "tests/test_examples.py": (E2E, "the examples' golden suites in their own pytest"),
     "tests/test_layers.py": (E2E, "lint-imports as a process"),
     "tests/test_packaging.py": (E2E, "mypy and fresh interpreters"),
@@ -119,6 +127,7 @@ TIERS: dict[str, tuple[Tier, str]] = {
     "integration/cases/": (EMU, "golden cases (the type decides; see GOLDEN_UNIT_TYPES)"),
     "integration/e2e/": (E2E, "emulator, simulator and cre-manager processes"),
     "integration/container/": (E2E, "buildah, runc and the built image"),
+    "integration/": (E2E, "integration (a new folder: give it its own entry)"),
 }
 
 #: Golden case types that run no controller, server or process: pure rendering.

@@ -30,21 +30,41 @@ side between ``cre.testing`` and ``cre.controller``.
 
 __version__ = "0.1.0"
 
-from cre.api import Job, JobSpec, JobStatus, ValidationError, from_dict, to_dict
-from cre.core import (
-    JobSettings,
-    LogTail,
-    NodeView,
-    Observation,
-    Plan,
-    PodView,
-    ProjectionError,
-    TrainJobView,
-    node_view,
-    pod_view,
-    reconcile_job,
-    trainjob_view,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cre.api import Job, JobSpec, JobStatus, ValidationError, from_dict, to_dict
+    from cre.core import (
+        JobSettings,
+        LogTail,
+        NodeView,
+        Observation,
+        Plan,
+        PodView,
+        ProjectionError,
+        TrainJobView,
+        node_view,
+        pod_view,
+        reconcile_job,
+        trainjob_view,
+    )
+
+# The re-exports load on first use (PEP 562), so ``import cre.cli`` (``cre --help``, TAB
+# completion) does not pay for the API models and the core it may never touch.
+_FROM_API = frozenset({"Job", "JobSpec", "JobStatus", "ValidationError", "from_dict", "to_dict"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_API:
+        import cre.api
+
+        return getattr(cre.api, name)
+    if name in __all__:
+        import cre.core
+
+        return getattr(cre.core, name)
+    raise AttributeError(f"module 'cre' has no attribute {name!r}")
+
 
 __all__ = [
     "Job",

@@ -2,7 +2,7 @@
 
 A crash-looping pod shows only its exit code and last log line, so each class of start-up failure
 gets its own code and a message that says what to fix. The codes are part of the CLI contract
-(documented in docs/design/008-manager.md and the README).
+(documented in docs/design/008-manager.md and docs/guide/manager.md).
 """
 
 from __future__ import annotations

@@ -51,10 +51,13 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, o
            "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT),
                                           os.environ.get("PYTHONPATH", "")])}
     env.pop("CRE_BACKEND", None)
+    # A module that fails to import is its own test's failure, not the tiers': carry on.
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                           "-p", "no:cacheprovider", "-p", "tierdump"],
+                           "-p", "no:cacheprovider", "-p", "tierdump",
+                           "--continue-on-collection-errors"],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    assert "test tiers:" not in done.stdout + done.stderr, done.stdout[-3000:]
     items: dict[str, dict[str, object]] = json.loads(out.read_text())
     return items
 

@@ -8,24 +8,25 @@ resolved by the catalog builder, which knows the entry. The whole spec is fixed 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
 from cre.api.common import (
-    DURATION_FIELD,
     QUALIFIED_NAME,
     QUANTITY_SIZE,
-    THRESHOLD_VALUES,
     GangSchedulerSpec,
     Placement,
     TargetSpec,
     TestScale,
     WorkloadMetadata,
+    duration_field,
+    threshold_values,
 )
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
-from cre.api.fields import Constraints, c
+from cre.api.fields import c
+from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -45,130 +46,239 @@ class ResourceValues:
     """CPU and memory quantities."""
 
     cpu: str | None = attrs.field(
-        default=None, metadata=c(max_length=32, pattern=RESOURCE_QUANTITY)
-    )
+        default=None, metadata=c(max_length=32, pattern=RESOURCE_QUANTITY, doc=(
+            "CPU quantity, e.g. 64 or 500m.")))
     memory: str | None = attrs.field(
-        default=None, metadata=c(max_length=32, pattern=RESOURCE_QUANTITY)
-    )
+        default=None, metadata=c(max_length=32, pattern=RESOURCE_QUANTITY, doc=(
+            "Memory quantity, e.g. 500Gi.")))
 
 
 @attrs.frozen(kw_only=True)
 class CategoryResources:
     """CPU/memory of training containers; requests may not exceed limits."""
 
-    limits: ResourceValues | None = None
-    requests: ResourceValues | None = None
+    limits: ResourceValues | None = attrs.field(default=None, metadata=c(doc=(
+        "Upper bounds of the training containers' CPU and memory.")))
+    requests: ResourceValues | None = attrs.field(default=None, metadata=c(doc=(
+        "Guaranteed CPU and memory of the training containers; each may not exceed its limit.")))
 
 
-def _int(minimum: int) -> dict[str, Constraints]:
-    return c(minimum=minimum, int_format="int32")
+def _int(minimum: int, *, doc: str) -> dict[str, Any]:
+    return c(minimum=minimum, int_format="int32", doc=doc)
 
 
 @attrs.frozen(kw_only=True)
 class CategoryOptions:
     """Options of one category (or global defaults); ``None`` means "global or automatic"."""
 
-    nodes_per_job: int | None = attrs.field(default=None, metadata=_int(1))
-    enable_checkpoint: bool | None = None
-    max_steps: int | None = attrs.field(default=None, metadata=_int(-1))
-    exit_duration_mins: int | None = attrs.field(default=None, metadata=_int(1))
-    startup_stall_timeout_seconds: int | None = attrs.field(default=None, metadata=_int(1))
-    gpus_per_node: int | None = attrs.field(default=None, metadata=_int(1))
-    mlnx_per_node: int | None = attrs.field(default=None, metadata=_int(0))
+    nodes_per_job: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Nodes in each group; each group runs as one Job. Unset: all eligible nodes (one for "
+        "intra-node tests).")))
+    enable_checkpoint: bool | None = attrs.field(default=None, metadata=c(doc=(
+        "Training entries: provision a checkpoint volume and restart a failed run from its last "
+        "checkpoint. Unset: false.")))
+    max_steps: int | None = attrs.field(default=None, metadata=_int(-1, doc=(
+        "Training steps to run (-1: no step limit). Unset: the catalog entry's default.")))
+    exit_duration_mins: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Minutes after which a training run saves and exits. Unset: the catalog entry's default.")))
+    startup_stall_timeout_seconds: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Seconds the workload may take from application start to its first training step before "
+        "the Job is judged stalled; applies only with a stall multiplier. Unset: the catalog "
+        "entry's default.")))
+    gpus_per_node: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "GPUs requested per node. Unset: derived from the detected GPU architecture.")))
+    mlnx_per_node: int | None = attrs.field(default=None, metadata=_int(0, doc=(
+        "RDMA NICs requested per node; 0 requests none. Unset: derived from the GPU architecture"
+        " and platform.")))
     nic_resource_name: str | None = attrs.field(
-        default=None, metadata=c(max_length=253, pattern=QUALIFIED_NAME)
-    )
-    resources: CategoryResources | None = None
-    enable_mnnvl: bool | None = attrs.field(default=None, metadata=c(json_name="enableMNNVL"))
-    image: str | None = attrs.field(default=None, metadata=c(min_length=1, max_length=512))
-    image_pull_secrets: tuple[LocalObjectReference, ...] = ()
-    storage_class_name: str | None = None
-    save_interval: int | None = attrs.field(default=None, metadata=_int(1))
-    save_retain_interval: int | None = attrs.field(default=None, metadata=_int(1))
+        default=None, metadata=c(max_length=253, pattern=QUALIFIED_NAME, doc=(
+            "Extended resource name of the RDMA NICs (e.g. a device-plugin resource). Unset: "
+            "detected from the nodes.")))
+    resources: CategoryResources | None = attrs.field(default=None, metadata=c(doc=(
+        "CPU and memory requests and limits of the training containers. Unset: the catalog "
+        "entry's values.")))
+    enable_mnnvl: bool | None = attrs.field(default=None, metadata=c(json_name="enableMNNVL", doc=(
+        "Enable multi-node NVLink (sets NCCL_MNNVL_ENABLE). Unset: false.")))
+    image: str | None = attrs.field(default=None, metadata=c(min_length=1, max_length=512, doc=(
+        "Container image that replaces the catalog entry's image.")))
+    image_pull_secrets: tuple[LocalObjectReference, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Secrets (in the Workflow namespace) used to pull the workload images.")))
+    storage_class_name: str | None = attrs.field(default=None, metadata=c(doc=(
+        "StorageClass of the volumes CRE creates (checkpoints). Unset: the cluster default.")))
+    save_interval: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Training steps between two checkpoint saves. Unset: the catalog entry's default.")))
+    save_retain_interval: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Training steps between checkpoints that are kept permanently. Unset: the catalog "
+        "entry's default.")))
     save_top_k: int | None = attrs.field(
-        default=None, metadata=c(json_name="saveTopK", minimum=1, int_format="int32")
-    )
-    storage_size: str | None = attrs.field(default=None, metadata=c(pattern=QUANTITY_SIZE))
-    max_restarts: int | None = attrs.field(default=None, metadata=_int(0))
-    repeat_count: int | None = attrs.field(default=None, metadata=_int(1))
-    test_scale: TestScale | None = None
-    max_bytes: str | None = attrs.field(default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$"))
-    num_iterations: int | None = attrs.field(default=None, metadata=_int(1))
-    num_cycles: int | None = attrs.field(default=None, metadata=_int(1))
-    thresholds: Mapping[str, str] | None = attrs.field(default=None, metadata=THRESHOLD_VALUES)
-    max_concurrent: int | None = attrs.field(default=None, metadata=_int(0))
-    min_group_size: int | None = attrs.field(default=None, metadata=_int(1))
-    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
-    measurement_timeout: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
+        default=None, metadata=c(json_name="saveTopK", minimum=1, int_format="int32", doc=(
+            "Number of best checkpoints kept. Unset: the catalog entry's default.")))
+    storage_size: str | None = attrs.field(default=None, metadata=c(pattern=QUANTITY_SIZE, doc=(
+        "Size of the checkpoint volume, a Kubernetes quantity such as 10Ti. Unset: the catalog "
+        "entry's default.")))
+    max_restarts: int | None = attrs.field(default=None, metadata=_int(0, doc=(
+        "Restarts from a checkpoint allowed after a failure (used only with checkpointing). "
+        "Unset: the catalog entry's default.")))
+    repeat_count: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "How many times every group runs (the Workflow's iterations). Unset: 1.")))
+    test_scale: TestScale | None = attrs.field(default=None, metadata=c(doc=(
+        "How a communication test is spread over the nodes: intra-node, intra-rack or full-scale"
+        " (diagnose is refused by this version). Unset: full-scale.")))
+    max_bytes: str | None = attrs.field(
+        default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$", doc=(
+            "Largest message size of an NCCL test, in bytes with an optional K/M/G/T suffix "
+            "(nccl-tests -e). Unset: the catalog entry's default.")))
+    num_iterations: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Iterations per message size of an NCCL test (nccl-tests -n). Unset: the catalog entry's"
+        " default.")))
+    num_cycles: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Cycles of an NCCL test (nccl-tests -N). Unset: the catalog entry's default.")))
+    thresholds: Mapping[str, str] | None = attrs.field(default=None, metadata=threshold_values(doc=(
+        "Pass criteria: metric name (busBandwidthGBps, algBandwidthGBps, goodputRatio, "
+        "avgTFLOPsPerGPU, avgStepTimeSec) to a CEL expression over `value`, e.g. `value >= 400`."
+        " A whole map replaces the global one.")))
+    max_concurrent: int | None = attrs.field(default=None, metadata=_int(0, doc=(
+        "Jobs that may run at the same time within the category's Workflow; 0 means no limit. "
+        "Unset: 0.")))
+    min_group_size: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Smallest group the diagnose mode bisects down to, in nodes. Unset: 2.")))
+    timeout_per_job: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Go duration (e.g. 90m) after which a running Job fails with JobTimedOut. Unset: the "
+        "catalog entry's value.")))
+    measurement_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "How long a Job waits for its measurement after the workload succeeded, a Go duration "
+        "such as 5m. Unset: 5m.")))
     source_repo: str | None = attrs.field(
-        default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO)
-    )
-    workload_metadata: WorkloadMetadata | None = None
-    rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1))
-    placement: Placement | None = None
-    failure_policy: FailurePolicy | None = None
+        default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO, doc=(
+            "https or ssh URL of the Git repository the workload checks its sources out from. "
+            "Unset: the catalog entry's default.")))
+    workload_metadata: WorkloadMetadata | None = attrs.field(default=None, metadata=c(doc=(
+        "Labels put on the generated TrainJob (not on pods). Global and per-category labels "
+        "merge per key.")))
+    rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1, doc=(
+        "How RDMA devices are made available to the pods on platforms that need it (e.g. "
+        "hostpath). Unset: the catalog entry's default.")))
+    placement: Placement | None = attrs.field(default=None, metadata=c(doc=(
+        "Pinned: each group is bound to named nodes. Unpinned: one group of the requested size, "
+        "placed by the scheduler. Unset: Pinned.")))
+    failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(doc=(
+        "What a failed group does to the rest of the Workflow (fail fast or continue) and how "
+        "infrastructure aborts are retried.")))
+    scheduling_stall_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Go duration the workload's pods may stay unschedulable (the timeout clock paused) "
+        "before the group's Job fails Platform/Unschedulable. Copied to each group Job. Unset: "
+        "30m.")))
+    image_pull_grace_seconds: int | None = attrs.field(
+        default=None, metadata=c(minimum=1, maximum=IMAGE_PULL_GRACE_MAX, int_format="int32", doc=(
+            "Seconds a container may wait on a failing image pull (ErrImagePull, "
+            "ImagePullBackOff, InvalidImageName) before the group's Job fails "
+            "Platform/ImagePullFailed. Copied to each group Job. Unset: 120.")))
+    node_health_monitor: NodeHealthMonitor | None = attrs.field(default=None, metadata=c(doc=(
+        "Which node signals mean broken hardware (a CEL rule, node conditions, taints, labels, "
+        "allocatable GPUs falling); copied onto the category's Workflow and its Jobs. Unset: "
+        "the Job tier's default (a node cordoned mid-run is broken).")))
 
 
 @attrs.frozen(kw_only=True)
 class CertificationCategory:
     """One catalog entry to run, with its own options."""
 
-    domain: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL))
-    variant: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL))
-    options: CategoryOptions | None = None
+    domain: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL, doc=(
+        "Catalog domain of the entry, e.g. communication or training (`cre catalog` lists them).")))
+    variant: str = attrs.field(metadata=c(min_length=1, max_length=63, pattern=DNS_LABEL, doc=(
+        "Catalog variant within the domain, e.g. nccl-all-reduce.")))
+    options: CategoryOptions | None = attrs.field(default=None, metadata=c(doc=(
+        "Options of this category; every set option replaces the global one in the spec.")))
 
 
 @attrs.frozen(kw_only=True)
 class CertificationSpec(CategoryOptions):
     """What to certify. The inherited options are the global defaults of every category."""
 
-    target: TargetSpec = attrs.field(factory=TargetSpec)
+    target: TargetSpec = attrs.field(factory=TargetSpec, metadata=c(doc=(
+        "Which nodes to certify; every set filter applies. Unset: all GPU nodes.")))
     categories: tuple[CertificationCategory, ...] = attrs.field(
-        metadata=c(min_items=1, max_items=64)
-    )
-    gang_scheduler: GangSchedulerSpec | None = None
+        metadata=c(min_items=1, max_items=64, doc=(
+            "Catalog entries to run, one Workflow each, in the order given.")))
+    gang_scheduler: GangSchedulerSpec | None = attrs.field(default=None, metadata=c(doc=(
+        "Gang-schedule every category's pods with this scheduler (e.g. KAI). Unset: the default "
+        "scheduler.")))
+    deadline: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Go duration after which the whole run ends (each category's Workflow gets what is left "
+        "as its own deadline); unfinished groups are cancelled and their nodes Uncertified "
+        "(DeadlineExceeded). Unset: no limit.")))
+    max_nodes: int | None = attrs.field(
+        default=None, metadata=c(minimum=1, int_format="int32", doc=(
+        "At most this many nodes per category run (the first eligible ones by name); the rest "
+        "are excluded. Unset: every eligible node.")))
 
 
 @attrs.frozen(kw_only=True)
 class GroupBandwidth:
     """The measured bus bandwidth of one group of a category, next to its outcome."""
 
-    name: str
-    phase: GroupPhase
-    bus_bandwidth_gbps: str = attrs.field(metadata=c(json_name="busBandwidthGBps",
-                                                     pattern=r"^[0-9]+(\.[0-9]+)?$"))
+    name: str = attrs.field(metadata=c(doc="Group name within the category's Workflow."))
+    phase: GroupPhase = attrs.field(metadata=c(doc=(
+        "Outcome of the group: Pending, Running, Succeeded or Failed.")))
+    bus_bandwidth_gbps: str = attrs.field(
+        metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$", doc=(
+            "Bus bandwidth the group's Job measured, GB/s (max over message sizes).")))
 
 
 @attrs.frozen(kw_only=True)
 class CategoryStatus:
     """Progress of one category's Workflow."""
 
-    domain: str
-    variant: str
-    workflow_ref: NamespacedName | None = None
-    status: CategoryState = CategoryState.PENDING
-    verdict: Verdict | None = None
-    message: str | None = None
-    succeeded_nodes_ref: TypedLocalObjectReference | None = None
-    failed_nodes_ref: TypedLocalObjectReference | None = None
-    uncertified_nodes_ref: TypedLocalObjectReference | None = None
+    domain: str = attrs.field(metadata=c(doc="Catalog domain of the category."))
+    variant: str = attrs.field(metadata=c(doc="Catalog variant of the category."))
+    workflow_ref: NamespacedName | None = attrs.field(default=None, metadata=c(doc=(
+        "The Workflow running this category.")))
+    status: CategoryState = attrs.field(default=CategoryState.PENDING, metadata=c(doc=(
+        "Progress of the category: Pending, InProgress, Succeeded or Failed.")))
+    verdict: Verdict | None = attrs.field(default=None, metadata=c(doc=(
+        "Passed, Failed or Incomplete (some target nodes could not be certified).")))
+    message: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Why the category is in its state, copied from its Workflow.")))
+    succeeded_nodes_ref: TypedLocalObjectReference | None = attrs.field(
+        default=None, metadata=c(doc=(
+            "ConfigMap listing the nodes that passed this category.")))
+    failed_nodes_ref: TypedLocalObjectReference | None = attrs.field(default=None, metadata=c(doc=(
+        "ConfigMap listing the nodes that failed this category.")))
+    uncertified_nodes_ref: TypedLocalObjectReference | None = attrs.field(
+        default=None, metadata=c(doc=(
+            "ConfigMap listing the target nodes this category could not certify (infrastructure "
+            "aborts, cancellations).")))
     # The groups of the current iteration whose Job measured a bus bandwidth (GB/s).
-    groups: tuple[GroupBandwidth, ...] = attrs.field(default=(), metadata=c(max_items=1024))
+    groups: tuple[GroupBandwidth, ...] = attrs.field(default=(), metadata=c(max_items=1024, doc=(
+        "Groups of the current iteration whose Job measured a bus bandwidth, with their outcome.")))
 
 
 @attrs.frozen(kw_only=True)
 class CertificationStatus:
     """Observed state of a Certification."""
 
-    conditions: tuple[Condition, ...] = attrs.field(default=(), metadata=c(list_map_keys=("type",)))
-    phase: Phase | None = None
+    conditions: tuple[Condition, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("type",), doc=(
+            "Latest observations of the object's state (InProgress, Succeeded, Failed and "
+            "kind-specific types), keyed by type.")))
+    phase: Phase | None = attrs.field(default=None, metadata=c(doc=(
+        "One-word summary of the True condition: Pending, Running, Succeeded or Failed.")))
     observed_generation: int | None = attrs.field(
-        default=None, metadata=c(minimum=0, int_format="int64")
-    )
-    category_statuses: tuple[CategoryStatus, ...] = ()
-    verdict: Verdict | None = None
+        default=None, metadata=c(minimum=0, int_format="int64", doc=(
+            "The metadata.generation the status was computed from.")))
+    category_statuses: tuple[CategoryStatus, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Progress and outcome of each category, in spec order.")))
+    verdict: Verdict | None = attrs.field(default=None, metadata=c(doc=(
+        "Passed when every category passed, Failed when one failed, Incomplete when nodes could "
+        "not be certified.")))
     # "<passed>/<total>" categories, for `kubectl get certifications`.
-    categories: str | None = None
+    categories: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Categories passed out of the total, as passed/total (shown by kubectl get).")))
+    # One printer-column cell for every category: a column's JSONPath over a list
+    # (.spec.categories[*].variant) shows only its first value.
+    variants: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Every category's variant, comma-separated in spec order (the Variants column of "
+        "kubectl get -o wide).")))
 
 
 @attrs.frozen(kw_only=True)
@@ -177,8 +287,12 @@ class Certification:
 
     KIND: ClassVar[str] = "Certification"
 
-    api_version: str = API_VERSION
-    kind: str = "Certification"
-    metadata: ObjectMeta = attrs.field(factory=ObjectMeta)
-    spec: CertificationSpec = attrs.field(metadata=c(immutable=True))
-    status: CertificationStatus = attrs.field(factory=CertificationStatus)
+    api_version: str = attrs.field(default=API_VERSION, metadata=c(doc="cre.dev/v1alpha1."))
+    kind: str = attrs.field(default="Certification", metadata=c(doc="Certification."))
+    metadata: ObjectMeta = attrs.field(factory=ObjectMeta, metadata=c(doc=(
+        "Standard object metadata.")))
+    spec: CertificationSpec = attrs.field(metadata=c(immutable=True, doc=(
+        "What to certify: target nodes, catalog categories and their options. Cannot change "
+        "after creation.")))
+    status: CertificationStatus = attrs.field(factory=CertificationStatus, metadata=c(doc=(
+        "Progress and verdict, written by the Certification controller.")))

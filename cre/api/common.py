@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 
@@ -36,6 +36,16 @@ THRESHOLD_KEYS: Final = frozenset(
 CEL_MAX_LENGTH: Final = 2048
 # The values of a ``thresholds`` map are CEL expressions.
 THRESHOLD_VALUES: Final = c(values=Constraints(max_length=CEL_MAX_LENGTH))
+
+
+def duration_field(*, doc: str) -> dict[str, Any]:
+    """``DURATION_FIELD`` with the field's description."""
+    return c(pattern=DURATION, max_length=DURATION_MAX_LENGTH, max_duration=MAX_DURATION, doc=doc)
+
+
+def threshold_values(*, doc: str) -> dict[str, Any]:
+    """``THRESHOLD_VALUES`` with the field's description."""
+    return c(values=Constraints(max_length=CEL_MAX_LENGTH), doc=doc)
 # Label keys a user may not set through workloadMetadata.
 RESERVED_LABEL_KEYS: Final = frozenset({"app.kubernetes.io/managed-by"})
 RESERVED_LABEL_PREFIX: Final = "cre.dev/"
@@ -80,28 +90,37 @@ class NodeSelectorRequirement:
         ),
     )
 
-    key: str = attrs.field(metadata=c(min_length=1))
-    operator: NodeSelectorOperator
-    values: tuple[str, ...] = ()
+    key: str = attrs.field(metadata=c(min_length=1, doc="Node label key."))
+    operator: NodeSelectorOperator = attrs.field(metadata=c(doc=(
+        "In, NotIn, Exists or DoesNotExist.")))
+    values: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Label values; required for In and NotIn, empty for Exists and DoesNotExist.")))
 
 
 @attrs.frozen(kw_only=True)
 class TaintSelector:
     """A taint a target node must carry; matching tolerations go onto workload pods."""
 
-    key: str = attrs.field(metadata=c(min_length=1))
-    value: str | None = None
-    effect: TaintEffect | None = None
+    key: str = attrs.field(metadata=c(min_length=1, doc="Taint key the node must carry."))
+    value: str | None = attrs.field(default=None, metadata=c(doc="Taint value. Unset: any value."))
+    effect: TaintEffect | None = attrs.field(default=None, metadata=c(doc=(
+        "NoSchedule, PreferNoSchedule or NoExecute. Unset: any effect.")))
 
 
 @attrs.frozen(kw_only=True)
 class TargetSpec:
     """Which nodes are candidates; every set filter applies (AND)."""
 
-    node_selector: Mapping[str, str] = attrs.field(factory=dict)
-    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
-    node_names: tuple[str, ...] = ()
-    taint_selectors: tuple[TaintSelector, ...] = ()
+    node_selector: Mapping[str, str] = attrs.field(factory=dict, metadata=c(doc=(
+        "Node labels that must all match (label key to value).")))
+    match_expressions: tuple[NodeSelectorRequirement, ...] = attrs.field(
+        default=(), metadata=c(doc=(
+            "Node label requirements that must all hold.")))
+    node_names: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Only these nodes (by name).")))
+    taint_selectors: tuple[TaintSelector, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Taints a node must all carry; workload pods get matching tolerations. Cordoned nodes "
+        "are excluded unless selected here.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -115,14 +134,20 @@ class GangSchedulerSpec:
         ),
     )
 
-    scheduler_name: str = attrs.field(metadata=c(min_length=1))
+    scheduler_name: str = attrs.field(metadata=c(min_length=1, doc=(
+        "schedulerName given to the workload pods, e.g. kai-scheduler.")))
     queue: str = attrs.field(
         default="default-queue",
-        metadata=c(max_length=63, pattern=r"^$|^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$"),
+        metadata=c(
+            max_length=63,
+            pattern=r"^$|^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$",
+            doc=(
+                "Scheduler queue the workload is submitted to."),
+        ),
     )
     queue_label_key: str = attrs.field(
-        default="kai.scheduler/queue", metadata=c(max_length=317, pattern=QUALIFIED_NAME)
-    )
+        default="kai.scheduler/queue", metadata=c(max_length=317, pattern=QUALIFIED_NAME, doc=(
+            "Label key carrying the queue name on the workload (Run:ai: runai/queue).")))
 
 
 @attrs.frozen(kw_only=True)
@@ -136,7 +161,9 @@ class WorkloadMetadata:
         ),
     )
 
-    labels: Mapping[str, str] = attrs.field(factory=dict, metadata=c(max_properties=32))
+    labels: Mapping[str, str] = attrs.field(factory=dict, metadata=c(max_properties=32, doc=(
+        "Labels to put on the workload object; keys app.kubernetes.io/managed-by and cre.dev/* "
+        "are reserved.")))
 
 
 class Placement(enum.StrEnum):

@@ -26,7 +26,8 @@ class ConditionType(enum.StrEnum):
     COMPLETE = "Complete"
     # Workflow / Certification: the run ended Succeeded but did not cover every node.
     INCOMPLETE = "Incomplete"
-    # Workflow: every group of one iteration ended on an infrastructure abort.
+    # Workflow (copied to Certification and WorkloadRun): at least 2 groups and at least
+    # failurePolicy.outageThresholdPercent of one iteration's groups ended infra-aborted.
     SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
 
 
@@ -72,6 +73,7 @@ class IncompleteReason(enum.StrEnum):
 
     INFRA_ABORTED = "InfraAborted"
     NODES_EXCLUDED = "NodesExcluded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"  # the run's deadline cancelled its running groups
     COMPLETE = "Complete"  # the False form: every target node was certified
 
 
@@ -115,6 +117,10 @@ class JobReason(enum.StrEnum):
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
     JOB_TIMED_OUT = "JobTimedOut"
     INVALID_SPEC = "InvalidSpec"
+    # A container of the workload could not pull its image within imagePullGraceSeconds.
+    IMAGE_PULL_FAILED = "ImagePullFailed"
+    # Pods of the workload stayed unschedulable past schedulingStallTimeout.
+    WORKLOAD_UNSCHEDULABLE = "WorkloadUnschedulable"
 
 
 class FailedNodeReason(enum.StrEnum):
@@ -132,6 +138,7 @@ class FailureScope(enum.StrEnum):
     NODE = "Node"
     PLATFORM = "Platform"
     CONTROL_PLANE = "ControlPlane"
+    CONFIGURATION = "Configuration"
 
 
 class WorkflowReason(enum.StrEnum):
@@ -170,6 +177,19 @@ class WorkflowReason(enum.StrEnum):
     OVERRIDE_NO_OP = "OverrideNoOp"
     # Thresholds are set but the Job tier does not judge them yet (design record 013).
     THRESHOLDS_NOT_JUDGED = "ThresholdsNotJudged"
+    # The blame rows of docs/design/013: a deterministic error of the user's configuration
+    # (admission rejection, InvalidSpec, a name collision), and a person deleting a workload.
+    CONFIGURATION_ERROR = "ConfigurationError"
+    USER_INTERRUPTED = "UserInterrupted"
+    # A NotReady node named by a Job's failure: the Workflow waits for it to come back.
+    NODE_NOT_READY_GRACE = "NodeNotReadyGrace"
+    # A group's launch left out nodes that are Failed, NotReady, cordoned or tainted (an
+    # event); too few were left to run it (the group's failure class reason).
+    NODES_EXCLUDED_FROM_GROUP = "NodesExcludedFromGroup"
+    TOO_FEW_USABLE_NODES = "TooFewUsableNodes"
+    # Nodes beyond the run's maxNodes were not taken (an event); the run's deadline passed.
+    MAX_NODES_EXCLUDED = "MaxNodesExcluded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
 class CertificationReason(enum.StrEnum):
@@ -189,6 +209,13 @@ class CertificationReason(enum.StrEnum):
     WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
     INVALID_SPEC = "InvalidSpec"
     NODE_DISCOVERY_ERROR = "NodeDiscoveryError"
+    # Headline reasons: the most severe genuine failure across categories (docs/design/013).
+    JOB_HARDWARE_FAILED = "JobHardwareFailed"
+    CONFIGURATION_ERROR = "ConfigurationError"
+    USER_INTERRUPTED = "UserInterrupted"
+    SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
+    # A category's nodesPerJob was above its eligible nodes and was clamped (an event).
+    NODES_PER_JOB_CLAMPED = "NodesPerJobClamped"
 
 
 class WorkloadRunReason(enum.StrEnum):
@@ -204,6 +231,7 @@ class WorkloadRunReason(enum.StrEnum):
     WORKFLOW_DELETED = "WorkflowDeleted"
     WORKFLOW_NAME_COLLISION = "WorkflowNameCollision"
     WAITING_FOR_NODES = "WaitingForNodes"
+    SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
 
 
 class MeasurementReason(enum.StrEnum):

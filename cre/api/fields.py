@@ -1,9 +1,17 @@
 """Schema facts attached to attrs fields: one source for validation and CRD generation.
 
 A model field states its JSON name (when plain camelCase is wrong, e.g. ``enableMNNVL``), its
-OpenAPI constraints and its immutability once, in ``metadata=c(...)``. The converter reads the
-JSON name, ``cre.api.validate`` checks the constraints and ``cre.api.crdgen`` turns the very same
-facts into the CRD schema, so the admission rules of a real server and the library cannot drift.
+OpenAPI constraints, its immutability and its user-facing description once, in
+``metadata=c(...)``. The converter reads the JSON name, ``cre.api.validate`` checks the
+constraints and ``cre.api.crdgen`` turns the very same facts into the CRD schema, so the
+admission rules of a real server and the library cannot drift.
+
+``doc`` is what ``kubectl explain`` shows for the field: what it means and its unit, in one or
+two sentences ("Seconds a worker may stay silent before the Job is judged stalled."). The
+default, the bounds and the length limits are NOT written there: ``cre.api.schema`` appends them
+from the field's default and the constraints above, so they cannot disagree with what is
+enforced. ``c(doc=...)`` also stores the text under the plain ``"description"`` metadata key,
+which is where the API reference site (griffe-fieldz) reads attrs field descriptions.
 """
 
 from __future__ import annotations
@@ -20,7 +28,9 @@ class Constraints:
     """OpenAPI facts for one field; ``None`` means "no constraint"."""
 
     json_name: str | None = None
-    description: str | None = None
+    # What the field means, for users (kubectl explain, the CRD, the API reference): one or two
+    # sentences with the unit; default and bounds are appended by cre.api.schema.
+    doc: str | None = None
     minimum: int | float | None = None
     maximum: int | float | None = None
     min_length: int | None = None
@@ -46,9 +56,20 @@ class Constraints:
     values: Constraints | None = None
 
 
-def c(**kwargs: Any) -> dict[str, Constraints]:
-    """Field metadata carrying ``Constraints``: ``attrs.field(metadata=c(minimum=1))``."""
-    return {KEY: Constraints(**kwargs)}
+DESCRIPTION_KEY: Final = "description"
+
+
+def c(**kwargs: Any) -> dict[str, Any]:
+    """Field metadata carrying ``Constraints``: ``attrs.field(metadata=c(minimum=1, doc="..."))``.
+
+    The ``doc`` text is stored twice on purpose: inside the ``Constraints`` (read by the CRD
+    generator) and under the ``"description"`` key that documentation tools look for.
+    """
+    cons = Constraints(**kwargs)
+    meta: dict[str, Any] = {KEY: cons}
+    if cons.doc:
+        meta[DESCRIPTION_KEY] = cons.doc
+    return meta
 
 
 NO_CONSTRAINTS: Final = Constraints()

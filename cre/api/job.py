@@ -13,12 +13,28 @@ from typing import Any, ClassVar
 
 import attrs
 
-from cre.api.common import CEL_MAX_LENGTH, DURATION_FIELD, THRESHOLD_VALUES, WorkloadMetadata
+from cre.api.common import (
+    CEL_MAX_LENGTH,
+    TaintEffect,
+    WorkloadMetadata,
+    duration_field,
+    threshold_values,
+)
 from cre.api.conditions import FailedNodeReason, FailureScope, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
 from cre.api.measurement import BandwidthMeasurementSpec
-from cre.api.meta import Condition, ObjectMeta, ObjectReference, TypedLocalObjectReference
+from cre.api.meta import (
+    Condition,
+    ConditionStatus,
+    ObjectMeta,
+    ObjectReference,
+    TypedLocalObjectReference,
+)
+
+# The longest imagePullGraceSeconds accepted: one hour (a registry that has not answered in an
+# hour will not answer within a certification run).
+IMAGE_PULL_GRACE_MAX = 3600
 
 
 @attrs.frozen(kw_only=True)
@@ -26,38 +42,83 @@ class WorkloadSpec:
     """The workload union; exactly one member is set (today only ``trainJob``)."""
 
     train_job: Mapping[str, Any] | None = attrs.field(
-        default=None, metadata=c(preserve_unknown=True, description="Kubeflow TrainJobSpec")
-    )
+        default=None, metadata=c(preserve_unknown=True, doc=(
+            "Kubeflow Trainer TrainJobSpec to run, as opaque JSON (the Trainer CRD owns its "
+            "schema).")))
 
 
 @attrs.frozen(kw_only=True)
 class CelExpression:
     """A CEL expression."""
 
-    expression: str = attrs.field(metadata=c(min_length=1, max_length=CEL_MAX_LENGTH))
+    expression: str = attrs.field(metadata=c(min_length=1, max_length=CEL_MAX_LENGTH, doc=(
+        "CEL expression text.")))
+
+
+@attrs.frozen(kw_only=True)
+class NodeConditionSignal:
+    """A node condition that means broken hardware when it has ``status`` (e.g. a GPU-health
+    condition a node problem detector sets: ``type: GpuUnhealthy``, ``status: "True"``)."""
+
+    type: str = attrs.field(metadata=c(min_length=1, max_length=316, doc=(
+        "Condition type, e.g. GpuUnhealthy.")))
+    status: ConditionStatus = attrs.field(default=ConditionStatus.TRUE, metadata=c(doc=(
+        "The condition status that means broken hardware. Default True.")))
+
+
+@attrs.frozen(kw_only=True)
+class NodeTaintSignal:
+    """A taint that means broken hardware; an unset value or effect matches any."""
+
+    key: str = attrs.field(metadata=c(min_length=1, max_length=316, doc="Taint key."))
+    value: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Taint value. Unset: any value.")))
+    effect: TaintEffect | None = attrs.field(default=None, metadata=c(doc=(
+        "Taint effect. Unset: any effect.")))
 
 
 @attrs.frozen(kw_only=True)
 class NodeHealthMonitor:
-    """CEL over ``node`` (a full corev1 Node); true means the node is unhealthy."""
+    """Which node signals mean broken hardware while a Job runs; any signal that holds on a
+    node of the Job flags it. ``cel``: an expression over ``node`` (a corev1 Node), true means
+    unhealthy. ``conditions`` / ``taints`` / ``labels``: a node carrying one of them is
+    unhealthy. ``gpuAllocatableDrop``: a node whose allocatable ``nvidia.com/gpu`` fell below
+    its count when the Workflow launched the group (annotation ``cre.dev/group-gpus``)."""
 
-    cel: CelExpression
+    cel: CelExpression | None = attrs.field(default=None, metadata=c(doc=(
+        "CEL over `node` (the full corev1 Node); true means the node is unhealthy and the Job "
+        "fails with a hardware failure, e.g. `node.spec.unschedulable == true`.")))
+    conditions: tuple[NodeConditionSignal, ...] = attrs.field(
+        default=(), metadata=c(max_items=32, doc=(
+            "Node conditions that mean broken hardware (e.g. one a node problem detector sets).")))
+    taints: tuple[NodeTaintSignal, ...] = attrs.field(default=(), metadata=c(max_items=32, doc=(
+        "Taints that mean broken hardware.")))
+    labels: Mapping[str, str] = attrs.field(factory=dict, metadata=c(doc=(
+        "Labels (key to value) that mean broken hardware.")))
+    gpu_allocatable_drop: bool | None = attrs.field(
+        default=None, metadata=c(json_name="gpuAllocatableDrop", doc=(
+            "Flag a node whose allocatable nvidia.com/gpu fell below its count when the group was "
+            "launched. Unset: false.")))
 
 
 @attrs.frozen(kw_only=True)
 class CheckpointSpec:
     """Restart the workload from its last checkpoint after a failure."""
 
-    pvc_name: str = attrs.field(metadata=c(min_length=1))
-    max_restarts: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
+    pvc_name: str = attrs.field(metadata=c(min_length=1, doc=(
+        "PersistentVolumeClaim holding the checkpoints.")))
+    max_restarts: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
+        "Restarts from the last checkpoint allowed after a failure.")))
 
 
 @attrs.frozen(kw_only=True)
 class GoodputMeasurementRequest:
     """Ask for a GoodputMeasurement of this Job."""
 
-    log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
+    log_profile_ref: str = attrs.field(metadata=c(min_length=1, doc=(
+        "Name of the LogProfile that parses the training log.")))
+    sample_interval: str = attrs.field(default="60s", metadata=duration_field(doc=(
+        "How often the log is read, a Go duration such as 30s or 5m.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -66,9 +127,12 @@ class BandwidthMeasurementRequest:
 
     # The same fields as cre.api.measurement.BandwidthMeasurementSpec less its jobRef (the Job
     # asking is the one measured); for_job() builds that spec, a test keeps the two in step.
-    log_profile_ref: str = attrs.field(metadata=c(min_length=1))
-    sample_interval: str = attrs.field(default="60s", metadata=DURATION_FIELD)
-    test_type: str | None = None
+    log_profile_ref: str = attrs.field(metadata=c(min_length=1, doc=(
+        "Name of the LogProfile that parses the nccl-tests output.")))
+    sample_interval: str = attrs.field(default="60s", metadata=duration_field(doc=(
+        "How often the log is read, a Go duration such as 30s or 5m.")))
+    test_type: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Name of the test, put on the bandwidth metrics as the nccl_test label.")))
 
     def for_job(self, job_ref: TypedLocalObjectReference) -> BandwidthMeasurementSpec:
         """The spec of the BandwidthMeasurement this request asks for, measuring ``job_ref``."""
@@ -81,93 +145,140 @@ class JobSpec:
     creation (CEL transition rules in the CRD)."""
 
     workload: WorkloadSpec = attrs.field(
-        metadata=c(min_properties=1, max_properties=1, immutable=True)
-    )
+        metadata=c(min_properties=1, max_properties=1, immutable=True, doc=(
+            "What to run; exactly one member (today trainJob). Cannot change after creation.")))
     workload_metadata: WorkloadMetadata | None = attrs.field(
-        default=None, metadata=c(immutable=True, presence_immutable=True)
-    )
+        default=None, metadata=c(immutable=True, presence_immutable=True, doc=(
+            "Labels put on the workload object. Fixed at creation.")))
     node_health_monitor: NodeHealthMonitor | None = attrs.field(
-        default=None, metadata=c(immutable=True, presence_immutable=True)
-    )
-    checkpoint: CheckpointSpec | None = None
+        default=None, metadata=c(immutable=True, presence_immutable=True, doc=(
+            "Fail the Job when a node of its group turns unhealthy by this CEL rule. Fixed at "
+            "creation.")))
+    checkpoint: CheckpointSpec | None = attrs.field(default=None, metadata=c(doc=(
+        "Restart the workload from its last checkpoint after a failure.")))
     stall_multiplier: int | None = attrs.field(
-        default=None, metadata=c(minimum=1, int_format="int32")
-    )
+        default=None, metadata=c(minimum=1, int_format="int32", doc=(
+            "Fail with WorkloadStalled when no training step was logged for this many average "
+            "step times (needs goodputMeasurement). Unset: no stall detection.")))
     startup_stall_timeout_seconds: int = attrs.field(
-        default=1200, metadata=c(minimum=1, int_format="int32")
-    )
+        default=1200, metadata=c(minimum=1, int_format="int32", doc=(
+            "Seconds from application start to the first training step before the Job is judged "
+            "stalled (only with stallMultiplier).")))
     scheduling_stall_grace_seconds: int = attrs.field(
-        default=300, metadata=c(minimum=1, int_format="int32")
-    )
+        default=300, metadata=c(minimum=1, int_format="int32", doc=(
+            "Seconds the workload's pods may stay unschedulable before the Job reports "
+            "WorkloadSchedulingBlocked.")))
+    scheduling_stall_timeout: str = attrs.field(default="30m", metadata=duration_field(doc=(
+        "Go duration the workload's pods may stay unschedulable (the timeout clock paused all "
+        "along) before the Job fails WorkloadUnschedulable (Platform/Unschedulable).")))
+    image_pull_grace_seconds: int = attrs.field(
+        default=120, metadata=c(minimum=1, maximum=IMAGE_PULL_GRACE_MAX, int_format="int32", doc=(
+            "Seconds a container of the workload may wait on a failing image pull (ErrImagePull, "
+            "ImagePullBackOff, InvalidImageName, ErrImageNeverPull) before the Job fails "
+            "ImagePullFailed, failure class Platform.")))
     goodput_measurement: GoodputMeasurementRequest | None = attrs.field(
-        default=None, metadata=c(immutable=True, presence_immutable=True)
-    )
+        default=None, metadata=c(immutable=True, presence_immutable=True, doc=(
+            "Create a GoodputMeasurement of this Job. Fixed at creation.")))
     bandwidth_measurement: BandwidthMeasurementRequest | None = attrs.field(
-        default=None, metadata=c(immutable=True, presence_immutable=True)
-    )
-    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=THRESHOLD_VALUES)
-    measurement_timeout: str = attrs.field(default="5m", metadata=DURATION_FIELD)
+        default=None, metadata=c(immutable=True, presence_immutable=True, doc=(
+            "Create a BandwidthMeasurement of this Job. Fixed at creation.")))
+    thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=threshold_values(doc=(
+        "Pass criteria: metric name (busBandwidthGBps, algBandwidthGBps, goodputRatio, "
+        "avgTFLOPsPerGPU, avgStepTimeSec) to a CEL expression over `value`, e.g. `value >= 400`.")))
+    measurement_timeout: str = attrs.field(default="5m", metadata=duration_field(doc=(
+        "How long the Job waits for its measurement to complete after the workload succeeded, a "
+        "Go duration such as 90s or 1h30m.")))
     # Fail with JobTimedOut this long after the workload was first seen running (copied from
     # the Workflow's orchestration.timeoutPerJob); unset means no limit.
-    timeout_per_job: str | None = attrs.field(default=None, metadata=DURATION_FIELD)
+    timeout_per_job: str | None = attrs.field(default=None, metadata=duration_field(doc=(
+        "Fail with JobTimedOut this long after the workload was first seen running, a Go "
+        "duration such as 90s or 1h30m. Unset: no limit.")))
 
 
 @attrs.frozen(kw_only=True)
 class FailedNode:
     """A node blamed for a failure; the list is keyed by (name, reason)."""
 
-    name: str = attrs.field(metadata=c(min_length=1))
-    reason: FailedNodeReason
-    message: str = ""
+    name: str = attrs.field(metadata=c(min_length=1, doc="Node name."))
+    reason: FailedNodeReason = attrs.field(metadata=c(doc=(
+        "HardwareFailureDetected, ThresholdViolation or WorkloadFailed.")))
+    message: str = attrs.field(default="", metadata=c(doc="Why the node is blamed."))
 
 
 @attrs.frozen(kw_only=True)
 class FailureLog:
     """The log tail of the container that failed first (or why none could be read)."""
 
-    pod_name: str | None = None
-    container_name: str | None = None
-    node_name: str | None = None
-    exit_code: int | None = attrs.field(default=None, metadata=c(int_format="int32"))
-    reason: str | None = None
-    finished_at: datetime | None = None
-    tail: str = attrs.field(default="", metadata=c(max_length=32768))
+    pod_name: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Pod whose container failed first.")))
+    container_name: str | None = attrs.field(default=None, metadata=c(doc="Container that failed."))
+    node_name: str | None = attrs.field(default=None, metadata=c(doc="Node the pod ran on."))
+    exit_code: int | None = attrs.field(default=None, metadata=c(int_format="int32", doc=(
+        "Exit code of the failed container.")))
+    reason: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Termination reason of the container (e.g. Error, OOMKilled), or why no log could be "
+        "read.")))
+    finished_at: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "When the container terminated (RFC 3339).")))
+    tail: str = attrs.field(default="", metadata=c(max_length=32768, doc=(
+        "Last lines of the container's log.")))
 
 
 @attrs.frozen(kw_only=True)
 class FailureClass:
     """Whom a failure is attributed to, so the Workflow can retry, cordon or escalate."""
 
-    scope: FailureScope
-    reason: str = attrs.field(metadata=c(min_length=1))
-    message: str = ""
+    scope: FailureScope = attrs.field(metadata=c(doc=(
+        "Whom the failure is attributed to: Workload, Node, Platform, ControlPlane or "
+        "Configuration.")))
+    reason: str = attrs.field(metadata=c(min_length=1, doc=(
+        "The cause within the scope, one CamelCase word.")))
+    message: str = attrs.field(default="", metadata=c(doc="Human-readable details of the cause."))
 
 
 @attrs.frozen(kw_only=True)
 class JobStatus:
     """The observed state of a Job, written only by the Job controller."""
 
-    conditions: tuple[Condition, ...] = attrs.field(default=(), metadata=c(list_map_keys=("type",)))
-    phase: Phase | None = None
+    conditions: tuple[Condition, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("type",), doc=(
+            "Latest observations of the object's state (InProgress, Succeeded, Failed and "
+            "kind-specific types), keyed by type. HardwareFailed and ValidationFailed may be "
+            "True next to the execution state.")))
+    phase: Phase | None = attrs.field(default=None, metadata=c(doc=(
+        "One-word summary of the True condition: Pending, Running, Succeeded or Failed.")))
     failed_nodes: tuple[FailedNode, ...] = attrs.field(
-        default=(), metadata=c(list_map_keys=("name", "reason"))
-    )
-    workload_ref: ObjectReference | None = None
-    workload_start_time: datetime | None = None
-    scheduling_blocked_since: datetime | None = None
-    scheduling_resumed_time: datetime | None = None
-    restart_count: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32"))
+        default=(), metadata=c(list_map_keys=("name", "reason"), doc=(
+            "Nodes blamed for the failure, keyed by (name, reason).")))
+    workload_ref: ObjectReference | None = attrs.field(default=None, metadata=c(doc=(
+        "The workload object (TrainJob) created for this Job.")))
+    workload_start_time: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "When the workload was first seen running; timeoutPerJob counts from here.")))
+    scheduling_blocked_since: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "Since when the workload's pods have been unschedulable (unset when they are not).")))
+    scheduling_resumed_time: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "When the pods last became schedulable again after being blocked.")))
+    image_pull_failing_since: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "Since when a container of the workload has been waiting on a failing image pull "
+        "(unset when none is).")))
+    restart_count: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
+        "Restarts from a checkpoint so far.")))
     observed_generation: int | None = attrs.field(
-        default=None, metadata=c(minimum=0, int_format="int64")
-    )
-    failure_log: FailureLog | None = None
-    failure_class: FailureClass | None = None
+        default=None, metadata=c(minimum=0, int_format="int64", doc=(
+            "The metadata.generation the status was computed from.")))
+    failure_log: FailureLog | None = attrs.field(default=None, metadata=c(doc=(
+        "Log tail of the container that failed first, or why none could be read.")))
+    failure_class: FailureClass | None = attrs.field(default=None, metadata=c(doc=(
+        "Whom the failure is attributed to, so the Workflow can retry, exclude the node or stop.")))
     # When the finalizer started waiting for the workload's pods to drain (bounded wait).
-    drain_start_time: datetime | None = None
+    drain_start_time: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "When deletion started waiting for the workload's pods to go (a bounded wait).")))
     # The final measured bus bandwidth (max over message sizes, GB/s, "%.2f"): what the
     # thresholds were judged on, shown next to the verdict (printer column BusBW).
     bus_bandwidth_gbps: str | None = attrs.field(
-        default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$"))
+        default=None, metadata=c(json_name="busBandwidthGBps", pattern=r"^[0-9]+(\.[0-9]+)?$", doc=(
+            "Final measured bus bandwidth, GB/s (max over message sizes), the value the "
+            "thresholds were judged on.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -176,8 +287,11 @@ class Job:
 
     KIND: ClassVar[str] = "Job"
 
-    api_version: str = API_VERSION
-    kind: str = "Job"
-    metadata: ObjectMeta = attrs.field(factory=ObjectMeta)
-    spec: JobSpec
-    status: JobStatus = attrs.field(factory=JobStatus)
+    api_version: str = attrs.field(default=API_VERSION, metadata=c(doc="cre.dev/v1alpha1."))
+    kind: str = attrs.field(default="Job", metadata=c(doc="Job."))
+    metadata: ObjectMeta = attrs.field(factory=ObjectMeta, metadata=c(doc=(
+        "Standard object metadata.")))
+    spec: JobSpec = attrs.field(metadata=c(doc=(
+        "The workload to run on one node group and how to judge it.")))
+    status: JobStatus = attrs.field(factory=JobStatus, metadata=c(doc=(
+        "Progress and outcome, written by the Job controller.")))

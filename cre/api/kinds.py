@@ -76,8 +76,8 @@ KINDS: tuple[KindInfo, ...] = (
             attrs.evolve(REASON, priority=1),
             PrinterColumn(
                 name="Variants",
-                json_path=".spec.categories[*].variant",
-                description="Catalog variants to run",
+                json_path=".status.variants",
+                description="Catalog variants to run, every category",
                 priority=1,
             ),
         ),

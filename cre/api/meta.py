@@ -90,52 +90,65 @@ class Condition:
             pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?"
             r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?"
             r"[A-Za-z0-9])$",
+            doc=(
+                "Condition type, e.g. InProgress, Succeeded, Failed, ValidationFailed."),
         ),
     )
-    status: ConditionStatus
+    status: ConditionStatus = attrs.field(metadata=c(doc="True, False or Unknown."))
     reason: str = attrs.field(
         converter=str,
         metadata=c(
-            min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+            min_length=1,
+            max_length=1024,
+            pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+            doc=(
+                "One CamelCase word saying why the condition has its status."),
         ),
     )
-    message: str = attrs.field(default="", metadata=c(max_length=32768))
-    last_transition_time: datetime
+    message: str = attrs.field(default="", metadata=c(max_length=32768, doc=(
+        "Human-readable details.")))
+    last_transition_time: datetime = attrs.field(metadata=c(doc=(
+        "When the status last changed (RFC 3339).")))
     observed_generation: int | None = attrs.field(
-        default=None, metadata=c(minimum=0, int_format="int64")
-    )
+        default=None, metadata=c(minimum=0, int_format="int64", doc=(
+            "The metadata.generation the condition was set from.")))
 
 
 @attrs.frozen(kw_only=True)
 class LocalObjectReference:
     """A reference to an object of a known kind in the same namespace."""
 
-    name: str = attrs.field(metadata=c(min_length=1))
+    name: str = attrs.field(metadata=c(min_length=1, doc=(
+        "Name of the object in the same namespace.")))
 
 
 @attrs.frozen(kw_only=True)
 class TypedLocalObjectReference:
     """A reference to an object of any kind in the same namespace."""
 
-    api_group: str | None = None
-    kind: str = attrs.field(metadata=c(min_length=1))
-    name: str = attrs.field(metadata=c(min_length=1))
+    api_group: str | None = attrs.field(default=None, metadata=c(doc=(
+        "API group of the object; empty for the core group (e.g. ConfigMap).")))
+    kind: str = attrs.field(metadata=c(min_length=1, doc="Kind of the object."))
+    name: str = attrs.field(metadata=c(min_length=1, doc=(
+        "Name of the object in the same namespace.")))
 
 
 @attrs.frozen(kw_only=True)
 class NamespacedName:
     """A name and an optional namespace (empty: the referrer's namespace)."""
 
-    name: str = attrs.field(metadata=c(min_length=1))
-    namespace: str | None = None
+    name: str = attrs.field(metadata=c(min_length=1, doc="Name of the object."))
+    namespace: str | None = attrs.field(default=None, metadata=c(doc=(
+        "Namespace of the object. Unset: the referring object's namespace.")))
 
 
 @attrs.frozen(kw_only=True)
 class ObjectReference:
     """A fully typed reference to one object instance (``uid`` pins the instance)."""
 
-    api_version: str = attrs.field(metadata=c(min_length=1))
-    kind: str = attrs.field(metadata=c(min_length=1))
-    name: str = attrs.field(metadata=c(min_length=1))
-    namespace: str | None = None
-    uid: str | None = None
+    api_version: str = attrs.field(metadata=c(min_length=1, doc="apiVersion of the object."))
+    kind: str = attrs.field(metadata=c(min_length=1, doc="Kind of the object."))
+    name: str = attrs.field(metadata=c(min_length=1, doc="Name of the object."))
+    namespace: str | None = attrs.field(default=None, metadata=c(doc="Namespace of the object."))
+    uid: str | None = attrs.field(default=None, metadata=c(doc=(
+        "UID of the exact instance referred to.")))

@@ -56,6 +56,48 @@ def _default(field: attrs.Attribute[Any]) -> Any:
     return None
 
 
+def _json_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def _range(low: Any, high: Any, unit: str = "") -> str | None:
+    suffix = f" {unit}" if unit else ""
+    if low is not None and high is not None:
+        return f"{low}..{high}{suffix}."
+    if low is not None:
+        return f"At least {low}{suffix}."
+    if high is not None:
+        return f"At most {high}{suffix}."
+    return None
+
+
+def facts(field: attrs.Attribute[Any]) -> str:
+    """The default and bounds of ``field`` in words ("Default 300. 1..86400."), from the same
+    default and ``Constraints`` the schema enforces; empty when it has none."""
+    cons = constraints(field)
+    default = _default(field)
+    parts = [
+        f"Default {_json_literal(default)}." if default is not None else None,
+        _range(cons.minimum, cons.maximum),
+        f"At most {cons.max_duration}." if cons.max_duration else None,
+        _range(cons.min_length, cons.max_length, "characters"),
+        _range(cons.min_items, cons.max_items, "items"),
+        _range(cons.min_properties, cons.max_properties, "entries"),
+    ]
+    return " ".join(p for p in parts if p)
+
+
+def field_description(field: attrs.Attribute[Any], fallback: str | None = None) -> str | None:
+    """What ``kubectl explain`` shows for ``field``: its ``doc`` (or ``fallback``, the
+    description of its type) followed by its default and bounds."""
+    text = " ".join(p for p in (constraints(field).doc or fallback, facts(field)) if p)
+    return text or None
+
+
 def schema_for_type(tp: Any, cons: Constraints | None = None) -> dict[str, Any]:
     """The OpenAPI schema of a Python type with ``cons`` applied at this node."""
     cons = cons or Constraints()
@@ -99,8 +141,8 @@ def schema_for_type(tp: Any, cons: Constraints | None = None) -> dict[str, Any]:
         out = {"type": "string", "format": "date-time"}
     else:
         raise TypeError(f"no OpenAPI schema for {tp!r}")
-    if cons.description:
-        out["description"] = cons.description
+    if cons.doc:
+        out["description"] = cons.doc
     return out
 
 
@@ -117,6 +159,9 @@ def model_schema(cls: type) -> dict[str, Any]:
     for field in attrs.fields(cls):
         key, cons = json_name(field), constraints(field)
         node = schema_for_type(field.type, cons)
+        description = field_description(field, node.get("description"))
+        if description:
+            node["description"] = description
         default = _default(field)
         if default is not None:
             node["default"] = default

@@ -36,7 +36,7 @@ from cre.api.converter import emitted, from_dict, structure
 from cre.api.durations import duration_seconds
 from cre.api.errors import FieldError, ValidationError, describe, join, map_key
 from cre.api.fields import Constraints, constraints, json_name
-from cre.api.job import JobSpec, JobStatus
+from cre.api.job import JobSpec, JobStatus, NodeHealthMonitor
 from cre.api.kinds import BY_KIND
 from cre.api.labels import API_VERSION
 from cre.api.measurement import LogPattern
@@ -262,16 +262,19 @@ def _check_requirement(model: NodeSelectorRequirement, path: str) -> Iterator[Fi
         yield FieldError(path=join(path, "values"), message=f"{model.operator} takes no values")
 
 
+def _check_monitor(model: NodeHealthMonitor, path: str) -> Iterator[FieldError]:
+    """A ``nodeHealthMonitor`` (on a Job, a Workflow or a Certification) whose CEL compiles."""
+    cel = model.cel
+    if cel is not None and 0 < len(cel.expression) <= CEL_MAX_LENGTH:
+        try:
+            compile_cel(cel.expression)
+        except CelError as exc:
+            yield FieldError(path=join(path, "cel.expression"),
+                             message=f"invalid CEL expression: {exc}", value=cel.expression)
+
+
 def _check_job_spec(model: JobSpec, path: str) -> Iterator[FieldError]:
     yield from _thresholds(model.thresholds, join(path, "thresholds"))
-    monitor = model.node_health_monitor
-    if monitor is not None and 0 < len(monitor.cel.expression) <= CEL_MAX_LENGTH:
-        try:
-            compile_cel(monitor.cel.expression)
-        except CelError as exc:
-            yield FieldError(path=join(path, "nodeHealthMonitor.cel.expression"),
-                             message=f"invalid CEL expression: {exc}",
-                             value=monitor.cel.expression)
     if model.stall_multiplier is not None and model.goodput_measurement is None:
         yield FieldError(
             path=join(path, "stallMultiplier"),
@@ -508,6 +511,7 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         GangSchedulerSpec: (_check_gang,),
         NodeSelectorRequirement: (_check_requirement,),
         JobSpec: (_check_job_spec,),
+        NodeHealthMonitor: (_check_monitor,),
         JobStatus: (_check_job_status,),
         WorkflowSpec: (_check_workflow_spec, _check_template_nodes, _check_dependency_when),
         OrchestrationSpec: (_check_orchestration,),

@@ -10,42 +10,31 @@ same way (one line, exit 2); a bug prints one line too, with the traceback behin
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 import click
-from click.shell_completion import CompletionItem, get_completion_class
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
 
 import cre
-from cre.catalog import Catalog, CatalogError, load_catalog
-from cre.cli import catalogview
-from cre.cli.cluster import DEFAULT_TIMEOUT, Connection
 from cre.cli.exitcodes import CliError, ExitCode
-from cre.cli.htmlreport import render_html
-from cre.cli.render import (
-    RenderRequest,
-    node_names,
-    parse_options,
-    render_documents,
-    write_documents,
-)
-from cre.cli.report import Report, build_report, report_json
-from cre.cli.session import read_snapshots, write_text
-from cre.cli.status import status_tree, terminal
-from cre.cli.validate import kube_versions, validate_files
-from cre.render.options import DEFAULT_WORKER_BACKOFF_LIMIT, KAI_SCHEDULER
 
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+    from rich.console import Console
+
+    from cre.catalog import Catalog
+    from cre.cli.cluster import Connection
+
+# Only click and this module load for `cre --help` and TAB completion; every command imports
+# what it needs when it runs (bench: `python -m bench cli`). These mirror the values of the
+# modules they come from (tests/cli/test_lazy.py checks they agree).
+DEFAULT_TIMEOUT = 30.0  # cre.cli.cluster.DEFAULT_TIMEOUT
+KAI_SCHEDULER = "kai-scheduler"  # cre.render.options.KAI_SCHEDULER
+DEFAULT_WORKER_BACKOFF_LIMIT = 3  # cre.render.options.DEFAULT_WORKER_BACKOFF_LIMIT
 F = TypeVar("F", bound=Callable[..., Any])
 COMPLETE_VAR = "_CRE_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")
@@ -53,30 +42,65 @@ SHELLS = ("bash", "zsh", "fish")
 
 @functools.cache
 def _catalog() -> Catalog:
+    from cre.catalog import CatalogError, load_catalog
+
     try:
         return load_catalog()
     except CatalogError as exc:
         raise CliError(ExitCode.CATALOG, f"the shipped catalog is invalid: {exc}") from None
 
 
+def catalog_dir() -> Path:
+    """The shipped catalog's folder, found as :func:`cre.catalog.default_catalog_dir` finds
+    it, without importing the catalog package (TAB completion must answer at once)."""
+    package = Path(cre.__file__).resolve().parent
+    for candidate in (package / "_catalog", package.parent / "catalog"):
+        if (candidate / "_lib" / "gpu-defaults.yaml").is_file():
+            return candidate
+    raise CliError(ExitCode.CATALOG, f"no shipped catalog found under {package}")
+
+
+def entry_names() -> list[str]:
+    """The catalog's entry names from its file names (``domain/variant.yaml``), unparsed."""
+    root = catalog_dir()
+    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.glob("*/*.yaml")
+                  if not p.parent.name.startswith("_"))
+
+
+def platform_architectures() -> dict[str, list[str]]:
+    """Platform -> its architectures, from the platform files alone."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    out = {}
+    for path in sorted((catalog_dir() / "_lib" / "platforms").glob("*.yaml")):
+        doc = yaml.load(path.read_text(encoding="utf-8")) or {}
+        out[path.stem] = sorted(doc.get("architectures") or {})
+    return out
+
+
 def _complete_entry(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-    return [n for n in sorted(_catalog().entries) if n.startswith(incomplete)]
+    return [n for n in entry_names() if n.startswith(incomplete)]
 
 
 def _complete_platform(ctx: click.Context, param: click.Parameter,
                        incomplete: str) -> list[str]:
-    return [n for n in sorted(_catalog().platforms) if n.startswith(incomplete)]
+    return [n for n in sorted(platform_architectures()) if n.startswith(incomplete)]
 
 
 def _complete_arch(ctx: click.Context, param: click.Parameter,
                    incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
     platform = ctx.params.get("platform")
-    archs = {a for name, p in _catalog().platforms.items() if platform in (None, name)
-             for a in p.architectures}
+    archs = {a for name, found in platform_architectures().items() if platform in (None, name)
+             for a in found}
     return [CompletionItem(a) for a in sorted(archs) if a.startswith(incomplete)]
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
@@ -99,6 +123,8 @@ def kube_flags(func: F) -> F:
 
 def _conn(kubeconfig: str | None, context: str | None, namespace: str | None,
           request_timeout: float) -> Connection:
+    from cre.cli.cluster import Connection
+
     return Connection(kubeconfig=kubeconfig, context=context, namespace=namespace,
                       timeout=request_timeout)
 
@@ -110,8 +136,8 @@ def cli() -> None:
     Certification on a cluster and report on it.
 
     Exit codes: 0 ok, 1 validation problems, 2 usage, 3 input file, 4 catalog, 5 cluster
-    unreachable, 6 not found, 7 API error, 8 missing extra, 70 internal error, 130
-    interrupted.
+    unreachable, 6 not found, 7 API error, 8 missing extra, 9 verdict Failed and 10 not
+    certified (status --exit-code), 70 internal error, 130 interrupted.
 
     \b
     Example:
@@ -157,6 +183,16 @@ def render(entry: str, platform: str, arch: str, nodes: str | None, node_count: 
       cre render communication/nccl-all-reduce --platform aws --arch h100 \\
           --nodes gpu-1,gpu-2 --option iterations=20 | kubectl apply -f -
     """
+    from cre.cli.catalogview import resolve_target
+    from cre.cli.render import (
+        RenderRequest,
+        node_names,
+        parse_options,
+        render_documents,
+        write_documents,
+    )
+
+    platform, arch = resolve_target(_catalog(), entry=entry, platform=platform, arch=arch)
     if kai and gang_scheduler and gang_scheduler != KAI_SCHEDULER:
         raise CliError(ExitCode.USAGE, "--kai and --gang-scheduler name different schedulers")
     request = RenderRequest(
@@ -184,6 +220,9 @@ def validate(files: Sequence[str], versions: Sequence[str]) -> int:
     Example:
       cre validate certification.yaml workflow.yaml --kubernetes-version 1.33
     """
+    from cre.cli.validate import kube_versions, validate_files
+    from cre.core.wording import count
+
     found = validate_files(files, versions=kube_versions(versions))
     for note in (p for p in found if p.note):
         click.echo(str(note), err=True)
@@ -191,10 +230,10 @@ def validate(files: Sequence[str], versions: Sequence[str]) -> int:
     for problem in problems:
         click.echo(str(problem))
     if problems:
-        click.echo(f"{len(problems)} problem(s) in {len({p.file for p in problems})} file(s)",
-                   err=True)
+        where = count(len({p.file for p in problems}), "file")
+        click.echo(f"{count(len(problems), 'problem')} in {where}", err=True)
         return ExitCode.PROBLEMS
-    click.echo(f"{len(files)} file(s) valid", err=True)
+    click.echo(f"{count(len(files), 'file')} valid", err=True)
     return ExitCode.OK
 
 
@@ -217,6 +256,8 @@ def catalog_list() -> int:
     Example:
       cre catalog list
     """
+    from cre.cli import catalogview
+
     catalogview.print_list(_console(), _catalog())
     return ExitCode.OK
 
@@ -230,6 +271,8 @@ def catalog_show(entry: str) -> int:
     Example:
       cre catalog show diagnostics/dcgm-level1
     """
+    from cre.cli import catalogview
+
     catalogview.print_entry(_console(), _catalog(), entry)
     return ExitCode.OK
 
@@ -238,90 +281,62 @@ def catalog_show(entry: str) -> int:
 @click.argument("certification", required=False)
 @kube_flags
 @click.option("-A", "--all-namespaces", is_flag=True, help="Certifications of every namespace.")
-@click.option("-w", "--watch", is_flag=True, help="Redraw live until every Certification "
-              "shown is terminal.")
+@click.option("-w", "--watch", is_flag=True, help="Follow until every Certification shown is "
+              "terminal: a live tree on a terminal, else one line per change.")
 @click.option("--interval", type=float, default=2.0, show_default=True,
-              help="Seconds between redraws with --watch.")
+              help="Seconds between reads with --watch.")
+@click.option("--exit-code", is_flag=True, help="Exit by verdict: 0 Passed, 9 Failed, 10 "
+              "Incomplete or not finished (for scripts and CI).")
 def status(certification: str | None, kubeconfig: str | None, context: str | None,
            namespace: str | None, request_timeout: float, all_namespaces: bool, watch: bool,
-           interval: float) -> int:
+           interval: float, exit_code: bool) -> int:
     """Show a CERTIFICATION (or every one of the namespace) as a tree: categories, Workflows,
     groups and Jobs, with phase, verdict, reason, measured busBW and age.
 
     \b
     Example:
       cre status gpu-cert -n team-a --watch
+      cre status gpu-cert --watch --exit-code | tee status.log   # CI: fail on Failed
     """
+    from cre.cli.follow import follow
+
     conn = _conn(kubeconfig, context, namespace, request_timeout)
-    console = _console()
-
-    def view() -> tuple[Group, bool]:
-        snaps = anyio.run(functools.partial(read_snapshots, conn, certification,
-                                            all_namespaces=all_namespaces))
-        now = datetime.now(UTC)
-        if not snaps:
-            where = ("any namespace" if all_namespaces
-                     else f"namespace {conn.namespace or 'of the current context'}")
-            return Group(f"No Certifications in {where}."), True
-        return Group(*(status_tree(s, now) for s in snaps)), all(terminal(s) for s in snaps)
-
-    shown, done = view()
-    if not watch:
-        console.print(shown)
-        return ExitCode.OK
-    with Live(shown, console=console, refresh_per_second=4) as live:
-        while not done:
-            time.sleep(interval)
-            shown, done = view()
-            live.update(shown)
-    return ExitCode.OK
-
-
-def _print_report(console: Console, report: Report) -> None:
-    passed = sum(1 for c in report.categories if c.verdict == "Passed")
-    console.print(f"[bold]Certification {report.namespace}/{report.name}[/bold]  result "
-                  f"[bold]{report.result}[/bold]  categories passed {passed}/"
-                  f"{len(report.categories)}  failed nodes {len(report.failed_nodes)}")
-    for category in report.categories:
-        table = Table(title=f"{category.entry}: {category.verdict or category.state}"
-                      + (f" ({category.message})" if category.message else ""),
-                      title_justify="left")
-        for column in ("node", "group", "verdict", "reason", "failure class", "busBW (GB/s)"):
-            table.add_column(column)
-        for n in category.nodes:
-            fc = f"{n.failure_class.scope}: {n.failure_class.reason}" if n.failure_class else ""
-            table.add_row(n.node, n.group, n.verdict, n.reason or "", fc,
-                          "" if n.bus_bw is None else f"{n.bus_bw:.2f}")
-        if not category.nodes:
-            table.add_row("(no groups yet)", "", category.state, "", "", "")
-        console.print(table)
+    return follow(conn, certification, all_namespaces=all_namespaces, watch=watch,
+                  interval=interval, exit_code=exit_code, console=_console())
 
 
 @cli.command()
 @click.argument("certification")
 @kube_flags
+@click.option("-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]),
+              default="table", show_default=True, help="Tables (wide: also the busBW threshold "
+              "and the Job), or the report for machines as JSON or YAML.")
+@click.option("--json", "as_json", is_flag=True, help="Same as -o json.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False),
               help="Also write one self-contained HTML file (charts, filters, failure logs).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of "
-              "tables.")
 def report(certification: str, kubeconfig: str | None, context: str | None,
-           namespace: str | None, request_timeout: float, html_path: str | None,
-           as_json: bool) -> int:
+           namespace: str | None, request_timeout: float, output: str, as_json: bool,
+           html_path: str | None) -> int:
     """Report on a CERTIFICATION: per category and per node, verdict, reason, failure class
-    and measured busBW.
+    and measured busBW. Identifiers are never cut: rows are as wide as their content.
 
     \b
     Example:
+      cre report gpu-cert -o wide
       cre report gpu-cert --html report.html
-      cre report gpu-cert --json | jq .summary
+      cre report gpu-cert -o json | jq .summary
     """
+    import anyio
+
+    from cre.cli.htmlreport import render_html
+    from cre.cli.report import build_report
+    from cre.cli.reportview import print_report
+    from cre.cli.session import read_snapshots, write_text
+
     conn = _conn(kubeconfig, context, namespace, request_timeout)
     (snap,) = anyio.run(read_snapshots, conn, certification)
     result = build_report(snap)
-    if as_json:
-        click.echo(json.dumps(report_json(result), indent=2, sort_keys=True, ensure_ascii=False))
-    else:
-        _print_report(_console(), result)
+    print_report(result, output="json" if as_json else output, out=sys.stdout)
     if html_path is not None:
         path = Path(html_path)
         write_text(path, render_html(result))
@@ -339,6 +354,8 @@ def completion(shell: str) -> int:
       source <(cre completion bash)          # this shell
       cre completion zsh > "${fpath[1]}/_cre"  # every zsh
     """
+    from click.shell_completion import get_completion_class
+
     comp_cls = get_completion_class(shell)
     assert comp_cls is not None
     ctx = click.get_current_context()
@@ -388,3 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "(CRE_DEBUG=1 shows the traceback)", err=True)
         return ExitCode.INTERNAL
     return int(result) if isinstance(result, int) else ExitCode.OK
+
+
+# Command groups defined in their own modules register themselves on `cli` when imported.
+from cre.cli import clustercmd, kindcmd, rendercmd, runcmd  # noqa: E402, F401

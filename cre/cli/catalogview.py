@@ -1,9 +1,12 @@
 """``cre catalog list`` and ``cre catalog show``: what the shipped catalog offers, as tables.
 
 The rows are built from the loaded :class:`~cre.catalog.Catalog` by pure functions (tested
-without a terminal); rich only draws them. An entry's architectures are those of the platforms
-it supports; its default node count is every eligible target node, which is what the
-Certification builder uses unless a category sets ``nodesPerJob`` or ``testScale: intra-node``.
+without a terminal). ``list`` prints the real matrix: one line per entry and platform it runs
+on, with that platform's architectures (aws has gb200, gb300 and h100, not every architecture
+CRE knows). An entry's default node count is every eligible target node, which is what the
+Certification builder uses unless a category sets ``nodesPerJob`` or ``testScale:
+intra-node``. :func:`resolve_target` checks ``--platform`` / ``--arch`` against the same matrix,
+case-insensitively, and names what is supported rather than a catalog file.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cre.catalog import Catalog, CatalogEntry, CatalogError, OverrideBlock, Selector
+from cre.cli.columns import columns
 from cre.cli.exitcodes import CliError, ExitCode
 
 DEFAULT_NODES = "all eligible"
@@ -24,9 +28,19 @@ class EntryRow:
 
     entry: str
     kind: str
-    platforms: tuple[str, ...]
-    architectures: tuple[str, ...]
+    # (platform, its architectures) for every platform the entry runs on.
+    matrix: tuple[tuple[str, tuple[str, ...]], ...]
     default_nodes: str = DEFAULT_NODES
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        """The platforms the entry runs on."""
+        return tuple(p for p, _ in self.matrix)
+
+    @property
+    def architectures(self) -> tuple[str, ...]:
+        """Every architecture of any of those platforms."""
+        return tuple(sorted({a for _, archs in self.matrix for a in archs}))
 
 
 def entry_platforms(catalog: Catalog, entry: CatalogEntry) -> tuple[str, ...]:
@@ -40,11 +54,43 @@ def entry_rows(catalog: Catalog) -> list[EntryRow]:
     rows = []
     for name in sorted(catalog.entries):
         entry = catalog.entries[name]
-        platforms = entry_platforms(catalog, entry)
-        archs = sorted({a for p in platforms for a in catalog.platforms[p].architectures})
-        rows.append(EntryRow(entry=name, kind=entry.runtime.value, platforms=platforms,
-                             architectures=tuple(archs)))
+        matrix = tuple((p, tuple(sorted(catalog.platforms[p].architectures)))
+                       for p in entry_platforms(catalog, entry))
+        rows.append(EntryRow(entry=name, kind=entry.runtime.value, matrix=matrix))
     return rows
+
+
+def resolve_target(catalog: Catalog, *, entry: str, platform: str,
+                   arch: str) -> tuple[str, str]:
+    """``--platform`` and ``--arch`` as the catalog spells them (``AWS``/``H100`` accepted);
+    a one-line error naming what the entry and platform support otherwise."""
+    found = lookup(catalog, entry)
+    name = platform.strip().lower()
+    if name not in catalog.platforms:
+        raise CliError(ExitCode.CATALOG, f"--platform {platform}: unknown platform (known: "
+                       f"{', '.join(sorted(catalog.platforms))})")
+    runs_on = entry_platforms(catalog, found)
+    if name not in runs_on:
+        raise CliError(ExitCode.CATALOG, f"--platform {platform}: {found.name} does not run on "
+                       f"{name} (it runs on {', '.join(runs_on)})")
+    archs = sorted(catalog.platforms[name].architectures)
+    wanted = arch.strip().lower()
+    if wanted not in archs:
+        raise CliError(ExitCode.CATALOG, f"--arch {arch}: {name} supports {', '.join(archs)}")
+    return name, wanted
+
+
+def list_lines(catalog: Catalog) -> list[str]:
+    """``cre catalog list``: one line per entry and platform, with its architectures."""
+    table = [["ENTRY", "KIND", "PLATFORM", "ARCHITECTURES"]]
+    for row in entry_rows(catalog):
+        for i, (platform, archs) in enumerate(row.matrix):
+            first = i == 0
+            table.append([row.entry if first else "", row.kind if first else "", platform,
+                          ", ".join(archs)])
+    return [*columns(table), "",
+            f"Default nodes: {DEFAULT_NODES} target nodes (a category's nodesPerJob or "
+            "testScale changes it).", "Options of an entry: cre catalog show ENTRY"]
 
 
 def lookup(catalog: Catalog, name: str) -> CatalogEntry:
@@ -56,15 +102,8 @@ def lookup(catalog: Catalog, name: str) -> CatalogEntry:
 
 
 def print_list(console: Console, catalog: Catalog) -> None:
-    """The entries as a table."""
-    table = Table(title="CRE catalog", title_justify="left")
-    table.add_column("entry", no_wrap=True)
-    for column in ("kind", "platforms", "architectures", "default nodes"):
-        table.add_column(column, overflow="fold")
-    for row in entry_rows(catalog):
-        table.add_row(row.entry, row.kind, ", ".join(row.platforms),
-                      ", ".join(row.architectures), row.default_nodes)
-    console.print(table)
+    """The entries as a table, never cut (plain columns, as ``kubectl get`` prints)."""
+    console.file.write("\n".join(list_lines(catalog)) + "\n")
 
 
 def print_entry(console: Console, catalog: Catalog, name: str) -> None:

@@ -28,6 +28,7 @@ from cre.api.kinds import BY_KIND
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.workflow import Workflow
 from cre.cli.exitcodes import CliError, ExitCode
+from cre.cli.kubeconfig import HOME_KUBECONFIG, check_kubeconfig, locate, unreachable_reason
 from cre.kube.client import ApiError, KubeClient, Resource
 
 DEFAULT_TIMEOUT = 30.0
@@ -84,8 +85,8 @@ def namespace_of(conn: Connection) -> str:
         return "default"  # the connection reports the missing file
     try:
         contexts, current = list_kube_config_contexts(path)
-    except (ConfigException, OSError, ValueError, TypeError):
-        return "default"  # the connection itself reports what is wrong with the file
+    except Exception:  # connect() reports what is wrong with the file
+        return "default"
     chosen = current
     if conn.context:
         chosen = next((c for c in contexts if c.get("name") == conn.context), None)
@@ -93,38 +94,37 @@ def namespace_of(conn: Connection) -> str:
     return str(ctx.get("namespace") or "default")
 
 
-def _check_kubeconfig(conn: Connection) -> str | None:
-    path = _kubeconfig_path(conn.kubeconfig)
-    if conn.kubeconfig and not os.path.exists(conn.kubeconfig.split(os.pathsep)[0]):
-        raise CliError(ExitCode.UNREACHABLE, f"--kubeconfig {conn.kubeconfig}: no such file")
-    return path
-
-
 async def connect(conn: Connection) -> KubeClient:
-    """A client for ``conn``; :class:`CliError` (unreachable) when no cluster is configured."""
-    path = _check_kubeconfig(conn)
-    try:
-        if path is None:
-            if conn.context:
-                raise CliError(ExitCode.UNREACHABLE,
-                               f"--context {conn.context}: no kubeconfig found")
+    """A client for ``conn``; :class:`CliError` (unreachable) when no cluster is configured or
+    the kubeconfig is wrong (checked first by :mod:`cre.cli.kubeconfig`)."""
+    found = locate(conn.kubeconfig)
+    if found is None:
+        if conn.context:
+            raise CliError(ExitCode.UNREACHABLE, f"--context {conn.context}: no kubeconfig found "
+                           f"($KUBECONFIG, {HOME_KUBECONFIG}); pass --kubeconfig")
+        try:
             return KubeClient.in_cluster()
-        return await KubeClient.from_kubeconfig(path, context=conn.context)
-    except ConfigException as exc:
-        where = f"--context {conn.context}" if conn.context else (path or "in-cluster config")
+        except ConfigException:
+            raise CliError(ExitCode.UNREACHABLE, f"no kubeconfig ($KUBECONFIG, {HOME_KUBECONFIG}) "
+                           "and not running in a pod: pass --kubeconfig") from None
+    context = check_kubeconfig(found, conn.context)
+    try:
+        return await KubeClient.from_kubeconfig(found.path, context=context)
+    except Exception as exc:  # anything else the loader trips on: still the kubeconfig's fault
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if path is None:
-            text = "no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod"
-        raise CliError(ExitCode.UNREACHABLE, f"{where}: {text}") from None
-    except (OSError, ValueError) as exc:
-        raise CliError(ExitCode.UNREACHABLE, f"{path}: cannot load kubeconfig: {exc}") from None
+        raise CliError(ExitCode.UNREACHABLE, f"{found.path}: not a valid kubeconfig: {text} "
+                       "(kubectl config view shows what kubectl reads)") from None
 
 
 def api_failure(exc: ApiError, *, host: str, what: str) -> CliError:
     """An :class:`ApiError` as the one line and exit code a person needs."""
     if exc.status == 0:
-        cause = exc.message.split(": ", 1)[-1] if exc.message else "no answer"
-        return CliError(ExitCode.UNREACHABLE, f"cannot reach the API server at {host}: {cause}")
+        why = unreachable_reason(exc)
+        if why is None:
+            why = exc.message.split(": ", 1)[-1] if exc.message else "no answer"
+            why = why.split("(", 1)[0] or why  # an exception repr: its class name
+        return CliError(ExitCode.UNREACHABLE, f"cannot reach the API server at {host}: {why} "
+                        "(is the cluster up? kubectl cluster-info checks the same kubeconfig)")
     if exc.status in (401, 403):
         return CliError(ExitCode.API, f"{what}: the API server at {host} refused the request "
                         f"({exc.status} {exc.reason}): {exc.message}")
@@ -148,7 +148,7 @@ async def get_certification(client: KubeClient, name: str, namespace: str) -> Ce
     except ApiError as exc:
         if exc.not_found:
             details = exc.body.get("details") or {}
-            if details.get("name") == name or "not found" in exc.message:
+            if details.get("name") == name:  # the object is missing, not its kind
                 raise CliError(ExitCode.NOT_FOUND, f"Certification {namespace}/{name} not found "
                                f"(kubectl get certifications -n {namespace} lists them)") from None
             raise CliError(ExitCode.NOT_FOUND, f"{client.host} does not serve "

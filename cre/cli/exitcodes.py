@@ -4,7 +4,7 @@ A person or a script reading ``$?`` must tell a bad flag from a missing file, an
 catalog entry, a cluster that cannot be reached and a Certification that does not exist,
 without parsing text. Every command raises :class:`CliError` for bad input; ``cre.cli.app``
 prints its message as one line on stderr and exits with its code, never with a traceback.
-The README's table lists the same codes.
+The user guide's table (docs/guide/cli.md) lists the same codes.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ class ExitCode(enum.IntEnum):
     API = 7
     # The CLI's optional dependencies are missing: pip install 'cre[cli]'.
     MISSING_EXTRA = 8
+    # `--exit-code`: a Certification's verdict is Failed.
+    VERDICT_FAILED = 9
+    # `--exit-code`: not certified: the verdict is Incomplete, or the run has not finished.
+    NOT_CERTIFIED = 10
     # A bug in cre itself (the message says how to see the traceback: CRE_DEBUG=1).
     INTERNAL = 70
     # Interrupted (Ctrl-C), as shells report SIGINT.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -56,6 +56,17 @@ class FailureLogView:
 
 
 @attrs.frozen(kw_only=True)
+class NodePeak:
+    """One node's own peak busBW in a per-node measurement (``nodeResults``, e.g.
+    ``nccl-loopback``), or why it has none."""
+
+    node: str
+    pod: str
+    bus_bw: float | None
+    message: str | None
+
+
+@attrs.frozen(kw_only=True)
 class GroupReport:
     """One node group of a category: its Job, outcome and measurement."""
 
@@ -70,6 +81,9 @@ class GroupReport:
     bus_bw_peak: float | None
     points: tuple[Point, ...]
     failure_log: FailureLogView | None
+    # Per-node peaks when the measurement judged each node on its own (``points`` are then
+    # the per-size means over the nodes).
+    node_peaks: tuple[NodePeak, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -112,6 +126,10 @@ class Report:
     reason: str | None
     message: str | None
     categories: tuple[CategoryReport, ...]
+    # The failure log lines that matter for the headline (NCCL WARN/ERROR, errors), and where
+    # they come from ("<category> <group> <pod>").
+    failure_lines: tuple[str, ...] = ()
+    failure_source: str | None = None
 
     @property
     def result(self) -> str:
@@ -130,6 +148,42 @@ class Report:
     def all_nodes(self) -> tuple[str, ...]:
         """Every node any category ran on, sorted."""
         return tuple(sorted({n.node for c in self.categories for n in c.nodes}))
+
+
+# A log line that explains a failure: NCCL's own warnings and errors, and error words; NCCL
+# INFO lines (every rank's channel and transport chatter) never, even when they say "error".
+_KEY_LINE: Final = re.compile(
+    r"NCCL (WARN|ERROR)|\b(error|errors|failure|failed|fatal|exception|traceback|abort(ed)?)\b"
+    r"|non-zero status|segmentation fault|out of memory", re.IGNORECASE)
+_CHATTER: Final = re.compile(r"NCCL INFO|^-+$")
+
+
+def failure_lines(tail: str, *, limit: int = 8) -> tuple[str, ...]:
+    """The lines of a failure log that matter, in order, without repeats (at most ``limit``)."""
+    out: list[str] = []
+    for raw in tail.splitlines():
+        line = raw.strip()
+        if not line or _CHATTER.search(line) or not _KEY_LINE.search(line) or line in out:
+            continue
+        out.append(line)
+        if len(out) == limit:
+            break
+    return tuple(out)
+
+
+def _headline_log(message: str | None,
+                  categories: list[CategoryReport]) -> tuple[tuple[str, ...], str | None]:
+    """The key failure log lines of the category the headline names (else the first failed
+    category with a captured log)."""
+    failed = [c for c in categories if c.state == "Failed"]
+    named = [c for c in failed if message and message.startswith(f"Category {c.entry} ")]
+    for category in named + [c for c in failed if c not in named]:
+        for group in category.groups:
+            log = group.failure_log
+            lines = failure_lines(log.tail) if log is not None else ()
+            if log is not None and lines:
+                return lines, f"{category.entry} {group.name} {log.pod or ''}".rstrip()
+    return (), None
 
 
 def headline(conditions: tuple[Condition, ...]) -> Condition | None:
@@ -181,7 +235,8 @@ def _workflow_thresholds(workflow: Workflow | None, jobs: list[Job]) -> dict[str
 
 def _group(group: GroupStatus, snap: Snapshot) -> GroupReport:
     job = snap.jobs.get(group.job_ref.name) if group.job_ref else None
-    points = bandwidth_points(snap.bandwidth.get(job.metadata.name or "") if job else None)
+    bm = snap.bandwidth.get(job.metadata.name or "") if job else None
+    points = bandwidth_points(bm)
     log = job.status.failure_log if job else None
     return GroupReport(
         name=group.name,
@@ -197,6 +252,10 @@ def _group(group: GroupStatus, snap: Snapshot) -> GroupReport:
         failure_log=None if log is None else FailureLogView(
             pod=log.pod_name, container=log.container_name, node=log.node_name,
             exit_code=log.exit_code, reason=log.reason, tail=log.tail),
+        node_peaks=() if bm is None else tuple(
+            NodePeak(node=n.node_name, pod=n.pod_name,
+                     bus_bw=None if n.bus_bw is None else float(n.bus_bw), message=n.message)
+            for n in bm.status.node_results),
     )
 
 
@@ -267,6 +326,7 @@ def build_report(snap: Snapshot) -> Report:
             message=None, workflow=None, platform=None, architecture=None, thresholds={},
             threshold_gbps=None, groups=(), nodes=()))
     cond = headline(cert.status.conditions)
+    lines, source = _headline_log(cond.message if cond else None, categories)
     return Report(
         name=cert.metadata.name or "",
         namespace=cert.metadata.namespace or "",
@@ -275,6 +335,8 @@ def build_report(snap: Snapshot) -> Report:
         reason=cond.reason if cond else None,
         message=cond.message if cond else None,
         categories=tuple(categories),
+        failure_lines=lines,
+        failure_source=source,
     )
 
 
@@ -297,7 +359,9 @@ def report_json(report: Report) -> dict[str, Any]:
         "kind": REPORT_KIND,
         "certification": {"name": report.name, "namespace": report.namespace,
                           "phase": report.phase, "verdict": report.verdict,
-                          "reason": report.reason, "message": report.message},
+                          "reason": report.reason, "message": report.message,
+                          "failureLines": list(report.failure_lines),
+                          "failureSource": report.failure_source},
         "summary": {
             "result": report.result,
             "categories": len(report.categories),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import attrs
 from rich.text import Text
 from rich.tree import Tree
 
@@ -38,9 +39,25 @@ def _word(value: object | None) -> Text:
     return Text(text, style=STYLES.get(text, ""))
 
 
+@attrs.frozen(kw_only=True)
+class Row:
+    """One object of the tree: its depth, a key stable across reads, and what a line shows."""
+
+    depth: int
+    key: str
+    label: str
+    phase: object | None
+    verdict: object | None = None
+    reason: str | None = None
+    bus_bw: float | None = None
+    created: datetime | None = None
+
+
 def line(label: str, *, phase: object | None, verdict: object | None = None,
-         reason: str | None = None, bus_bw: float | None = None, since: str = "-") -> Text:
-    """One tree line: label, phase, verdict, reason, busBW, age."""
+         reason: str | None = None, bus_bw: float | None = None,
+         since: str | None = "-") -> Text:
+    """One tree line: label, phase, verdict, reason, busBW, age (left out when ``since`` is
+    None: the change lines of ``--watch`` must not change every second)."""
     out = Text(label, style="bold")
     out.append("  ")
     out.append_text(_word(phase))
@@ -51,64 +68,106 @@ def line(label: str, *, phase: object | None, verdict: object | None = None,
         out.append(f"  {reason}", style="dim")
     if bus_bw is not None:
         out.append(f"  busBW {bus_bw:.2f} GB/s", style="magenta")
-    out.append(f"  {since}", style="dim")
+    if since is not None:
+        out.append(f"  {since}", style="dim")
     return out
 
 
-def _job_line(job: Job | None, name: str, snap: Snapshot, now: datetime) -> Text:
+def _job_row(job: Job | None, name: str, snap: Snapshot, key: str) -> Row:
     if job is None:
-        return line(f"Job {name}", phase="not found")
+        return Row(depth=4, key=key, label=f"Job {name}", phase="not found")
     points = bandwidth_points(snap.bandwidth.get(name))
     peak = max((p.bus_bw for p in points), default=None)
     if job.status.bus_bandwidth_gbps is not None:
         # The Job's judged value (for a per-node measurement: the lowest node's peak).
         peak = float(job.status.bus_bandwidth_gbps)
-    return line(f"Job {name}", phase=job.status.phase, reason=job_reason(job), bus_bw=peak,
-                since=age(job.metadata.creation_timestamp, now))
+    return Row(depth=4, key=key, label=f"Job {name}", phase=job.status.phase,
+               reason=job_reason(job), bus_bw=peak, created=job.metadata.creation_timestamp)
 
 
-def _group_line(group: GroupStatus) -> Text:
+def _group_row(group: GroupStatus, key: str) -> Row:
     nodes = ",".join(group.nodes) if group.nodes else "unpinned"
     reason = group.failure_reason
     if group.failure_class is not None:
         reason = f"{reason or ''} [{group.failure_class.scope}]".strip()
-    return line(f"group {group.name} ({nodes})", phase=group.phase, reason=reason)
+    return Row(depth=3, key=key, label=f"group {group.name} ({nodes})", phase=group.phase,
+               reason=reason)
 
 
-def _workflow(tree: Tree, workflow: Workflow, snap: Snapshot, now: datetime) -> None:
+def _workflow_rows(workflow: Workflow, snap: Snapshot, key: str) -> list[Row]:
     cond = headline(workflow.status.conditions)
-    branch = tree.add(line(f"Workflow {workflow.metadata.name}", phase=workflow.status.phase,
-                           verdict=workflow.status.verdict, reason=cond.reason if cond else None,
-                           since=age(workflow.metadata.creation_timestamp, now)))
+    rows = [Row(depth=2, key=key, label=f"Workflow {workflow.metadata.name}",
+                phase=workflow.status.phase, verdict=workflow.status.verdict,
+                reason=cond.reason if cond else None,
+                created=workflow.metadata.creation_timestamp)]
     for group in workflow.status.groups:
-        leaf = branch.add(_group_line(group))
+        rows.append(_group_row(group, f"{key}/group/{group.name}"))
         if group.job_ref is not None:
             name = group.job_ref.name
-            leaf.add(_job_line(snap.jobs.get(name), name, snap, now))
+            rows.append(_job_row(snap.jobs.get(name), name, snap, f"{key}/job/{name}"))
+    return rows
+
+
+def status_rows(snap: Snapshot) -> list[Row]:
+    """The objects of one Certification, top down (the tree, flattened)."""
+    cert = snap.certification
+    cond = headline(cert.status.conditions)
+    top = f"{cert.metadata.namespace}/{cert.metadata.name}"
+    title = f"Certification {top}"
+    if cert.status.categories:
+        title += f" ({cert.status.categories} categories passed)"
+    rows = [Row(depth=0, key=top, label=title, phase=cert.status.phase or "Pending",
+                verdict=cert.status.verdict, reason=cond.reason if cond else None,
+                created=cert.metadata.creation_timestamp)]
+    for i, category in enumerate(cert.status.category_statuses):
+        entry = f"{category.domain}/{category.variant}"
+        key = f"{top}/{i}"
+        rows.append(Row(depth=1, key=key, label=entry, phase=category.status,
+                        verdict=category.verdict, reason=category.message))
+        ref = category.workflow_ref
+        workflow = snap.workflows.get(ref.name) if ref else None
+        if workflow is not None:
+            rows += _workflow_rows(workflow, snap, f"{key}/workflow")
+        elif ref is not None:
+            rows.append(Row(depth=2, key=f"{key}/workflow", label=f"Workflow {ref.name}",
+                            phase="not found"))
+    done = len(cert.status.category_statuses)
+    for i, pending in enumerate(cert.spec.categories[done:], start=done):
+        rows.append(Row(depth=1, key=f"{top}/{i}", label=f"{pending.domain}/{pending.variant}",
+                        phase="Pending"))  # not started
+    return rows
+
+
+def row_line(row: Row, now: datetime | None) -> Text:
+    """A row as a line; with ``now`` its age too."""
+    return line(row.label, phase=row.phase, verdict=row.verdict, reason=row.reason,
+                bus_bw=row.bus_bw, since=None if now is None else age(row.created, now))
 
 
 def status_tree(snap: Snapshot, now: datetime) -> Tree:
     """The tree of one Certification."""
-    cert = snap.certification
-    cond = headline(cert.status.conditions)
-    title = f"Certification {cert.metadata.namespace}/{cert.metadata.name}"
-    if cert.status.categories:
-        title += f" ({cert.status.categories} categories passed)"
-    tree = Tree(line(title, phase=cert.status.phase or "Pending", verdict=cert.status.verdict,
-                     reason=cond.reason if cond else None,
-                     since=age(cert.metadata.creation_timestamp, now)))
-    for category in cert.status.category_statuses:
-        branch = tree.add(line(f"{category.domain}/{category.variant}", phase=category.status,
-                               verdict=category.verdict, reason=category.message))
-        ref = category.workflow_ref
-        workflow = snap.workflows.get(ref.name) if ref else None
-        if workflow is not None:
-            _workflow(branch, workflow, snap, now)
-        elif ref is not None:
-            branch.add(line(f"Workflow {ref.name}", phase="not found"))
-    for pending in cert.spec.categories[len(cert.status.category_statuses):]:
-        tree.add(line(f"{pending.domain}/{pending.variant}", phase="Pending"))  # not started
+    rows = status_rows(snap)
+    tree = Tree(row_line(rows[0], now))
+    parents: list[Tree] = [tree]
+    for row in rows[1:]:
+        del parents[row.depth:]
+        # A level with nothing above it (a Job under a missing group) hangs off the nearest.
+        parents.append(parents[-1].add(row_line(row, now)))
     return tree
+
+
+def change_lines(snaps: list[Snapshot], seen: dict[str, str]) -> list[str]:
+    """The lines of ``--watch`` without a terminal: each object whose line differs from the
+    one printed before (all of them the first time), indented by depth, without ages;
+    ``seen`` is updated."""
+    out = []
+    for snap in snaps:
+        for row in status_rows(snap):
+            text = "  " * row.depth + row_line(row, None).plain
+            if seen.get(row.key) != text:
+                seen[row.key] = text
+                out.append(text)
+    return out
 
 
 def terminal(snap: Snapshot) -> bool:

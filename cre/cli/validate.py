@@ -4,7 +4,11 @@ Each document is checked by what it is:
 
 * a CRE kind (``cre.dev/v1alpha1``): :func:`cre.api.validate.validate`, the manager's own
   validation (structure, field constraints, CEL syntax and semantic rules), then, when that
-  passes, the CRD generated from the models (structural schema and create-time CEL rules);
+  passes, the CRD generated from the models (structural schema and create-time CEL rules).
+  A type error stops the models from being built, which would hide every rule below it, so
+  the fields with type errors are set aside and the rest is validated again (all problems of
+  a file at once, not one round per fix); a Certification's categories are looked up in the
+  shipped catalog, as the manager would (``nccl-all-reduse`` is named with the closest entry);
   the TrainJob spec a Job or Workflow template carries is checked against the Trainer CRDs,
   and the objects a Workflow lists as ``dependencies`` as the objects they are;
 * Kubeflow Trainer objects against the vendored Trainer CRDs (oldest supported and latest),
@@ -19,17 +23,22 @@ round-trip positions; the same problem found by several schema sets prints once,
 
 from __future__ import annotations
 
+import copy
+import difflib
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from cre.api.converter import from_dict
 from cre.api.crdgen import build_crd
+from cre.api.errors import FieldError, ValidationError
 from cre.api.kinds import BY_KIND
 from cre.api.labels import API_VERSION
 from cre.api.validate import validate as validate_cre
+from cre.catalog import CatalogError, load_catalog
 from cre.cli import schemas
 from cre.cli.exitcodes import CliError, ExitCode
 from cre.cli.yamlpos import Document, load_documents, resolve, show_path, tokens
@@ -183,10 +192,117 @@ def _cre_schema(kind: str) -> dict[str, Any] | None:
     return next(iter(schemas.served_schemas(build_crd(info)).values()))
 
 
+REPAIR_ROUNDS = 5
+# A stand-in of the type a "expected TYPE, got ..." error asks for: valid for every rule of
+# its field that the validation has (a DNS label, >= 1, ...); problems under it are not shown.
+_STAND_INS: Mapping[str, Any] = {"string": "a", "integer": 1, "number": 1, "boolean": False,
+                                  "array": [], "object": {}}
+_DROP = object()
+
+
+def _parent(obj: Any, keys: Keys) -> Any:
+    for key in keys:
+        if isinstance(obj, Mapping) and isinstance(key, str):
+            obj = obj.get(key)
+        elif isinstance(obj, list) and isinstance(key, int) and 0 <= key < len(obj):
+            obj = obj[key]
+        else:
+            return None
+    return obj
+
+
+def _patch(obj: Any, keys: Keys, value: Any) -> bool:
+    """Replace (or, with ``_DROP``, remove) the value at ``keys`` in place; False when there
+    is nothing there. A list item is replaced, never removed (the later items keep their
+    paths)."""
+    if not keys:
+        return False
+    parent, last = _parent(obj, keys[:-1]), keys[-1]
+    if isinstance(parent, dict) and isinstance(last, str) and last in parent:
+        if value is _DROP:
+            del parent[last]
+        else:
+            parent[last] = value
+        return True
+    if isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent) \
+            and value is not _DROP:
+        parent[last] = value
+        return True
+    return False
+
+
+def _stand_in(message: str) -> Any:
+    expected = message.removeprefix("expected ").split(",", 1)[0]
+    return copy.deepcopy(_STAND_INS[expected]) if message.startswith("expected ") \
+        and expected in _STAND_INS else _DROP
+
+
+def _is_under(path: str, roots: Set[str]) -> bool:
+    return any(path == r or path.startswith((f"{r}.", f"{r}[")) for r in roots)
+
+
+def cre_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Every problem the manager's validation finds, type errors and the rules behind them.
+
+    A type error (or an unknown field) stops the models from being built, and with them every
+    rule; so each round replaces a wrongly typed value with a stand-in of the right type (or
+    removes an unknown field) and validates again, until the models build."""
+    found = validate_cre(obj)
+    errors = list(found)
+    patched: set[str] = set()
+    current: Any = copy.deepcopy(dict(obj))
+    for _ in range(REPAIR_ROUNDS):
+        try:
+            from_dict(current)
+        except ValidationError:
+            pass
+        else:
+            break  # the models build: the last validate_cre ran every rule
+        fixed = [e.path for e in found if not _is_under(e.path, patched)
+                 and _patch(current, tokens(e.path), _stand_in(e.message))]
+        if not fixed:
+            break
+        patched.update(fixed)
+        found = validate_cre(current)
+        seen = {(e.path, e.message) for e in errors}
+        errors += [e for e in found if not _is_under(e.path, patched)
+                   and (e.path, e.message) not in seen]
+    return errors
+
+
+def catalog_problems(obj: Mapping[str, Any], *,
+                     known_bad: Set[str] = frozenset()) -> Iterator[tuple[str, str]]:
+    """A Certification's categories that the shipped catalog does not have: (path, message);
+    a category with a problem of its own already (``known_bad`` paths) is not looked up."""
+    if obj.get("kind") != "Certification":
+        return
+    entries = sorted(load_catalog().entries)
+    for i, category in enumerate(_get(obj, ("spec", "categories")) or []):
+        if not isinstance(category, Mapping):
+            continue
+        domain, variant = category.get("domain"), category.get("variant")
+        if not isinstance(domain, str) or not isinstance(variant, str) \
+                or _is_under(f"spec.categories[{i}].domain", known_bad) \
+                or _is_under(f"spec.categories[{i}].variant", known_bad):
+            continue
+        name = f"{domain}/{variant}"
+        if name in entries:
+            continue
+        close = difflib.get_close_matches(name, entries, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        yield (f"spec.categories[{i}].variant",
+               f"{name}: not in the catalog ({hint}known: {', '.join(entries)})")
+
+
 def _cre_object(out: _Collector, obj: Mapping[str, Any], *, versions: Sequence[str]) -> None:
-    errors = validate_cre(obj)
+    errors = cre_errors(obj)
     for error in errors:
         out.add(error.path, error.message, shown=error.path)
+    try:
+        for path, message in catalog_problems(obj, known_bad={e.path for e in errors}):
+            out.add(path, message, source="catalog")
+    except CatalogError as exc:
+        raise CliError(ExitCode.CATALOG, f"the shipped catalog is invalid: {exc}") from None
     kind = str(obj["kind"])
     schema = _cre_schema(kind)
     if not errors and schema is not None:

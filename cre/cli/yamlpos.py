@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -63,11 +64,20 @@ def plain(node: Any) -> Any:
     return node
 
 
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+
+
 def load_documents(path: str) -> list[Document]:
-    """Every non-empty document of a YAML (or JSON) file; :class:`CliError` when the file is
-    missing, unreadable or not YAML, naming the file and line."""
+    """Every non-empty document of a YAML (or JSON) file (``-``: standard input, reported as
+    ``<stdin>``); :class:`CliError` when the file is missing, unreadable or not YAML, naming
+    the file and line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if path == STDIN:
+            path = STDIN_NAME
+            text = sys.stdin.read()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CliError(ExitCode.INPUT, f"{path}: no such file") from None
     except IsADirectoryError:

@@ -19,9 +19,12 @@ order, the one :mod:`cre.core.tierplan` documents:
    and runs the core again on the fresh copy);
 6. ``events``, only once the status write succeeded.
 
-A create the API server refuses for good (schema validation, an admission webhook's denial) is
-raised as :class:`CreateRefused` after a Warning event: the key backs off and the message
-names the object; transient API errors propagate the same way.
+A create the API server refuses for good (schema validation 400/422, an admission webhook's
+403 denial) stops the plan there and goes back to the core as a :class:`CreateError` in
+``create_errors`` (the Workflow fails ``DependencyCreationError`` with the API's message). A
+tier whose core does not read refusals raises :class:`cre.kube.runtime.TerminalError`: a
+Warning ``CreateRefused`` event, a metric, a log line, and no requeue (retrying cannot help).
+Transient API errors propagate and back off.
 
 :class:`TierController` is the rest of the shell the tier controllers (Workflow,
 Certification, WorkloadRun) share: the runtime plumbing (queue, sync, run and stop, with caches
@@ -47,7 +50,7 @@ from cre.api.converter import to_dict
 from cre.api.meta import ObjectMeta
 from cre.api.watch import WatchEventType
 from cre.core.plan import Create
-from cre.core.tierplan import TierPlan
+from cre.core.tierplan import CreateError, TierPlan
 from cre.kube.client import (
     CONFIGMAPS,
     SECRETS,
@@ -69,6 +72,7 @@ from cre.kube.runtime import (
     OwnStatusEcho,
     Predicate,
     Result,
+    TerminalError,
     WatchEvent,
     converge,
     key_of,
@@ -101,16 +105,13 @@ def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
                for r in refs)
 
 
-class CreateRefused(Exception):
-    """The API server refused a create for good; the message names the object and why."""
-
-
 class TierOutcomeKind(enum.StrEnum):
     """How applying a TierPlan ended."""
 
     APPLIED = "Applied"
     CONFLICT = "Conflict"  # the object changed since it was read: re-read, run the core again
     CREATE_CONFLICTS = "CreateConflicts"  # names held by foreign objects: ``conflicts``
+    CREATE_REFUSED = "CreateRefused"  # refused for good (400/403/422): ``refused``
     GONE = "Gone"  # the object no longer exists
 
 
@@ -121,6 +122,7 @@ class TierOutcome:
     kind: TierOutcomeKind
     conflicts: tuple[str, ...] = ()
     created: tuple[dict[str, Any], ...] = ()
+    refused: tuple[CreateError, ...] = ()
 
 
 #: Creates of one kind in flight at once: a Workflow launching 125 groups writes 250 objects,
@@ -183,13 +185,18 @@ class TierExecutor:
                 return TierOutcome(kind=stale)
         created: list[dict[str, Any]] = []
         conflicts: list[str] = []
+        refused: list[CreateError] = []
         for batch in kind_batches(plan.creates):
             made = await self._create_batch(obj, batch)
-            created += [m for m in made if m is not None]
+            created += [m for m in made if isinstance(m, dict)]
             conflicts += [f"{c.kind}/{c.name}" for c, m in zip(batch, made, strict=True)
                           if m is None]
-            if conflicts:
+            refused += [m for m in made if isinstance(m, CreateError)]
+            if conflicts or refused:
                 break
+        if refused:
+            return TierOutcome(kind=TierOutcomeKind.CREATE_REFUSED, refused=tuple(refused),
+                               created=tuple(created))
         if conflicts:
             return TierOutcome(kind=TierOutcomeKind.CREATE_CONFLICTS,
                                conflicts=tuple(conflicts), created=tuple(created))
@@ -230,11 +237,11 @@ class TierExecutor:
         return None
 
     async def _create_batch(self, owner: Any, batch: Sequence[Create]
-                            ) -> list[dict[str, Any] | None]:
+                            ) -> list[dict[str, Any] | CreateError | None]:
         """Create ``batch`` (one kind) with up to :data:`CREATE_CONCURRENCY` requests in flight;
-        the answers in the batch's order. An error other than a foreign holder propagates once
-        the requests in flight have ended."""
-        results: list[dict[str, Any] | None] = [None] * len(batch)
+        the answers in the batch's order. An error other than a foreign holder or a refusal
+        propagates once the requests in flight have ended."""
+        results: list[dict[str, Any] | CreateError | None] = [None] * len(batch)
         limiter = anyio.Semaphore(CREATE_CONCURRENCY)
 
         async def one(i: int, create: Create) -> None:
@@ -252,8 +259,9 @@ class TierExecutor:
             raise group.exceptions[0] from None
         return results
 
-    async def _create(self, owner: Any, create: Create) -> dict[str, Any] | None:
-        """The created (or already ours) object; ``None`` when a foreign object holds the name."""
+    async def _create(self, owner: Any, create: Create) -> dict[str, Any] | CreateError | None:
+        """The created (or already ours) object; ``None`` when a foreign object holds the name;
+        a :class:`CreateError` when the API server refused it for good."""
         res = resource_for(create.api_version, create.kind)
         namespace = create.namespace if res.namespaced else None
         try:
@@ -270,11 +278,9 @@ class TierExecutor:
                     raise
                 return holder if controlled_by(holder, owner.metadata.uid or "") else None
             if is_rejection(exc):
-                message = (f"the API server refused {create.kind} {create.namespace}/"
-                           f"{create.name}: {exc.message or exc}")
-                await self.recorder.emit(involved=self.involved(owner), type_="Warning",
-                                         reason="CreateRefused", message=message)
-                raise CreateRefused(message) from exc
+                return CreateError(kind=create.kind, name=create.name, namespace=namespace,
+                                   code=exc.status, reason=exc.reason,
+                                   message=exc.message or str(exc))
             raise
 
     async def _upsert(self, api_version: str, kind: str, namespace: str, name: str,
@@ -346,7 +352,9 @@ class TierController(abc.ABC, Generic[K, B]):
         self.recorder = EventRecorder(client, component=component)
         self.executor = TierExecutor(client, self.recorder, owner=owner, involved=involved)
         self.status_echo = OwnStatusEcho()
-        self.controller = Controller(name, self, workers=workers, metrics=metrics)
+        self.controller = Controller(name, self, workers=workers, metrics=metrics,
+                                     recorder=self.recorder)
+        self._involved = involved
         self._owners: Informer[K] | None = None
 
     def watch_own(self, owners: Informer[K]) -> None:
@@ -414,6 +422,12 @@ class TierController(abc.ABC, Generic[K, B]):
     def with_create_conflicts(self, obs: B, conflicts: tuple[str, ...]) -> B:
         """``obs`` telling the core that foreign objects hold ``conflicts`` (``Kind/name``)."""
 
+    def with_create_errors(self, obs: B, errors: tuple[CreateError, ...]) -> B | None:
+        """``obs`` telling the core that creates were refused for good; ``None`` (the default)
+        for a core that does not read refusals: the reconcile then ends in a
+        :class:`TerminalError` (recorded, not requeued)."""
+        return None
+
     def applied(self, obj: K, plan: TierPlan[Any]) -> None:
         """Called once ``plan`` was applied in full (for a subclass's log)."""
 
@@ -446,6 +460,12 @@ class TierController(abc.ABC, Generic[K, B]):
         outcome = await self.executor.apply(obj, plan)
         if outcome.kind == TierOutcomeKind.CREATE_CONFLICTS:
             return Again(obj, self.with_create_conflicts(obs, outcome.conflicts), "name taken")
+        if outcome.kind == TierOutcomeKind.CREATE_REFUSED:
+            told = self.with_create_errors(obs, outcome.refused)
+            if told is None or told == obs:  # the core cannot say it (or did not): stop here
+                raise TerminalError("; ".join(e.describe() for e in outcome.refused),
+                                    reason="CreateRefused", involved=self._involved(obj))
+            return Again(obj, told, "create refused")
         if outcome.kind == TierOutcomeKind.CONFLICT:
             fresh = await self.fresh(obj)
             return DONE if fresh is None else Again(fresh, obs, "write conflicted")

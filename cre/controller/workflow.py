@@ -52,7 +52,7 @@ from cre.controller.workflowshell import (
 )
 from cre.core.observed import NodeView, PodView
 from cre.core.projections import node_view
-from cre.core.tierplan import TierPlan
+from cre.core.tierplan import CreateError, TierPlan
 from cre.core.trio import true_member
 from cre.core.workflow import (
     DEFAULT_WORKFLOW_SETTINGS,
@@ -213,8 +213,14 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
             active[job.metadata.name or ""] = active_count(
                 self.workers.store.by_index(INDEX_JOB, key)) + active_count(
                 self.launchers.store.by_index(INDEX_LAUNCHER, key))
-        nodes = tuple(sorted(self.nodes.store.list(), key=lambda n: n.name)) \
-            if wf.status.orchestration is None else ()
+        if wf.status.orchestration is None:
+            nodes = tuple(sorted(self.nodes.store.list(), key=lambda n: n.name))
+        else:
+            # Launching a group re-checks its nodes (NotReady, cordoned, tainted): the nodes
+            # of the groups not finished (a running group may be re-run in this very pass).
+            wanted = sorted({n for g in wf.status.groups if not g.phase.terminal
+                             for n in g.nodes})
+            nodes = tuple(v for n in wanted if (v := self.nodes.store.get(n)) is not None)
         return WorkflowObservation(nodes=nodes, jobs=jobs, dependencies=views_for(owned, uid),
                                    config_maps=results_of(owned, uid), active_pods=active)
 
@@ -255,6 +261,11 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
     def plan(self, wf: Workflow, obs: WorkflowObservation, now: datetime
              ) -> TierPlan[Any]:
         return reconcile_workflow(wf, obs, now, settings=self.settings)
+
+    def with_create_errors(self, obs: WorkflowObservation, errors: tuple[CreateError, ...]
+                           ) -> WorkflowObservation:
+        """``obs`` with the creates the API server refused (the core fails the Workflow)."""
+        return attrs.evolve(obs, create_errors=(*obs.create_errors, *errors))
 
     def with_create_conflicts(self, obs: WorkflowObservation, conflicts: tuple[str, ...]
                               ) -> WorkflowObservation:

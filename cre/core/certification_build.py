@@ -21,9 +21,9 @@ from cre.api.certification import CategoryOptions, Certification, CertificationC
 from cre.api.common import TestScale, WorkloadMetadata
 from cre.api.converter import unstructure
 from cre.catalog.errors import CatalogError
-from cre.catalog.model import Catalog
+from cre.catalog.model import Catalog, CatalogEntry, RuntimeShape
 from cre.catalog.template import Scalar
-from cre.core.discovery import Discovery, DiscoveryFailure, discover
+from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
 from cre.core.observed import NodeView
 from cre.render.job import job_object
 from cre.render.options import GangScheduler, RenderError, RenderOptions
@@ -121,7 +121,41 @@ def discover_for(cert: Certification, index: int, nodes: tuple[NodeView, ...],
         platform = catalog.platforms.get(first.platform)
         arch = platform.architectures.get(first.architecture) if platform else None
         gpus = arch.gpus_per_node if arch else None
-    return discover(target=cert.spec.target, nodes=nodes, gpus_per_node=gpus)
+    found = discover(target=cert.spec.target, nodes=nodes, gpus_per_node=gpus)
+    return found if isinstance(found, DiscoveryFailure) else capped(found, cert.spec.max_nodes)
+
+
+def single_node(entry: CatalogEntry) -> bool:
+    """Whether ``entry`` is a single-node test: ``runtime: single-pod`` (one pod per node that
+    runs the whole test on that node: NCCL loopback, NVSwitch loopback, DCGM diagnostics)."""
+    return entry.runtime is RuntimeShape.SINGLE_POD
+
+
+def nodes_per_job_for(cert: Certification, index: int, *, found: Discovery,
+                      catalog: Catalog) -> int:
+    """The nodes of each of category ``index``'s Jobs: 1 for ``intra-node`` and for a
+    single-node entry whose ``nodesPerJob`` is unset (one result per node), else
+    ``nodesPerJob`` clamped to the eligible nodes (unset: all of them)."""
+    options = merged_options(cert, index)
+    available = len(found.nodes)
+    scale = options.test_scale or TestScale.FULL_SCALE
+    if scale == TestScale.INTRA_NODE:
+        return 1
+    entry = catalog.entries[entry_name(cert.spec.categories[index])]
+    if options.nodes_per_job is None:
+        return 1 if single_node(entry) and scale == TestScale.FULL_SCALE else available
+    return min(options.nodes_per_job, available)
+
+
+def clamp_note(cert: Certification, index: int, *, found: Discovery) -> str | None:
+    """The sentence saying category ``index``'s ``nodesPerJob`` was clamped to the eligible
+    nodes, or ``None`` when it fits (or is unset)."""
+    options = merged_options(cert, index)
+    wanted, available = options.nodes_per_job, len(found.nodes)
+    if wanted is None or wanted <= available or options.test_scale == TestScale.INTRA_NODE:
+        return None
+    return (f"{_where(index, 'nodesPerJob')}: {wanted} is more than the {available} eligible "
+            f"node(s); clamped to {available}")
 
 
 def build_workflow(
@@ -132,14 +166,9 @@ def build_workflow(
     options = merged_options(cert, index)
     name = workflow_name(cert, index)
     namespace = cert.metadata.namespace or ""
-    available = len(found.nodes)
-    scale = options.test_scale or TestScale.FULL_SCALE
-    per_job = 1 if scale == TestScale.INTRA_NODE else options.nodes_per_job or available
-    if per_job > available:
-        raise BuildError(
-            f"{_where(index, 'nodesPerJob')}: {per_job} is more than the {available} eligible "
-            f"node(s); set nodesPerJob to {available} or less (or leave it unset)")
     entry = catalog.entries[entry_name(category)]
+    per_job = nodes_per_job_for(cert, index, found=found, catalog=catalog)
+    scale = options.test_scale or TestScale.FULL_SCALE
     params: dict[str, Scalar] = {}
     for option, param in PARAMETERS.items():
         value = getattr(options, option)
@@ -170,6 +199,10 @@ def build_workflow(
         labels = {**dict(options.workload_metadata.labels),
                   **job_spec.get("workloadMetadata", {}).get("labels", {})}
         job_spec["workloadMetadata"] = {"labels": labels}
+    if options.scheduling_stall_timeout:
+        job_spec["schedulingStallTimeout"] = options.scheduling_stall_timeout
+    if options.image_pull_grace_seconds is not None:
+        job_spec["imagePullGraceSeconds"] = options.image_pull_grace_seconds
     orchestration: dict[str, Any] = {
         "target": unstructure(cert.spec.target),
         "iterations": options.repeat_count or 1,
@@ -196,6 +229,10 @@ def build_workflow(
         spec["gangScheduler"] = unstructure(cert.spec.gang_scheduler)
     if options.failure_policy is not None:
         spec["failurePolicy"] = unstructure(options.failure_policy)
+    if options.node_health_monitor is not None:
+        spec["nodeHealthMonitor"] = unstructure(options.node_health_monitor)
+    if cert.spec.max_nodes is not None:
+        spec["maxNodes"] = cert.spec.max_nodes
     return {
         "apiVersion": L.API_VERSION,
         "kind": "Workflow",

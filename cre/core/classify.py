@@ -51,6 +51,11 @@ class Cause(enum.StrEnum):
     STARTUP_STALLED = "StartupStalled"
     # Training stopped logging steps (``cre.core.jobgoodput``): the workload ran, then hung.
     TRAINING_STALLED = "TrainingStalled"
+    # A container waited on a failing image pull past imagePullGraceSeconds
+    # (``cre.core.imagepull``).
+    IMAGE_PULL_FAILED = "ImagePullFailed"
+    # Pods stayed unschedulable past schedulingStallTimeout (``cre.core.stall``).
+    UNSCHEDULABLE = "Unschedulable"
 
 
 class ClassReason(enum.StrEnum):
@@ -198,6 +203,14 @@ def classify(
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.PLATFORM, reason=ClassReason.WORKLOAD_NOT_STARTED,
             message=message))
+    if cause == Cause.IMAGE_PULL_FAILED:
+        # The registry or the image, not the nodes: no container of the test ever ran.
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.IMAGE_PULL_FAILED, message=message))
+    if cause == Cause.UNSCHEDULABLE:
+        # The scheduler could not place the pods: nothing ran on the nodes to judge them by.
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.UNSCHEDULABLE, message=message))
     node = _node_evidence(job, pods, nodes)
     if node is not None:
         reason, blamed = node

@@ -18,6 +18,8 @@ The rules, in order (each excluded node is reported with why, never dropped sile
 5. GPU capacity: a node whose allocatable ``nvidia.com/gpu`` is positive but below the rendered
    per-node request is excluded. A missing or zero count is kept: the device plugin may be
    restarting. If every node is under capacity the Workflow fails naming the best available.
+6. ``maxNodes`` (``capped``): only the first that many eligible nodes by name are taken; the
+   rest are excluded with reason ``MaxNodes``.
 
 Order is by node name throughout, so the same cluster always gives the same groups.
 """
@@ -47,6 +49,7 @@ class ExclusionReason(enum.StrEnum):
     NOT_READY = "NotReady"
     MINORITY_ARCHITECTURE = "MinorityArchitecture"
     INSUFFICIENT_GPUS = "InsufficientGPUs"
+    MAX_NODES = "MaxNodes"  # beyond the run's maxNodes cap
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +97,7 @@ _WORDS: Final = {
     ExclusionReason.NOT_READY: "NotReady node(s)",
     ExclusionReason.MINORITY_ARCHITECTURE: "node(s) of another GPU architecture",
     ExclusionReason.INSUFFICIENT_GPUS: "node(s) with too few allocatable GPUs",
+    ExclusionReason.MAX_NODES: "node(s) beyond maxNodes",
 }
 
 
@@ -247,3 +251,41 @@ def discover(
             keep = [n for n in keep if n.name not in gone]
     return Discovery(nodes=tuple(keep), platform=platform, architecture=arch,
                      excluded=tuple(excluded))
+
+
+def capped(found: Discovery, max_nodes: int | None) -> Discovery:
+    """``found`` with at most ``max_nodes`` nodes (the first by name); the rest are excluded
+    (``MaxNodes``). ``None``: unchanged."""
+    if max_nodes is None or len(found.nodes) <= max_nodes:
+        return found
+    detail = f"maxNodes is {max_nodes}"
+    rest = tuple(Exclusion(name=n.name, reason=ExclusionReason.MAX_NODES, detail=detail)
+                 for n in found.nodes[max_nodes:])
+    return attrs.evolve(found, nodes=found.nodes[:max_nodes], excluded=found.excluded + rest)
+
+
+def waiting_detail(found: DiscoveryFailure, *, target: TargetSpec | None = None,
+                   nodes: Iterable[NodeView] = ()) -> str:
+    """Why no node is eligible yet, for a WaitingForNodes message: how many GPU nodes match
+    the target and, per reason, which are excluded. When none matches, ``nodes`` (the GPU node
+    cache) says how many GPU nodes there are, and a target that pins ``nvidia.com/gpu.product``
+    names the architectures they have instead."""
+    if found.excluded:
+        parts = []
+        for reason in ExclusionReason:
+            names = [e.name for e in found.excluded if e.reason == reason]
+            if names:
+                parts.append(f"{len(names)} {reason.value} ({_shown(names)})")
+        return (f"{len(found.excluded)} GPU node(s) match but none is eligible: "
+                f"{', '.join(parts)}")
+    gpu = [n for n in nodes if _labels(n).get(GPU_PRESENT) == "true"]
+    if not gpu:
+        return "0 GPU nodes match"
+    text = f"0 of {len(gpu)} GPU node(s) match"
+    wanted = target.node_selector.get(GPU_PRODUCT) if target is not None else None
+    if wanted:
+        archs = Counter(architecture_from_product(p) for n in gpu if (p := n.label(GPU_PRODUCT)))
+        have = ", ".join(f"{a} ({c})" for a, c in sorted(archs.items())) or "unlabelled"
+        text += (f"; the target asks for {architecture_from_product(wanted)} ({wanted}), the "
+                 f"GPU nodes are {have}")
+    return text

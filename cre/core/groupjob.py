@@ -14,10 +14,12 @@ For each group and iteration this module:
 * tolerates exactly the target's ``taintSelectors`` when they are set;
 * copies ``timeoutPerJob`` (the Job tier enforces it and captures the timeout log, launcher
   first), the thresholds and ``measurementTimeout``;
-* keeps the default node-health CEL (a node cordoned mid-run fails the Job as hardware) unless
-  the target deliberately selects cordoned nodes;
-* labels the Job (managed-by, workflow, group), annotates ``cre.dev/group-nodes`` and makes the
-  Workflow its controller.
+* sets the Workflow's ``nodeHealthMonitor`` when it has one; else keeps the default node-health
+  CEL (a node cordoned mid-run fails the Job as hardware) unless the target deliberately
+  selects cordoned nodes;
+* labels the Job (managed-by, workflow, group), annotates ``cre.dev/group-nodes`` (and
+  ``cre.dev/group-gpus``, each node's allocatable GPUs at launch: the monitor's baseline) and
+  makes the Workflow its controller.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from cre.api.converter import unstructure
 from cre.api.workflow import Workflow
 from cre.core.deps import rewrite
 from cre.core.discovery import admits_cordoned
+from cre.core.health import GROUP_GPUS
+from cre.core.usable import tolerations_in
 from cre.render.job import NODE_HEALTH_CEL
 from cre.render.workload import HOSTNAME_KEY, MAX_JOB_NAME, NODE_JOB
 
@@ -52,7 +56,21 @@ def job_name(workflow: str, *, group: str, iteration: int, single: bool,
     room = MAX_JOB_NAME - len(tail) - len(digest) - 1
     if room < 8:
         return f"{name[:MAX_JOB_NAME - 9].rstrip('-')}-{digest}"
-    return f"{workflow[:room].rstrip('-')}-{digest}{tail}"
+    return f"{shorten_words(workflow, room)}-{digest}{tail}"
+
+
+def shorten_words(name: str, room: int) -> str:
+    """``name`` in at most ``room`` characters, dropping whole words from the middle: as many
+    words from the end as fit (a Certification's Workflow ends with the variant, the part
+    that tells two Jobs apart), then from the start (its Certification). A name with no
+    such cut falls back to its first ``room`` characters."""
+    words = name.split("-")
+    for end in range(len(words) - 1, 0, -1):
+        for start in range(len(words) - end, 0, -1):
+            kept = "-".join(words[:start] + words[len(words) - end:])
+            if len(kept) <= room:
+                return kept
+    return name[:room].rstrip("-")
 
 
 def _affinity(job: str, nodes: Sequence[str], old: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -64,6 +82,14 @@ def _affinity(job: str, nodes: Sequence[str], old: Mapping[str, Any] | None) -> 
         affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {L.JOB: job}}, "topologyKey": HOSTNAME_KEY}]}
     return affinity
+
+
+def workload_tolerations(workflow: Workflow) -> tuple[Mapping[str, Any], ...]:
+    """Every toleration a group's pods may carry: the target's (set on every replicated job),
+    the template's and the dependencies' pod templates (e.g. the TrainingRuntime's)."""
+    return (*(_tolerations(workflow) or ()),
+            *tolerations_in(workflow.spec.job_template.spec.workload.train_job or {}),
+            *tolerations_in(list(workflow.spec.dependencies)))
 
 
 def _tolerations(workflow: Workflow) -> list[dict[str, Any]] | None:
@@ -124,7 +150,7 @@ def pinned_train_job(train_job: Mapping[str, Any], *, job: str, nodes: Sequence[
 
 def group_job(
     workflow: Workflow, *, name: str, group: str, nodes: Sequence[str],
-    renames: Mapping[str, str],
+    renames: Mapping[str, str], group_gpus: str = "",
 ) -> dict[str, Any]:
     """The full ``cre.dev/v1alpha1`` Job manifest of one group run."""
     wf_name = workflow.metadata.name or ""
@@ -146,7 +172,9 @@ def group_job(
         if perf.measurement_timeout:
             spec["measurementTimeout"] = perf.measurement_timeout
     target = workflow.spec.orchestration.target
-    if target is not None and admits_cordoned(target):
+    if workflow.spec.node_health_monitor is not None:
+        spec["nodeHealthMonitor"] = unstructure(workflow.spec.node_health_monitor)
+    elif target is not None and admits_cordoned(target):
         spec.pop("nodeHealthMonitor", None)
     elif "nodeHealthMonitor" not in spec:
         spec["nodeHealthMonitor"] = {"cel": {"expression": NODE_HEALTH_CEL}}
@@ -155,6 +183,8 @@ def group_job(
               L.WORKFLOW: wf_name, L.GROUP_LABEL: group}
     annotations = {**(dict(meta.annotations) if meta else {}),
                    L.GROUP_NODES: ",".join(sorted(nodes))}
+    if group_gpus:
+        annotations[GROUP_GPUS] = group_gpus
     return {
         "apiVersion": L.API_VERSION,
         "kind": JOB_KIND,

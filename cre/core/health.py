@@ -16,11 +16,22 @@ An expression that fails to evaluate on a node (a missing map key, a result that
 does not flag it, as in the reference where such errors are only logged; here the errors are
 returned so the Job's InProgress message can name them. A syntax error never gets this far:
 validation rejects the spec (``InvalidSpec``) before any workload exists.
+
+Besides the expression, a monitor can name the signals of broken hardware directly, each
+judged on the node's slim view (one function per signal below):
+
+* ``conditions``: the node has a condition of that type with that status (a GPU-health
+  condition set by a node problem detector or a health agent);
+* ``taints``: the node carries a matching taint (unset value or effect: any);
+* ``labels``: the node has the label with that value;
+* ``gpuAllocatableDrop``: the node's allocatable ``nvidia.com/gpu`` is below its count when the
+  Workflow launched the group (the Job's ``cre.dev/group-gpus`` annotation, ``node=count`` comma
+  separated; a Job without it has no baseline and this signal stays silent).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -28,27 +39,34 @@ import attrs
 
 from cre.api.cel import CelError, compile_cel
 from cre.api.conditions import ConditionType, FailedNodeReason, JobReason
-from cre.api.job import FailedNode, Job, JobStatus
+from cre.api.job import FailedNode, Job, JobStatus, NodeHealthMonitor
 from cre.api.meta import Condition, ConditionStatus
 from cre.core.observed import NodeView
 from cre.core.trio import bound_note
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
+# ``node=count,...``: each group node's allocatable nvidia.com/gpu when the group launched.
+GROUP_GPUS: Final = "cre.dev/group-gpus"
 
 
 @attrs.frozen(kw_only=True)
 class HealthVerdict:
-    """The monitor's result on a set of nodes: the names it flagged and the evaluation errors
-    (``(node, message)``), both in node-name order."""
+    """The monitor's result on a set of nodes: the names it flagged, what it found on each
+    (``(node, finding)``, empty for the expression alone) and the evaluation errors
+    (``(node, message)``), all in node-name order."""
 
     expression: str = ""
     flagged: tuple[str, ...] = ()
     errors: tuple[tuple[str, str], ...] = ()
+    findings: tuple[tuple[str, str], ...] = ()
 
     def message(self) -> str:
-        """``Hardware failure detected on node(s) a, b: nodeHealthMonitor `<expr>` is true``."""
-        return (f"Hardware failure detected on node(s) {', '.join(self.flagged)}: "
-                f"nodeHealthMonitor `{self.expression}` is true")
+        """``Hardware failure detected on node(s) a, b: nodeHealthMonitor `<expr>` is true``
+        (the expression), or the signals found on each node."""
+        head = f"Hardware failure detected on node(s) {', '.join(self.flagged)}: "
+        if not self.findings:
+            return head + f"nodeHealthMonitor `{self.expression}` is true"
+        return head + "; ".join(f"{node}: {what}" for node, what in self.findings)
 
     def note(self) -> str:
         """A sentence on the evaluation errors, or ``""``."""
@@ -57,6 +75,57 @@ class HealthVerdict:
         shown = "; ".join(f"{node}: {error}" for node, error in self.errors[:3])
         more = f" (and {len(self.errors) - 3} more)" if len(self.errors) > 3 else ""
         return f"; nodeHealthMonitor could not be evaluated on {shown}{more}"
+
+
+def condition_signal(monitor: NodeHealthMonitor, view: NodeView) -> str | None:
+    """The first ``conditions`` entry ``view`` matches, described, or ``None``."""
+    for want in monitor.conditions:
+        if any(c.type == want.type and c.status == want.status for c in view.conditions):
+            return f"condition {want.type}={want.status}"
+    return None
+
+
+def taint_signal(monitor: NodeHealthMonitor, view: NodeView) -> str | None:
+    """The first ``taints`` entry ``view`` carries, described, or ``None``."""
+    for want in monitor.taints:
+        for t in view.taints:
+            if t.key == want.key and (want.value is None or t.value == want.value) \
+                    and (want.effect is None or t.effect == want.effect):
+                return f"taint {t.key}" + (f"={t.value}" if t.value else "") \
+                    + (f":{t.effect}" if t.effect else "")
+    return None
+
+
+def label_signal(monitor: NodeHealthMonitor, view: NodeView) -> str | None:
+    """The first ``labels`` entry ``view`` has with that value, described, or ``None``."""
+    for key, value in sorted(monitor.labels.items()):
+        if view.label(key) == value:
+            return f"label {key}={value}"
+    return None
+
+
+def gpu_drop_signal(monitor: NodeHealthMonitor, view: NodeView,
+                    baseline: dict[str, int]) -> str | None:
+    """``view``'s allocatable ``nvidia.com/gpu`` below its count at the group's start."""
+    start = baseline.get(view.name)
+    if not monitor.gpu_allocatable_drop or start is None or view.allocatable_gpus >= start:
+        return None
+    return f"allocatable {GPU_RESOURCE} fell from {start} to {view.allocatable_gpus}"
+
+
+def group_gpus(annotations: Mapping[str, str]) -> dict[str, int]:
+    """The ``cre.dev/group-gpus`` baseline (malformed entries are skipped)."""
+    out: dict[str, int] = {}
+    for item in annotations.get(GROUP_GPUS, "").split(","):
+        name, _, count = item.partition("=")
+        if name and count.isdigit():
+            out[name] = int(count)
+    return out
+
+
+def encode_group_gpus(nodes: Sequence[NodeView]) -> str:
+    """The ``cre.dev/group-gpus`` annotation value for ``nodes`` (by name)."""
+    return ",".join(f"{n.name}={n.allocatable_gpus}" for n in sorted(nodes, key=lambda n: n.name))
 
 
 def node_object(view: NodeView) -> dict[str, Any]:
@@ -82,7 +151,7 @@ def node_object(view: NodeView) -> dict[str, Any]:
 def expression_of(job: Job) -> str | None:
     """The Job's ``nodeHealthMonitor`` expression, if it has one."""
     monitor = job.spec.node_health_monitor
-    return monitor.cel.expression if monitor is not None else None
+    return monitor.cel.expression if monitor is not None and monitor.cel is not None else None
 
 
 def check_nodes(expression: str, nodes: Sequence[NodeView]) -> HealthVerdict:
@@ -106,12 +175,41 @@ def check_nodes(expression: str, nodes: Sequence[NodeView]) -> HealthVerdict:
     return HealthVerdict(expression=expression, flagged=tuple(flagged), errors=tuple(errors))
 
 
+def check_monitor(monitor: NodeHealthMonitor, nodes: Sequence[NodeView], *,
+                  baseline: Mapping[str, int] | None = None) -> HealthVerdict:
+    """Every signal of ``monitor`` on every node: a node is flagged when one holds."""
+    expression = monitor.cel.expression if monitor.cel is not None else ""
+    verdict = check_nodes(expression, nodes) if expression else HealthVerdict()
+    by_cel = set(verdict.flagged)
+    start = dict(baseline or {})
+    findings: list[tuple[str, str]] = []
+    flagged: list[str] = []
+    for view in sorted(nodes, key=lambda n: n.name):
+        found = [f for f in (condition_signal(monitor, view), taint_signal(monitor, view),
+                             label_signal(monitor, view), gpu_drop_signal(monitor, view, start))
+                 if f is not None]
+        if view.name in by_cel and found:
+            found.insert(0, f"nodeHealthMonitor `{expression}` is true")
+        if found or view.name in by_cel:
+            flagged.append(view.name)
+        if found:
+            findings.append((view.name, ", ".join(found)))
+    if findings:
+        # Nodes flagged by the expression alone are said too once other signals are listed.
+        said = {n for n, _ in findings}
+        findings += [(n, f"nodeHealthMonitor `{expression}` is true")
+                     for n in by_cel if n not in said]
+        findings.sort()
+    return attrs.evolve(verdict, expression=expression, flagged=tuple(flagged),
+                        findings=tuple(findings))
+
+
 def check_job(job: Job, nodes: Sequence[NodeView]) -> HealthVerdict | None:
     """The monitor's verdict on ``nodes`` for ``job`` (``None``: the Job has no monitor)."""
-    expression = expression_of(job)
-    if expression is None:
+    monitor = job.spec.node_health_monitor
+    if monitor is None:
         return None
-    return check_nodes(expression, nodes)
+    return check_monitor(monitor, nodes, baseline=group_gpus(job.metadata.annotations))
 
 
 def mark_hardware_failed(status: JobStatus, verdict: HealthVerdict, *, now: datetime,

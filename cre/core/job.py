@@ -34,7 +34,7 @@ from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
 from cre.core import failurelog as fl
-from cre.core import stall
+from cre.core import imagepull, stall
 from cre.core.classify import Cause, classify, group_nodes, merge_failed_nodes
 from cre.core.health import HealthVerdict, check_job, mark_hardware_failed
 from cre.core.jobgoodput import (
@@ -73,9 +73,11 @@ from cre.core.workload import (
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
 # Failures that delete the workload (it would hold its GPUs) and their condition reasons.
 _DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED, Cause.STARTUP_STALLED,
-                              Cause.TRAINING_STALLED)
+                              Cause.TRAINING_STALLED, Cause.IMAGE_PULL_FAILED,
+                              Cause.UNSCHEDULABLE)
 _DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED,
-                                     JobReason.WORKLOAD_STALLED)
+                                     JobReason.WORKLOAD_STALLED, JobReason.IMAGE_PULL_FAILED,
+                                     JobReason.WORKLOAD_UNSCHEDULABLE)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
 
@@ -86,10 +88,18 @@ class _Ctx:
     obs: Observation
     now: datetime
     settings: JobSettings
+    # A deadline closer than the poll interval (the end of an image-pull grace), in seconds.
+    poll_cap: float | None = None
 
     @property
     def name(self) -> str:
         return self.job.metadata.name or ""
+
+    @property
+    def poll(self) -> float:
+        """The requeue of a running workload: the poll interval, or sooner for a deadline."""
+        interval = self.settings.poll_interval
+        return interval if self.poll_cap is None else max(min(interval, self.poll_cap), 0.0)
 
     @property
     def namespace(self) -> str:
@@ -308,7 +318,7 @@ def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
     count = ctx.job.status.restart_count + 1
     # workloadRef keeps naming the old workload until it is gone (never adopt it again).
     status = attrs.evolve(ctx.job.status, workload_start_time=None, restart_count=count,
-                          failure_log=None, failure_class=None)
+                          failure_log=None, failure_class=None, image_pull_failing_since=None)
     message = (f"Restarting workload from checkpoint (restart {count}/{checkpoint.max_restarts})"
                f": {why}")
     return _in_progress(ctx, status, JobReason.WORKLOAD_RESTARTING, message,
@@ -351,6 +361,10 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
     if health is not None and health.flagged:
         return _hardware_failed(ctx, view, status, health)
     if state == WorkloadState.RUNNING:
+        pulled = _image_pull(ctx, view, status)
+        if isinstance(pulled, Plan):
+            return pulled
+        ctx, status = pulled
         stalled = _stalled(ctx, view, status) or _training_stalled(ctx, view, status)
         if stalled is not None:
             return stalled
@@ -375,11 +389,38 @@ def _hardware_failed(ctx: _Ctx, view: TrainJobView, status: JobStatus,
                  message=health.message(), view=view)
 
 
+def _current_pods(ctx: _Ctx, view: TrainJobView | None) -> tuple[PodView, ...]:
+    created = view.creation_timestamp if view is not None else None
+    return tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, created))
+
+
+def _image_pull(ctx: _Ctx, view: TrainJobView, status: JobStatus
+                ) -> Plan | tuple[_Ctx, JobStatus]:
+    """Containers of the current workload waiting on a failing image pull
+    (``cre.core.imagepull``): past imagePullGraceSeconds the Job fails ``ImagePullFailed``;
+    within it, ``imagePullFailingSince`` is recorded and the next pass comes at the end of the
+    grace. A pull that recovered clears the mark."""
+    found = imagepull.failures(_current_pods(ctx, view))
+    if not found:
+        if status.image_pull_failing_since is None:
+            return ctx, status
+        return ctx, attrs.evolve(status, image_pull_failing_since=None)
+    since = status.image_pull_failing_since or ctx.now
+    status = attrs.evolve(status, image_pull_failing_since=since)
+    left = imagepull.seconds_left(ctx.job, since=since, now=ctx.now)
+    if left > 0:
+        return attrs.evolve(ctx, poll_cap=left), status
+    message = imagepull.failed_message(workload=view.name, job=ctx.job, found=found)
+    return _fail(ctx, cause=Cause.IMAGE_PULL_FAILED, reason=JobReason.IMAGE_PULL_FAILED,
+                 message=message, view=view, status=status)
+
+
 def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
     """The workload cannot run (``cre.core.stall``): it never made a pod within
     startupStallTimeoutSeconds (fail, with its Events), or pods of it are unschedulable (the
-    timeout clock pauses; past schedulingStallGraceSeconds the Job says so). ``None``: neither."""
-    pods = tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, view.creation_timestamp))
+    timeout clock pauses; past schedulingStallGraceSeconds the Job says so, past
+    schedulingStallTimeout it fails ``WorkloadUnschedulable``). ``None``: neither."""
+    pods = _current_pods(ctx, view)
     if not pods and not view.jobs_built:  # (pods gone after a JobSet restart are no stall)
         deadline = stall.startup_deadline(ctx.job, view)
         if deadline is None or ctx.now < deadline:
@@ -404,12 +445,19 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
     if left > 0:  # within the grace: still "running" as far as anyone can tell
         return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
                             f"Workload {view.name} is running",
-                            requeue_after=min(ctx.settings.poll_interval, left))
+                            requeue_after=min(ctx.poll, left))
     message = stall.blocked_message(workload=view.name, pods=blocked,
                                     group=group_nodes(ctx.job), nodes=ctx.obs.nodes,
                                     blocked_for=ctx.now - since)
+    bound = (since + stall.stall_timeout(ctx.job) - ctx.now).total_seconds()
+    if bound <= 0:
+        return _fail(ctx, cause=Cause.UNSCHEDULABLE, reason=JobReason.WORKLOAD_UNSCHEDULABLE,
+                     message=stall.unschedulable_message(
+                         job=ctx.job, workload=view.name, pods=blocked,
+                         group=group_nodes(ctx.job), nodes=ctx.obs.nodes),
+                     view=view, status=status)
     return _in_progress(ctx, status, JobReason.WORKLOAD_SCHEDULING_BLOCKED, message,
-                        requeue_after=ctx.settings.poll_interval)
+                        requeue_after=min(ctx.poll, bound))
 
 
 def _training_stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
@@ -430,10 +478,18 @@ def _training_stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan 
 
 def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
     start, status = resume_clock(status, ctx.now)  # the time spent waiting is not charged
-    requeue = ctx.settings.poll_interval
+    requeue = ctx.poll
     left = seconds_left(ctx.job, start=start, now=ctx.now)
     if left is not None:
         if left <= 0:
+            pulls = imagepull.failures(_current_pods(ctx, view))
+            if pulls:  # the image never arrived: that, not the test, ran out the clock
+                message = imagepull.failed_message(
+                    workload=view.name, job=ctx.job, found=pulls,
+                    bound=f"timeoutPerJob {ctx.job.spec.timeout_per_job}")
+                return _fail(ctx, cause=Cause.IMAGE_PULL_FAILED,
+                             reason=JobReason.IMAGE_PULL_FAILED, message=message, view=view,
+                             status=status)
             message = (f"Workload {view.name} did not finish within timeoutPerJob "
                        f"{ctx.job.spec.timeout_per_job}")
             return _fail(ctx, cause=Cause.TIMEOUT, reason=JobReason.JOB_TIMED_OUT,
@@ -500,6 +556,10 @@ def _failure_record(
                                             f"refused it ({ctx.obs.create_rejected})"))
     if cause == Cause.STARTUP_STALLED:
         return stall.startup_failure_log(ctx.obs.workload_events or ())
+    if cause == Cause.IMAGE_PULL_FAILED:
+        return imagepull.failure_log(imagepull.failures(_current_pods(ctx, view)))
+    if cause == Cause.UNSCHEDULABLE:
+        return stall.unschedulable_failure_log(stall.unschedulable(_current_pods(ctx, view)))
     if cause in (Cause.TIMEOUT, Cause.TRAINING_STALLED):
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
                                 fl.eligible(ctx.obs.worker_pods, created))
@@ -536,8 +596,7 @@ def _fail(
     log = _failure_record(ctx, cause=cause, view=view, recorded=status.failure_log)
     if isinstance(log, LogRequest):
         return ctx.plan(log_reads=(log,))
-    created = view.creation_timestamp if view is not None else None
-    current = tuple(p for p in _all_pods(ctx) if fl.of_current_workload(p, created))
+    current = _current_pods(ctx, view)
     verdict = classify(job=ctx.job, cause=cause, message=message, failure_log=log,
                        pods=current, nodes=ctx.obs.nodes)
     status = attrs.evolve(

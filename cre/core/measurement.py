@@ -76,6 +76,7 @@ from cre.core.ncclparse import SizeResult
 from cre.core.observed import PodView
 from cre.core.plan import EventSeverity, EventSpec
 from cre.core.trio import true_member
+from cre.core.wording import count
 
 #: Minimum time the final read is retried after the Job ended.
 FINAL_READ_GRACE: Final = timedelta(minutes=2)
@@ -334,8 +335,8 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
                              f"spec.logProfileRef ({bm.spec.log_profile_ref})", results=(),
                              done_at=ended)
         return _complete(ctx, MeasurementReason.JOB_SUCCEEDED,
-                         f"Final read ({bm.spec.log_profile_ref}): {read.rows} rows, "
-                         f"{len(read.results)} message sizes", results=read.results,
+                         f"Final read ({bm.spec.log_profile_ref}): {count(read.rows, 'row')}, "
+                         f"{count(len(read.results), 'message size')}", results=read.results,
                          transports=read.transports, done_at=ended)
     assert error is not None
     return _pending(ctx, job, error, ended=ended)
@@ -434,6 +435,7 @@ def _final_multi(ctx: _Ctx, job: Job, profile: CompiledProfile, *, succeeded: bo
                          f"spec.logProfileRef ({bm.spec.log_profile_ref})", results=(),
                          done_at=ended, node_results=nodes)
     return _complete(ctx, MeasurementReason.JOB_SUCCEEDED,
-                     f"Final read ({bm.spec.log_profile_ref}): {rows} rows, "
-                     f"{len(results)} message sizes, {len(nodes)} nodes", results=results,
+                     f"Final read ({bm.spec.log_profile_ref}): {count(rows, 'row')}, "
+                     f"{count(len(results), 'message size')}, {count(len(nodes), 'node')}",
+                     results=results,
                      transports=transports, node_results=nodes, done_at=ended)

@@ -61,13 +61,15 @@ class ContainerState:
 
 @attrs.frozen(slots=True)
 class ContainerStatusView:
-    """A container or init-container status; ``last_state`` is the previous run, if any."""
+    """A container or init-container status; ``last_state`` is the previous run, if any;
+    ``image`` is the image the kubelet runs or tries to pull (named by an image-pull failure)."""
 
     name: str
     state: ContainerState | None
     restart_count: int = 0
     init: bool = False
     last_state: ContainerState | None = None
+    image: str | None = None
 
 
 @attrs.frozen(slots=True)

@@ -188,6 +188,7 @@ def _container_statuses(obj: JSON, raw: Any, path: str, *,
             restart_count=restarts,
             init=init,
             last_state=_container_state(obj, cs.get("lastState"), f"{p}.lastState"),
+            image=_opt_intern(_str(obj, cs.get("image"), f"{p}.image")),
         )))
     return tuple(out)
 

@@ -5,7 +5,8 @@ The same contract as the Job tier's ``cre.core.plan`` (whose ``Create``, ``Delet
 
 1. ``patches`` of the object itself (the finalizer; a plan that adds it carries nothing else),
 2. ``deletes`` (UID preconditions) and ``creates`` (AlreadyExists from a foreign holder is
-   reported back as ``create_conflicts`` on the next Observation),
+   reported back as ``create_conflicts`` on the next Observation; a create the API server
+   refuses for good, 400/403/422, as a :class:`CreateError` in ``create_errors``),
 3. ``upserts`` (create-or-replace; the node-result ConfigMaps), *before* the status write, so a
    status that records a finished group never lands without its node results,
 4. the ``status`` write (``resource_version`` precondition; a conflict re-reads and re-runs the
@@ -46,6 +47,25 @@ class Upsert:
     namespace: str
     name: str
     body: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class CreateError:
+    """A create the API server refused for good (validation 400/422, an admission webhook's
+    403): the object, the HTTP code, the Status reason and the API's own message."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    code: int
+    reason: str
+    message: str
+
+    def describe(self) -> str:
+        """``the API server refused TrainingRuntime ns/name (422 Invalid): <message>``."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        said = f"{self.code} {self.reason}".strip()
+        return f"the API server refused {self.kind} {where} ({said}): {self.message}"
 
 
 @attrs.frozen(kw_only=True)

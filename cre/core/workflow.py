@@ -14,14 +14,15 @@ Rules the pure core keeps (each covered by a test):
   sharing a node (an overflow group waits for its lenders), and nothing new after FailFast.
 * A retried group gets a new Job name (``...-retry-<k>``) and new dependency copies, so a
   relaunch never waits for the previous Job's finalizer.
-* A missing Job is only believed after a live read (``confirm_live``); it then counts as a
-  ControlPlane-class abort (someone else deleted it).
+* A missing Job is only believed after a live read (``confirm_live``); someone deleted it: a
+  user interrupt (the group fails ``UserInterrupted``, not re-created, nodes Uncertified).
 * Iterations: all groups terminal -> the iteration's Jobs are deleted (and confirmed gone)
   before the groups reset; the last iteration ends in the final status instead.
-* Final reason precedence (the reference's): failed groups -> ``JobHardwareFailed`` if any
-  failed group's Job had a hardware failure, else ``JobValidationFailed`` if any missed a
-  threshold, else ``IterationsFailed``; ``ValidationFailed=True`` whenever a threshold was
-  missed. No genuine failure -> ``JobCompleted``, with ``Incomplete`` when nodes went
+* Final reason: the most severe blame row seen (``cre.core.deferral``, docs/design/013):
+  ``JobHardwareFailed`` (a node Failed on node evidence, even if its group's re-run passed) >
+  ``IterationsFailed`` (a workload failure) > ``JobValidationFailed`` (a threshold miss) >
+  ``ConfigurationError`` > ``UserInterrupted``; ``ValidationFailed=True`` whenever a threshold
+  was missed. Nothing failed -> ``JobCompleted``, with ``Incomplete`` when nodes went
   uncertified or were excluded.
 """
 
@@ -60,14 +61,16 @@ from cre.core import noderesults as NR
 from cre.core.classify import ClassReason
 from cre.core.conditions import set_trio
 from cre.core.deps import Dependency, DependencyError, applicable, job_copy, renames, suffix
-from cre.core.discovery import Discovery, DiscoveryFailure, discover
+from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
 from cre.core.groupjob import group_job, job_name
+from cre.core.health import encode_group_gpus
 from cre.core.observed import NodeView
 from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
-from cre.core.tierplan import ObjectView, SelfPatch, TierPlan, Upsert
+from cre.core.tierplan import CreateError, ObjectView, SelfPatch, TierPlan, Upsert
 from cre.core.trio import true_member
+from cre.core.wording import count
 
 WorkflowPlan = TierPlan[WorkflowStatus]
 JOB_API: Final = L.API_VERSION
@@ -100,6 +103,7 @@ class WorkflowObservation:
     ``dependencies``: the dependency objects found by the tracking label.
     ``config_maps``: the ``binaryData`` of the node-result ConfigMaps, by name.
     ``create_conflicts``: ``Kind/name`` of objects a create found held by a foreign owner.
+    ``create_errors``: creates the API server refused for good (400/403/422).
     ``active_pods``: per Job name, how many of its pods are not yet Succeeded/Failed.
     ``read_live``: the Jobs (and pods) were read live because the core asked for it.
     """
@@ -109,6 +113,7 @@ class WorkflowObservation:
     dependencies: tuple[ObjectView, ...] = ()
     config_maps: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
     create_conflicts: tuple[str, ...] = ()
+    create_errors: tuple[CreateError, ...] = ()
     active_pods: Mapping[str, int] = attrs.field(factory=dict)
     read_live: bool = False
 
@@ -193,9 +198,22 @@ def reconcile_workflow(
         return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
                       message=f"{held} already exist(s) and is not controlled by Workflow "
                               f"{ctx.name}")
+    if observation.create_errors:
+        return _create_refused(ctx, observation.create_errors)
     from cre.core.workflow_run import advance  # the running phase, kept in its own module
 
     return advance(ctx)
+
+
+def _create_refused(ctx: _Ctx, errors: tuple[CreateError, ...]) -> WorkflowPlan:
+    """A create refused for good (``DependencyCreationError`` for a dependency such as a
+    TrainingRuntime, ``JobCreationError`` for a group's Job): no retry can make it, so the
+    Workflow fails at once with the API's message instead of retrying forever."""
+    dep = any(e.kind != "Job" for e in errors)
+    reason = WorkflowReason.DEPENDENCY_CREATION_ERROR if dep \
+        else WorkflowReason.JOB_CREATION_ERROR
+    return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
+                  message="; ".join(e.describe() for e in errors))
 
 
 # --- status helpers ----------------------------------------------------------------------------
@@ -267,6 +285,7 @@ _EXCLUSION_EVENTS: Final = (
     ("NotReady", WorkflowReason.NOT_READY_NODES_EXCLUDED),
     ("MinorityArchitecture", WorkflowReason.HETEROGENEOUS_GPU),
     ("InsufficientGPUs", WorkflowReason.INSUFFICIENT_GPU_CAPACITY),
+    ("MaxNodes", WorkflowReason.MAX_NODES_EXCLUDED),
 )
 
 
@@ -299,6 +318,7 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
     if isinstance(found, DiscoveryFailure):
         return _write(ctx, wf.status, member=ConditionType.FAILED, reason=found.reason,
                       message=found.message)
+    found = capped(found, wf.spec.max_nodes)
     topology = wf.spec.orchestration.topology
     try:
         groups = partition(nodes=found.nodes, nodes_per_job=nodes_per_job(wf),
@@ -328,8 +348,8 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
         for g in groups))
     creates, refs = _workflow_deps(ctx, deps)
     status = attrs.evolve(status, dependency_refs=refs)
-    message = (f"Discovered {len(found.nodes)} nodes, partitioned into {len(groups)} groups "
-               f"({size} nodes/job)")
+    message = (f"Discovered {count(len(found.nodes), 'node')}, partitioned into "
+               f"{count(len(groups), 'group')} ({size} nodes/job)")
     return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                   reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
                   events=_exclusion_events(found) + _override_events(applied)
@@ -429,9 +449,12 @@ def _workflow_deps(ctx: _Ctx, deps: tuple[Dependency, ...]
             tuple(_ref(o, scope=DependencyScope.WORKFLOW) for o in objs))
 
 
-def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int
+def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int,
+                 nodes: tuple[str, ...] | None = None,
                  ) -> tuple[tuple[Create, ...], tuple[DependencyRef, ...], str]:
-    """The creates (dependency copies first, then the Job) of one group's next attempt."""
+    """The creates (dependency copies first, then the Job) of one group's next attempt, on
+    ``nodes`` (default: all of the group's)."""
+    nodes = group.nodes if nodes is None else nodes
     single = len(ctx.wf.status.groups) == 1 and ctx.iterations == 1
     attempt = group.retries + group.infra_retries
     name = job_name(ctx.name, group=group.name, iteration=iteration, single=single,
@@ -441,9 +464,12 @@ def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int
         sfx += f"-r{attempt}"
     deps = dependencies_of(ctx.wf)
     mapping = renames(deps, sfx)
-    copies = [_owned(ctx, job_copy(d, mapping, nodes=len(group.nodes)))
+    copies = [_owned(ctx, job_copy(d, mapping, nodes=len(nodes)))
               for d in deps if d.scope == DependencyScope.JOB]
-    job = group_job(ctx.wf, name=name, group=group.name, nodes=group.nodes, renames=mapping)
+    chosen = set(nodes)
+    views = [v for v in ctx.obs.nodes if v.name in chosen]
+    job = group_job(ctx.wf, name=name, group=group.name, nodes=nodes, renames=mapping,
+                    group_gpus=encode_group_gpus(views))
     refs = tuple(_ref(o, scope=DependencyScope.JOB, group=group.name, iteration=iteration)
                  for o in copies)
     return (*(_create(o) for o in copies), _create(job)), refs, name
@@ -500,7 +526,8 @@ def result_upsert(ctx: _Ctx, kind: str, blob: bytes) -> Upsert:
 
 
 def missing_job_outcome(name: str) -> D.JobOutcome:
-    """A Job that vanished under a running group: someone else deleted it (ControlPlane)."""
+    """A Job that vanished under a running group: someone deleted it (ControlPlane class
+    ``WorkloadDeleted``, which the blame table reads as a user interrupt)."""
     message = f"Job {name} was deleted while its group was running"
     return D.JobOutcome(succeeded=False, reason=JobReason.WORKLOAD_FAILED, message=message,
                         failure_class=FailureClass(scope=FailureScope.CONTROL_PLANE,

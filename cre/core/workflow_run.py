@@ -11,13 +11,22 @@ from typing import Any
 import attrs
 
 from cre.api import labels as L
-from cre.api.conditions import ConditionType, GroupPhase, IncompleteReason, Verdict, WorkflowReason
-from cre.api.failurepolicy import FailureMode
-from cre.api.job import Job
+from cre.api.common import TargetSpec
+from cre.api.conditions import (
+    ConditionType,
+    FailureScope,
+    GroupPhase,
+    IncompleteReason,
+    Verdict,
+    WorkflowReason,
+)
+from cre.api.job import FailureClass, Job
 from cre.api.meta import NamespacedName
 from cre.api.workflow import (
     DependencyRef,
     DependencyScope,
+    ExcludedNode,
+    ExcludedNodeReason,
     GroupStatus,
     IterationGroup,
     IterationRecord,
@@ -27,9 +36,12 @@ from cre.core import deferral as D
 from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
+from cre.core.groupjob import workload_tolerations
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
+from cre.core.usable import Usable, too_few, usable_nodes
+from cre.core.wording import count, every
 from cre.core.workflow import (
     WorkflowPlan,
     _Ctx,
@@ -45,6 +57,8 @@ from cre.core.workflow import (
 
 # How long past the Job's measurementTimeout the Workflow waits for a threshold verdict.
 VALIDATION_GRACE = timedelta(seconds=60)
+# How long a group's re-run waits for a NotReady node of it to come back before leaving it out.
+NOT_READY_GRACE = timedelta(seconds=60)
 
 
 @attrs.define
@@ -59,14 +73,63 @@ class _Pass:
     events: list[EventSpec] = attrs.field(factory=list)
     failed: list[D.NodeRecord] = attrs.field(factory=list)
     uncertified: list[D.NodeRecord] = attrs.field(factory=list)
+    # The soonest a group waiting on a NotReady node's grace must be looked at (seconds).
+    wait: float | None = None
 
     def plan_args(self) -> dict[str, Any]:
         return {"creates": tuple(self.creates), "deletes": tuple(self.deletes),
                 "upserts": tuple(self.upserts), "events": tuple(self.events)}
 
 
+def deadline_left(ctx: _Ctx) -> timedelta | None:
+    """Time left before ``spec.deadline`` (from the Workflow's creation); ``None``: no limit."""
+    created = ctx.wf.metadata.creation_timestamp
+    if not ctx.wf.spec.deadline or created is None:
+        return None
+    return created + parse_duration(ctx.wf.spec.deadline) - ctx.now
+
+
 def advance(ctx: _Ctx) -> WorkflowPlan:
-    """One pass of the running phase."""
+    """One pass of the running phase (bounded by the run's deadline, if it has one)."""
+    left = deadline_left(ctx)
+    if left is not None and left <= timedelta(0):
+        return _deadline_passed(ctx)
+    plan = _advance(ctx)
+    if left is not None and plan.requeue_after is not None:
+        plan = attrs.evolve(plan, requeue_after=min(plan.requeue_after, left.total_seconds()))
+    return plan
+
+
+def _deadline_passed(ctx: _Ctx) -> WorkflowPlan:
+    """The deadline passed: cancel every group not finished (their Jobs deleted, their nodes
+    Uncertified) and end with the verdict of what finished."""
+    status = ctx.wf.status
+    p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
+    why = f"the run's deadline ({ctx.wf.spec.deadline} from its creation) passed"
+    cancelled = []
+    for i, g in enumerate(p.groups):
+        if g.phase.terminal:
+            continue
+        if g.phase == GroupPhase.RUNNING and g.job_ref is not None:
+            job = ctx.obs.job(g.job_ref.name)
+            if job is not None and job.metadata.deletion_timestamp is None:
+                p.deletes.append(_delete_job(job))
+        p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
+                                   message=f"Cancelled: {why}")
+        p.uncertified += [D.NodeRecord(name=n, reason=WorkflowReason.DEADLINE_EXCEEDED,
+                                       message=f"not certified: {why}")
+                          for n in active_nodes(g)]
+        cancelled.append(g.name)
+    p.events.append(EventSpec(
+        type=EventSeverity.WARNING, reason=WorkflowReason.DEADLINE_EXCEEDED,
+        message=f"{why[0].upper()}{why[1:]}: cancelled {len(cancelled)} group(s)"
+                + (f": {', '.join(cancelled[:10])}" if cancelled else "")))
+    status = _with_results(ctx, status, p)
+    status = attrs.evolve(status, groups=tuple(p.groups), dependency_refs=tuple(p.refs))
+    return _final(ctx, status, p, deadline=why)
+
+
+def _advance(ctx: _Ctx) -> WorkflowPlan:
     status = ctx.wf.status
     assert status.orchestration is not None
     p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
@@ -79,8 +142,9 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
             return ctx.plan(confirm_live=True)
         if isinstance(result, GroupStatus):
             p.groups[i] = result
-            if tripped is None and result.phase == GroupPhase.FAILED \
-                    and ctx.policy.mode == FailureMode.FAIL_FAST:
+            if tripped is None and D.trips_fail_fast(
+                    phase=result.phase, failure_reason=result.failure_reason,
+                    policy=ctx.policy):
                 tripped = result.name
     if tripped is not None:
         _cancel(ctx, p, tripped)
@@ -95,16 +159,16 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
     assert orch is not None
     running = sum(1 for g in p.groups if g.phase == GroupPhase.RUNNING)
     reason = WorkflowReason.JOB_CREATED if p.creates else WorkflowReason.JOB_RUNNING
+    requeue = ctx.settings.requeue if p.wait is None else min(ctx.settings.requeue, p.wait)
     return _write(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
                   message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
-                          f"{running} groups running",
-                  requeue_after=ctx.settings.requeue, **p.plan_args())
+                          f"{count(running, 'group')} running",
+                  requeue_after=requeue, **p.plan_args())
 
 
 def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> str | None:
-    if policy.mode != FailureMode.FAIL_FAST:
-        return None
-    return next((g.name for g in groups if g.phase == GroupPhase.FAILED), None)
+    return next((g.name for g in groups if D.trips_fail_fast(
+        phase=g.phase, failure_reason=g.failure_reason, policy=policy)), None)
 
 
 def _awaiting_validation(ctx: _Ctx, job: Job) -> bool:
@@ -133,26 +197,41 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         if found is None or (found.succeeded and _awaiting_validation(ctx, job)):
             return None
         outcome = found
-    decision = D.decide(nodes=group.nodes, retries=group.retries,
-                        infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy)
+    decision = D.decide(nodes=active_nodes(group), retries=group.retries,
+                        infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy,
+                        now=ctx.now, observed={n.name: n for n in ctx.obs.nodes})
+    if decision.action == D.Action.WAIT:
+        # A NotReady node the failure names may still come back: look again at the deadline.
+        p.wait = decision.wait if p.wait is None else min(p.wait, decision.wait)
+        if group.message is None or not group.message.startswith("Waiting"):
+            p.events.append(EventSpec(
+                type=EventSeverity.NORMAL, reason=WorkflowReason.NODE_NOT_READY_GRACE,
+                message=f"Group {group.name}: waiting up to {int(decision.wait)}s for NotReady "
+                        f"node(s) {', '.join(r.name for r in outcome.blamed)} to come back "
+                        "before blaming them"))
+        waiting = ", ".join(r.name for r in outcome.blamed)
+        return attrs.evolve(group, failure_class=outcome.failure_class,
+                            message=f"Waiting for NotReady node(s) {waiting} to come back")
     p.failed += decision.failed
     p.uncertified += decision.uncertified
     group = attrs.evolve(group, failure_class=outcome.failure_class,
-                         failure_reason=None if outcome.succeeded else outcome.failure_reason,
-                         message=None if outcome.succeeded else outcome.message,
+                         failure_reason=None if outcome.succeeded
+                         else decision.reason or outcome.failure_reason,
+                         message=None if outcome.succeeded
+                         else decision.message or outcome.message,
                          bus_bandwidth_gbps=job.status.bus_bandwidth_gbps if job else None)
     if decision.action in (D.Action.RETRY, D.Action.INFRA_RETRY):
         if job is not None:
             p.deletes.append(_delete_job(job))
         infra = decision.action == D.Action.INFRA_RETRY
         new = attrs.evolve(group, phase=GroupPhase.PENDING, job_ref=None, start_time=None,
-                           completion_time=None, retries=group.retries + (not infra),
+                           completion_time=ctx.now, retries=group.retries + (not infra),
                            infra_retries=group.infra_retries + infra)
         if infra:
             fc = outcome.failure_class
             p.events.append(EventSpec(
                 type=EventSeverity.NORMAL, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
-                message=f"Group {group.name}: {fc.scope if fc else ''} abort "
+                message=f"Group {group.name}: {fc.scope if fc else 'infrastructure'} abort "
                         f"({fc.reason if fc else outcome.reason}) deferred, siblings continue; "
                         f"infra retry {new.infra_retries}/{ctx.policy.infra_retries}"))
         return new
@@ -161,8 +240,9 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         p.events.append(EventSpec(
             type=EventSeverity.WARNING, reason=WorkflowReason.INFRA_ABORT_DEFERRED,
             message=f"Group {group.name} ended on an infrastructure abort "
-                    f"({fc.scope if fc else ''}/{fc.reason if fc else ''}) after "
-                    f"{group.infra_retries} infra retries: {len(decision.uncertified)} node(s) "
+                    f"({f'{fc.scope}/{fc.reason}' if fc else outcome.reason}) after "
+                    f"{count(group.infra_retries, 'infra retry')}: "
+                    f"{len(decision.uncertified)} node(s) "
                     "Uncertified, siblings continue"))
     return attrs.evolve(group, phase=decision.phase, completion_time=ctx.now)
 
@@ -178,7 +258,7 @@ def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
                 p.deletes.append(_delete_job(job))
         p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
                                    message=f"Cancelled by FailFast: group {by} failed")
-        p.uncertified += D.cancelled_records(g.nodes, by_group=by)
+        p.uncertified += D.cancelled_records(active_nodes(g), by_group=by)
         cancelled.append(g.name)
     if cancelled:
         p.events.append(EventSpec(
@@ -187,29 +267,90 @@ def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
                     f"group(s): {', '.join(cancelled[:10])}"))
 
 
+def active_nodes(group: GroupStatus) -> tuple[str, ...]:
+    """The nodes the group's current launch runs on (its nodes less the excluded ones)."""
+    left_out = {e.name for e in group.excluded_nodes}
+    return tuple(n for n in group.nodes if n not in left_out)
+
+
 def _launch(ctx: _Ctx, p: _Pass) -> None:
     orch = ctx.wf.status.orchestration
     assert orch is not None
     execution = ctx.wf.spec.orchestration.execution
     limit = execution.max_concurrent if execution else 0
     running = [g for g in p.groups if g.phase == GroupPhase.RUNNING]
-    busy = {n for g in running for n in g.nodes}
+    busy = {n for g in running for n in active_nodes(g)}
+    failed: dict[str, str] | None = None
+    tolerations = workload_tolerations(ctx.wf)
+    target = ctx.wf.spec.orchestration.target or TargetSpec()
     for i, g in enumerate(p.groups):
         if g.phase != GroupPhase.PENDING:
             continue
         if limit > 0 and len(running) >= limit:
             break
-        if busy & set(g.nodes):
+        if failed is None:
+            failed = {r.name: r.message or r.reason for r in _records(ctx, NR.FAILED, p)}
+        usable = usable_nodes(nodes=g.nodes, views=ctx.obs.nodes, failed=failed,
+                              target=target, tolerations=tolerations)
+        if busy & set(usable.nodes):
             continue  # never two running groups on one node (overflow groups wait)
-        creates, refs, name = group_launch(ctx, g, iteration=orch.current_iteration)
+        if _may_return(ctx, g, usable):
+            continue  # a re-run waits a little for a node that just went NotReady
+        _left_out(ctx, p, g, usable.excluded)
+        if too_few(planned=len(g.nodes), left=len(usable.nodes)):
+            p.groups[i] = _unlaunchable(ctx, p, g, usable)
+            continue
+        creates, refs, name = group_launch(ctx, g, iteration=orch.current_iteration,
+                                           nodes=usable.nodes)
         p.creates += creates
         p.refs += refs
         new = attrs.evolve(g, phase=GroupPhase.RUNNING, start_time=ctx.now,
-                           completion_time=None,
+                           completion_time=None, excluded_nodes=usable.excluded,
                            job_ref=NamespacedName(name=name, namespace=ctx.namespace))
         p.groups[i] = new
         running.append(new)
-        busy |= set(g.nodes)
+        busy |= set(usable.nodes)
+
+
+def _may_return(ctx: _Ctx, g: GroupStatus, usable: Usable) -> bool:
+    """A re-run (the group's last attempt ended at ``completion_time``) holds back for up to
+    ``NOT_READY_GRACE`` while one of its nodes is NotReady: a node that blinks comes back and
+    is tested; one that stays away is left out after the grace."""
+    if g.completion_time is None or ctx.now >= g.completion_time + NOT_READY_GRACE:
+        return False
+    return any(e.reason == ExcludedNodeReason.NOT_READY for e in usable.excluded)
+
+
+def _left_out(ctx: _Ctx, p: _Pass, g: GroupStatus, excluded: tuple[ExcludedNode, ...]) -> None:
+    """Record the nodes a launch left out: Uncertified (a Failed one stays Failed), one event."""
+    if not excluded:
+        return
+    p.uncertified += [D.NodeRecord(name=e.name, reason=str(e.reason), message=e.message,
+                                   scope=str(FailureScope.NODE))
+                      for e in excluded if e.reason != ExcludedNodeReason.FAILED]
+    shown = "; ".join(f"{e.name} ({e.reason}: {e.message})" for e in excluded[:5])
+    more = f" and {len(excluded) - 5} more" if len(excluded) > 5 else ""
+    p.events.append(EventSpec(
+        type=EventSeverity.WARNING, reason=WorkflowReason.NODES_EXCLUDED_FROM_GROUP,
+        message=f"Group {g.name}: left out {len(excluded)} of {len(g.nodes)} node(s): "
+                f"{shown}{more}"))
+
+
+def _unlaunchable(ctx: _Ctx, p: _Pass, g: GroupStatus, usable: Usable) -> GroupStatus:
+    """A group too few of whose nodes are usable: it ends InfraAborted, the rest Uncertified."""
+    message = (f"Group {g.name} cannot run: {len(usable.nodes)} of its {len(g.nodes)} node(s) "
+               f"usable ({', '.join(f'{e.name}: {e.reason}' for e in usable.excluded[:5])})")
+    fc = FailureClass(scope=FailureScope.NODE, reason=WorkflowReason.TOO_FEW_USABLE_NODES,
+                      message=message)
+    p.uncertified += [D.NodeRecord(name=n, reason=WorkflowReason.TOO_FEW_USABLE_NODES,
+                                   message=message, scope=str(FailureScope.NODE))
+                      for n in usable.nodes]
+    p.events.append(EventSpec(type=EventSeverity.WARNING,
+                              reason=WorkflowReason.TOO_FEW_USABLE_NODES, message=message))
+    return attrs.evolve(g, phase=GroupPhase.INFRA_ABORTED, completion_time=ctx.now,
+                        excluded_nodes=usable.excluded, failure_class=fc,
+                        failure_reason=WorkflowReason.TOO_FEW_USABLE_NODES, message=message,
+                        job_ref=None)
 
 
 def _needed(ctx: _Ctx, p: _Pass) -> set[str]:
@@ -270,20 +411,29 @@ def _records(ctx: _Ctx, kind: str, p: _Pass) -> tuple[D.NodeRecord, ...]:
     return NR.merge_records(old, p.failed if kind == NR.FAILED else p.uncertified)
 
 
+def _only_failed_nodes_left_out(g: GroupStatus) -> bool:
+    return (g.failure_reason == WorkflowReason.TOO_FEW_USABLE_NODES
+            and all(e.reason == ExcludedNodeReason.FAILED for e in g.excluded_nodes))
+
+
 def _outage(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
     orch = status.orchestration
     assert orch is not None
-    groups = p.groups
-    every = bool(groups) and all(g.phase == GroupPhase.INFRA_ABORTED for g in groups)
-    if not every:
+    # A group that could not launch because its nodes were already Failed says nothing about
+    # the cluster.
+    groups = [g for g in p.groups if not _only_failed_nodes_left_out(g)]
+    aborted = [g for g in groups if g.phase == GroupPhase.INFRA_ABORTED]
+    if not D.suspected_outage(groups=len(groups), aborted=len(aborted),
+                              percent=ctx.policy.outage_threshold_percent):
         return status
     scopes = sorted({f"{g.failure_class.scope}/{g.failure_class.reason}"
-                     for g in groups if g.failure_class})
+                     for g in aborted if g.failure_class})
     conditions, event = set_additive(
         status.conditions, type_=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=True,
         reason=WorkflowReason.SUSPECTED_CLUSTER_OUTAGE,
-        message=f"Every group of iteration {orch.current_iteration} ended on an infrastructure "
-                f"abort ({', '.join(scopes)}): look at the cluster, not the nodes",
+        message=f"{len(aborted)} of {len(groups)} groups of iteration "
+                f"{orch.current_iteration} ended on an infrastructure abort "
+                f"({', '.join(scopes)}): look at the cluster, not the nodes",
         now=ctx.now, generation=ctx.generation, warn=True)
     if event is not None:
         p.events.append(event)
@@ -331,21 +481,28 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
                   requeue_after=ctx.settings.immediate)
 
 
-def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
+def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass, *, deadline: str = "") -> WorkflowPlan:
     orch = status.orchestration
     assert orch is not None
-    phases = [g.phase for r in orch.iteration_history for g in r.groups] + \
-        [g.phase for g in p.groups]
-    reasons = [g.failure_reason for r in orch.iteration_history for g in r.groups
-               if g.phase == GroupPhase.FAILED] + \
-        [g.failure_reason for g in p.groups if g.phase == GroupPhase.FAILED]
+    all_groups: list[GroupStatus | IterationGroup] = [
+        *(g for r in orch.iteration_history for g in r.groups), *p.groups]
+    phases = [g.phase for g in all_groups]
+    reasons = [g.failure_reason for g in all_groups if g.phase == GroupPhase.FAILED]
     genuine = phases.count(GroupPhase.FAILED)
     aborts = phases.count(GroupPhase.INFRA_ABORTED)
-    failed = {r.name for r in _records(ctx, NR.FAILED, p)}
+    failed_records = _records(ctx, NR.FAILED, p)
+    failed = {r.name for r in failed_records}
+    broken = [r for r in failed_records if r.hardware]
     uncertified = {r.name for r in _records(ctx, NR.UNCERTIFIED, p)} - failed
     nodes = {n for g in p.groups for n in g.nodes}
     verdict = D.verdict_of(genuine_failures=genuine, infra_aborts=aborts,
-                           uncertified=len(uncertified), excluded=len(orch.excluded_nodes))
+                           uncertified=len(uncertified), excluded=len(orch.excluded_nodes),
+                           broken=len(broken))
+    if deadline:
+        # Cancelled by the deadline: never Passed; Incomplete unless a genuine failure.
+        verdict = D.FinalVerdict(
+            verdict=Verdict.FAILED if genuine or broken else Verdict.INCOMPLETE,
+            incomplete_reason=IncompleteReason.DEADLINE_EXCEEDED)
     p.upserts.append(result_upsert(ctx, NR.SUCCEEDED,
                                    NR.encode_names(nodes - failed - uncertified)))
     status = attrs.evolve(
@@ -358,6 +515,8 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
             f"{len(uncertified)} node(s) not certified (infrastructure aborts)",
             IncompleteReason.NODES_EXCLUDED:
             f"{len(orch.excluded_nodes)} node(s) excluded by discovery: {orch.exclusion_reason}",
+            IncompleteReason.DEADLINE_EXCEEDED:
+            f"{len(uncertified)} node(s) not certified: {deadline}",
             IncompleteReason.COMPLETE: "every target node was certified"}[
         verdict.incomplete_reason]
     conditions, event = set_additive(
@@ -380,22 +539,47 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
             generation=ctx.generation)
     status = attrs.evolve(status, conditions=conditions)
     iterations = orch.current_iteration
-    if genuine:
-        hardware = D.HARDWARE in [g.failure_reason for g in p.groups]
-        reason = (WorkflowReason.JOB_HARDWARE_FAILED if hardware
-                  else WorkflowReason.JOB_VALIDATION_FAILED if validation
-                  else WorkflowReason.ITERATIONS_FAILED)
-        message = f"{genuine} groups failed across {iterations} iterations"
-        if hardware:
-            message += "; hardware failures occurred on one or more nodes"
-        elif validation and missed:
-            message += f"; {missed}"
+    if verdict.verdict == Verdict.FAILED:
+        reason = D.most_severe([D.workflow_reason(r) for r in reasons]
+                               + ([WorkflowReason.JOB_HARDWARE_FAILED] if broken else []))
+        assert reason is not None
+        message = _failure_message(reason, genuine=genuine, iterations=iterations,
+                                   broken=broken, groups=all_groups, missed=missed)
+        if deadline:
+            left = count(len(uncertified), "node")
+            message += f"; ended early: {deadline} ({left} not certified)"
         return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
                       **p.plan_args())
-    message = f"All {iterations} iterations completed successfully"
+    if deadline:
+        return _write(ctx, status, member=ConditionType.SUCCEEDED,
+                      reason=WorkflowReason.DEADLINE_EXCEEDED,
+                      message=f"Ended early: {deadline}; verdict Incomplete: {note}",
+                      **p.plan_args())
+    message = f"{every(iterations, 'iteration')} completed successfully"
     if unjudged_thresholds(ctx):
         message += "; performance thresholds were not judged"
     if incomplete:
         message += f"; verdict Incomplete: {note}"
     return _write(ctx, status, member=ConditionType.SUCCEEDED,
                   reason=WorkflowReason.JOB_COMPLETED, message=message, **p.plan_args())
+
+
+def _failure_message(reason: WorkflowReason, *, genuine: int, iterations: int,
+                     broken: list[D.NodeRecord], groups: list[GroupStatus | IterationGroup],
+                     missed: str) -> str:
+    """The Failed condition's message: the headline cause first, then the count."""
+    summary = (f"{count(genuine, 'group')} failed across {count(iterations, 'iteration')}"
+               if genuine else
+               f"the other groups finished across {count(iterations, 'iteration')}")
+    if reason == WorkflowReason.JOB_HARDWARE_FAILED:
+        shown = "; ".join(f"{r.name}: {r.message}" for r in broken[:5])
+        more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+        return f"Broken node(s) found: {shown}{more}; {summary}"
+    if reason == WorkflowReason.JOB_VALIDATION_FAILED and missed:
+        return f"{summary}; {missed}"
+    if reason in (WorkflowReason.CONFIGURATION_ERROR, WorkflowReason.USER_INTERRUPTED):
+        first = next((g for g in groups if isinstance(g, GroupStatus)
+                      and g.phase == GroupPhase.FAILED
+                      and D.workflow_reason(g.failure_reason) == reason and g.message), None)
+        return f"{first.name}: {first.message}; {summary}" if first is not None else summary
+    return summary

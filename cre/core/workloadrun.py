@@ -8,7 +8,8 @@ status; the shell applies it (``cre.controller.workloadrun``). The rules, in ord
 2. With ``status.workflowRef`` set, the Workflow is mirrored: gone (confirmed by a live read)
    -> Failed ``WorkflowDeleted``; the detected platform, architecture and node-result refs
    are copied; the Workflow's ``ValidationFailed`` is mirrored (``ThresholdViolation``)
-   *before* the terminal mirror, so a run that ends on a threshold miss still says so;
+   *before* the terminal mirror, so a run that ends on a threshold miss still says so, and
+   so is its ``SuspectedClusterOutage``;
    Workflow Succeeded -> Succeeded ``WorkflowSucceeded``; Workflow Failed -> Failed
    ``WorkflowValidationFailed`` when the Workflow failed on ``JobValidationFailed``, else
    ``WorkflowFailed``, with the Workflow's message; otherwise InProgress ``WorkflowRunning``.
@@ -55,7 +56,7 @@ from cre.api.workflow import Workflow
 from cre.api.workloadrun import JobGoodput, WorkloadRun, WorkloadRunStatus
 from cre.catalog.model import Catalog
 from cre.core.conditions import condition, set_additive, set_trio
-from cre.core.discovery import DiscoveryFailure, describe_target, discover
+from cre.core.discovery import DiscoveryFailure, describe_target, discover, waiting_detail
 from cre.core.observed import NodeView
 from cre.core.plan import Create, EventSpec
 from cre.core.tierplan import TierPlan
@@ -219,6 +220,15 @@ def _mirror(ctx: _Ctx) -> RunPlan:
             now=ctx.now, generation=ctx.run.metadata.generation, warn=True)
         status = attrs.evolve(status, conditions=conditions)
         events = (event,) if event is not None else ()
+    outage = condition(wf.status.conditions, ConditionType.SUSPECTED_CLUSTER_OUTAGE)
+    if outage is not None and outage.status == ConditionStatus.TRUE:
+        # Copied from the Workflow: the cause is the cluster, not the user's workload.
+        conditions, event = set_additive(
+            status.conditions, type_=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=True,
+            reason=WorkloadRunReason.SUSPECTED_CLUSTER_OUTAGE, message=outage.message or "",
+            now=ctx.now, generation=ctx.run.metadata.generation, warn=True)
+        status = attrs.evolve(status, conditions=conditions)
+        events = (*events, *((event,) if event is not None else ()))
     member = true_member(wf.status.conditions)
     if member is not None and member.type == ConditionType.SUCCEEDED:
         return _write(ctx, status, member=ConditionType.SUCCEEDED,
@@ -256,7 +266,9 @@ def _build(ctx: _Ctx) -> RunPlan:
         if left > timedelta(0):
             return _write(ctx, run.status, member=ConditionType.IN_PROGRESS,
                           reason=WorkloadRunReason.WAITING_FOR_NODES,
-                          message=f"No node matches {describe_target(target)} yet; waiting "
+                          message=f"No eligible node for {describe_target(target)} yet "
+                                  f"({waiting_detail(found, target=target, nodes=ctx.obs.nodes)}"
+                                  "); waiting "
                                   f"{int(left.total_seconds())}s more",
                           requeue_after=min(ctx.settings.requeue, left.total_seconds()))
         return _fail(ctx, WorkloadRunReason.BUILD_FAILED, f"spec.target: {found.message}")

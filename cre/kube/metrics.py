@@ -65,6 +65,10 @@ class KubeMetrics:
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors",
             "Total number of reconciliation errors per controller", ["controller"], registry=r)
+        self.terminal_reconcile_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller", ["controller"],
+            registry=r)
         self.reconcile_panics = Counter(
             "controller_runtime_reconcile_panics",
             "Total number of reconciliation panics per controller", ["controller"], registry=r)
@@ -109,6 +113,7 @@ class KubeMetrics:
             self.reconcile_total.labels(controller=controller, result=result)
         self.reconcile_errors.labels(controller=controller)
         self.reconcile_panics.labels(controller=controller)
+        self.terminal_reconcile_errors.labels(controller=controller)
         self.active_workers.labels(controller=controller)
 
     def init_event_series(self, component: str) -> None:

@@ -31,6 +31,11 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
   ``Node`` scope; the Workflow defers it: the siblings keep running (never Cancelled), the node
   comes back, group-1 re-runs on its infra retry and the verdict is Passed (or Incomplete with
   the group's nodes Uncertified if the retry aborts too), with no node Failed.
+* ``hardware``: a broken GPU found by a single-node test: a Certification of
+  ``diagnostics/dcgm-level1`` on a 4-node cluster whose node 2 has a GPU the DCGM diagnostic
+  fails (the simulator's ``--dcgm-fail-node``). A single-node entry runs one Job per node, so
+  each node is judged on its own run: verdict Failed, node 2 Failed (its failure log shows the
+  diagnostic), the three other nodes Passed.
 * ``workloadrun``: not a Certification: an MPI WorkloadRun on 4 nodes, 2 per group, and its
   measured bus bandwidth (:mod:`cre.testing.demo_workloadrun`).
 """
@@ -68,6 +73,9 @@ PROFILE = "aws-h100"
 NODES = 8
 ALL_REDUCE = "communication/nccl-all-reduce"
 LOOPBACK = "communication/nccl-loopback"
+DCGM = "diagnostics/dcgm-level1"
+HARDWARE_NODES = 4  # the hardware scenario's cluster
+BROKEN_NODE = f"{PROFILE}-node-2"  # hardware: the node whose GPU fails the DCGM diagnostic
 LOST_GROUP = "group-1"  # infra-abort: the group whose node is lost
 LOST_JOB = f"{CERT}-communication-nccl-all-reduce-{LOST_GROUP}-iter-1"
 # Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is truncated + hashed).
@@ -79,6 +87,7 @@ class Scenario(enum.StrEnum):
     LAUNCHER_FAILURE = "launcher-failure"
     INFRA_ABORT = "infra-abort"
     THRESHOLD = "threshold"
+    HARDWARE = "hardware"
     WORKLOADRUN = "workloadrun"
 
 
@@ -91,6 +100,11 @@ TABLE_FROM_BYTES = 1 << 20
 def certification(scenario: Scenario) -> str:
     """The Certification the demo applies (FailFast on the infra-abort path, to show that an
     infrastructure abort never cancels a sibling even then)."""
+    if scenario is Scenario.HARDWARE:
+        return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
+                f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
+                f"spec:\n  target: {{nodeSelector: {{{GPU_PRESENT}: \"true\"}}}}\n"
+                f"  categories:\n  - {{domain: diagnostics, variant: dcgm-level1}}\n")
     policy = "  failurePolicy: {mode: FailFast}\n" if scenario is Scenario.INFRA_ABORT else ""
     return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
             f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
@@ -173,6 +187,11 @@ class Demo:
     def step(self, text: str) -> None:
         self.console.print(f"[bold cyan]>[/] {text}")
 
+    @property
+    def node_count(self) -> int:
+        """The simulated cluster's size for this scenario."""
+        return HARDWARE_NODES if self.scenario is Scenario.HARDWARE else NODES
+
     # -- setup -----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -193,18 +212,22 @@ class Demo:
         elif self.scenario is Scenario.THRESHOLD:
             extra = ["--bad-node", f"{BAD_NODE}=0.4"]
             note = f" where {BAD_NODE}'s links run at 0.4 of their bandwidth"
-        self.step(f"starting a simulated {NODES}-node {PROFILE} cluster{note}")
+        elif self.scenario is Scenario.HARDWARE:
+            extra = ["--dcgm-fail-node", BROKEN_NODE]
+            note = f" where a GPU of {BROKEN_NODE} fails the DCGM diagnostic"
+        count = self.node_count
+        self.step(f"starting a simulated {count}-node {PROFILE} cluster{note}")
         cluster = self.stack.start_cluster(
-            profile=PROFILE, nodes=NODES, time_scale=self.time_scale,
+            profile=PROFILE, nodes=count, time_scale=self.time_scale,
             fail_launcher=self.scenario in (Scenario.LAUNCHER_FAILURE, Scenario.INFRA_ABORT),
             extra_args=extra)
 
         def gpu_nodes() -> list[str]:
             items = self.stack.kubectl_json("get", "nodes", "-l", f"{GPU_PRESENT}=true")["items"]
             names = sorted(n["metadata"]["name"] for n in items)
-            return names if len(names) >= NODES else []
+            return names if len(names) >= count else []
 
-        self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{NODES} GPU nodes",
+        self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{count} GPU nodes",
                                 interval=0.2, alive=cluster.check_alive)
         self.step("kubectl apply -k deploy/logprofiles   (the LogProfiles CRE ships)")
         out = self.stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles")).stdout
@@ -330,7 +353,8 @@ class Demo:
             self.set_ready(self.lost_node, ready=False)
             self.node_lost = True
         if self.node_lost and not self.node_back and group is not None and (
-                group[4] > 0 or group[1] not in ("Running", "Pending")):
+                group[4] > 0 or group[1] not in ("Running", "Pending") or group[5]):
+            # (group[5]: the Job failed; the Workflow waits for the node within its grace)
             self.deferred = group[5]
             console.print(f"  [{elapsed:5.1f}s] {LOST_GROUP}'s Job failed with class "
                           f"[bold]{group[5]}[/]: deferred, no sibling cancelled; "
@@ -418,17 +442,30 @@ class Demo:
                             f"status.results; sizes from {TABLE_FROM_BYTES >> 20} MiB)",
                       header_style="bold")
         table.add_column("size", justify="right")
-        columns: list[dict[int, str]] = []
+        # A single-node category (one Job per node) gets one column: its value when every
+        # node measured the same, else the range over the nodes.
+        per_node = [str(w["metadata"]["name"]) for w in self._items("workflows")
+                    if ((w.get("status") or {}).get("orchestration") or {}).get(
+                        "nodesPerJob") == 1]
+        merged: dict[str, tuple[list[str], list[dict[int, tuple[str, str]]]]] = {}
         for bm in measurements:  # sorted by name: all-reduce groups, then loopback
-            label = re.sub(r"-iter-\d+$", "", str(bm["spec"]["jobRef"]["name"]).removeprefix(
-                f"{CERT}-communication-"))
+            ref = str(bm["spec"]["jobRef"]["name"])
+            wf = next((w for w in per_node if ref.startswith(f"{w}-")), None)
+            label = re.sub(r"-iter-\d+$", "", (wf or ref).removeprefix(f"{CERT}-communication-"))
             status = bm.get("status") or {}
             done = next((c for c in status.get("conditions") or []
                          if c.get("type") == "Complete" and c.get("status") == "True"), None)
-            table.add_column(f"{label}\n{done.get('reason') if done else 'measuring'}",
+            reasons, values = merged.setdefault(label, ([], []))
+            reasons.append(str(done.get("reason")) if done else "measuring")
+            values.append({int(r["sizeBytes"]): (str(r["busBW"]), str(r["algBW"]))
+                           for r in status.get("results") or []})
+        columns: list[dict[int, str]] = []
+        for label, (reasons, values) in merged.items():
+            jobs = f" ({len(values)} jobs)" if len(values) > 1 else ""
+            table.add_column(f"{label}{jobs}\n{', '.join(sorted(set(reasons)))}",
                              justify="right")
-            columns.append({int(r["sizeBytes"]): f"{r['busBW']} / {r['algBW']}"
-                            for r in status.get("results") or []})
+            columns.append({size: _span([v[size] for v in values if size in v])
+                            for size in {k for v in values for k in v}})
         sizes = sorted({size for col in columns for size in col if size >= TABLE_FROM_BYTES})
         for size in sizes:
             table.add_row(_size(size), *(col.get(size, "-") for col in columns))
@@ -498,6 +535,15 @@ class Demo:
         if self.scenario is Scenario.LAUNCHER_FAILURE:
             logs = [g for g in rep["categories"][0]["groups"] if g.get("failureLog")]
             return verdicts == ["Failed", "Passed"] and bool(logs)
+        if self.scenario is Scenario.HARDWARE:
+            by_verdict: dict[str, set[str]] = {}
+            for n in rep["categories"][0]["nodes"]:
+                by_verdict.setdefault(str(n["verdict"]), set()).add(str(n["node"]))
+            others = {n for n in self.nodes if n != BROKEN_NODE}
+            return (verdicts == ["Failed"] and rep["certification"]["verdict"] == "Failed"
+                    and set(rep["summary"]["failedNodes"]) == {BROKEN_NODE}
+                    and by_verdict.get("Failed") == {BROKEN_NODE}
+                    and by_verdict.get("Passed") == others)
         groups = rep["categories"][0]["groups"]
         lost = next((g for g in groups if g["name"] == LOST_GROUP), None)
         siblings_ok = all(g["phase"] == "Succeeded" for g in groups if g["name"] != LOST_GROUP)
@@ -517,6 +563,14 @@ class Demo:
                     raise StackError(f"cre-manager exited {code}:\n{proc.tail()}")
 
 
+def _span(pairs: list[tuple[str, str]]) -> str:
+    """``busBW / algBW`` when every pair agrees, else the busBW range ``lo-hi`` (GB/s)."""
+    if len(set(pairs)) == 1:
+        return f"{pairs[0][0]} / {pairs[0][1]}"
+    bus = sorted(float(b) for b, _ in pairs)
+    return f"{bus[0]:.2f}-{bus[-1]:.2f}"
+
+
 def _size(size: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size >= 1 << shift and size % (1 << shift) == 0:
@@ -529,8 +583,10 @@ def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool,
     console = Console(highlight=False)
     if not console.is_terminal:  # piped (CI, `make demo | tee`): room for the tables
         console = Console(highlight=False, width=160)
-    console.print(Panel(f"CRE demo: a Certification of [bold]{ALL_REDUCE}[/] and "
-                        f"[bold]{LOOPBACK}[/] on a simulated {NODES}-node {PROFILE} cluster - "
+    what = (f"[bold]{DCGM}[/] (a single-node test) on a simulated {HARDWARE_NODES}-node"
+            if scenario is Scenario.HARDWARE else
+            f"[bold]{ALL_REDUCE}[/] and [bold]{LOOPBACK}[/] on a simulated {NODES}-node")
+    console.print(Panel(f"CRE demo: a Certification of {what} {PROFILE} cluster - "
                         f"scenario [bold]{scenario}[/]", expand=False))
     with Stack(keep=keep) as stack:
         demo = Demo(stack, console, scenario=scenario, time_scale=time_scale, timeout=timeout)

@@ -37,7 +37,9 @@ def test_demo_success(tmp_path: Path) -> None:
     rows = [line.split("│") for line in out.splitlines() if "16 GiB" in line]
     assert rows and [c.strip() for c in rows[0][2:7]] == [
         "478.92 / 255.43"] * 4 + ["478.91 / 273.66"], rows
-    assert out.count("False ThresholdsMet") == 5
+    # 4 all-reduce groups, and the loopback's 8 Jobs (one per node) in one column.
+    assert "nccl-loopback (8 jobs)" in out
+    assert out.count("False ThresholdsMet") == 12
 
 
 @pytest.mark.slow
@@ -94,3 +96,19 @@ def test_demo_threshold(tmp_path: Path) -> None:
     sizes = [line for line in raw.splitlines() if "16 GiB" in line]
     assert sizes and "191.60 / 102.19" in sizes[0]
     assert "cre-manager exited with code 0" in out
+
+
+@pytest.mark.slow
+def test_demo_hardware(tmp_path: Path) -> None:
+    """A broken GPU found by a single-node test: DCGM level 1 runs one Job per node on 4 nodes,
+    node 2's diagnostic fails: verdict Failed, node 2 Failed, the three others Passed."""
+    result = _demo("--scenario", "hardware", "--html", str(tmp_path / "r.html"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    raw = result.stdout
+    assert "Verdict: FAILED" in " ".join(raw.split())
+    rows = {line.split("│")[1].strip(): line for line in raw.splitlines()
+            if line.startswith("│ aws-h100-node-")}
+    assert sorted(rows) == [f"aws-h100-node-{i}" for i in range(4)]
+    assert "Failed" in rows["aws-h100-node-2"]
+    assert all("Passed" in r for n, r in rows.items() if n != "aws-h100-node-2")
+    assert "cre-manager exited with code 0" in raw

@@ -52,7 +52,8 @@ def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 def test_thresholds_pass_and_fail_with_the_measured_value(cluster_stack: Stack) -> None:
     stack = cluster_stack
     create_namespace(stack, NAMESPACE)
-    # The LogProfiles CRE ships, as the README says: after the CRDs, their own kustomization.
+    # The LogProfiles CRE ships, as docs/guide/install.md says: after the CRDs, their own
+    # kustomization.
     stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles"))
     manager = stack.start_manager()
 

@@ -60,6 +60,14 @@ class Client:
                 parsed = text.decode()
             return resp.status, parsed, resp.headers
 
+    async def wire(self, method: str, path: str, body: Any = None) -> tuple[str, str, bytes]:
+        """The response as bytes on the wire: status line, Content-Type and the raw body."""
+        data = None if body is None else json.dumps(body).encode()
+        async with self.session.request(method, self.base + path, data=data, headers={
+                "Content-Type": "application/json", "Accept": "application/json"}) as resp:
+            line = f"HTTP/{resp.version.major}.{resp.version.minor} {resp.status} {resp.reason}"
+            return line, resp.headers.get("Content-Type", ""), await resp.read()
+
     async def get(self, path: str, **kw: Any) -> tuple[int, Any, Any]:
         return await self.request("GET", path, **kw)
 

@@ -149,3 +149,77 @@ async def test_gone_status_answers_resume_with_http_410(client: Client, emu: Emu
             ev = json.loads(await r.content.readline())
         assert r.status == 200 and ev["type"] == "ADDED"
     assert emu.faults.gone_status_remaining == 0
+
+
+async def test_refuse_create_answers_as_admission_would(client: Client, emu: Emulator) -> None:
+    """refuseCreate makes every create of the resource fail with the real Status shape: 403
+    Forbidden naming the object, 422 Invalid with one cause, 409 AlreadyExists, 400 BadRequest;
+    other resources and other verbs are untouched, and the refusal lasts until removed."""
+    denial = 'admission webhook "trainjob.example.com" denied the request: no GPUs for you'
+    emu.faults.configure({"refuseCreate": {"resource": "pods", "code": 403,
+                                           "message": denial}})
+    status, body, _ = await client.post(PODS, pod("p"))
+    assert status == 403
+    assert (body["kind"], body["status"], body["reason"], body["code"]) == (
+        "Status", "Failure", "Forbidden", 403)
+    assert body["message"] == f'pods "p" is forbidden: {denial}'
+    assert body["details"] == {"name": "p", "kind": "pods"}
+    assert (await client.post(PODS, pod("q")))[0] == 403  # not a one-off: every create
+    assert (await client.get(PODS))[0] == 200
+    assert (await client.post("/api/v1/namespaces/default/configmaps",
+                              {"metadata": {"name": "c"}}))[0] == 201
+    emu.faults.configure({"refuseCreate": {"resource": "pods", "remove": True}})
+    assert (await client.post(PODS, pod("p")))[0] == 201
+
+    emu.faults.refuse_create("configmaps", 422, "must name an existing runtime",
+                             field="spec.runtimeRef.name", times=1)
+    status, body, _ = await client.post("/api/v1/namespaces/default/configmaps",
+                                        {"metadata": {"name": "c2"}})
+    assert status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == ('ConfigMap "c2" is invalid: spec.runtimeRef.name: must name an '
+                               'existing runtime')
+    assert body["details"]["kind"] == "ConfigMap" and body["details"]["name"] == "c2"
+    assert body["details"]["causes"] == [{"reason": "FieldValueInvalid",
+                                          "message": "must name an existing runtime",
+                                          "field": "spec.runtimeRef.name"}]
+    assert (await client.post("/api/v1/namespaces/default/configmaps",
+                              {"metadata": {"name": "c3"}}))[0] == 201  # times: 1 spent
+
+    emu.faults.refuse_create("pods", 409, "", name="taken")
+    status, body, _ = await client.post(PODS, pod("taken"))
+    assert status == 409 and body["reason"] == "AlreadyExists"
+    assert body["message"] == 'pods "taken" already exists'
+    assert (await client.post(PODS, pod("free")))[0] == 201  # only that name
+    emu.faults.refuse_create("pods", 400, "bad request from a policy")
+    status, body, _ = await client.post(PODS, pod("other"))
+    assert status == 400 and body["reason"] == "BadRequest"
+    assert body["message"] == "bad request from a policy"
+    described = emu.faults.describe()["refuseCreate"]
+    assert [(r["resource"], r["code"]) for r in described] == [
+        ("configmaps", 422), ("pods", 409), ("pods", 400)]
+
+
+def test_refuse_create_rejects_codes_that_are_not_refusals() -> None:
+    """A refuseCreate code other than 400/403/409/422 is a configuration error naming it."""
+    from cre.testing.apiserver.faults import Faults
+
+    with pytest.raises(ValueError, match=r"refuseCreate\.code must be one of"):
+        Faults().configure({"refuseCreate": {"resource": "pods", "code": 500}})
+
+
+@pytest.mark.emulator_only('the /_emulator/faults control API')
+async def test_refuse_create_over_http(client: Client) -> None:
+    """POST /_emulator/faults {"refuseCreate": ...} refuses creates (the description lists the
+    rule), a bad code is a 400 naming it, and DELETE clears the refusal."""
+    rule = {"resource": "pods", "code": 403,
+            "message": 'admission webhook "p.example.com" denied the request: no'}
+    status, desc, _ = await client.post("/_emulator/faults", {"refuseCreate": rule})
+    assert status == 200
+    assert [(r["resource"], r["code"]) for r in desc["refuseCreate"]] == [("pods", 403)]
+    status, body, _ = await client.post(PODS, pod("http-refused"))
+    assert status == 403 and body["reason"] == "Forbidden"
+    status, body, _ = await client.post("/_emulator/faults",
+                                        {"refuseCreate": {"resource": "pods", "code": 418}})
+    assert status == 400 and "refuseCreate.code must be one of" in body["message"]
+    assert (await client.delete("/_emulator/faults"))[0] == 204
+    assert (await client.post(PODS, pod("http-refused")))[0] == 201

@@ -1,5 +1,5 @@
 """Every command given bad input prints one line saying what and where, exits with the code
-the README documents, and never a traceback. Each case runs the real ``cre`` process."""
+the user guide documents, and never a traceback. Each case runs the real ``cre`` process."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ RENDER = ("render", "communication/nccl-all-reduce", "--platform", "aws", "--arc
     (("render", "communication/nccl-all-reduce", "--platform", "mars", "--arch", "h100",
       "--node-count", "2"), ExitCode.CATALOG, ("mars: unknown platform (known: aws",)),
     (("render", "communication/nccl-all-reduce", "--platform", "aws", "--arch", "z9",
-      "--node-count", "2"), ExitCode.CATALOG, ("no architecture z9",)),
+      "--node-count", "2"), ExitCode.CATALOG, ("--arch z9: aws supports gb200, gb300, h100",)),
     ((*RENDER, "--option", "bogus=1"), ExitCode.CATALOG, ("--option bogus: unknown parameter",)),
     ((*RENDER, "--worker-backoff-limit", "9"), ExitCode.USAGE, ("worker_backoff_limit",)),
     (("render", "communication/nccl-all-reduce", "--arch", "h100"), ExitCode.USAGE,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cre.catalog import load_catalog
 from cre.cli.catalogview import entry_rows
+from cre.cli.exitcodes import ExitCode
 
 from .conftest import RunCli
 
@@ -31,3 +34,39 @@ def test_show_lists_options_with_defaults_and_descriptions(cre: RunCli) -> None:
     assert "h100 (8)" in out and "gb200 (4)" in out
     assert "when platform in {aws}: binary=/opt/nccl-tests/build/all_reduce_perf" in out
     assert "measurement: all_reduce (log profile nccl-bandwidth, every 30s)" in out
+
+
+def test_list_prints_the_real_platform_by_architecture_matrix(cre: RunCli) -> None:
+    """One line per entry and platform with that platform's own architectures: aws lists
+    gb200, gb300 and h100 only, never l40s or a100."""
+    catalog = load_catalog()
+    run = cre("catalog", "list")
+    lines = run.out.splitlines()
+    assert lines[0].split() == ["ENTRY", "KIND", "PLATFORM", "ARCHITECTURES"]
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("communication/nccl-all-reduce "))
+    block = lines[start:start + len(catalog.platforms)]
+    assert block[0].split() == ["communication/nccl-all-reduce", "mpi", "aws", "gb200,",
+                                "gb300,", "h100"]
+    cells = {line.split()[0]: line.split(None, 1)[1] for line in block[1:]}
+    for name, platform in catalog.platforms.items():
+        if name != "aws":
+            assert cells[name] == ", ".join(sorted(platform.architectures))
+    assert "…" not in run.out and "┃" not in run.out
+
+
+@pytest.mark.parametrize(("platform", "arch", "code", "err"), [
+    ("aws", "l40s", ExitCode.CATALOG, "cre: --arch l40s: aws supports gb200, gb300, h100\n"),
+    ("mars", "h100", ExitCode.CATALOG,
+     "cre: --platform mars: unknown platform (known: aws, azure, gcp, nscale, oci, onprem)\n"),
+    ("AWS", "H100", ExitCode.OK, ""),
+], ids=["arch-not-on-platform", "unknown-platform", "upper-case"])
+def test_render_checks_platform_and_arch_against_the_matrix(
+        cre: RunCli, platform: str, arch: str, code: ExitCode, err: str) -> None:
+    """``--arch`` not on the platform names what the platform supports (never a catalog
+    file); upper-case names render the same bytes as lower-case ones."""
+    args = ("render", "communication/nccl-all-reduce", "--node-count", "2")
+    run = cre(*args, "--platform", platform, "--arch", arch)
+    assert (run.code, run.err) == (code, err)
+    if code == ExitCode.OK:
+        assert run.out == cre(*args, "--platform", "aws", "--arch", "h100").out

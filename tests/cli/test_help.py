@@ -39,12 +39,12 @@ def test_every_command_has_help_with_an_example(path: tuple[str, ...], cre: RunC
     assert "cre " in example
 
 
-def test_the_readme_documents_every_exit_code() -> None:
-    """The README's exit-code table of ``cre`` lists every ExitCode value."""
+def test_the_guide_documents_every_exit_code() -> None:
+    """The user guide's exit-code table of ``cre`` lists every ExitCode value."""
     from cre.cli.exitcodes import ExitCode
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### `cre` exit codes", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "guide" / "cli.md").read_text(encoding="utf-8")
+    section = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     for code in ExitCode:
         assert f"| {int(code)} |" in section, code
 

@@ -61,11 +61,25 @@ async def test_report_tables_name_verdict_reason_class_and_busbw(gpu_cert: Emula
     assert run.code == 0, run.err
     assert "result FAILED" in run.out and "categories passed 1/2" in run.out
     assert "failed nodes 4" in run.out
-    rows = [line for line in run.out.splitlines() if "gpu-0" in line]
+    rows = [line for line in run.out.splitlines() if line.startswith("gpu-0")]
     assert len(rows) == 12  # 6 nodes x 2 categories
     assert any("gpu-05" in r and "ThresholdViolation" in r and "210.40" in r for r in rows)
     assert any("gpu-03" in r and "WorkloadFailed" in r and "Workload: LauncherExitedNonZero"
                in r for r in rows)
+
+
+async def test_report_opens_with_the_headline_and_the_log_lines_that_matter(
+        gpu_cert: Emulator, cre: RunCli) -> None:
+    """The first lines after the summary are the headline and the failure log's NCCL WARN and
+    error lines, never the NCCL INFO rank chatter."""
+    run = await in_thread(cre, "report", "gpu-cert", "-n", "team-a",
+                          "--kubeconfig", str(gpu_cert.kubeconfig_path))
+    lines = run.out.splitlines()
+    assert lines[1].startswith("WorkflowFailed: Category communication/nccl-all-reduce failed")
+    assert lines[2].startswith("failure log (communication/nccl-all-reduce group-1")
+    assert "NCCL WARN Net : Connection closed by remote peer" in lines[3]
+    assert "Test NCCL failure all_reduce.cu:58" in lines[4]
+    assert not any("NCCL INFO" in line for line in lines[:8])
 
 
 async def test_report_json_matches_its_golden(gpu_cert: Emulator, cre: RunCli,

@@ -5,6 +5,8 @@ and Kubernetes schemas, and exits 1 when anything is wrong."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -76,7 +78,7 @@ def test_each_problem_names_file_line_path_and_message(tmp_path: Path, cre: RunC
     assert lines[6] == (f"{f}:36: (document): not a Kubernetes object (apiVersion and kind "
                         "are required)")
     assert len(lines) == 7
-    assert run.err.strip() == "7 problem(s) in 1 file(s)"
+    assert run.err.strip() == "7 problems in 1 file"
 
 
 def test_kubernetes_version_picks_the_release(tmp_path: Path, cre: RunCli) -> None:
@@ -118,7 +120,7 @@ def test_rendered_output_and_the_fixture_are_valid(tmp_path: Path, cre: RunCli) 
     assert run.out == ""
     note, summary = run.err.strip().splitlines()
     assert note.startswith(f"note: {path}:") and "ComputeDomain: no schema known offline" in note
-    assert summary == "2 file(s) valid"
+    assert summary == "2 files valid"
 
 
 def test_what_a_workflow_carries_is_checked_where_it_is_written(tmp_path: Path,
@@ -154,3 +156,55 @@ def test_what_a_workflow_carries_is_checked_where_it_is_written(tmp_path: Path,
                             "workload.trainJob.trainer.bogusTrainerField: unknown field")
                for p in problems), problems
     assert len(problems) == 2, problems
+
+
+EVERY = """\
+apiVersion: cre.dev/v1alpha1
+kind: Certification
+metadata:
+  name: every
+spec:
+  nodesPerJob: many
+  categories:
+  - domain: communication
+    variant: nccl-all-reduse
+  - domain: 7
+    variant: dcgm-level1
+  thresholds:
+    busBandwidthGBps: "value >="
+"""
+
+
+def test_every_problem_of_a_file_at_once(tmp_path: Path, cre: RunCli) -> None:
+    """Two type errors do not hide the rules behind them (a CEL syntax error) nor the catalog
+    check: one run lists all four, the misspelt entry with the closest real one."""
+    path = tmp_path / "every.yaml"
+    path.write_text(EVERY)
+    run = cre("validate", str(path))
+    assert run.code == 1
+    lines = _lines(run.out)
+    f = str(path)
+    assert lines[0] == f"{f}:6: spec.nodesPerJob: expected integer, got string"
+    assert lines[1].startswith(
+        f"{f}:9: spec.categories[0].variant: communication/nccl-all-reduse: not in the catalog "
+        "(did you mean communication/nccl-all-reduce? known: communication/nccl-all-gather, ")
+    assert lines[1].endswith("diagnostics/dcgm-level4) [catalog]")
+    assert lines[2] == f"{f}:10: spec.categories[1].domain: expected string, got number"
+    assert lines[3].startswith(f"{f}:13: spec.thresholds[busBandwidthGBps]: invalid CEL "
+                               "expression")
+    assert len(lines) == 4
+    assert run.err.strip() == "4 problems in 1 file"
+
+
+def test_dash_reads_standard_input() -> None:
+    """``cat f | cre validate -`` checks standard input and names it ``<stdin>``."""
+    result = subprocess.run([sys.executable, "-m", "cre.cli", "validate", "-"], input=EVERY,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines()[0] == \
+        "<stdin>:6: spec.nodesPerJob: expected integer, got string"
+    good = subprocess.run([sys.executable, "-m", "cre.cli", "validate", "-"],
+                          input=GPU_CERT.read_text(), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert good.returncode == 0, good.stdout
+    assert good.stderr == "1 file valid\n"

@@ -41,6 +41,13 @@ def test_bad_node_factor() -> None:
     assert cfg.node_bandwidth == (("n1", 0.4), ("n2", 0.25))
 
 
+def test_dcgm_fail_node_breaks_that_node_diagnostic() -> None:
+    """--dcgm-fail-node NODE makes the DCGM diagnostic on NODE (only) report a failed test."""
+    (ov,) = _config("--dcgm-fail-node", "aws-h100-node-2").overrides
+    assert (ov.behaviour, ov.node, ov.role) == (Behaviour.DCGM_FAIL, "aws-h100-node-2",
+                                                Role.ANY)
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--fail-launcher-times", "0"], "--fail-launcher-times: must be at least 1"),
     (["--fail-launcher-after", "-1"], "--fail-launcher-after: must be >= 0"),

@@ -57,3 +57,56 @@ def test_cli_arguments() -> None:
         parse_args(["--kubeconfig", "kc", "--time-scale", "0"])
     with pytest.raises(SystemExit):
         parse_args(["--kubeconfig", "kc", "--profile", "nope"])
+
+
+def test_unavailable_image_flags() -> None:
+    """--unavailable-image REF[@NODE,...] lists the refs and their nodes (none: every node);
+    an empty ref or node is refused."""
+    from cre.testing.cluster.__main__ import unavailable_images
+
+    args = parse_args(["--kubeconfig", "kc", "--unavailable-image", "nvcr.io",
+                       "--unavailable-image", "ghcr.io/x/y:1@n0,n1"])
+    assert unavailable_images(args) == [("nvcr.io", ()), ("ghcr.io/x/y:1", ("n0", "n1"))]
+    for bad in ("@n0", "nvcr.io@n0,,n1"):
+        with pytest.raises(SystemExit):
+            parse_args(["--kubeconfig", "kc", "--unavailable-image", bad])
+
+
+@pytest.mark.anyio
+async def test_fault_verbs_refuse_malformed_arguments() -> None:
+    """imagePull needs an image and a boolean available (nodes a list of names); refuseCreate
+    needs a resource and a code (or remove), one of 400/403/409/422, and an in-process
+    emulator; each error names the timeline entry."""
+    from typing import Any
+
+    from cre.testing.apiserver.faults import Faults
+    from cre.testing.cluster.scenario import ScenarioRun
+
+    class _Emu:
+        faults = Faults()
+
+    class _Cluster:
+        calls: list[tuple[Any, ...]] = []
+
+        def set_image_pull(self, image: str, *, available: bool, nodes: Any,
+                           message: str) -> None:
+            self.calls.append((image, available, nodes, message))
+
+    cluster = _Cluster()
+    run = ScenarioRun(client=None, cluster=cluster, emu=_Emu(), namespace="d")  # type: ignore[arg-type]
+    for bad in ({"image": "x"}, {"available": False}, {"image": "x", "available": "no"},
+                {"image": "x", "available": False, "nodes": "n0"}):
+        with pytest.raises(ScenarioError, match=r"timeline\[3\]"):
+            await run.step({"imagePull": bad}, where="timeline[3]")
+    await run.step({"imagePull": {"image": "nvcr.io", "available": False, "nodes": ["n0"]}},
+                   where="t")
+    assert cluster.calls == [("nvcr.io", False, ["n0"], "")]
+    with pytest.raises(ScenarioError, match=r"timeline\[4\]: refuseCreate needs"):
+        await run.step({"refuseCreate": {"code": 403}}, where="timeline[4]")
+    with pytest.raises(ScenarioError, match=r"timeline\[5\]: refuseCreate\.code must be one of"):
+        await run.step({"refuseCreate": {"resource": "pods", "code": 500}}, where="timeline[5]")
+    await run.step({"refuseCreate": {"resource": "pods", "code": 422}}, where="t")
+    assert [r.code for r in _Emu.faults.refusals] == [422]
+    run.emu = None
+    with pytest.raises(ScenarioError, match="needs an in-process emulator"):
+        await run.step({"refuseCreate": {"resource": "pods", "code": 422}}, where="t")

@@ -381,3 +381,47 @@ def test_only_the_simulator_may_watch_every_pod() -> None:
     with pytest.raises(UnscopedPodRead, match="refusing an unscoped Pod informer"):
         Informer(None, PODS, transform=dict,  # type: ignore[arg-type]
                  caller="cre.testing.cluster.runtime:run")
+
+
+def _waiting_on(out: Any) -> dict[str, Any]:
+    (patch,) = [a for a in out.actions if isinstance(a, Patch)]
+    return dict(patch.patch["status"]["containerStatuses"][0]["state"]["waiting"])
+
+
+def test_kubelet_image_pull_fails_backs_off_and_clears_when_available() -> None:
+    """An unavailable registry on the pod's node: ErrImagePull with the kubelet's message, then
+    ImagePullBackOff for the 10 s back-off, then another attempt; another node's mark does not
+    apply; once available the container starts."""
+    node, p = onfailure_pod_on_node0()
+    image = "nvcr.io/nvidia/pytorch:24.05-py3"
+    p["spec"]["containers"][0]["image"] = image
+    p["status"]["containerStatuses"][0].update(state={"waiting": {"reason": "ContainerCreating"}})
+    name = node["metadata"]["name"]
+    marks = {"created/uid-p1": T0 - 5, kubelet.unavailable_key("nvcr.io"): ((name,), "")}
+    world = World(objects=World.of([node, p]).objects, marks=marks)
+    out = kubelet.step(world, T0, CFG)
+    waiting = _waiting_on(out)
+    assert waiting["reason"] == "ErrImagePull"
+    assert waiting["message"].startswith(f'Failed to pull image "{image}": rpc error')
+    assert out.wake_at == T0 + CFG.container_start_delay
+    p["status"]["containerStatuses"][0]["state"] = {"waiting": waiting}
+    marks.update({a.key: a.value for a in out.actions if isinstance(a, Mark)})
+    later = kubelet.step(World(objects=World.of([node, p]).objects, marks=marks), T0 + 1, CFG)
+    backoff = _waiting_on(later)
+    assert backoff["reason"] == "ImagePullBackOff"
+    assert backoff["message"].startswith(f'Back-off pulling image "{image}": ErrImagePull: rpc')
+    assert later.wake_at == T0 + 1 + 10
+    p["status"]["containerStatuses"][0]["state"] = {"waiting": _waiting_on(later)}
+    marks.update({a.key: a.value for a in later.actions if isinstance(a, Mark)})
+    retry = kubelet.step(World(objects=World.of([node, p]).objects, marks=marks), T0 + 11, CFG)
+    assert _waiting_on(retry)["reason"] == "ErrImagePull"
+    elsewhere = {**marks, kubelet.unavailable_key("nvcr.io"): (("other-node",), "")}
+    runs = kubelet.step(World(objects=World.of([node, p]).objects, marks=elsewhere), T0 + 11,
+                        CFG)
+    (patch,) = [a for a in runs.actions if isinstance(a, Patch)]
+    assert "running" in patch.patch["status"]["containerStatuses"][0]["state"]
+    cleared = {k: v for k, v in marks.items() if not k.startswith("imageunavailable/")}
+    starts = kubelet.step(World(objects=World.of([node, p]).objects, marks=cleared), T0 + 11,
+                          CFG)
+    (patch,) = [a for a in starts.actions if isinstance(a, Patch)]
+    assert "running" in patch.patch["status"]["containerStatuses"][0]["state"]

@@ -218,10 +218,10 @@ async def test_a_job_name_held_by_a_foreign_object_fails_the_workflow(
 
 
 async def test_bad_certification_fails_before_anything_is_created(tiers: Tiers) -> None:
-    """A Certification asking for more nodes per Job than the target has fails InvalidSpec
-    naming the field and the fix; no Workflow is created for it, and a valid Certification
-    next to it gets its Workflow."""
-    bad = to_dict(certification(("communication", "nccl-all-reduce"), nodesPerJob=9))
+    """A Certification asking for an option its entry does not take fails InvalidSpec naming
+    the field; no Workflow is created for it, and a valid Certification next to it gets its
+    Workflow."""
+    bad = to_dict(certification(("communication", "nccl-loopback"), numCycles=3))
     bad["metadata"] = {"name": "greedy"}
     good = to_dict(certification(("communication", "nccl-all-reduce")))
     good["metadata"] = {"name": "fine"}
@@ -230,7 +230,8 @@ async def test_bad_certification_fails_before_anything_is_created(tiers: Tiers) 
     cond = await tiers.condition(CERTIFICATIONS, "greedy", "Failed")
     assert cond["reason"] == "InvalidSpec"
     assert f"Certification {tiers.namespace}/greedy" in cond["message"]
-    assert "options.nodesPerJob: 9 is more than the 4 eligible node(s)" in cond["message"]
+    assert "options.numCycles: communication/nccl-loopback takes no cycles parameter" in \
+        cond["message"]
     greedy = await tiers.get(CERTIFICATIONS, "greedy")
     assert greedy is not None and greedy["status"]["verdict"] == "Failed"
     assert await tiers.wait("the valid Certification's Workflow",
@@ -254,3 +255,44 @@ async def test_deleting_a_certification_removes_its_workflows_first(tiers: Tiers
 
     await tiers.wait("the Certification and its Workflow gone", all_gone)
     assert await tiers.items(JOBS, f"{L.WORKFLOW}={name}") == []
+
+
+async def test_a_refused_workflow_create_is_a_terminal_error(
+        tiers: Tiers, shared_emulator: Emulator) -> None:
+    """The Certification's Workflow create denied by admission (403) is not retried with
+    backoff: the runtime records it (a Warning CreateRefused event on the Certification with
+    the API's message, the terminal-error metric) and the Workflow is never created."""
+    from prometheus_client import REGISTRY
+
+    from cre.kube.client import EVENTS
+
+    def terminal() -> float:
+        return REGISTRY.get_sample_value("controller_runtime_terminal_reconcile_errors_total",
+                                         {"controller": "certification"}) or 0.0
+
+    before = terminal()
+    denial = 'admission webhook "wf-policy.example.com" denied the request: not today'
+    shared_emulator.faults.refuse_create("workflows", 403, denial,
+                                         name="refused-communication-nccl-all-reduce")
+    try:
+        body = to_dict(certification(("communication", "nccl-all-reduce")))
+        body["metadata"] = {"name": "refused"}
+        await tiers.create(CERTIFICATIONS, body)
+
+        async def warning() -> dict[str, Any] | None:
+            page = await tiers.client.list(EVENTS, namespace=tiers.namespace)
+            return next((e for e in page.get("items") or []
+                         if e["involvedObject"]["name"] == "refused"
+                         and e["reason"] == "CreateRefused"), None)
+
+        event = await tiers.wait("the CreateRefused event", warning)
+        assert event["type"] == "Warning"
+        assert event["message"] == (
+            f"the API server refused Workflow {tiers.namespace}/refused-communication-nccl-"
+            f'all-reduce (403 Forbidden): workflows.cre.dev "refused-communication-nccl-all-'
+            f'reduce" is forbidden: {denial}')
+        assert terminal() >= before + 1
+        assert await tiers.get(WORKFLOWS, "refused-communication-nccl-all-reduce") is None
+    finally:
+        shared_emulator.faults.configure({"refuseCreate": {"resource": "workflows",
+                                                           "remove": True}})

@@ -213,3 +213,28 @@ async def test_many_creates_of_a_kind_land_in_plan_order_with_foreign_holders_na
     assert sorted(c["metadata"]["name"] for c in outcome.created) == ["x-1", "x-2"]
     again = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
     assert again.status.namespace is None  # the status was not written
+
+
+async def test_a_refused_create_stops_the_plan_and_is_reported(
+        setup: tuple[KubeClient, Workflow], shared_emulator: Emulator) -> None:
+    """A create the API server refuses for good (422) stops the plan before the upserts and
+    the status and comes back as a CreateError carrying the code, reason and API message."""
+    client, wf = setup
+    ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
+    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+                            involved=involved_workflow)
+    name = f"refused-{ns}"
+    shared_emulator.faults.refuse_create("configmaps", 422, "runtime policy says no",
+                                         name=name, times=1)
+    plan: TierPlan[Any] = TierPlan(
+        resource_version=wf.metadata.resource_version or "",
+        creates=(_create(_cm(name, ns, owner=uid)),),
+        status=attrs.evolve(wf.status, namespace="never-written"))
+    outcome = await executor.apply(wf, plan)
+    assert outcome.kind == TierOutcomeKind.CREATE_REFUSED
+    (refused,) = outcome.refused
+    assert (refused.kind, refused.name, refused.namespace, refused.code, refused.reason) == (
+        "ConfigMap", name, ns, 422, "Invalid")
+    assert refused.message == f'ConfigMap "{name}" is invalid: runtime policy says no'
+    served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
+    assert served.status.namespace != "never-written"

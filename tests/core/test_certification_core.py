@@ -19,7 +19,14 @@ from cre.api.meta import Condition, ConditionStatus, TypedLocalObjectReference
 from cre.api.workflow import GroupStatus
 from cre.core.certification import CertificationObservation, reconcile_certification
 from cre.core.certification_build import merged_options
-from tests.core.tierworld import CertificationWorld, at, catalog, certification, nodes
+from tests.core.tierworld import (
+    CertificationWorld,
+    at,
+    catalog,
+    certification,
+    gpu_node,
+    nodes,
+)
 
 ALL_REDUCE = ("communication", "nccl-all-reduce")
 LOOPBACK = ("communication", "nccl-loopback")
@@ -45,7 +52,7 @@ def test_categories_run_in_order_and_a_failure_does_not_stop_the_next() -> None:
     for t in range(5, 8):
         world.step(at(t))
     assert _cond(world, "Failed") == ("True", CertificationReason.WORKFLOW_FAILED,
-                                      "One or more certification categories failed")
+                                      "Category communication/nccl-all-reduce failed: done")
     assert world.cert.status.verdict == Verdict.FAILED
     assert world.cert.status.categories == "1/2"
 
@@ -78,18 +85,40 @@ def test_unknown_category_fails_at_once_with_nothing_created() -> None:
     assert world.created == []
 
 
-def test_nodes_per_job_above_the_cluster_fails_naming_the_field() -> None:
-    """A per-category nodesPerJob larger than the eligible nodes fails up front."""
+def test_nodes_per_job_above_the_cluster_is_clamped_with_an_event() -> None:
+    """A per-category nodesPerJob larger than the eligible nodes is clamped to them: the
+    Workflow is made for 4 nodes per Job, and an event and the category message say so."""
     cert = certification(ALL_REDUCE)
     cats = (attrs.evolve(cert.spec.categories[0], options=attrs.evolve(
         merged_options(cert, 0), nodes_per_job=9)),)
     cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, categories=cats))
     world = CertificationWorld(cert=cert, nodes=nodes(4))
+    plan = world.step(at(0))
+    assert (_cond(world, "Failed") or ("",))[0] != "True"
+    assert len(world.created) == 1
+    wf = world.workflows[world.created[0]]
+    train_job = wf.spec.job_template.spec.workload.train_job or {}
+    assert train_job["trainer"]["numNodes"] == 4
+    clamped = [e for e in plan.events if e.reason == CertificationReason.NODES_PER_JOB_CLAMPED]
+    assert len(clamped) == 1
+    assert "nodesPerJob: 9 is more than the 4 eligible node(s); clamped to 4" in \
+        clamped[0].message
+    assert "clamped to 4" in (world.cert.status.category_statuses[0].message or "")
+
+
+def test_a_single_node_entry_runs_one_job_per_node_by_default() -> None:
+    """A single-pod entry (nccl-loopback) with nodesPerJob unset gets numNodes 1 (one Job,
+    one result per node); an explicit nodesPerJob is honoured."""
+    world = CertificationWorld(cert=certification(LOOPBACK), nodes=nodes(4))
     world.step(at(0))
-    _, reason, message = _cond(world, "Failed") or ("", "", "")
-    assert reason == CertificationReason.INVALID_SPEC
-    assert "spec.categories[0].options.nodesPerJob: 9 is more than the 4" in message
-    assert world.created == []
+    wf = world.workflows[world.created[0]]
+    assert (wf.spec.job_template.spec.workload.train_job or {})["trainer"]["numNodes"] == 1
+    cert = certification(LOOPBACK)
+    cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, nodes_per_job=2))
+    world = CertificationWorld(cert=cert, nodes=nodes(4))
+    world.step(at(0))
+    wf = world.workflows[world.created[0]]
+    assert (wf.spec.job_template.spec.workload.train_job or {})["trainer"]["numNodes"] == 2
 
 
 def test_waiting_for_nodes_then_nodes_appear() -> None:
@@ -102,6 +131,34 @@ def test_waiting_for_nodes_then_nodes_appear() -> None:
     world.nodes = nodes(2)
     world.step(at(60))
     assert len(world.created) == 1
+
+
+def test_waiting_for_nodes_says_how_many_match_and_why_not_eligible() -> None:
+    """Nodes that match but are NotReady or cordoned: the WaitingForNodes message counts them
+    and names each reason, instead of saying that no node matches."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE),
+                               nodes=(*nodes(2, ready="Unknown"),
+                                      gpu_node("gpu-09", cordoned=True)))
+    world.step(at(10))
+    message = _cond(world, "InProgress")[2]
+    assert message == ("No eligible node for nodeSelector nvidia.com/gpu.present=true yet for "
+                       "category communication/nccl-all-reduce (3 GPU node(s) match but none "
+                       "is eligible: 1 Cordoned (gpu-09), 2 NotReady (gpu-00, gpu-01)); "
+                       "waiting 290s more")
+
+
+def test_waiting_for_nodes_names_the_architecture_asked_for_and_found() -> None:
+    """A target pinning a GPU product no node has: the message counts the GPU nodes and names
+    the architecture asked for and the ones present."""
+    cert = certification(ALL_REDUCE)
+    target = attrs.evolve(cert.spec.target, node_selector={
+        **cert.spec.target.node_selector, "nvidia.com/gpu.product": "NVIDIA-GB200"})
+    cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, target=target))
+    world = CertificationWorld(cert=cert, nodes=nodes(3))
+    world.step(at(10))
+    message = _cond(world, "InProgress")[2]
+    assert ("(0 of 3 GPU node(s) match; the target asks for gb200 (NVIDIA-GB200), the GPU "
+            "nodes are h100 (3)); waiting 290s more") in message
 
 
 def test_waiting_ends_after_five_minutes() -> None:
@@ -214,6 +271,45 @@ def test_categories_one_at_a_time_and_the_verdict_summarises(
     assert rest.quiet
 
 
+def test_headline_is_the_most_severe_failed_category() -> None:
+    """A threshold miss in the first category and broken hardware in the second: the headline
+    is the hardware one (JobHardwareFailed, that category's cause), saying one more failed;
+    a Workflow's SuspectedClusterOutage is copied onto the Certification."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE, LOOPBACK), nodes=nodes(4))
+    world.step(at(0))
+    world.finish(world.created[0], ok=False, verdict=Verdict.FAILED, now=at(1),
+                 reason="JobValidationFailed", message="1 groups failed; busBW 191 < 300")
+    world.step(at(2))
+    world.step(at(3))
+    outage = Condition(type=ConditionType.SUSPECTED_CLUSTER_OUTAGE,
+                       status=ConditionStatus.TRUE, reason="SuspectedClusterOutage",
+                       message="2 of 2 groups aborted", last_transition_time=at(4))
+    world.finish(world.created[1], ok=False, verdict=Verdict.FAILED, now=at(4),
+                 reason="JobHardwareFailed", message="Broken node(s) found: gpu-02: GPU",
+                 extra=(outage,))
+    for t in range(5, 8):
+        world.step(at(t))
+    assert _cond(world, "Failed") == (
+        "True", CertificationReason.JOB_HARDWARE_FAILED,
+        "Category communication/nccl-loopback failed: Broken node(s) found: gpu-02: GPU "
+        "(1 more category failed)")
+    copied = _cond(world, "SuspectedClusterOutage")
+    assert copied is not None and copied[:2] == ("True", "SuspectedClusterOutage")
+    assert "2 of 2 groups aborted" in copied[2]
+
+
+def test_a_category_that_never_started_heads_as_configuration() -> None:
+    """No node matches the target past the wait: the headline is ConfigurationError with the
+    discovery message, not a generic sentence."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE), nodes=())
+    for t in (0, 400, 401, 402):
+        world.step(at(t))
+    failed = _cond(world, "Failed")
+    assert failed is not None and failed[1] == CertificationReason.CONFIGURATION_ERROR
+    assert failed[2].startswith("Category communication/nccl-all-reduce failed: ")
+    assert "node" in failed[2].lower()
+
+
 def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> None:
     """A category whose Workflow missed a threshold: the Certification mirrors ValidationFailed
     (the first such category's message), fails with WorkflowValidationFailed naming the value
@@ -223,10 +319,10 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
     name = world.created[0]
     world.finish(name, ok=False, verdict=Verdict.FAILED, now=at(1))
     wf = world.workflows[name]
-    missed = ("1 groups failed across 1 iterations; group-1: Threshold \"busBandwidthGBps\" "
+    missed = ("1 group failed across 1 iteration; group-1: Threshold \"busBandwidthGBps\" "
               "violated: measured 191.6000, expression: value >= 300")
-    conditions = tuple(attrs.evolve(c, message=missed) if c.type == ConditionType.FAILED
-                       else c for c in wf.status.conditions)
+    conditions = tuple(attrs.evolve(c, message=missed, reason="JobValidationFailed")
+                       if c.type == ConditionType.FAILED else c for c in wf.status.conditions)
     conditions += (Condition(type=ConditionType.VALIDATION_FAILED, status=ConditionStatus.TRUE,
                              reason="JobValidationFailed", message="x",
                              last_transition_time=at(1)),)
@@ -252,3 +348,24 @@ def test_a_threshold_miss_fails_with_the_validation_reason_and_the_busbw() -> No
         "True", CertificationReason.WORKFLOW_VALIDATION_FAILED)
     assert "measured 191.6000, expression: value >= 300" in failed[2]
     assert "communication/nccl-all-reduce" in failed[2]
+
+
+def test_job_tier_bounds_pass_from_the_certification_to_every_group_job() -> None:
+    """schedulingStallTimeout and imagePullGraceSeconds set on the Certification reach the
+    Workflow's job template and, through it, every group Job; unset they stay the Job
+    defaults (30m, 120 s)."""
+    from cre.core.groupjob import group_job
+
+    cert = certification(ALL_REDUCE, schedulingStallTimeout="5m", imagePullGraceSeconds=45)
+    world = CertificationWorld(cert=cert, nodes=nodes(2))
+    world.step(at(0))
+    wf = world.workflows[world.created[0]]
+    assert wf.spec.job_template.spec.scheduling_stall_timeout == "5m"
+    assert wf.spec.job_template.spec.image_pull_grace_seconds == 45
+    job = group_job(wf, name="j", group="group-0", nodes=("gpu-0",), renames={})
+    assert job["spec"]["schedulingStallTimeout"] == "5m"
+    assert job["spec"]["imagePullGraceSeconds"] == 45
+    plain = CertificationWorld(cert=certification(ALL_REDUCE), nodes=nodes(2))
+    plain.step(at(0))
+    spec = plain.workflows[plain.created[0]].spec.job_template.spec
+    assert (spec.scheduling_stall_timeout, spec.image_pull_grace_seconds) == ("30m", 120)

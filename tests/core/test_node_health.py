@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import attrs
 
+from cre.api.common import TaintEffect
 from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope
-from cre.api.job import CelExpression, Job, NodeHealthMonitor
+from cre.api.job import (
+    CelExpression,
+    Job,
+    NodeConditionSignal,
+    NodeHealthMonitor,
+    NodeTaintSignal,
+)
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
-from cre.core.health import check_nodes, node_object
+from cre.core.health import GROUP_GPUS, check_monitor, check_nodes, group_gpus, node_object
 from cre.core.job import reconcile_job, spec_errors
 from cre.core.observed import NodeCondition, NodeTaint, NodeView
 from cre.core.plan import Observation
@@ -121,3 +128,79 @@ def test_monitor_compiles_once() -> None:
     check_nodes(CORDONED, nodes)
     check_nodes(CORDONED, nodes)
     assert compile_cel.cache_info().hits >= before + 1
+
+
+def _signals(**fields: object) -> NodeHealthMonitor:
+    return NodeHealthMonitor(**fields)  # type: ignore[arg-type]
+
+
+def test_a_gpu_health_condition_flags_the_node() -> None:
+    """``conditions: [{type: GpuUnhealthy}]`` flags the node whose condition is True, not the
+    one where it is False, and says which condition."""
+    monitor = _signals(conditions=(NodeConditionSignal(type="GpuUnhealthy"),))
+    sick = NodeView(name="a", conditions=(NodeCondition(type="GpuUnhealthy", status="True"),))
+    fine = NodeView(name="b", conditions=(NodeCondition(type="GpuUnhealthy", status="False"),))
+    verdict = check_monitor(monitor, [sick, fine])
+    assert verdict.flagged == ("a",)
+    assert verdict.message() == ("Hardware failure detected on node(s) a: a: condition "
+                                 "GpuUnhealthy=True")
+
+
+def test_a_matching_taint_flags_the_node() -> None:
+    """``taints: [{key: nvidia.com/gpu-error, effect: NoExecute}]`` flags a node with that
+    taint and effect (any value), not one with another effect."""
+    monitor = _signals(taints=(NodeTaintSignal(key="nvidia.com/gpu-error",
+                                               effect=TaintEffect("NoExecute")),))
+    sick = NodeView(name="a", taints=(NodeTaint(key="nvidia.com/gpu-error", value="xid79",
+                                                effect="NoExecute"),))
+    soft = NodeView(name="b", taints=(NodeTaint(key="nvidia.com/gpu-error",
+                                                effect="NoSchedule"),))
+    verdict = check_monitor(monitor, [sick, soft])
+    assert verdict.flagged == ("a",)
+    assert "a: taint nvidia.com/gpu-error=xid79:NoExecute" in verdict.message()
+
+
+def test_a_matching_label_flags_the_node() -> None:
+    """``labels: {nvidia.com/gpu.health: unhealthy}`` flags the node carrying that value."""
+    monitor = _signals(labels={"nvidia.com/gpu.health": "unhealthy"})
+    sick = NodeView(name="a", labels=(("nvidia.com/gpu.health", "unhealthy"),))
+    fine = NodeView(name="b", labels=(("nvidia.com/gpu.health", "ok"),))
+    assert check_monitor(monitor, [sick, fine]).flagged == ("a",)
+
+
+def test_allocatable_gpus_below_the_count_at_start_flag_the_node() -> None:
+    """``gpuAllocatableDrop``: 8 GPUs at the group's start, 7 now: flagged, with both counts;
+    a node at its start count, or one with no baseline, is not."""
+    monitor = _signals(gpu_allocatable_drop=True)
+    views = [NodeView(name="a", allocatable_gpus=7), NodeView(name="b", allocatable_gpus=8),
+             NodeView(name="c", allocatable_gpus=0)]
+    verdict = check_monitor(monitor, views, baseline=group_gpus({GROUP_GPUS: "a=8,b=8"}))
+    assert verdict.flagged == ("a",)
+    assert "a: allocatable nvidia.com/gpu fell from 8 to 7" in verdict.message()
+    off = check_monitor(_signals(), views, baseline={"a": 8})
+    assert off.flagged == ()
+
+
+def test_the_job_tier_reads_the_baseline_from_the_group_gpus_annotation() -> None:
+    """A running Job whose monitor has gpuAllocatableDrop fails HardwareFailureDetected when a
+    node lost a GPU since the Workflow launched it (cre.dev/group-gpus)."""
+    job = make_job(status=running_status())
+    meta = attrs.evolve(job.metadata, annotations={**job.metadata.annotations,
+                                                   GROUP_GPUS: "gpu-0=8,gpu-1=8,gpu-2=8"})
+    job = attrs.evolve(job, metadata=meta, spec=attrs.evolve(
+        job.spec, node_health_monitor=_signals(gpu_allocatable_drop=True)))
+    nodes = (node("gpu-0"), attrs.evolve(node("gpu-1"), allocatable_gpus=6), node("gpu-2"))
+    plan = reconcile_job(job, Observation(trainjob=trainjob(), nodes=nodes), at(30))
+    assert plan.status is not None
+    assert [(f.name, f.reason) for f in plan.status.failed_nodes] == [
+        ("gpu-1", FailedNodeReason.HARDWARE_FAILURE_DETECTED)]
+
+
+def test_a_monitor_with_cel_and_signals_names_both() -> None:
+    """The expression and a signal both hold on a node: the message names each."""
+    monitor = _signals(cel=CelExpression(expression=CORDONED), labels={"bad": "yes"})
+    view = NodeView(name="a", unschedulable=True, labels=(("bad", "yes"),))
+    verdict = check_monitor(monitor, [view, NodeView(name="b", unschedulable=True)])
+    assert verdict.flagged == ("a", "b")
+    assert f"a: nodeHealthMonitor `{CORDONED}` is true, label bad=yes" in verdict.message()
+    assert f"b: nodeHealthMonitor `{CORDONED}` is true" in verdict.message()

@@ -126,7 +126,8 @@ def test_thresholds_blame_only_the_node_that_missed() -> None:
     assert "192.0000" in outcome.message
     for deferral in (True, False):
         decision = D.decide(nodes=("node-0", "node-1", "node-2"), retries=0, infra_retries=0,
-                            outcome=outcome, policy=D.EffectivePolicy(deferral=deferral))
+                            outcome=outcome, policy=D.EffectivePolicy(deferral=deferral),
+                            now=at(0), observed={})
         assert [(r.name, r.scope) for r in decision.failed] == [
             ("node-2", FailureScope.NODE)]
 
@@ -154,6 +155,6 @@ def test_a_group_level_miss_still_blames_the_whole_group() -> None:
     outcome = D.JobOutcome(succeeded=False, reason=JobReason.THRESHOLD_VIOLATED,
                            message="Threshold violated", validation=True)
     decision = D.decide(nodes=("a", "b"), retries=0, infra_retries=0, outcome=outcome,
-                        policy=D.EffectivePolicy(deferral=False))
+                        policy=D.EffectivePolicy(deferral=False), now=at(0), observed={})
     assert [(r.name, r.reason) for r in decision.failed] == [
         ("a", FailedNodeReason.THRESHOLD_VIOLATION), ("b", FailedNodeReason.THRESHOLD_VIOLATION)]

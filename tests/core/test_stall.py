@@ -10,6 +10,7 @@ import attrs
 
 from cre.api.conditions import FailureScope
 from cre.api.job import Job
+from cre.api.validate import validate
 from cre.core.job import reconcile_job
 from cre.core.observed import ContainerState, ObjectEvent, PodCondition, PodView
 from cre.core.plan import Observation, Plan
@@ -65,17 +66,18 @@ def test_unschedulable_past_the_grace_is_reported_with_the_scheduler_message() -
 
 
 def test_blocked_time_is_excluded_from_the_timeout() -> None:
-    """A 10m timeout does not fire while pods are blocked for 30m; once they are placed, the
-    start moves forward by the blocked time and the timeout counts from there."""
+    """A 10m timeout does not fire while pods are blocked for 29m (within the 30m
+    schedulingStallTimeout); once they are placed, the start moves forward by the blocked time
+    and the timeout counts from there."""
     job = make_job(timeout="10m", status=attrs.evolve(running_status(started=T0),
                                                       scheduling_blocked_since=at(60)))
-    blocked = reconcile_job(job, _blocked_world(job), at(60 + 1800))
+    blocked = reconcile_job(job, _blocked_world(job), at(60 + 1740))
     assert _current(blocked)[0] == "WorkloadSchedulingBlocked"
     placed = Observation(trainjob=trainjob(), worker_pods=(pod(W0), pod(W1)),
                          nodes=(node("gpu-0"),))
-    resumed = reconcile_job(job, placed, at(60 + 1800))
+    resumed = reconcile_job(job, placed, at(60 + 1740))
     assert resumed.status is not None
-    assert resumed.status.workload_start_time == T0 + timedelta(seconds=1800)
+    assert resumed.status.workload_start_time == T0 + timedelta(seconds=1740)
     assert resumed.status.scheduling_blocked_since is None
     assert _current(resumed)[0] == "WorkloadRunning"
 
@@ -121,3 +123,48 @@ def test_a_workload_whose_jobset_was_built_is_no_startup_stall() -> None:
     built = attrs.evolve(trainjob(), jobs_built=True)
     plan = reconcile_job(job, Observation(trainjob=built), at(7200))
     assert not plan.read_workload_events and plan.status is None
+
+
+def test_unschedulable_past_the_stall_timeout_fails_platform_unschedulable() -> None:
+    """Blocked since t=60 with the default 30m bound: at t=60+1799 still blocked (requeued no
+    later than the bound), at t=60+1800 Failed WorkloadUnschedulable, Platform/Unschedulable,
+    the scheduler's message and the pods named, no node blamed, workload deleted."""
+    job = make_job(status=attrs.evolve(running_status(), scheduling_blocked_since=at(60)))
+    before = reconcile_job(job, _blocked_world(job), at(60 + 1799))
+    assert _current(before)[0] == "WorkloadSchedulingBlocked"
+    assert before.requeue_after == 1.0
+    plan = reconcile_job(job, _blocked_world(job), at(60 + 1800))
+    reason, message = _current(plan)
+    assert reason == "WorkloadUnschedulable"
+    assert "j1-workload stayed unschedulable past schedulingStallTimeout 30m: " in message
+    assert SCHEDULER in message and f"pods: {W0}, {W1}" in message
+    status = plan.status
+    assert status is not None and status.failure_class is not None
+    assert (status.failure_class.scope, status.failure_class.reason) == (
+        FailureScope.PLATFORM, "Unschedulable")
+    assert status.failed_nodes == ()
+    assert status.failure_log is not None and f"{W0}: {SCHEDULER}" in status.failure_log.tail
+    assert [d.name for d in plan.deletes] == ["j1-workload"]
+
+
+def test_the_stall_timeout_is_read_from_the_spec_and_bounded() -> None:
+    """schedulingStallTimeout 10m fails at 600 s blocked; a value over 720h is refused by
+    validation with its field path."""
+    job = make_job(status=attrs.evolve(running_status(), scheduling_blocked_since=at(0)))
+    short = attrs.evolve(job, spec=attrs.evolve(job.spec, scheduling_stall_timeout="10m"))
+    assert _current(reconcile_job(short, _blocked_world(short), at(599)))[0] == \
+        "WorkloadSchedulingBlocked"
+    assert _current(reconcile_job(short, _blocked_world(short), at(600)))[0] == \
+        "WorkloadUnschedulable"
+    huge = attrs.evolve(job, spec=attrs.evolve(job.spec, scheduling_stall_timeout="721h"))
+    assert any("spec.schedulingStallTimeout" in str(e) for e in validate(huge))
+
+
+def test_pods_placed_before_the_bound_resume_the_run() -> None:
+    """Blocked for 29 minutes, then placed: the Job runs on (no failure), the clock resumed."""
+    job = make_job(status=attrs.evolve(running_status(), scheduling_blocked_since=at(0)))
+    placed = Observation(trainjob=trainjob(), worker_pods=(pod(W0), pod(W1)),
+                         nodes=(node("gpu-0"),))
+    plan = reconcile_job(job, placed, at(29 * 60))
+    assert _current(plan)[0] == "WorkloadRunning"
+    assert not plan.deletes

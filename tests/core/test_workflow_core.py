@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import attrs
+import pytest
 
 from cre.api.conditions import (
     ConditionType,
@@ -20,16 +21,18 @@ from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
 from cre.api.meta import Condition, ConditionStatus
 from cre.core import noderesults as NR
-from cre.core.classify import ClassReason, group_nodes
+from cre.core.classify import group_nodes
+from cre.core.observed import NodeView
 from cre.core.workflow import WorkflowSettings, reconcile_workflow
+from tests.core.jobtier import Story, check_emittable
 from tests.core.tierworld import (
     WorkflowWorld,
     always_succeed,
     at,
-    failed,
     gpu_node,
     nodes,
     succeeded,
+    told,
     workflow,
 )
 
@@ -125,7 +128,7 @@ def test_fail_fast_cancels_siblings_and_blames_only_the_failed_group() -> None:
     world = _world(nodesPerJob=2, **FAIL_FAST)
 
     def outcome(job: Job, now: datetime) -> JobStatus | None:
-        return failed(job, now) if _group(job) == "group-1" else None
+        return told(Story.CONTAINER_FAILED)(job, now) if _group(job) == "group-1" else None
 
     world.run(outcome)
     assert world.wf.status.verdict == Verdict.FAILED
@@ -142,8 +145,8 @@ def test_fail_fast_cancels_siblings_and_blames_only_the_failed_group() -> None:
 def test_continue_mode_lets_every_group_finish() -> None:
     """Continue (default): a failed group cancels nothing; the rest still run and pass."""
     world = _world(nodesPerJob=2)
-    world.run(lambda job, now: failed(job, now) if _group(job) == "group-1"
-              else succeeded(job, now))
+    world.run(lambda job, now: told(Story.CONTAINER_FAILED)(job, now)
+              if _group(job) == "group-1" else succeeded(job, now))
     phases = _phases(world)
     assert phases["group-1"] == GroupPhase.FAILED
     assert [phases[g] for g in ("group-0", "group-2", "group-3")] == [GroupPhase.SUCCEEDED] * 3
@@ -153,8 +156,7 @@ def test_continue_mode_lets_every_group_finish() -> None:
 
 def _evict_first_attempt(job: Job, now: datetime) -> JobStatus:
     if _group(job) == "group-2" and not (job.metadata.name or "").endswith("-retry-1"):
-        return failed(job, now, scope=FailureScope.NODE, reason=ClassReason.POD_EVICTED,
-                      blamed=("gpu-04",))
+        return told(Story.EVICTED, node="gpu-04")(job, now)
     return succeeded(job, now)
 
 
@@ -177,8 +179,7 @@ def test_repeated_eviction_ends_incomplete_with_the_node_uncertified() -> None:
     """Evicted again after the infra retry: InfraAborted, verdict Incomplete, its nodes
     Uncertified (the evicted one too), nothing Failed, siblings Succeeded."""
     world = _world(nodesPerJob=2, **FAIL_FAST)
-    world.run(lambda job, now: failed(job, now, scope=FailureScope.NODE,
-                                      reason=ClassReason.POD_EVICTED, blamed=("gpu-04",))
+    world.run(lambda job, now: told(Story.EVICTED, node="gpu-04")(job, now)
               if _group(job) == "group-2" else succeeded(job, now))
     assert _phases(world)["group-2"] == GroupPhase.INFRA_ABORTED
     assert world.wf.status.verdict == Verdict.INCOMPLETE
@@ -190,31 +191,165 @@ def test_repeated_eviction_ends_incomplete_with_the_node_uncertified() -> None:
     assert _records(world, NR.SUCCEEDED) == {n.name for n in world.nodes} - {"gpu-04", "gpu-05"}
 
 
-def test_node_not_ready_blames_only_the_named_node() -> None:
-    """A NotReady node (Node class) after the infra retry: that node Failed (scope Node),
-    its group-mate Uncertified."""
-    world = _world(nodesPerJob=2)
-    world.run(lambda job, now: failed(job, now, scope=FailureScope.NODE,
-                                      reason=ClassReason.NODE_NOT_READY, blamed=("gpu-05",))
+def _down(name: str) -> tuple[NodeView, ...]:
+    return tuple(gpu_node(n.name, ready="False") if n.name == name else n for n in nodes(8))
+
+
+def test_node_not_ready_past_the_grace_fails_the_node_and_the_verdict() -> None:
+    """A node that went NotReady under group-2 and stays down past nodeNotReadyGraceSeconds:
+    Failed (scope Node) while the group re-runs on its infra budget; the re-run on the same
+    node fails again and the group ends Failed (HardwareFailed), its mate Uncertified, the
+    verdict Failed with JobHardwareFailed naming the node."""
+    pool = nodes(8)
+    world = WorkflowWorld(wf=workflow(pool, nodesPerJob=2,
+                                      failurePolicy={"nodeNotReadyGraceSeconds": 30}),
+                          nodes=pool)
+    world.step(at(0))
+    world.nodes = _down("gpu-05")
+    world.run(start=1, outcome=lambda job, now:
+              told(Story.NODE_NOT_READY, node="gpu-05")(job, now)
               if _group(job) == "group-2" else succeeded(job, now))
     assert _records(world, NR.FAILED) == {"gpu-05"}
     assert _records(world, NR.UNCERTIFIED) == {"gpu-04"}
+    assert _phases(world)["group-2"] == GroupPhase.FAILED
+    assert world.wf.status.verdict == Verdict.FAILED
+    failed_cond = world.condition("Failed")
+    assert failed_cond.reason == WorkflowReason.JOB_HARDWARE_FAILED
+    assert failed_cond.message.startswith("Broken node(s) found: gpu-05: NotReady")
+    assert WorkflowReason.NODE_NOT_READY_GRACE in _reasons(world)
+
+
+def test_node_back_within_the_grace_is_not_blamed() -> None:
+    """The NotReady node comes back Ready within the grace: nothing Failed; the infra retry
+    re-runs the group and it passes (verdict Passed)."""
+    pool = nodes(8)
+    world = WorkflowWorld(wf=workflow(pool, nodesPerJob=2), nodes=pool)
+    world.step(at(0))
+    world.nodes = _down("gpu-05")
+    first = {"done": False}
+
+    def outcome(job: Job, now: datetime) -> JobStatus:
+        if _group(job) == "group-2" and not first["done"]:
+            first["done"] = True
+            return told(Story.NODE_NOT_READY, node="gpu-05")(job, now)
+        return succeeded(job, now)
+
+    for t in range(1, 20):
+        plan = world.step(at(t))
+        if plan.quiet:
+            world.finish(outcome, at(t))
+    assert first["done"] and not world.terminal  # waiting on gpu-05 within the grace
+    world.nodes = tuple(gpu_node(n.name) for n in world.nodes)  # back within 300 s
+    world.run(outcome, start=20)
+    assert _records(world, NR.FAILED) == set()
+    assert world.wf.status.verdict == Verdict.PASSED
+
+
+def test_health_monitor_node_is_failed_and_the_rerun_judges_the_rest() -> None:
+    """The health monitor flags gpu-05 in group-2: gpu-05 is Failed (scope Node) at once; the
+    infra re-run passes, so gpu-04 is Passed; the verdict is still Failed (JobHardwareFailed)
+    and FailFast cancelled nothing."""
+    world = _world(nodesPerJob=2, **FAIL_FAST)
+
+    def outcome(job: Job, now: datetime) -> JobStatus:
+        if _group(job) == "group-2" and not (job.metadata.name or "").endswith("-retry-1"):
+            return told(Story.HARDWARE, node="gpu-05")(job, now)
+        return succeeded(job, now)
+
+    world.run(outcome)
+    # The broken node is in failed-nodes before (in the same plan as) the re-run's launch.
+    failed_cm = NR.configmap_name(NR.FAILED, world.wf.metadata.uid or "")
+    relaunch = next(p for p in world.plans
+                    if any(c.name.endswith("-retry-1") and c.kind == "Job" for c in p.creates)
+                    or any(d.kind == "Job" and "group-2" in d.name for d in p.deletes))
+    assert any(u.name == failed_cm for u in relaunch.upserts)
+    assert _records(world, NR.FAILED) == {"gpu-05"}
+    assert "gpu-04" in _records(world, NR.SUCCEEDED)
+    assert _records(world, NR.UNCERTIFIED) == set()
+    assert set(_phases(world).values()) == {GroupPhase.SUCCEEDED}
+    assert world.wf.status.verdict == Verdict.FAILED
+    cond = world.condition("Failed")
+    assert cond.reason == WorkflowReason.JOB_HARDWARE_FAILED
+    assert cond.message.startswith("Broken node(s) found: gpu-05: Hardware failure detected")
+    assert WorkflowReason.GROUPS_CANCELLED not in _reasons(world)
+
+
+@pytest.mark.parametrize("story", [Story.CREATE_REJECTED, Story.INVALID_SPEC,
+                                   Story.NAME_COLLISION])
+def test_configuration_errors_fail_at_once_and_never_blame_nodes(story: Story) -> None:
+    """The API refused the create / the spec is invalid / the name is taken: the group is
+    Failed without any retry (infra or genuine), ConfigurationError with the cause's message,
+    its nodes Uncertified (scope Configuration) and nothing Failed."""
+    world = _world(4, nodesPerJob=2, failurePolicy={"infraRetries": 2})
+    world.run(lambda job, now: told(story)(job, now) if _group(job) == "group-0"
+              else succeeded(job, now))
+    group0 = next(g for g in world.wf.status.groups if g.name == "group-0")
+    assert (group0.phase, group0.retries, group0.infra_retries) == (GroupPhase.FAILED, 0, 0)
+    assert group0.failure_reason == WorkflowReason.CONFIGURATION_ERROR
+    assert world.wf.status.verdict == Verdict.FAILED
+    cond = world.condition("Failed")
+    assert cond.reason == WorkflowReason.CONFIGURATION_ERROR
+    assert group0.message is not None and cond.message.startswith(f"group-0: {group0.message}")
+    assert _records(world, NR.FAILED) == set()
+    assert _records(world, NR.UNCERTIFIED) == {"gpu-00", "gpu-01"}
+
+
+def test_a_deleted_trainjob_is_a_user_interrupt() -> None:
+    """A person deleted group-0's TrainJob: the group fails UserInterrupted saying what was
+    deleted, is not re-created, its nodes Uncertified; the other group passes; FailFast
+    cancels nothing."""
+    world = _world(4, nodesPerJob=2, **FAIL_FAST)
+    world.run(lambda job, now: told(Story.WORKLOAD_DELETED)(job, now)
+              if _group(job) == "group-0" else succeeded(job, now))
+    group0 = next(g for g in world.wf.status.groups if g.name == "group-0")
+    assert group0.phase == GroupPhase.FAILED and group0.infra_retries == 0
+    assert group0.message is not None and "was deleted" in group0.message
+    assert _phases(world)["group-1"] == GroupPhase.SUCCEEDED
+    assert world.condition("Failed").reason == WorkflowReason.USER_INTERRUPTED
+    assert _records(world, NR.FAILED) == set()
+    assert _records(world, NR.UNCERTIFIED) == {"gpu-00", "gpu-01"}
+    assert len([n for k, n in world.created if k == "Job"]) == 2
+
+
+def test_startup_stall_is_deferred_and_never_blames() -> None:
+    """A workload that never started (Platform class) in the only group: infra retry, then
+    InfraAborted, verdict Incomplete, nothing Failed, and no outage flag for one group."""
+    world = _world(2)
+    world.run(told(Story.STARTUP_STALLED))
     assert world.wf.status.verdict == Verdict.INCOMPLETE
+    assert _records(world, NR.FAILED) == set()
+    assert world.condition("SuspectedClusterOutage") is None
+
+
+def test_the_contract_rejects_a_status_the_job_tier_never_writes() -> None:
+    """A hand-written hardware failure (Workload class with HardwareFailed, the old test's
+    status) is refused by the tier-contract helper."""
+    world = _world(2)
+    world.step(at(0))
+    world.step(at(1))
+    (job,) = world.jobs.values()
+    status = told(Story.HARDWARE)(job, at(2))
+    check_emittable(status)
+    forged = attrs.evolve(status, failure_class=attrs.evolve(
+        status.failure_class, scope=FailureScope.WORKLOAD, reason="ContainerFailed"))
+    with pytest.raises(AssertionError, match="never writes"):
+        check_emittable(forged)
 
 
 def _api_outage(job: Job, now: datetime) -> JobStatus:
-    return failed(job, now, scope=FailureScope.CONTROL_PLANE,
-                  reason=ClassReason.WORKLOAD_DELETED)
+    return told(Story.STARTUP_STALLED)(job, now)
 
 
 def test_every_group_aborting_flags_a_suspected_outage() -> None:
-    """Every group hit by an API outage: SuspectedClusterOutage with the shared scope and one
-    Warning event, verdict Incomplete, no node blamed."""
+    """Every group's workload never starts (Platform class, as failing API calls leave it):
+    SuspectedClusterOutage with the shared scope and one Warning event, verdict Incomplete,
+    no node blamed."""
     world = _world(nodesPerJob=2, **FAIL_FAST)
     world.run(_api_outage)
     outage = world.condition("SuspectedClusterOutage")
     assert outage.status == "True"
-    assert "ControlPlane/WorkloadDeleted" in outage.message
+    assert "4 of 4 groups" in outage.message
+    assert "Platform/WorkloadNotStarted" in outage.message
     assert _reasons(world).count(WorkflowReason.SUSPECTED_CLUSTER_OUTAGE) == 1
     assert world.wf.status.verdict == Verdict.INCOMPLETE
     assert _records(world, NR.FAILED) == set()
@@ -257,10 +392,9 @@ def test_retry_failed_groups_then_pass_and_timeout_never_retried() -> None:
     def outcome(job: Job, now: datetime) -> JobStatus:
         name = job.metadata.name or ""
         if _group(job) == "group-0" and not name.endswith("-retry-1"):
-            return failed(job, now)
+            return told(Story.CONTAINER_FAILED)(job, now)
         if _group(job) == "group-1":
-            return failed(job, now, reason=ClassReason.TIMED_OUT,
-                          condition_reason=JobReason.JOB_TIMED_OUT)
+            return told(Story.TIMED_OUT)(job, now)
         return succeeded(job, now)
 
     world.run(outcome)
@@ -286,7 +420,7 @@ def test_iterations_delete_jobs_before_the_next_pass() -> None:
 
 
 def test_final_reason_precedence() -> None:
-    """Hardware beats validation beats plain failures; ValidationFailed is set whenever a
+    """Hardware beats a workload failure beats validation; ValidationFailed is set whenever a
     threshold was missed."""
     def run(fail: str) -> WorkflowWorld:
         world = _world(4, nodesPerJob=2)
@@ -294,11 +428,11 @@ def test_final_reason_precedence() -> None:
         def outcome(job: Job, now: datetime) -> JobStatus:
             group = _group(job)
             if group == "group-0" and fail in ("hardware", "both"):
-                return failed(job, now, hardware=True)
-            if group == "group-1" and fail in ("validation", "both"):
-                return failed(job, now, condition_reason=JobReason.THRESHOLD_VIOLATED)
-            if fail == "plain" and group == "group-0":
-                return failed(job, now)
+                return told(Story.HARDWARE)(job, now)
+            if group == "group-1" and fail in ("validation", "both", "workload+validation"):
+                return told(Story.THRESHOLD_MISSED)(job, now)
+            if fail in ("plain", "workload+validation") and group == "group-0":
+                return told(Story.CONTAINER_FAILED)(job, now)
             return succeeded(job, now)
 
         world.run(outcome)
@@ -306,18 +440,21 @@ def test_final_reason_precedence() -> None:
 
     both = run("both")
     assert both.condition("Failed").reason == WorkflowReason.JOB_HARDWARE_FAILED
-    assert "hardware failures occurred" in both.condition("Failed").message
+    assert both.condition("Failed").message.startswith("Broken node(s) found: gpu-00: ")
     assert both.condition("ValidationFailed").status == "True"
+    mixed = run("workload+validation")
+    assert mixed.condition("Failed").reason == WorkflowReason.ITERATIONS_FAILED
+    assert mixed.condition("ValidationFailed").status == "True"
     assert run("validation").condition("Failed").reason == WorkflowReason.JOB_VALIDATION_FAILED
     plain = run("plain")
     assert plain.condition("Failed").reason == WorkflowReason.ITERATIONS_FAILED
-    assert plain.condition("Failed").message == "1 groups failed across 1 iterations"
+    assert plain.condition("Failed").message == "1 group failed across 1 iteration"
     assert plain.condition("ValidationFailed") is None
 
 
-def test_missing_job_needs_a_live_read_then_counts_as_control_plane() -> None:
-    """A Job gone from the cache is only believed after a live read; it is then a
-    ControlPlane abort (deferred), not a test failure."""
+def test_missing_job_needs_a_live_read_then_is_a_user_interrupt() -> None:
+    """A Job gone from the cache is only believed after a live read; someone deleted it: the
+    group fails UserInterrupted (not re-created), its nodes Uncertified, nothing Failed."""
     world = _world(2)
     world.step(at(0))
     world.step(at(1))
@@ -328,9 +465,14 @@ def test_missing_job_needs_a_live_read_then_counts_as_control_plane() -> None:
     group = world.wf.status.groups[0]
     assert group.failure_class is not None
     assert group.failure_class.scope == FailureScope.CONTROL_PLANE
-    assert group.infra_retries == 1 and group.retries == 0
-    assert group.phase == GroupPhase.RUNNING  # relaunched at once as a new Job
-    assert group.job_ref is not None and group.job_ref.name.endswith("-job-retry-1")
+    assert group.infra_retries == 0 and group.retries == 0
+    assert group.phase == GroupPhase.FAILED
+    assert group.failure_reason == WorkflowReason.USER_INTERRUPTED
+    assert group.message is not None and "was deleted while its group was running" \
+        in group.message
+    assert not world.jobs
+    assert world.condition("Failed").reason == WorkflowReason.USER_INTERRUPTED
+    assert _records(world, NR.FAILED) == set()
 
 
 def test_deletion_removes_jobs_then_dependencies_then_the_finalizer() -> None:
@@ -449,5 +591,41 @@ def test_a_threshold_miss_carries_the_value_and_the_busbw_up() -> None:
     assert groups["group-1"].message == message
     failed = world.condition("Failed")
     assert failed.reason == WorkflowReason.JOB_VALIDATION_FAILED
-    assert failed.message == f"1 groups failed across 1 iterations; group-1: {message}"
+    assert failed.message == f"1 group failed across 1 iteration; group-1: {message}"
     assert message in world.condition("ValidationFailed").message
+
+
+def test_a_refused_dependency_create_fails_the_workflow_with_the_api_message() -> None:
+    """The shell reports a TrainingRuntime create refused for good (422): the Workflow fails
+    DependencyCreationError at once with the API's message, creating nothing more (no retry
+    loop); a refused Job create fails JobCreationError the same way."""
+    from cre.core.tierplan import CreateError
+
+    world = _world(4, nodesPerJob=2)
+    plan = world.step(at(0))
+    while not any(c.kind == "TrainingRuntime" for c in plan.creates):
+        plan = reconcile_workflow(world.wf, world.observe(), at(1), settings=world.settings)
+        if not plan.creates:
+            world.apply(plan)
+    runtime = next(c for c in plan.creates if c.kind == "TrainingRuntime")
+    said = ('TrainingRuntime.trainer.kubeflow.org "x" is invalid: spec.mlPolicy: Required '
+            'value')
+    refused = CreateError(kind="TrainingRuntime", name=runtime.name, namespace="team-a",
+                          code=422, reason="Invalid", message=said)
+    obs = attrs.evolve(world.observe(), create_errors=(refused,))
+    failed_plan = reconcile_workflow(world.wf, obs, at(1), settings=world.settings)
+    assert failed_plan.creates == ()
+    world.apply(failed_plan)
+    cond = world.condition("Failed")
+    assert cond.reason == WorkflowReason.DEPENDENCY_CREATION_ERROR
+    assert cond.message == (f"the API server refused TrainingRuntime team-a/{runtime.name} "
+                            f"(422 Invalid): {said}")
+    other = _world(4, nodesPerJob=2)
+    other.step(at(0))  # the finalizer
+    other.step(at(1))  # discovery, groups, first creates
+    job_refused = attrs.evolve(refused, kind="Job", name="wf-g0-iter-0", code=403,
+                               reason="Forbidden", message="denied")
+    obs2 = attrs.evolve(other.observe(), create_errors=(job_refused,))
+    other.apply(reconcile_workflow(other.wf, obs2, at(2), settings=other.settings))
+    assert other.condition("Failed").reason == WorkflowReason.JOB_CREATION_ERROR
+    assert "(403 Forbidden): denied" in other.condition("Failed").message

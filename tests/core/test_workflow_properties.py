@@ -7,18 +7,31 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cre.api.conditions import FailureScope, GroupPhase, JobReason, Verdict
+from cre.api.conditions import GroupPhase, Verdict
 from cre.api.job import Job, JobStatus
 from cre.core import noderesults as NR
-from cre.core.classify import ClassReason, group_nodes
+from cre.core.classify import group_nodes
 from cre.core.workflow import WorkflowSettings, reconcile_workflow
-from tests.core.tierworld import WorkflowWorld, at, failed, nodes, succeeded, workflow
+from tests.core.jobtier import Story, job_tier_status
+from tests.core.tierworld import WorkflowWorld, at, nodes, succeeded, workflow
 
-OUTCOMES = ("succeed", "workload", "timeout", "evicted", "platform", "control", "wait")
+# "notready": the node is Ready again when the Workflow looks (a reboot); "down": it stays
+# NotReady for the rest of the run (broken once the grace has passed).
+OUTCOMES = ("succeed", "workload", "timeout", "evicted", "platform", "deleted", "config",
+            "hardware", "notready", "down", "wait")
+STORIES = {"succeed": Story.SUCCEEDED, "workload": Story.CONTAINER_FAILED,
+           "timeout": Story.TIMED_OUT, "evicted": Story.EVICTED,
+           "platform": Story.STARTUP_STALLED, "deleted": Story.WORKLOAD_DELETED,
+           "config": Story.CREATE_REJECTED, "hardware": Story.HARDWARE,
+           "notready": Story.NODE_NOT_READY, "down": Story.NODE_NOT_READY}
 GENUINE = frozenset({"workload", "timeout"})
+# Outcomes that fail the verdict without blaming a whole group.
+FAILING = GENUINE | {"deleted", "config", "hardware", "down"}
+INFRA = frozenset({"evicted", "platform", "notready", "hardware", "down"})
 
 
 @st.composite
@@ -37,47 +50,44 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _outcome(kind: str, job: Job, now: datetime) -> JobStatus | None:
-    first = group_nodes(job)[0]
+    """The Job tier's own status for ``kind`` (evidence about the group's first node)."""
+    if kind == "wait":
+        return None
     if kind == "succeed":
         return succeeded(job, now)
-    if kind == "workload":
-        return failed(job, now)
-    if kind == "timeout":
-        return failed(job, now, reason=ClassReason.TIMED_OUT,
-                      condition_reason=JobReason.JOB_TIMED_OUT)
-    if kind == "evicted":
-        return failed(job, now, scope=FailureScope.NODE, reason=ClassReason.POD_EVICTED,
-                      blamed=(first,))
-    if kind == "platform":
-        return failed(job, now, scope=FailureScope.PLATFORM,
-                      reason=ClassReason.IMAGE_PULL_FAILED)
-    if kind == "control":
-        return failed(job, now, scope=FailureScope.CONTROL_PLANE,
-                      reason=ClassReason.WORKLOAD_DELETED)
-    return None
+    return job_tier_status(job, now, STORIES[kind], node=group_nodes(job)[0])
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_workflow_properties(case: dict[str, Any]) -> None:
     """Every generated run reaches a verdict, with deterministic plans, gating respected,
-    no sibling cancelled by an infra abort, no node blamed by one, and Failed only from a
-    genuine failure (or any failure with the kill switch)."""
+    no sibling cancelled by an infra abort; a node is Failed only if a Job outcome named it
+    with hardware evidence or its group failed genuinely (Workload class; any infra failure
+    with the kill switch), never by configuration, a user interrupt or an infra abort; a node
+    is never both Failed and Passed; Failed only from a failing outcome."""
     pool = nodes(case["count"])
     wf = workflow(pool, nodesPerJob=case["per_job"], maxConcurrent=case["max_concurrent"],
                   repeatCount=case["repeat"],
-                  failurePolicy={"mode": case["mode"], "infraRetries": case["infra_retries"]})
+                  failurePolicy={"mode": case["mode"], "infraRetries": case["infra_retries"],
+                                 "nodeNotReadyGraceSeconds": 3})
     world = WorkflowWorld(wf=wf, nodes=pool,
                           settings=WorkflowSettings(infra_scoped_fail_fast=case["deferral"]))
     script: list[str] = list(case["script"])
     drawn: dict[str, str] = {}
     waited: dict[str, int] = {}
+    members: dict[str, tuple[str, ...]] = {}
 
     def outcome(job: Job, now: datetime) -> JobStatus | None:
         name = job.metadata.name or ""
         if name not in drawn:
             drawn[name] = script[len(drawn) % len(script)]
+            members[name] = group_nodes(job)
         kind = drawn[name]
+        if kind == "down":
+            first = members[name][0]
+            world.nodes = tuple(attrs.evolve(n, ready="False") if n.name == first else n
+                                for n in world.nodes)
         if kind == "wait":
             waited[name] = waited.get(name, 0) + 1
             if waited[name] < 3:
@@ -112,19 +122,20 @@ def test_workflow_properties(case: dict[str, Any]) -> None:
     assert rest.quiet, "a finished Workflow keeps acting"
     verdict = world.wf.status.verdict
     kinds = set(drawn.values())
-    if case["deferral"]:
-        if not kinds & GENUINE:
-            assert verdict != Verdict.FAILED
-        orch = world.wf.status.orchestration
-        assert orch is not None
-        failed_groups = {g.name for r in orch.iteration_history for g in r.groups
-                         if g.phase == GroupPhase.FAILED} | {
-            g.name for g in world.wf.status.groups if g.phase == GroupPhase.FAILED}
-        allowed = {n for g in world.wf.status.groups if g.name in failed_groups
-                   for n in g.nodes}
-        data = world.config_maps.get(NR.configmap_name(NR.FAILED, wf.metadata.uid or ""))
-        blamed = {r.name for r in NR.read_records(data, NR.FAILED)}
-        assert blamed <= allowed, "an infra abort blamed a node"
+    uid = wf.metadata.uid or ""
+    blamed = {r.name for r in NR.read_records(
+        world.config_maps.get(NR.configmap_name(NR.FAILED, uid)), NR.FAILED)}
+    passed_data = world.config_maps.get(NR.configmap_name(NR.SUCCEEDED, uid))
+    passed = set(NR.decode_names(passed_data[NR.data_key(NR.SUCCEEDED)])) if passed_data \
+        else set()
+    assert not blamed & passed, "a node is both Failed and Passed"
+    allowed = {members[j][0] for j, k in drawn.items() if k in ("hardware", "down")}
+    allowed |= {n for j, k in drawn.items() if k in GENUINE for n in members[j]}
+    if not case["deferral"]:
+        allowed |= {n for j, k in drawn.items() if k in INFRA for n in members[j]}
+    assert blamed <= allowed, "a node was Failed without evidence or a genuine group failure"
+    if case["deferral"] and not kinds & FAILING:
+        assert verdict != Verdict.FAILED
     phases = [g.phase for g in world.wf.status.groups]
-    if GroupPhase.FAILED in phases:
+    if GroupPhase.FAILED in phases or blamed:
         assert verdict == Verdict.FAILED

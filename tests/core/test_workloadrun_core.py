@@ -115,6 +115,20 @@ def test_terminal_mirrors_copy_the_workflow_message() -> None:
     assert reconcile(done, RunObservation(nodes=nodes(2), workflow=wf)).status is None
 
 
+def test_suspected_outage_is_copied_from_the_workflow() -> None:
+    """A Workflow that raised SuspectedClusterOutage gives the run the same condition (its
+    own reason, the Workflow's message) next to the mirrored verdict."""
+    run, wf = started(run_of(), nodes(2))
+    outage = Condition(type=ConditionType.SUSPECTED_CLUSTER_OUTAGE, status=ConditionStatus.TRUE,
+                       reason="SuspectedClusterOutage", message="2 of 2 groups aborted",
+                       last_transition_time=T0)
+    wf = with_trio(wf, ConditionType.SUCCEEDED, "JobCompleted", "done", outage)
+    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=wf))
+    assert reason(plan, ConditionType.SUSPECTED_CLUSTER_OUTAGE) == (
+        WorkloadRunReason.SUSPECTED_CLUSTER_OUTAGE, "2 of 2 groups aborted")
+    assert reason(plan, ConditionType.SUCCEEDED)[0] == WorkloadRunReason.WORKFLOW_SUCCEEDED
+
+
 def test_missing_workflow_is_confirmed_live_before_failing() -> None:
     """A Workflow absent from the cache is read live first; gone live -> WorkflowDeleted."""
     run, _ = started(run_of(), nodes(2))

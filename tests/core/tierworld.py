@@ -12,11 +12,11 @@ from typing import Any
 import attrs
 
 from cre.api.certification import Certification
-from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope, JobReason, Phase
+from cre.api.conditions import ConditionType, JobReason, Phase
 from cre.api.converter import from_dict
-from cre.api.job import FailedNode, FailureClass, Job, JobStatus
+from cre.api.job import Job, JobStatus
 from cre.api.labels import GPU_PRESENT, GPU_PRODUCT
-from cre.api.meta import Condition, ConditionStatus
+from cre.api.meta import Condition
 from cre.api.workflow import Workflow
 from cre.catalog import load_catalog
 from cre.catalog.model import Catalog
@@ -26,7 +26,6 @@ from cre.core.certification import (
     reconcile_certification,
 )
 from cre.core.certification_build import build_workflow, discover_for
-from cre.core.classify import group_nodes
 from cre.core.discovery import Discovery
 from cre.core.observed import NodeTaint, NodeView
 from cre.core.tierplan import ObjectView
@@ -37,6 +36,7 @@ from cre.core.workflow import (
     WorkflowSettings,
     reconcile_workflow,
 )
+from tests.core.jobtier import Story, check_emittable, job_tier_status
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NS = "certs"
@@ -117,30 +117,19 @@ def _conditions(member: ConditionType, reason: str, message: str, now: datetime
 
 
 def succeeded(job: Job, now: datetime) -> JobStatus:
-    """A Job status that says the workload completed."""
-    return JobStatus(conditions=_conditions(ConditionType.SUCCEEDED,
-                                            JobReason.WORKLOAD_COMPLETED, "done", now),
-                     phase=Phase.SUCCEEDED)
+    """A Job status that says the workload completed (checked against the tier contract;
+    failures come from :func:`told`, produced by the Job core)."""
+    status = JobStatus(conditions=_conditions(ConditionType.SUCCEEDED,
+                                              JobReason.WORKLOAD_COMPLETED, "done", now),
+                       phase=Phase.SUCCEEDED)
+    check_emittable(status)
+    return status
 
 
-def failed(job: Job, now: datetime, *, scope: FailureScope = FailureScope.WORKLOAD,
-           reason: str = "ContainerFailed", blamed: Sequence[str] | None = None,
-           condition_reason: str = JobReason.WORKLOAD_FAILED,
-           hardware: bool = False) -> JobStatus:
-    """A failed Job status with a failure class; Workload blames the whole group."""
-    if blamed is None:
-        blamed = group_nodes(job) if scope == FailureScope.WORKLOAD else ()
-    conditions = _conditions(ConditionType.FAILED, condition_reason, f"{reason} happened", now)
-    if hardware:
-        conditions += (Condition(type=ConditionType.HARDWARE_FAILED,
-                                 status=ConditionStatus.TRUE,
-                                 reason=JobReason.HARDWARE_FAILURE_DETECTED,
-                                 last_transition_time=now),)
-    return JobStatus(
-        conditions=conditions, phase=Phase.FAILED,
-        failure_class=FailureClass(scope=scope, reason=reason, message=f"{reason} happened"),
-        failed_nodes=tuple(FailedNode(name=n, reason=FailedNodeReason.WORKLOAD_FAILED,
-                                      message="x") for n in blamed))
+def told(story: Story, *, node: str | None = None) -> Callable[[Job, datetime], JobStatus]:
+    """An outcome that gives each Job the status the Job tier writes when ``story`` happens
+    (``tests.core.jobtier``: produced by the Job core, never hand-written)."""
+    return lambda job, now: job_tier_status(job, now, story, node=node)
 
 
 Outcome = Callable[[Job, datetime], JobStatus | None]
@@ -294,12 +283,14 @@ class CertificationWorld:
         self.cert = cert
         return plan
 
-    def finish(self, name: str, *, ok: bool, verdict: str, now: datetime) -> None:
+    def finish(self, name: str, *, ok: bool, verdict: str, now: datetime,
+               reason: str | None = None, message: str = "done",
+               extra: Sequence[Condition] = ()) -> None:
         wf = self.workflows[name]
         member = ConditionType.SUCCEEDED if ok else ConditionType.FAILED
-        status = attrs.evolve(wf.status, conditions=_conditions(member, "JobCompleted" if ok
-                                                                else "IterationsFailed",
-                                                                "done", now),
+        why = reason or ("JobCompleted" if ok else "IterationsFailed")
+        status = attrs.evolve(wf.status, conditions=(*extra, *_conditions(member, why, message,
+                                                                          now)),
                               verdict=verdict)
         self.workflows[name] = attrs.evolve(wf, status=status)
 

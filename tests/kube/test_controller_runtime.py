@@ -21,6 +21,7 @@ from cre.kube.runtime import (
     OwnStatusEcho,
     PassesExhausted,
     Result,
+    TerminalError,
     WatchEvent,
     converge,
     enqueue_by_label,
@@ -87,6 +88,46 @@ async def test_a_panicking_reconcile_is_an_error_and_the_worker_lives() -> None:
     assert _value(registry, "controller_runtime_reconcile_total", controller="t",
                   result="success") == 1
     assert ctl.queue.num_requeues("ns/bad") == 1 and ctl.queue.pending_delayed() == 1
+
+
+class Events:
+    """An EventRecorder stand-in that keeps what it was asked to emit."""
+
+    def __init__(self) -> None:
+        self.emitted: list[dict[str, Any]] = []
+
+    async def emit(self, *, involved: dict[str, Any], type_: str, reason: str,
+                   message: str) -> bool:
+        self.emitted.append({"involved": involved, "type": type_, "reason": reason,
+                             "message": message})
+        return True
+
+
+async def test_a_terminal_error_is_recorded_and_not_requeued() -> None:
+    """A reconcile raising TerminalError is counted (errors, terminal errors), its Warning
+    event is emitted on the object it names, and the key is neither requeued nor backed off;
+    a later add reconciles it again as usual."""
+    involved = {"kind": "Workflow", "namespace": "ns", "name": "w"}
+    rec = Scripted({"ns/w": [TerminalError("the API server refused TrainingRuntime ns/r (422 "
+                                           "Invalid): spec.x: Required value",
+                                           reason="CreateRefused", involved=involved)]})
+    registry = CollectorRegistry()
+    events = Events()
+    ctl = Controller("t", rec, metrics=metrics_for(registry), recorder=events)  # type: ignore[arg-type]
+    await ctl.process("ns/w")
+    assert _value(registry, "controller_runtime_terminal_reconcile_errors_total",
+                  controller="t") == 1
+    assert _value(registry, "controller_runtime_reconcile_errors_total", controller="t") == 1
+    assert _value(registry, "controller_runtime_reconcile_total", controller="t",
+                  result="error") == 1
+    assert ctl.queue.num_requeues("ns/w") == 0 and ctl.queue.pending_delayed() == 0
+    assert len(ctl.queue) == 0
+    assert events.emitted == [{"involved": involved, "type": "Warning", "reason": "CreateRefused",
+                               "message": "the API server refused TrainingRuntime ns/r (422 "
+                                          "Invalid): spec.x: Required value"}]
+    ctl.queue.add("ns/w")
+    await ctl.process(await ctl.queue.get())
+    assert rec.calls == ["ns/w", "ns/w"]
 
 
 async def test_cancellation_and_exit_are_not_swallowed() -> None:

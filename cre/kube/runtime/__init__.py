@@ -46,7 +46,14 @@ from cre.kube.runtime.handlers import (
     key_of,
 )
 from cre.kube.runtime.predicates import OwnStatusEcho, Predicate, generation_changed
-from cre.kube.runtime.reconcile import DONE, Reconciler, Result, object_key, split_key
+from cre.kube.runtime.reconcile import (
+    DONE,
+    Reconciler,
+    Result,
+    TerminalError,
+    object_key,
+    split_key,
+)
 
 __all__ = [
     "DEFAULT_MAX_PASSES",
@@ -60,6 +67,7 @@ __all__ = [
     "Predicate",
     "Reconciler",
     "Result",
+    "TerminalError",
     "WatchEvent",
     "converge",
     "enqueue_by_label",

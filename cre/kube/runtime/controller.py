@@ -13,6 +13,9 @@ loop, so every controller gets the same guarantees:
 * controller-runtime's metrics: ``controller_runtime_reconcile_total{result}``, ``..._errors``,
   ``..._panics``, ``..._time_seconds``, ``controller_runtime_active_workers`` and
   ``controller_runtime_max_concurrent_reconciles``;
+* a :class:`~cre.kube.runtime.reconcile.TerminalError` is recorded (a Warning event on the
+  object it names, through the controller's ``recorder``; ``..._terminal_reconcile_errors``;
+  an error log) and the key is *not* requeued: no retry can mend it;
 * panics are errors: whatever one object makes its reconcile raise, ``BaseException`` included
   (a C extension's panic type may derive from it), is counted, logged and retried with backoff,
   and the worker lives on. Only cancellation, ``KeyboardInterrupt``, ``SystemExit`` and
@@ -33,13 +36,14 @@ from typing import Any, TypeVar
 import anyio
 
 from cre.api.watch import WatchEventType
+from cre.kube.events import EventRecorder
 from cre.kube.informer import Informer
 from cre.kube.logcontext import reconcile_context
 from cre.kube.metrics import KubeMetrics, metrics_for
 from cre.kube.ratelimit import RateLimiter
 from cre.kube.runtime.handlers import EventHandler, KeyQueue, WatchEvent, key_of
 from cre.kube.runtime.predicates import OwnStatusEcho, Predicate
-from cre.kube.runtime.reconcile import Reconciler, split_key
+from cre.kube.runtime.reconcile import Reconciler, TerminalError, split_key
 from cre.kube.workqueue import QueueShutDown, WorkQueue
 
 T = TypeVar("T")
@@ -62,10 +66,12 @@ class Controller:
 
     def __init__(self, name: str, reconciler: Reconciler, *, workers: int = 1,
                  rate_limiter: RateLimiter | None = None,
-                 metrics: KubeMetrics | None = None) -> None:
+                 metrics: KubeMetrics | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         """``name`` labels the metrics and the logs (``controller``) and names the workqueue;
         ``metrics``: the collectors to report to (default: prometheus-client's default
-        registry, created on first use)."""
+        registry, created on first use); ``recorder``: where a terminal error's Warning event
+        goes (``None``: logged and counted only)."""
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
         self.name = name
@@ -73,6 +79,7 @@ class Controller:
         self.workers = workers
         self.metrics = metrics or metrics_for()
         self._rate_limiter = rate_limiter
+        self.recorder = recorder
         self.queue: WorkQueue[str] = self._new_queue()
         self._informers: list[Informer[Any]] = []
         self._stop_requested = False
@@ -180,6 +187,8 @@ class Controller:
             log.debug("%s %s: reconciling", ctl, key)
             try:
                 result = await self.reconciler.reconcile(key)
+            except TerminalError as exc:
+                await self._terminal(key, exc)
             except BaseException as exc:
                 if must_propagate(exc):
                     raise
@@ -201,6 +210,18 @@ class Controller:
                 m.reconcile_time.labels(controller=ctl).observe(time.monotonic() - started)
                 active.dec()
                 self.queue.done(key)
+
+    async def _terminal(self, key: str, exc: TerminalError) -> None:
+        """Record a failure no retry can mend; the key is forgotten, not requeued."""
+        m, ctl = self.metrics, self.name
+        log.error("%s %s: reconcile failed for good, not retrying: %s", ctl, key, exc)
+        m.terminal_reconcile_errors.labels(controller=ctl).inc()
+        m.reconcile_errors.labels(controller=ctl).inc()
+        m.reconcile_total.labels(controller=ctl, result="error").inc()
+        self.queue.forget(key)
+        if self.recorder is not None and exc.involved is not None:
+            await self.recorder.emit(involved=exc.involved, type_="Warning", reason=exc.reason,
+                                     message=str(exc))
 
     def _failed(self, key: str, exc: BaseException) -> None:
         m, ctl = self.metrics, self.name

@@ -12,7 +12,9 @@ configures faults through these endpoints (the in-process equivalent is the
 * ``GET /_emulator/faults`` — the current fault configuration (JSON);
   ``POST /_emulator/faults`` — apply a JSON spec (see :meth:`Faults.configure`), e.g.
   ``{"dropWatches": true}`` (or a plural) ends open watch streams now and
-  ``{"watchGoneStatus": 1}`` answers the next watch resume with an HTTP 410 Status;
+  ``{"watchGoneStatus": 1}`` answers the next watch resume with an HTTP 410 Status and
+  ``{"refuseCreate": {"resource": "trainjobs", "code": 403, "message": ...}}`` refuses every
+  create of a resource as admission would (``{"resource": ..., "remove": true}`` ends it);
   ``DELETE /_emulator/faults`` — clear every fault.
 * ``GET /_emulator/state`` — ``{"resourceVersion": ..., "kubernetesVersion": ..., "now": ...}``.
 * ``GET /_emulator/requests`` — the API requests served so far, as an audit log would count

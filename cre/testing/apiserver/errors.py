@@ -2,17 +2,32 @@
 
 Clients match on ``reason``, ``code`` and ``details`` (and kubectl prints ``message``), so every
 error the emulator returns goes through :class:`ApiError`, whose :meth:`ApiError.body` produces
-the exact key order and wording of ``k8s.io/apimachinery/pkg/api/errors``.
+the exact key order and wording of ``k8s.io/apimachinery/pkg/api/errors`` and whose
+:meth:`ApiError.encode` the exact bytes kube-apiserver sends: compact JSON as Go's
+``encoding/json`` writes it, ending in the newline its ``Encoder`` appends. Some clients keep
+the raw body (the official client's ``ApiException.body``) and tests compare it as text.
+:data:`STATUS_TEXT` is the status line's reason phrase as Go's ``net/http`` words it.
 """
 
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
+
+from .store import dumps, dumps_indented
+
+STATUS_TEXT: dict[int, str] = {
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict", 410: "Gone",
+    413: "Request Entity Too Large", 415: "Unsupported Media Type",
+    422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
+    503: "Service Unavailable", 504: "Gateway Timeout",
+}
+"""Reason phrases of the error status lines, as Go's ``http.StatusText`` has them (Python
+renamed 413 and 422 in 3.13; the real server's words stay)."""
 
 OPTIMISTIC_LOCK = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -89,8 +104,10 @@ class ApiError(Exception):
         details: dict[str, Any] | None = None,
         retry_after: int = 0,
         metadata: dict[str, Any] | None = None,
+        indented: bool = False,
     ) -> None:
         super().__init__(message)
+        self.indented = indented
         self.code = code
         self.reason = reason
         self.message = message
@@ -119,7 +136,12 @@ class ApiError(Exception):
         return out
 
     def encode(self) -> bytes:
-        return json.dumps(self.body(), separators=(",", ":")).encode()
+        """The body as kube-apiserver sends it: Go-compact JSON and a final newline, or (for
+        the errors it writes outside its serializer, ``indented``) Go's ``MarshalIndent``
+        with two spaces and no newline."""
+        if self.indented:
+            return dumps_indented(self.body())
+        return dumps(self.body()) + b"\n"
 
 
 def _details(q: Qualified | None, name: str = "", *, kind: str | None = None) -> dict[str, Any]:
@@ -237,6 +259,12 @@ def not_acceptable() -> ApiError:
             "application/vnd.kubernetes.protobuf"
         ),
     )
+
+
+def not_acceptable_raw(message: str) -> ApiError:
+    """A 406 from a failed output negotiation after the handler ran (``as=`` a form the object
+    has not): written by ``WriteRawJSON``, so indented, and without details."""
+    return ApiError(code=406, reason=Reason.NOT_ACCEPTABLE, message=message, indented=True)
 
 
 def too_many_requests(message: str, *, retry_after: int) -> ApiError:

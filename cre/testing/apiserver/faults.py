@@ -5,7 +5,15 @@ a 200 watch stream (the watch cache, ``force_410_on_resume``) and a plain HTTP 4
 Status answered before any stream starts (``gone_status_on_resume``).
 
 Controllers must survive a flaky API server; the reliability tests drive these knobs, either
-from Python (``emulator.faults``) or over HTTP (``/_emulator/faults``). Every random decision
+from Python (``emulator.faults``) or over HTTP (``/_emulator/faults``).
+
+A create can also be *refused* the way admission refuses it (:class:`RefuseRule`, spec key
+``refuseCreate``): every create of a resource (optionally of one name) answers 400 BadRequest,
+403 Forbidden (``<resource> "<name>" is forbidden: <message>``, as an admission plugin or a
+webhook denial surfaces), 409 AlreadyExists or 422 Invalid (``<Kind> "<name>" is invalid:
+<message>`` with one cause), with ``details.name/group/kind`` as the real server fills them.
+Unlike an error rate this is deterministic: it lasts until the rule is removed (``times``
+bounds it). Every random decision
 comes from one ``random.Random(seed)``, so a run is reproducible for a given request order.
 """
 
@@ -51,6 +59,53 @@ class ErrorRule:
         return self.verb in ("*", verb) and self.resource in ("*", resource)
 
 
+REFUSE_CODES = frozenset({400, 403, 409, 422})
+DEFAULT_REFUSAL = "denied by the emulator's refuseCreate fault"
+
+
+@attrs.define
+class RefuseRule:
+    """Refuse creates of ``resource`` (a plural) named ``name`` (``*``: any) with ``code`` and
+    ``message``; ``times`` creates at most (``None``: until removed)."""
+
+    resource: str
+    code: int
+    message: str = DEFAULT_REFUSAL
+    name: str = "*"
+    field: str = ""
+    times: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.code not in REFUSE_CODES:
+            raise ValueError(f"refuseCreate.code must be one of {sorted(REFUSE_CODES)}, "
+                             f"got {self.code}")
+        if not self.resource:
+            raise ValueError("refuseCreate.resource must name a resource (a plural)")
+
+    def matches(self, resource: str, name: str) -> bool:
+        return (self.resource in ("*", resource) and self.name in ("*", name)
+                and (self.times is None or self.times > 0))
+
+    def error(self, q: errors.Qualified, name: str) -> ApiError:
+        """The Status the real server answers for this refusal."""
+        if self.code == 403:
+            return errors.forbidden(q, name, self.message)
+        if self.code == 409:
+            err = errors.already_exists(q, name)
+            return err if self.message in ("", DEFAULT_REFUSAL) else ApiError(
+                code=409, reason=errors.Reason.ALREADY_EXISTS, message=self.message,
+                details=err.details)
+        if self.code == 422:
+            cause = errors.StatusCause(reason="FieldValueInvalid", message=self.message,
+                                       field=self.field)
+            return errors.invalid_object(q, name, [cause])
+        return errors.bad_request(self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resource": self.resource, "code": self.code, "message": self.message,
+                "name": self.name, "field": self.field, "times": self.times}
+
+
 @attrs.frozen
 class WatchFaults:
     """Drop watch streams after ``after_events`` events or ``after_seconds`` seconds."""
@@ -73,6 +128,7 @@ class Faults:
         self.gone_status_remaining: int = 0
         self.gone_status_resource: str = "*"
         self._outage_until: float = 0.0
+        self.refusals: list[RefuseRule] = []
         self.injected: int = 0
         self._store: Store | None = None
 
@@ -90,6 +146,26 @@ class Faults:
         self.gone_status_remaining = 0
         self.gone_status_resource = "*"
         self._outage_until = 0.0
+        self.refusals = []
+
+    def refuse_create(self, resource: str, code: int, message: str = "", *, name: str = "*",
+                      field: str = "", times: int | None = None) -> RefuseRule:
+        """Refuse creates of ``resource`` (a plural) as admission would (see the module)."""
+        rule = RefuseRule(resource=resource, code=int(code),
+                          message=message or DEFAULT_REFUSAL, name=name,
+                          field=field, times=times)
+        self.refusals.append(rule)
+        return rule
+
+    def check_create(self, q: errors.Qualified, name: str) -> ApiError | None:
+        """The refusal to answer a create of ``name`` in ``q``'s resource with, or None."""
+        for rule in self.refusals:
+            if rule.matches(q.resource, name):
+                if rule.times is not None:
+                    rule.times -= 1
+                self.injected += 1
+                return rule.error(q, name)
+        return None
 
     def add_error(
         self,
@@ -212,6 +288,18 @@ class Faults:
                                            resource=str(g.get("resource", "*")))
             else:
                 self.gone_status_on_resume(int(g))
+        refuse = spec.get("refuseCreate")
+        if refuse is not None:
+            rules = refuse if isinstance(refuse, list) else [refuse]
+            for r in rules:
+                if r.get("remove"):
+                    self.refusals = [x for x in self.refusals
+                                     if x.resource != str(r["resource"])]
+                    continue
+                self.refuse_create(str(r["resource"]), int(r["code"]),
+                                   str(r.get("message", "")), name=str(r.get("name", "*")),
+                                   field=str(r.get("field", "")),
+                                   times=None if r.get("times") is None else int(r["times"]))
         if spec.get("dropWatches"):
             d = spec["dropWatches"]
             self.drop_watches(None if d is True else str(d))
@@ -233,6 +321,7 @@ class Faults:
             "watchGoneStatus": {"times": self.gone_status_remaining,
                                 "resource": self.gone_status_resource},
             "inOutage": self.in_outage,
+            "refuseCreate": [r.to_json() for r in self.refusals],
             "injected": self.injected,
         }
 

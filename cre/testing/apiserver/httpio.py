@@ -18,12 +18,12 @@ from aiohttp import web
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from . import _protobuf, errors, table
+from . import _protobuf, errors, partial, table
 from .context import ServerContext
 from .errors import ApiError
 from .query import check_dry_run
 from .resources import ResourceType
-from .store import Obj, dumps
+from .store import Obj, dumps, encode_object
 from .writectx import WriteOptions
 
 JSON = "application/json"
@@ -151,14 +151,19 @@ def check_fields(rt: ResourceType, fields: Any) -> None:
 
 
 def json_response(body: Any, *, status: int = 200) -> web.Response:
-    return web.Response(body=dumps(body), status=status, content_type=JSON)
+    """``body`` as kube-apiserver's JSON serializer writes it (Go's ``json.Encoder``: compact,
+    then a newline)."""
+    return web.Response(body=dumps(body) + b"\n", status=status, content_type=JSON)
 
 
 def error_response(exc: ApiError) -> web.Response:
+    """The ``Status`` of ``exc`` byte for byte as the real server sends it: Go's reason phrase
+    on the status line, ``application/json`` and :meth:`ApiError.encode`'s body."""
     if isinstance(exc, PlainNotFound):
         return web.Response(status=404, text="404 page not found\n")
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after > 0 else None
-    return web.Response(body=exc.encode(), status=exc.code, content_type=JSON, headers=headers)
+    return web.Response(body=exc.encode(), status=exc.code, content_type=JSON, headers=headers,
+                        reason=errors.STATUS_TEXT.get(exc.code))
 
 
 def respond(
@@ -171,12 +176,16 @@ def respond(
     warnings: list[str] | None = None,
 ) -> web.Response:
     version = table.requested(request)
-    if version:
+    metadata_only = partial.requested(request)
+    if metadata_only:
+        resp = json_response(partial.one(rt, obj, metadata_only), status=status)
+    elif version:
         meta = {"resourceVersion": str(obj["metadata"].get("resourceVersion", ""))}
         resp = json_response(table.build(server, rt, [obj], meta, version, request),
                              status=status)
     else:
-        resp = json_response(obj, status=status)
+        resp = web.Response(body=encode_object(obj, custom=rt.is_custom) + b"\n",
+                            status=status, content_type=JSON)
     for text in dict.fromkeys(warnings or ()):
         resp.headers.add("Warning", f'299 - "{warning_text(text)}"')
     return resp

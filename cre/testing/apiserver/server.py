@@ -25,7 +25,7 @@ from ruamel.yaml.error import YAMLError
 
 from cre.api.watch import WatchEventType as EventType
 
-from . import control, discovery, errors, podapi, table, watch
+from . import control, discovery, errors, partial, podapi, table, watch
 from .admission import Admission
 from .audit import Audit, Journal
 from .convert import from_storage
@@ -43,6 +43,7 @@ from .httpio import (
     respond,
     write_options,
 )
+from .keyorder import builtin_order
 from .logs import LogStore
 from .objects import Objects
 from .query import (
@@ -55,7 +56,7 @@ from .query import (
 )
 from .rbac import Attributes, Rbac, User, forbidden_message
 from .resources import Registry, ResourceType, builtin_types, crd_types
-from .store import Event, Obj, Store
+from .store import Event, Obj, Store, dumps
 from .writectx import WriteOptions
 
 PATCH_TYPES = {
@@ -357,6 +358,10 @@ class ApiServer:
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request, rt=rt)
+            refused = self.faults.check_create(
+                rt.qualified, str((body.get("metadata") or {}).get("name") or ""))
+            if refused is not None:
+                raise refused
             opts = write_options(request)
             self._check_owner_references(user, r.namespace, body)
             obj = self.objects.create(rt, r.namespace, body, opts)
@@ -517,10 +522,14 @@ class ApiServer:
         table_version = table.requested(request)
         if table_version:
             return json_response(table.build(self, rt, items, meta, table_version, request))
+        metadata_only = partial.requested(request)
+        if metadata_only:
+            return json_response(partial.many(rt, items, meta, metadata_only))
         body = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta,
                 "items": _list_items(rt, items)}
-        if rt.is_custom:
-            body = {k: body[k] for k in sorted(body)}
+        if rt.is_custom:  # an unstructured list: Go writes every map's keys sorted
+            return web.Response(body=dumps(body, sort_keys=True) + b"\n",
+                                content_type="application/json")
         return json_response(body)
 
     async def _delete_collection(
@@ -549,7 +558,7 @@ def _list_items(rt: ResourceType, items: list[Obj]) -> list[Obj]:
     list, whose items' TypeMeta is empty); custom resources' items keep theirs."""
     if rt.is_custom:
         return items
-    return [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
+    return [{k: v for k, v in builtin_order(item).items() if k not in ("apiVersion", "kind")}
             for item in items]
 
 

@@ -25,6 +25,7 @@ history. This module does exactly that, in one process:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -35,6 +36,8 @@ import orjson
 
 from cre.api.watch import WatchEventType as EventType
 
+from .keyorder import builtin_order
+
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 Obj = dict[str, Any]
 
@@ -43,9 +46,36 @@ HISTORY_FLOOR = 100  # the real watch cache's lower bound (events per resource)
 FRESH_SECONDS = 75.0  # the real watch cache keeps at least this long of history
 
 
-def dumps(obj: Any) -> bytes:
-    """Compact JSON bytes (orjson: the list and watch hot paths encode a lot)."""
-    return orjson.dumps(obj)
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+
+
+def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact JSON bytes as Go's ``encoding/json`` writes them, which is what kube-apiserver's
+    serializer sends: orjson (the list and watch hot paths encode a lot; like Go it writes
+    UTF-8 as is and ``\\b \\f \\n \\r \\t`` and other control characters escaped), then the
+    characters Go escapes for HTML safety (``<``, ``>``, ``&``, U+2028, U+2029) as ``\\u``
+    escapes. Those bytes only occur inside JSON strings, so replacing them is exact.
+    ``sort_keys`` sorts every object's keys, as Go writes maps (custom resources)."""
+    data = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) if sort_keys else orjson.dumps(obj)
+    for raw, escaped in _GO_ESCAPES:
+        data = data.replace(raw, escaped)
+    return data
+
+
+def encode_object(obj: Obj, *, custom: bool) -> bytes:
+    """An API object as kube-apiserver writes it: a custom resource with every key sorted, a
+    built-in with TypeMeta and ObjectMeta in Go's order (:mod:`.keyorder`)."""
+    return dumps(obj, sort_keys=True) if custom else dumps(builtin_order(obj))
+
+
+def dumps_indented(obj: Any) -> bytes:
+    """JSON as Go's ``json.MarshalIndent(obj, "", "  ")`` writes it: two-space indent,
+    ``": "`` after keys, Go's escaping, no final newline."""
+    data = json.dumps(obj, indent=2, ensure_ascii=False).encode()
+    for raw, escaped in _GO_ESCAPES:
+        data = data.replace(raw, escaped)
+    return data
 
 
 @attrs.define(slots=True, eq=False)
@@ -60,8 +90,10 @@ class Event:
     at: float = 0.0  # when it was recorded (the store's monotonic clock)
     _encoded: dict[str, bytes] = attrs.field(factory=dict)
 
-    def encode(self, api_version: str, event_type: EventType | None = None) -> bytes:
-        """``{"type":..,"object":..}\\n`` with the object's apiVersion set, cached."""
+    def encode(self, api_version: str, event_type: EventType | None = None, *,
+               custom: bool = False) -> bytes:
+        """``{"type":..,"object":..}\\n`` with the object's apiVersion set, cached (a bucket
+        holds custom resources or built-ins, never both, so ``custom`` needs no key)."""
         etype = event_type or self.type
         cache_key = f"{etype}|{api_version}"
         data = self._encoded.get(cache_key)
@@ -69,7 +101,8 @@ class Event:
             obj = self.obj
             if obj.get("apiVersion") != api_version:
                 obj = {**obj, "apiVersion": api_version}
-            data = b'{"type":"' + etype.encode() + b'","object":' + dumps(obj) + b"}\n"
+            data = (b'{"type":"' + etype.encode() + b'","object":'
+                    + encode_object(obj, custom=custom) + b"}\n")
             self._encoded[cache_key] = data
         return data
 

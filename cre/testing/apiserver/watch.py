@@ -24,7 +24,7 @@ from .convert import from_storage, is_new_event
 from .httpio import check_fields
 from .query import ListOptions
 from .resources import ResourceType
-from .store import Event, Obj, Watcher, dumps
+from .store import Event, Obj, Watcher, dumps, encode_object
 
 if TYPE_CHECKING:
     from .context import ServerContext
@@ -175,7 +175,8 @@ class _Stream:
                               headers=self.first_table)
             self.first_table = False
             return b'{"type":"' + etype.encode() + b'","object":' + dumps(tab) + b"}\n"
-        return b'{"type":"' + etype.encode() + b'","object":' + dumps(view) + b"}\n"
+        return (b'{"type":"' + etype.encode() + b'","object":'
+                + encode_object(view, custom=self.rt.is_custom) + b"}\n")
 
     def encode_event(self, ev: Event) -> bytes | None:
         filt = self.filt
@@ -203,7 +204,7 @@ class _Stream:
                 return None
         if self.table_version or is_new_event(self.rt):
             return self.encode_obj(etype, ev.obj)
-        return ev.encode(self.rt.api_version, etype)
+        return ev.encode(self.rt.api_version, etype, custom=self.rt.is_custom)
 
     async def send(self, data: bytes, count: int) -> None:
         self.flush()  # what was delivered directly goes first

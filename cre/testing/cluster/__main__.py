@@ -5,6 +5,8 @@ profile's nodes and plays Trainer, JobSet, the batch Job controller, the schedul
 kubelets until SIGTERM/SIGINT, writing container logs through the emulator's
 ``/_emulator/logs`` control API. Failures a demo or a manual test wants to show are injected
 with flags rather than with a separate runner: ``--bad-node`` degrades a node's NCCL bandwidth,
+``--unavailable-image`` makes pulls of an image, repository or registry fail (on some nodes or
+all: containers wait ``ErrImagePull`` / ``ImagePullBackOff``),
 ``--fail-launcher`` makes MPI launchers exit 1 with an NCCL error (the
 ``make demo SCENARIO=launcher-failure`` path). ``--roles`` runs only some of the simulated
 controllers, e.g. ``trainer,jobset,nodelifecycle,kubelet`` beside the real Job controller and
@@ -61,6 +63,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="writes in flight at once per controller step (1: strictly in order)")
     p.add_argument("--bad-node", action="append", default=[], metavar="NODE[=FACTOR]",
                    help="scale the NCCL bandwidth of NODE (default factor 0.4)")
+    p.add_argument("--unavailable-image", action="append", default=[],
+                   metavar="REF[@NODE,NODE...]",
+                   help="pulls of REF (an image, repository or registry host) fail, on the "
+                        "given nodes or all (containers wait ErrImagePull/ImagePullBackOff)")
     fail = p.add_argument_group("launcher failure injection")
     fail.add_argument("--fail-launcher", action="store_true",
                       help="MPI launcher containers exit 1 with an NCCL error (every launcher, "
@@ -76,6 +82,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     fail.add_argument("--fail-launcher-message", default=FAILURE_MESSAGE, metavar="TEXT",
                       help="the error line the failing launcher prints (default: an NCCL "
                            "NET/IB completion error)")
+    p.add_argument("--dcgm-fail-node", action="append", default=[], metavar="NODE",
+                   help="the DCGM diagnostic on NODE reports a failed GPU test (a broken GPU)")
     p.add_argument("--roles", default=None, metavar="NAME,...",
                    help="the simulated controllers to run (default all: "
                         f"{','.join(engine.ROLES)}); leave out job and scheduler when the "
@@ -99,6 +107,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--fail-launcher-pod-prefix: needs --fail-launcher")
     if args.fail_launcher_times is not None and args.fail_launcher_times < 1:
         p.error("--fail-launcher-times: must be at least 1")
+    for item in args.unavailable_image:
+        ref, _, nodes = item.partition("@")
+        if not ref or (nodes and not all(nodes.split(","))):
+            p.error(f"--unavailable-image {item!r}: expected REF[@NODE,NODE...]")
     for item in args.bad_node:
         node, _, factor = item.partition("=")
         try:
@@ -123,9 +135,20 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
                               after=args.fail_launcher_after, times=args.fail_launcher_times,
                               pod_prefix=args.fail_launcher_pod_prefix,
                               message=args.fail_launcher_message, id="cli-fail-launcher"),)
+    overrides += tuple(Override(behaviour=Behaviour.DCGM_FAIL, node=node, after=3.0,
+                                id=f"cli-dcgm-fail-{node}") for node in args.dcgm_fail_node)
     return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),
                      overrides=overrides, write_concurrency=args.write_concurrency,
                      roles=args.roles)
+
+
+def unavailable_images(args: argparse.Namespace) -> list[tuple[str, tuple[str, ...]]]:
+    """``--unavailable-image`` as ``(ref, nodes)`` pairs (no nodes: every node)."""
+    out = []
+    for item in args.unavailable_image:
+        ref, _, nodes = item.partition("@")
+        out.append((ref, tuple(n for n in nodes.split(",") if n)))
+    return out
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -146,6 +169,8 @@ async def run(args: argparse.Namespace) -> None:
                                    SimClock.shared(scale=args.time_scale,
                                                    origin=args.time_origin),
                                    nodes=args.nodes, logs=logs, node_status=node_status)
+        for ref, nodes in unavailable_images(args):
+            cluster.set_image_pull(ref, available=False, nodes=nodes)
         async with anyio.create_task_group() as tg:
             await tg.start(cluster.run)
             logging.getLogger("cre.testing.cluster").info(

@@ -16,7 +16,15 @@ pod=<pod>_<ns>(<uid>)``, doubling to 5 min), ``restartCount`` + 1 and ``lastStat
 ``Error``), the pod its terminal phase, then the kubelet deletes it with grace 0. Terminal
 phases never change.
 
-Left out: probes other than a fixed "ready N s after start", image pulls and their errors,
+Image pulls (``pkg/kubelet/images``): an image, a repository or a registry marked unavailable
+(:func:`unavailable_key`, on some nodes or all: ``SimulatedCluster.set_image_pull``, the
+scenario verb ``imagePull``) keeps a container that is due to start waiting: ``ErrImagePull``
+with ``Failed to pull image "X": <why>``, then ``ImagePullBackOff`` with ``Back-off pulling
+image "X": ErrImagePull: <why>`` (the wording of kubelets since 1.31) for the back-off (10 s
+doubling to 5 min, the crash-loop back-off's bounds), then another attempt, for as long as the
+pod lives. Marked available again, the next attempt pulls and the container starts.
+
+Left out: probes other than a fixed "ready N s after start", a successful pull's duration,
 sidecars (init containers with ``restartPolicy: Always``), resource admission (``OutOf...``),
 the 10-minute back-off reset, Events.
 """
@@ -69,6 +77,59 @@ def step(world: World, now: float, cfg: SimConfig) -> Step:
             continue
         _sync_pod(world, pod, nodes[str(node)], now, cfg, b, uses)
     return b.build()
+
+
+#: Marks saying an image, repository or registry is unavailable: ``imageunavailable/<ref>``
+#: -> ``(nodes, why)``; ``nodes`` empty means every node.
+UNAVAILABLE_PREFIX = "imageunavailable/"
+
+
+def unavailable_key(ref: str) -> str:
+    """The mark that makes ``ref`` (an image, a repository or a registry host) unavailable."""
+    return f"{UNAVAILABLE_PREFIX}{ref}"
+
+
+def _pull_failure(world: World, image: str, node: str) -> str | None:
+    """Why pulling ``image`` on ``node`` fails now (``None``: it pulls)."""
+    for key, value in world.marks.items():
+        if not key.startswith(UNAVAILABLE_PREFIX):
+            continue
+        ref = key[len(UNAVAILABLE_PREFIX):]
+        if not (image == ref or image.startswith((f"{ref}/", f"{ref}:", f"{ref}@"))):
+            continue
+        nodes, why = value
+        if not nodes or node in nodes:
+            return str(why) or (f'rpc error: code = Unknown desc = failed to pull and unpack '
+                                f'image "{image}": failed to resolve reference "{image}": '
+                                f'{ref} is unavailable')
+    return None
+
+
+def _pulling(world: World, key: str, c: Obj, cs: Obj, why: str, now: float, cfg: SimConfig,
+             b: StepBuilder) -> None:
+    """One kubelet sync of a container whose image cannot be pulled: ErrImagePull, then
+    ImagePullBackOff for the back-off, then another attempt."""
+    image = str(c.get("image", ""))
+    waiting = (cs.get("state") or {}).get("waiting") or {}
+    reason = waiting.get("reason")
+    due = float(world.marks.get(f"pullat/{key}", now))
+    if reason in ("ErrImagePull", "ImagePullBackOff") and now < due:
+        b.wake(due)
+        return
+    if reason == "ErrImagePull":
+        tries = int(world.marks.get(f"pulls/{key}", 1))
+        backoff = min(cfg.crashloop_backoff * 2 ** (tries - 1), cfg.crashloop_backoff_cap)
+        cs["state"] = {"waiting": {"reason": "ImagePullBackOff",
+                                   "message": f'Back-off pulling image "{image}": '
+                                              f'ErrImagePull: {why}'}}
+        b.add(Mark(f"pullat/{key}", now + backoff))
+        b.wake(now + backoff)
+        return
+    tries = int(world.marks.get(f"pulls/{key}", 0)) + 1
+    cs["state"] = {"waiting": {"reason": "ErrImagePull",
+                               "message": f'Failed to pull image "{image}": {why}'}}
+    b.add(Mark(f"pulls/{key}", tries), Mark(f"pullat/{key}", now + cfg.container_start_delay))
+    b.wake(now + cfg.container_start_delay)
 
 
 def _cid(pod: Mapping[str, Any], cname: str, restarts: int) -> str:
@@ -176,6 +237,10 @@ def _advance(world: World, pod: Obj, node: Obj, c: Obj, cs: Obj, now: float, cfg
             if now < due:
                 b.wake(due)
                 return
+        why = _pull_failure(world, str(c.get("image", "")), name_of(node))
+        if why is not None:
+            _pulling(world, key, c, cs, why, now, cfg, b)
+            return
         program = _pick(world, pod, node, c, role, cfg, b, uses)
         b.add(Mark(f"prog/{key}/{restarts}", program), Mark(f"start/{key}/{restarts}", now))
         if program.start_text:

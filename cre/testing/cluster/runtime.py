@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -334,6 +334,21 @@ class SimulatedCluster:
         self.config = attrs.evolve(self.config, node_bandwidth=(*rest, (node, factor)))
         self._poke()
 
+    def set_image_pull(self, image: str, *, available: bool,
+                       nodes: Sequence[str] | None = None, message: str = "") -> None:
+        """Make pulls of ``image`` (an image, a repository or a registry host) fail on
+        ``nodes`` (default: every node) with ``message`` as the runtime's error, or succeed
+        again (``available=True``): see :mod:`cre.testing.cluster.kubelet`."""
+        from cre.testing.cluster.kubelet import unavailable_key
+
+        if not image:
+            raise ValueError("set_image_pull: image must name an image, repository or registry")
+        if available:
+            self.marks.pop(unavailable_key(image), None)
+        else:
+            self.marks[unavailable_key(image)] = (tuple(nodes or ()), message)
+        self._poke()
+
     async def evict_pod(self, namespace: str, name: str) -> None:
         """Evict through the Eviction API (DisruptionTarget ``EvictionByEvictionAPI``)."""
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
@@ -380,7 +395,8 @@ async def simulate(emu: Any = None, *, kubeconfig: str | None = None, profile: s
     """Run a simulated cluster against ``emu`` (in-process emulator) or a kubeconfig.
 
     ``logs`` replaces the default log sink (the emulator's), and ``node_status`` adds node
-    status fields, e.g. a real kube-apiserver's way to :class:`KubeletLogs`.
+    status fields, e.g. a real kube-apiserver's way to
+    :class:`~cre.testing.controlplane.kubelet_logs.KubeletLogs`.
 
     ``async with simulate(emu, profile="aws-h100", nodes=2, scale=50) as cluster:`` -- the
     nodes exist and every mirror has synced when the block starts; leaving it stops the

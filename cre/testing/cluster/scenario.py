@@ -21,9 +21,16 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - evict: {labels: {cre.dev/launcher: ar}}      # also: preempt
       - failLauncher: {after: 3, times: 1}
       - markNodeBad: {node: aws-h100-node-1, factor: 0.4}
+      - imagePull: {image: nvcr.io, available: false}  # an image, repository or registry;
+                                # nodes: [n1, ...] (default all), message: the runtime's error;
+                                # available: true clears it
       - nodeNotReady: {node: aws-h100-node-1}       # also: nodeReady
+      - cordon: {node: aws-h100-node-1}             # spec.unschedulable (also: uncordon)
       - delete: {kind: TrainJob, name: ar-workload}
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
+      - refuseCreate: {resource: trainjobs, code: 403,   # as admission would (400/403/409/422)
+                       message: 'admission webhook "x" denied the request: ...'}
+                                # also name, field (422), times; {resource: R, remove: true}
       - advance: 10             # let 10 simulated seconds pass
       - addNodes: 2             # register 2 more nodes of the profile (they turn Ready)
       - nodesReady: {}          # wait until every registered node is Ready
@@ -279,11 +286,27 @@ class ScenarioRun:
         elif action == "override":
             for ov in parse_overrides([arg], where=where):
                 cl.add_override(ov)
+        elif action == "imagePull":
+            if not isinstance(arg, Mapping) or not arg.get("image") or not isinstance(
+                    arg.get("available"), bool):
+                raise ScenarioError(f"{where}: imagePull needs {{image, available: true|false"
+                                    f"[, nodes, message]}}, got {arg!r}")
+            nodes = arg.get("nodes")
+            if nodes is not None and not (isinstance(nodes, list)
+                                          and all(isinstance(n, str) for n in nodes)):
+                raise ScenarioError(f"{where}.nodes: a list of node names, got {nodes!r}")
+            cl.set_image_pull(str(arg["image"]), available=bool(arg["available"]),
+                              nodes=nodes, message=str(arg.get("message", "")))
         elif action == "markNodeBad":
             cl.mark_node_bad(str(arg["node"]), factor=float(arg.get("factor", 0.4)))
         elif action in ("nodeNotReady", "nodeReady"):
             await cl.set_node_ready(str(arg["node"]), action == "nodeReady",
                                     reachable=not arg.get("unreachable", False))
+        elif action in ("cordon", "uncordon"):
+            # What kubectl cordon does; the Job's default nodeHealthMonitor
+            # (node.spec.unschedulable == true) reads it as broken hardware.
+            await self.client.patch(NODES, str(arg["node"]),
+                                    {"spec": {"unschedulable": action == "cordon"}})
         elif action == "delete":
             res = resource_for(arg, where=where)
             await self.client.delete(res, str(arg["name"]), namespace=self.namespace)
@@ -291,6 +314,18 @@ class ScenarioRun:
             if self.emu is None:
                 raise ScenarioError(f"{where}: apiFault needs an in-process emulator")
             self.emu.faults.configure(dict(arg))
+        elif action == "refuseCreate":
+            if self.emu is None:
+                raise ScenarioError(f"{where}: refuseCreate needs an in-process emulator")
+            if not isinstance(arg, Mapping) or "resource" not in arg or (
+                    "code" not in arg and not arg.get("remove")):
+                raise ScenarioError(f"{where}: refuseCreate needs {{resource, code[, message, "
+                                    f"name, field, times]}} or {{resource, remove: true}}, "
+                                    f"got {arg!r}")
+            try:
+                self.emu.faults.configure({"refuseCreate": dict(arg)})
+            except ValueError as exc:
+                raise ScenarioError(f"{where}: {exc}") from None
         elif action == "apply":
             await apply_objects(self.client, [arg], namespace=self.namespace,
                                 profile_name=cl.config.profile.name,

@@ -6,7 +6,9 @@ KWOK, ``--kwok-only`` builds KWOK alone, ``--workloads`` the JobSet and Trainer 
 detached plane in ``--dir`` and prints its kubeconfig path; ``down`` stops the plane recorded
 in ``--dir``; ``info`` prints the pinned versions and the cache directory; ``diff`` runs the
 differential scripts; ``scenarios`` compares scenario goldens on the simulator and on the real
-Job controller and kube-scheduler (:mod:`.sequences`).
+Job controller and kube-scheduler (:mod:`.sequences`); ``clientsuites`` runs the Python
+clients' live tests on the emulator and the real server (:mod:`.clientsuites`; exit 1 when a
+test passes on the real server and not on the emulator).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
                        "control plane and print the table")
     d.add_argument("--only", action="append", help="script name (repeatable)")
     d.add_argument("--details", action="store_true", help="print every difference")
+    cs = sub.add_parser("clientsuites", help="run the official Python client's and "
+                        "kubernetes_asyncio's live tests (from their PyPI source distributions) "
+                        "on the emulator and a real control plane and compare")
+    cs.add_argument("--only", action="append", help="suite name (repeatable): "
+                    "kubernetes, kubernetes_asyncio")
     sc = sub.add_parser("scenarios", help="run scenario goldens with the simulator and with the "
                         "real Job controller + kube-scheduler, compare what CRE observes")
     sc.add_argument("--only", action="append", help="scenario name (repeatable; default: "
@@ -102,6 +109,18 @@ def main(argv: list[str] | None = None) -> int:
             from .oracle import differential
 
             print(json.dumps(differential(only=args.only, details=args.details), indent=2))
+        elif args.command == "clientsuites":
+            from .clientsuites import SUITES, run_suites
+            from .oracle import pair
+
+            suites = [s for s in SUITES if not args.only or s.name in args.only]
+            with pair() as (emulator, real):
+                assert emulator.kubeconfig is not None and real.kubeconfig is not None
+                outcomes = run_suites(Path(emulator.kubeconfig), Path(real.kubeconfig),
+                                      suites=suites)
+            print(json.dumps({o.suite: o.table() for o in outcomes}, indent=2))
+            if any(o.regressions for o in outcomes):
+                return 1
         elif args.command == "scenarios":
             from .sequences import CASES_DIR, compare_scenarios, table
 

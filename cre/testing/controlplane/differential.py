@@ -7,6 +7,13 @@ a namespace of its own and records every response; :func:`normalise` masks what 
 differs between two runs (uids, timestamps, resourceVersions, continue tokens, random name
 suffixes); :func:`compare` lists the JSON paths where the two records still differ and
 separates the differences an :class:`Allowed` entry explains (with its reason) from the rest.
+
+Parsed bodies hide how they were written (a trailing newline, key order, escaping), and some
+clients keep the raw text, so every HTTP record also holds its ``wire`` form
+(:func:`.wire.wire_record`): the status line, the Content-Type, the body's ``form`` (Go's
+compact JSON with the encoder's newline, without it, indented, or not JSON) and, for every
+error response and the successful responses of the steps marked ``wire``, the raw body text
+with only run-specific values masked.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from typing import Any
 import aiohttp
 import attrs
 from ruamel.yaml import YAML
+
+from .wire import wire_record
 
 
 @attrs.frozen
@@ -78,6 +87,8 @@ class Step:
     note: str = ""
     compact: bool = False
     kubectl: tuple[str, ...] = ()
+    wire: bool = False
+    """Compare a successful response's raw bytes too (error responses always are)."""
 
 
 @attrs.frozen
@@ -164,7 +175,9 @@ async def _request(session: aiohttp.ClientSession, target: Target, step: Step,
         if step.watch:
             events: list[Any] = []
             if resp.status != 200:
-                return {"status": resp.status, "body": _parse(await resp.read())}
+                raw = await resp.read()
+                return {"status": resp.status, "body": _parse(raw),
+                        "wire": wire_record(resp, raw, full=True)}
             deadline = time.monotonic() + step.wait
             while len(events) < step.watch:
                 left = deadline - time.monotonic()
@@ -179,7 +192,9 @@ async def _request(session: aiohttp.ClientSession, target: Target, step: Step,
                 if line.strip():
                     events.append(json.loads(line))
             return {"status": resp.status, "events": events}
-        return {"status": resp.status, "body": _parse(await resp.read())}
+        raw = await resp.read()
+        return {"status": resp.status, "body": _parse(raw),
+                "wire": wire_record(resp, raw, full=step.wire or resp.status >= 400)}
 
 
 def _parse(raw: bytes) -> Any:

@@ -15,7 +15,13 @@ Job's pod template):
 - ``cre.dev/kwok-exit-code: "N"``: every container exits with N after
   ``cre.dev/kwok-run-seconds`` (default 0) of running; 0 makes the pod ``Succeeded``
   (``Completed``), anything else ``Failed`` (``Error``), whatever the restart policy;
-- ``cre.dev/kwok-start-seconds``: delay between binding and ``Running`` (default 0).
+- ``cre.dev/kwok-start-seconds``: delay between binding and ``Running`` (default 0);
+- ``cre.dev/kwok-image-pull-error: "<why>"``: the image cannot be pulled: every container
+  waits ``ErrImagePull`` (``Failed to pull image "X": <why>``), 1 s later ``ImagePullBackOff``
+  (``Back-off pulling image "X": ErrImagePull: <why>``), 10 s later ``ErrImagePull`` again, for
+  as long as the annotation is there; removed, the pod runs. (A stage sees only the pod, so
+  "unavailable on some nodes" is said by annotating the pods of those nodes; the simulator's
+  ``imagePull`` verb marks images per node instead.)
 
 A deleted pod's running containers exit 143 (SIGTERM, ``Error``), the pod turns ``Failed``,
 and once no finalizer remains (the Job controller removes its tracking finalizer from terminal
@@ -39,6 +45,7 @@ NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 EXIT_CODE = "cre.dev/kwok-exit-code"
 RUN_SECONDS = "cre.dev/kwok-run-seconds"
 START_SECONDS = "cre.dev/kwok-start-seconds"
+IMAGE_PULL_ERROR = "cre.dev/kwok-image-pull-error"
 STAGE_API = "kwok.x-k8s.io/v1alpha1"
 
 
@@ -77,6 +84,8 @@ NOT_DELETING = _req(".metadata.deletionTimestamp", "DoesNotExist")
 DELETING = _req(".metadata.deletionTimestamp", "Exists")
 READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
 EXIT = f'.metadata.annotations["{EXIT_CODE}"]'
+PULL = f'.metadata.annotations["{IMAGE_PULL_ERROR}"]'
+WAITING = ".status.containerStatuses.[0].state.waiting.reason"
 
 _NODE_CONDITIONS = """\
 {{ $now := Now }}
@@ -231,6 +240,35 @@ phase: @PHASE@
     return template
 
 
+def _pod_image_pull(reason: str) -> str:
+    """Every container waiting ``reason`` (ErrImagePull or ImagePullBackOff) with the kubelet's
+    message built from the image and the pod's :data:`IMAGE_PULL_ERROR` annotation."""
+    if reason == "ErrImagePull":
+        said = 'printf "Failed to pull image %q: %s" $c.image $why'
+    else:
+        said = 'printf "Back-off pulling image %q: ErrImagePull: %s" $c.image $why'
+    template = """\
+{{ $root := . }}
+{{ $why := index $root.metadata.annotations "@KEY@" }}
+containerStatuses:
+{{ range $c := .spec.containers }}
+- image: {{ $c.image | Quote }}
+  imageID: ""
+  name: {{ $c.name | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    waiting:
+      reason: @REASON@
+      message: {{ @SAID@ | Quote }}
+{{ end }}
+phase: Pending
+"""
+    return (template.replace("@KEY@", IMAGE_PULL_ERROR).replace("@REASON@", reason)
+            .replace("@SAID@", said))
+
+
 def stages() -> list[dict[str, Any]]:
     """CRE's KWOK stages: node initialize and heartbeat; pod pending (sandbox, IPs, containers
     creating) then running, exit on cue (annotations), SIGTERM on deletion, and the final
@@ -248,8 +286,10 @@ def stages() -> list[dict[str, Any]]:
                 _req(".status.startTime", "DoesNotExist")], template=_POD_PENDING),
         _stage("cre-pod-running", "Pod",
                [NOT_DELETING, _req(".status.phase", "In", "Pending"),
-                _req(".status.startTime", "Exists"), _req(READY, "NotIn", "True")],
+                _req(".status.startTime", "Exists"), _req(READY, "NotIn", "True"),
+                _req(PULL, "DoesNotExist")],
                template=_POD_RUNNING, delay=_seconds_from(START_SECONDS)),
+        *_image_pull_stages(),
         _stage("cre-pod-succeeded", "Pod", [NOT_DELETING, running, _req(EXIT, "In", "0")],
                template=_pod_finished("0", "Completed", "Succeeded"),
                delay=_seconds_from(RUN_SECONDS)),
@@ -264,6 +304,25 @@ def stages() -> list[dict[str, Any]]:
         _stage("cre-pod-delete", "Pod",
                [DELETING, _req(".status.phase", "In", "Succeeded", "Failed"),
                 _req(".metadata.finalizers", "DoesNotExist")], delete=True),
+    ]
+
+
+def _image_pull_stages() -> list[dict[str, Any]]:
+    """A pod annotated :data:`IMAGE_PULL_ERROR` cycles ErrImagePull -> (1 s)
+    ImagePullBackOff -> (10 s) ErrImagePull while the annotation stays."""
+    pending = [NOT_DELETING, _req(".status.phase", "In", "Pending"),
+               _req(".status.startTime", "Exists"), _req(PULL, "Exists")]
+    return [
+        _stage("cre-pod-image-pull-failed", "Pod",
+               [*pending, _req(WAITING, "NotIn", "ErrImagePull", "ImagePullBackOff")],
+               template=_pod_image_pull("ErrImagePull")),
+        _stage("cre-pod-image-pull-backoff", "Pod", [*pending, _req(WAITING, "In", "ErrImagePull")],
+               template=_pod_image_pull("ImagePullBackOff"),
+               delay={"durationMilliseconds": 1000}),
+        _stage("cre-pod-image-pull-retry", "Pod",
+               [*pending, _req(WAITING, "In", "ImagePullBackOff")],
+               template=_pod_image_pull("ErrImagePull"),
+               delay={"durationMilliseconds": 10000}),
     ]
 
 

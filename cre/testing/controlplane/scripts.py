@@ -25,6 +25,8 @@ JSONPATCH = "application/json-patch+json"
 SMP = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+PARTIAL = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
 
 def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
@@ -72,8 +74,8 @@ def get(path: str, **kw: Any) -> Step:
 
 SCRIPTS: tuple[Script, ...] = (
     Script("create_get", about="create, get, 404 and 409 AlreadyExists bodies", steps=(
-        post(CMS, cm("a", x="1")),
-        get(CMS + "/a"),
+        post(CMS, cm("a", x="1"), wire=True),
+        get(CMS + "/a", wire=True),
         get(CMS + "/missing"),
         post(CMS, cm("a", x="2")),
         get("/api/v1/namespaces/no-such-ns/configmaps/a"),
@@ -121,7 +123,7 @@ SCRIPTS: tuple[Script, ...] = (
     )),
     Script("pagination", about="limit/continue pages and a bad continue token", steps=(
         *(post(CMS, cm(f"c{i}")) for i in range(5)),
-        get(CMS + "?limit=2", save={"next": "metadata.continue"}),
+        get(CMS + "?limit=2", save={"next": "metadata.continue"}, wire=True),
         get(CMS + "?limit=2&continue=${next}", save={"next": "metadata.continue"}),
         get(CMS + "?limit=2&continue=${next}"),
         get(CMS + "?limit=2&continue=garbage"),
@@ -193,9 +195,9 @@ SCRIPTS: tuple[Script, ...] = (
     )),
     Script("crd_defaulting_generation", about="schema defaults; generation on spec change",
            steps=(
-        post(CREJOBS, crejob("j", timeoutPerJob="10m")),
+        post(CREJOBS, crejob("j", timeoutPerJob="10m"), wire=True),
         Step("PATCH", CREJOBS + "/j", body={"metadata": {"annotations": {"a": "b"}}},
-             content_type=MERGE),
+             content_type=MERGE, wire=True),
         Step("PATCH", CREJOBS + "/j", body={"spec": {"timeoutPerJob": "20m"}},
              content_type=MERGE),
     )),
@@ -268,18 +270,18 @@ SCRIPTS: tuple[Script, ...] = (
                                          "preconditions": {"uid": "not-the-uid"}}),
         Step("DELETE", CMS + "/a?dryRun=All"),
         get(CMS + "/a"),
-        Step("DELETE", CMS + "?labelSelector=k%3Dv"),
-        get(CMS),
+        Step("DELETE", CMS + "?labelSelector=k%3Dv", wire=True),
+        get(CMS, wire=True),
     )),
     Script("garbage_collection", about="dependents of a deleted owner are collected", steps=(
         post(CMS, cm("owner"), save={"uid": "metadata.uid"}),
         post(CMS, {**cm("dep"), "metadata": {"name": "dep", "ownerReferences": [
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "${uid}"}]}}),
-        Step("DELETE", CMS + "/owner"),
+        Step("DELETE", CMS + "/owner", wire=True),
         get(CMS + "/dep", until=404, wait=20.0),
     )),
     Script("pod_defaulting", about="what the server fills in on a minimal pod", steps=(
-        post(PODS, pod("p")),
+        post(PODS, pod("p"), wire=True),
         post(PODS, {**pod("q"), "spec": {"containers": [{
             "name": "main", "image": "busybox",
             "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
@@ -340,6 +342,17 @@ SCRIPTS: tuple[Script, ...] = (
                     "spec": {"template": {"metadata": {"labels": {"app": "x"}}, "spec": {
                         "restartPolicy": "Never",
                         "containers": [{"name": "main", "image": "busybox"}]}}}}),
+    )),
+    Script("error_bodies", about="405, 406 (written indented), the mux's plain-text 404 and "
+           "metadata-only responses, byte for byte", steps=(
+        post(CMS, cm("a", labels={"k": "v"}, x="1")),
+        Step("PUT", CMS, body=cm("a")),
+        get(CMS, headers={"Accept": PARTIAL}),
+        get(CMS + "/a", headers={"Accept": PARTIAL_LIST}),
+        get(CMS, headers={"Accept": PARTIAL_LIST}, wire=True),
+        get(CMS + "/a", headers={"Accept": PARTIAL}, wire=True),
+        get("/apis/no.such.group/v1"),
+        Step("DELETE", CMS + "/missing"),
     )),
     Script("kubectl_get_create", about="kubectl create, get (tables, -o json/name/wide, a "
            "CR's printer columns) and a NotFound", steps=(

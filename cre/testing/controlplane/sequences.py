@@ -18,7 +18,7 @@ pod name becomes its ``generateName`` and its rank among the pods of that prefix
 and resourceVersions are not kept) and collapsed to the distinct consecutive states. The two
 runs' sequences are compared per object, and so is the scenario's collected golden output
 (normalised as the golden suite does). Each difference is either explained by an entry of
-:data:`ALLOWED` (the reason in words) or reported as differing.
+:data:`.sequence_allowlist.ALLOWED` (the reason in words) or reported as differing.
 """
 
 from __future__ import annotations

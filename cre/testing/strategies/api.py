@@ -28,7 +28,7 @@ from cre.api.certification import (
 from cre.api.common import NodeSelectorOperator, NodeSelectorRequirement, WorkloadMetadata
 from cre.api.conditions import EXCLUSIVE_TRIO, ConditionType
 from cre.api.fields import Constraints, constraints
-from cre.api.job import CelExpression, JobSpec, WorkloadSpec
+from cre.api.job import CelExpression, JobSpec, NodeConditionSignal, NodeHealthMonitor, WorkloadSpec
 from cre.api.kinds import KINDS
 from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
@@ -440,6 +440,9 @@ _FIELDS: dict[tuple[type | None, str], Callable[[], st.SearchStrategy[Any]]] = {
     (None, "conditions"): conditions_lists,
     (None, "thresholds"): thresholds,
     (CelExpression, "expression"): node_health_expressions,
+    (NodeHealthMonitor, "conditions"): lambda: st.lists(
+        st.builds(NodeConditionSignal, type=label_keys(),
+                  status=st.sampled_from(ConditionStatus)), max_size=2).map(tuple),
     (WorkflowSpec, "dependencies"): lambda: st.lists(embedded_objects(), max_size=2).map(tuple),
     (OverrideSpec, "dependencies"): lambda: st.lists(embedded_objects(), max_size=2).map(tuple),
     (OverrideSpec, "job_template_patch"): lambda: st.lists(patch_ops(), max_size=2).map(tuple),
