@@ -96,7 +96,7 @@ TIERS: dict[str, tuple[Tier, str]] = {
     "tests/cli/test_catalog.py": (U, "in-process command, no cluster"),
     "tests/cli/test_pieces.py": (U, "formatting pieces"),
     "tests/cli/test_render.py": (U, "in-process command, no cluster"),
-    "tests/cli/test_validate.py": (U, "in-process command, offline schemas"),
+    "tests/cli/test_validate.py": (E2E, "offline schemas, and `cre validate -` as a process"),
     "tests/cli/test_bad_input.py": (E2E, "the command as a process (exit codes, stderr)"),
     "tests/cli/test_cluster_errors.py": (E2E, "cre cluster as a process"),
     "tests/cli/test_cluster_up.py": (E2E, "cre cluster up starts emulator and simulator processes"),
@@ -117,7 +117,7 @@ TIERS: dict[str, tuple[Tier, str]] = {
     # Whole-repository checks; a new file here is e2e until given its own entry.
     "tests/": (E2E, "whole-repository checks (a new file: give it its own entry)"),
     "tests/test_design_records.py": (U, "design records' headers, read as text"),
-    "tests/test_docs_roles.py": (U, "the docs' docstring-role extension, in process"),
+    "tests/test_docs_roles.py": (E2E, "the docs' role extension through griffe (runs git)"),
     "tests/test_examples.py": (E2E, "the examples' golden suites in their own pytest"),
     "tests/test_layers.py": (E2E, "lint-imports as a process"),
     "tests/test_packaging.py": (E2E, "mypy and fresh interpreters"),
