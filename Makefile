@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser soak controlplane controlplane-kwok
+.PHONY: test test-fast demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser soak controlplane controlplane-kwok
 
 venv: $(STAMP)
 
@@ -47,14 +47,28 @@ controlplane: $(STAMP)
 controlplane-kwok: $(STAMP)
 	$(BIN)/python -m cre.testing.controlplane build --kwok-only
 
+# The whole suite on every core (at most 4) with pytest-xdist; tests that must not run beside
+# each other share an xdist_group (conftest.py), which --dist loadgroup keeps on one worker.
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+# pytest caches its assertion-rewritten modules as bytecode (all of cre: the plugin's package);
+# PYTHONDONTWRITEBYTECODE=1 would make every run and every worker recompile them (~5 s each).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -p no:cacheprovider
+
 test: $(STAMP) image-tools browser controlplane
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PYTEST) $(XDIST) $(PYTEST_ARGS)
+
+# The inner loop: the unit tier (pure layers; no emulator, server or process) and the golden
+# cases that need none (render, run-render), with the slowest ten printed. No apt, no Go.
+test-fast: $(STAMP)
+	$(PYTEST) -m unit --durations=10 $(XDIST) tests integration/cases $(PYTEST_ARGS)
 
 goldens: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider integration/cases --update-goldens $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cre cre_manager tests integration bench image examples
+	$(BIN)/ruff check cre cre_manager tests integration bench image examples conftest.py
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
@@ -93,8 +107,10 @@ image: $(STAMP)
 
 # buildah, mmdebstrap and runc from Debian when missing (as root); `make test` runs it so the
 # image test can run, and the test says which package is missing where this cannot install.
+# Cheap when all is there: the three commands (image/build.py TOOLS) are looked up first.
 image-tools:
-	-$(PY) -m image tools
+	@command -v buildah >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1 \
+	  && command -v runc >/dev/null 2>&1 || $(PY) -m image tools || true
 
 # image/requirements.lock: exact, hashed pins of the base dependencies for the image.
 # Regenerate after changing [project.dependencies]; LOCK_ARGS=--upgrade moves every pin.

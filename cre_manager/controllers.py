@@ -73,7 +73,7 @@ def _job_controller_of(client: KubeClient, config: ManagerConfig,
         held = (client, JobController(
             client, namespaces=config.namespaces or None,
             max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
-            clock=config.clock()))
+            clock=config.clock(), time_scale=config.time_scale))
         _JOB_CONTROLLERS[id(client)] = held
     return held[1]
 

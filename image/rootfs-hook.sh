@@ -60,8 +60,11 @@ done
 # The standard library's bytecode, compiled now: the root filesystem is read-only at run time,
 # and compiling the imports on every start would cost about a second. Hash-based and unchecked:
 # the tarball's mtimes are clamped (reproducible), which would make timestamp-based .pyc stale.
-chroot "$root" /usr/bin/python3.11 -m compileall -q --invalidation-mode unchecked-hash \
-    /usr/lib/python3.11 >/dev/null
+# -f and no bytecode of the interpreter's own: without them, the modules compileall itself
+# imports (encodings, ...) keep the timestamp .pyc its start-up wrote wherever the caller's
+# environment lacks PYTHONDONTWRITEBYTECODE, and those go stale in the tarball.
+PYTHONDONTWRITEBYTECODE=1 chroot "$root" /usr/bin/python3.11 -m compileall -q -f \
+    --invalidation-mode unchecked-hash /usr/lib/python3.11 >/dev/null
 
 # Documentation, manuals, translations: nothing a controller reads. (apt's own files go after
 # mmdebstrap's cleanup, in image/build.py.)

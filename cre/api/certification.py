@@ -14,9 +14,7 @@ import attrs
 
 from cre.api.common import (
     QUALIFIED_NAME,
-    QUANTITY_SIZE,
     GangSchedulerSpec,
-    Placement,
     TargetSpec,
     TestScale,
     WorkloadMetadata,
@@ -38,7 +36,6 @@ from cre.api.meta import (
 )
 
 RESOURCE_QUANTITY = r"^([+]?[0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
-SOURCE_REPO = r"^(https|ssh)://[A-Za-z0-9._~:/@%+-]+$"
 
 
 @attrs.frozen(kw_only=True)
@@ -74,51 +71,23 @@ class CategoryOptions:
     nodes_per_job: int | None = attrs.field(default=None, metadata=_int(1, doc=(
         "Nodes in each group; each group runs as one Job. Unset: all eligible nodes (one for "
         "intra-node tests).")))
-    enable_checkpoint: bool | None = attrs.field(default=None, metadata=c(doc=(
-        "Training entries: provision a checkpoint volume and restart a failed run from its last "
-        "checkpoint. Unset: false.")))
-    max_steps: int | None = attrs.field(default=None, metadata=_int(-1, doc=(
-        "Training steps to run (-1: no step limit). Unset: the catalog entry's default.")))
-    exit_duration_mins: int | None = attrs.field(default=None, metadata=_int(1, doc=(
-        "Minutes after which a training run saves and exits. Unset: the catalog entry's default.")))
     startup_stall_timeout_seconds: int | None = attrs.field(default=None, metadata=_int(1, doc=(
         "Seconds the workload may take from application start to its first training step before "
-        "the Job is judged stalled; applies only with a stall multiplier. Unset: the catalog "
-        "entry's default.")))
+        "the Job is judged stalled; applies only with a stall multiplier. Copied to each group "
+        "Job. Unset: the Job's default.")))
     gpus_per_node: int | None = attrs.field(default=None, metadata=_int(1, doc=(
         "GPUs requested per node. Unset: derived from the detected GPU architecture.")))
-    mlnx_per_node: int | None = attrs.field(default=None, metadata=_int(0, doc=(
-        "RDMA NICs requested per node; 0 requests none. Unset: derived from the GPU architecture"
-        " and platform.")))
     nic_resource_name: str | None = attrs.field(
         default=None, metadata=c(max_length=253, pattern=QUALIFIED_NAME, doc=(
             "Extended resource name of the RDMA NICs (e.g. a device-plugin resource). Unset: "
             "detected from the nodes.")))
     resources: CategoryResources | None = attrs.field(default=None, metadata=c(doc=(
-        "CPU and memory requests and limits of the training containers. Unset: the catalog "
-        "entry's values.")))
-    enable_mnnvl: bool | None = attrs.field(default=None, metadata=c(json_name="enableMNNVL", doc=(
-        "Enable multi-node NVLink (sets NCCL_MNNVL_ENABLE). Unset: false.")))
+        "CPU and memory requests and limits laid over the main workload container's (its GPU "
+        "and NIC counts stay the catalog entry's). Unset: the catalog entry's values.")))
     image: str | None = attrs.field(default=None, metadata=c(min_length=1, max_length=512, doc=(
         "Container image that replaces the catalog entry's image.")))
     image_pull_secrets: tuple[LocalObjectReference, ...] = attrs.field(default=(), metadata=c(doc=(
-        "Secrets (in the Workflow namespace) used to pull the workload images.")))
-    storage_class_name: str | None = attrs.field(default=None, metadata=c(doc=(
-        "StorageClass of the volumes CRE creates (checkpoints). Unset: the cluster default.")))
-    save_interval: int | None = attrs.field(default=None, metadata=_int(1, doc=(
-        "Training steps between two checkpoint saves. Unset: the catalog entry's default.")))
-    save_retain_interval: int | None = attrs.field(default=None, metadata=_int(1, doc=(
-        "Training steps between checkpoints that are kept permanently. Unset: the catalog "
-        "entry's default.")))
-    save_top_k: int | None = attrs.field(
-        default=None, metadata=c(json_name="saveTopK", minimum=1, int_format="int32", doc=(
-            "Number of best checkpoints kept. Unset: the catalog entry's default.")))
-    storage_size: str | None = attrs.field(default=None, metadata=c(pattern=QUANTITY_SIZE, doc=(
-        "Size of the checkpoint volume, a Kubernetes quantity such as 10Ti. Unset: the catalog "
-        "entry's default.")))
-    max_restarts: int | None = attrs.field(default=None, metadata=_int(0, doc=(
-        "Restarts from a checkpoint allowed after a failure (used only with checkpointing). "
-        "Unset: the catalog entry's default.")))
+        "Secrets (in the Workflow namespace) every pod of the workload pulls its images with.")))
     repeat_count: int | None = attrs.field(default=None, metadata=_int(1, doc=(
         "How many times every group runs (the Workflow's iterations). Unset: 1.")))
     test_scale: TestScale | None = attrs.field(default=None, metadata=c(doc=(
@@ -140,27 +109,15 @@ class CategoryOptions:
     max_concurrent: int | None = attrs.field(default=None, metadata=_int(0, doc=(
         "Jobs that may run at the same time within the category's Workflow; 0 means no limit. "
         "Unset: 0.")))
-    min_group_size: int | None = attrs.field(default=None, metadata=_int(1, doc=(
-        "Smallest group the diagnose mode bisects down to, in nodes. Unset: 2.")))
     timeout_per_job: str | None = attrs.field(default=None, metadata=duration_field(doc=(
         "Go duration (e.g. 90m) after which a running Job fails with JobTimedOut. Unset: the "
         "catalog entry's value.")))
     measurement_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
         "How long a Job waits for its measurement after the workload succeeded, a Go duration "
         "such as 5m. Unset: 5m.")))
-    source_repo: str | None = attrs.field(
-        default=None, metadata=c(max_length=2048, pattern=SOURCE_REPO, doc=(
-            "https or ssh URL of the Git repository the workload checks its sources out from. "
-            "Unset: the catalog entry's default.")))
     workload_metadata: WorkloadMetadata | None = attrs.field(default=None, metadata=c(doc=(
         "Labels put on the generated TrainJob (not on pods). Global and per-category labels "
         "merge per key.")))
-    rdma_device_access: str | None = attrs.field(default=None, metadata=c(min_length=1, doc=(
-        "How RDMA devices are made available to the pods on platforms that need it (e.g. "
-        "hostpath). Unset: the catalog entry's default.")))
-    placement: Placement | None = attrs.field(default=None, metadata=c(doc=(
-        "Pinned: each group is bound to named nodes. Unpinned: one group of the requested size, "
-        "placed by the scheduler. Unset: Pinned.")))
     failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(doc=(
         "What a failed group does to the rest of the Workflow (fail fast or continue) and how "
         "infrastructure aborts are retried.")))

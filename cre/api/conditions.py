@@ -108,7 +108,11 @@ class JobReason(enum.StrEnum):
     WORKLOAD_NAME_COLLISION = "WorkloadNameCollision"
     HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
+    # Written by earlier versions in place of ThresholdNoData; still read (Jobs outlive upgrades).
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"
+    # ValidationFailed=True: a threshold could not be evaluated on measured data (no final
+    # value by the Job tier's deadline, or the measurement cannot run: see failureClass).
+    THRESHOLD_NO_DATA = "ThresholdNoData"
     THRESHOLDS_MET = "ThresholdsMet"
     # The reference's reason on the Job's ValidationFailed condition; the nodes it blames carry
     # FailedNodeReason.THRESHOLD_VIOLATION ("ThresholdViolation").
@@ -250,6 +254,10 @@ class MeasurementReason(enum.StrEnum):
     WORKLOAD_RESTARTED = "WorkloadRestarted"
     # Goodput: the LogProfile cannot parse training logs (no trainingStep pattern, bad regex).
     LOG_PROFILE_INVALID = "LogProfileInvalid"
+    # BandwidthMeasurement: spec.jobRef names a kind other than cre.dev Job (terminal).
+    INVALID_JOB_REF = "InvalidJobRef"
+    # BandwidthMeasurement: the Job it names does not exist (waits, then terminal).
+    JOB_NOT_FOUND = "JobNotFound"
 
 
 class CategoryState(enum.StrEnum):

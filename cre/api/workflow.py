@@ -197,16 +197,6 @@ class OverrideSpec:
 
 
 @attrs.frozen(kw_only=True)
-class Tracking:
-    """Per-node and per-domain result tracking."""
-
-    per_node: bool = attrs.field(default=False, metadata=c(doc=(
-        "Record an outcome per node in status.nodeResults.")))
-    per_domain: bool = attrs.field(default=False, metadata=c(doc=(
-        "Record an outcome per topology domain in status.domainResults.")))
-
-
-@attrs.frozen(kw_only=True)
 class ThresholdsSpec:
     """Threshold CEL expressions keyed by metric."""
 
@@ -225,8 +215,6 @@ class PerformanceSpec:
     config: Mapping[str, Any] | None = attrs.field(
         default=None, metadata=c(preserve_unknown=True, doc=(
             "Configuration of the plugin, as opaque JSON.")))
-    tracking: Tracking | None = attrs.field(default=None, metadata=c(doc=(
-        "Per-node and per-domain result tracking.")))
     thresholds: ThresholdsSpec | None = attrs.field(default=None, metadata=c(doc=(
         "Pass criteria copied into each Job.")))
     measurement_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
@@ -441,26 +429,6 @@ class OrchestrationStatus:
 
 
 @attrs.frozen(kw_only=True)
-class NodeResult:
-    """Per-node outcome (only with ``tracking.perNode``)."""
-
-    domain: str | None = attrs.field(default=None, metadata=c(doc="Topology domain of the node."))
-    group: str | None = attrs.field(default=None, metadata=c(doc="Group the node ran in."))
-    status: str | None = attrs.field(default=None, metadata=c(doc="Outcome of the node."))
-
-
-@attrs.frozen(kw_only=True)
-class DomainResult:
-    """Per-domain outcome (only with ``tracking.perDomain``)."""
-
-    node_count: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
-        "Nodes in the domain.")))
-    status: str | None = attrs.field(default=None, metadata=c(doc="Outcome of the domain."))
-    average_tflops: str | None = attrs.field(default=None, metadata=c(doc=(
-        "Average TFLOPs measured in the domain.")))
-
-
-@attrs.frozen(kw_only=True)
 class WorkflowStatus:
     """Observed state of a Workflow."""
 
@@ -492,10 +460,6 @@ class WorkflowStatus:
     groups: tuple[GroupStatus, ...] = attrs.field(
         default=(), metadata=c(list_map_keys=("name",), doc=(
             "Node groups and their current Jobs, keyed by name.")))
-    node_results: Mapping[str, NodeResult] = attrs.field(factory=dict, metadata=c(doc=(
-        "Outcome per node name (with validation.performance.tracking.perNode).")))
-    domain_results: Mapping[str, DomainResult] = attrs.field(factory=dict, metadata=c(doc=(
-        "Outcome per topology domain (with validation.performance.tracking.perDomain).")))
 
 
 @attrs.frozen(kw_only=True)

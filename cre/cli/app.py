@@ -405,3 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "(CRE_DEBUG=1 shows the traceback)", err=True)
         return ExitCode.INTERNAL
     return int(result) if isinstance(result, int) else ExitCode.OK
+
+
+# Command groups defined in their own modules register themselves on `cli` when imported.
+from cre.cli import clustercmd, kindcmd, rendercmd, runcmd  # noqa: E402, F401

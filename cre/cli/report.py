@@ -56,6 +56,17 @@ class FailureLogView:
 
 
 @attrs.frozen(kw_only=True)
+class NodePeak:
+    """One node's own peak busBW in a per-node measurement (``nodeResults``, e.g.
+    ``nccl-loopback``), or why it has none."""
+
+    node: str
+    pod: str
+    bus_bw: float | None
+    message: str | None
+
+
+@attrs.frozen(kw_only=True)
 class GroupReport:
     """One node group of a category: its Job, outcome and measurement."""
 
@@ -70,6 +81,9 @@ class GroupReport:
     bus_bw_peak: float | None
     points: tuple[Point, ...]
     failure_log: FailureLogView | None
+    # Per-node peaks when the measurement judged each node on its own (``points`` are then
+    # the per-size means over the nodes).
+    node_peaks: tuple[NodePeak, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -221,7 +235,8 @@ def _workflow_thresholds(workflow: Workflow | None, jobs: list[Job]) -> dict[str
 
 def _group(group: GroupStatus, snap: Snapshot) -> GroupReport:
     job = snap.jobs.get(group.job_ref.name) if group.job_ref else None
-    points = bandwidth_points(snap.bandwidth.get(job.metadata.name or "") if job else None)
+    bm = snap.bandwidth.get(job.metadata.name or "") if job else None
+    points = bandwidth_points(bm)
     log = job.status.failure_log if job else None
     return GroupReport(
         name=group.name,
@@ -237,6 +252,10 @@ def _group(group: GroupStatus, snap: Snapshot) -> GroupReport:
         failure_log=None if log is None else FailureLogView(
             pod=log.pod_name, container=log.container_name, node=log.node_name,
             exit_code=log.exit_code, reason=log.reason, tail=log.tail),
+        node_peaks=() if bm is None else tuple(
+            NodePeak(node=n.node_name, pod=n.pod_name,
+                     bus_bw=None if n.bus_bw is None else float(n.bus_bw), message=n.message)
+            for n in bm.status.node_results),
     )
 
 

@@ -129,10 +129,16 @@ class JobController(JobEvents):
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
                  max_concurrent_reconciles: int = 4, settings: JobSettings = DEFAULT_SETTINGS,
                  log_timeout: float = 10.0, clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("JobController: max_concurrent_reconciles must be at least 1, got "
                              f"{max_concurrent_reconciles}")
+        if time_scale <= 0:
+            raise ValueError(f"JobController: time_scale must be positive, got {time_scale}")
+        # Seconds of ``clock`` per wall second (a simulated clock runs faster): the core's
+        # requeues are in clock seconds (its deadlines, e.g. the threshold verdict's, are read
+        # on that clock), the workqueue waits in wall seconds.
+        self.time_scale = time_scale
         self.client = client
         self.settings = settings
         self.max_concurrent_reconciles = max_concurrent_reconciles
@@ -312,7 +318,8 @@ class JobController(JobEvents):
         self._record(job, plan, outcome)
         if plan.status is not None and is_terminal(attrs.evolve(job, status=plan.status)):
             self._forget_failures(key)  # the verdict is written: nothing left to record
-        return Result(requeue_after=plan.requeue_after)
+        after = plan.requeue_after
+        return Result(requeue_after=after / self.time_scale if after is not None else None)
 
     async def _confirm_live(self, job: Job, obs: Observation
                             ) -> Again[Job, Observation] | Result | None:

@@ -86,8 +86,9 @@ class MeasurementController(LogMeasurementController[BandwidthMeasurement,
         return attrs.evolve(obs, read=None, node_reads=())
 
     async def observe(self, bm: BandwidthMeasurement) -> MeasurementObservation:
-        seen = await self.observed(bm, missing=lambda name: f"LogProfile {name} not found",
-                                   caller=f"{__name__}.observe")
+        # A missing profile has no error of its own: the core names it (LogProfileNotFound);
+        # an error is a profile that exists and does not compile (LogProfileInvalid).
+        seen = await self.observed(bm, missing=lambda name: None, caller=f"{__name__}.observe")
         return MeasurementObservation(job=seen.job, profile=seen.profile,
                                       profile_error=seen.error, pods=seen.pods)
 

@@ -62,7 +62,7 @@ from cre.core.certification_build import (
     precheck,
 )
 from cre.core.conditions import set_additive, set_trio
-from cre.core.discovery import DiscoveryFailure, describe_target
+from cre.core.discovery import DiscoveryFailure, describe_target, waiting_detail
 from cre.core.observed import NodeView
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.tierplan import SelfPatch, TierPlan
@@ -303,10 +303,11 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
         created = cert.metadata.creation_timestamp or ctx.now
         left = created + ctx.settings.node_wait - ctx.now
         if found.reason == WorkflowReason.NODE_DISCOVERY_ERROR and left > timedelta(0):
+            why = waiting_detail(found, target=cert.spec.target, nodes=ctx.obs.nodes)
             return _write(ctx, status, member=ConditionType.IN_PROGRESS,
                           reason=CertificationReason.WAITING_FOR_NODES,
-                          message=f"No node matches {describe_target(cert.spec.target)} yet "
-                                  f"for category {label}; waiting "
+                          message=f"No eligible node for {describe_target(cert.spec.target)} "
+                                  f"yet for category {label} ({why}); waiting "
                                   f"{int(left.total_seconds())}s more",
                           requeue_after=min(ctx.settings.requeue, left.total_seconds()))
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,

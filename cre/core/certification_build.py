@@ -79,6 +79,19 @@ def merged_options(cert: Certification, index: int) -> CategoryOptions:
     return CategoryOptions(**base)
 
 
+def _resources(options: CategoryOptions) -> dict[str, dict[str, str]]:
+    """The cpu / memory quantities of ``options.resources`` as RenderOptions takes them."""
+    out: dict[str, dict[str, str]] = {}
+    given = options.resources
+    for kind in ("limits", "requests"):
+        values = getattr(given, kind) if given is not None else None
+        if values is not None:
+            pairs = {k: v for k, v in (("cpu", values.cpu), ("memory", values.memory)) if v}
+            if pairs:
+                out[kind] = pairs
+    return out
+
+
 def _where(index: int, field: str) -> str:
     return f"spec.categories[{index}].options.{field}"
 
@@ -185,7 +198,10 @@ def build_workflow(
             job_name=name, namespace=namespace, resolved=resolved,
             nodes=found.names[:per_job],
             options=RenderOptions(image=options.image, gang_scheduler=gang,
-                                  nic_resource_name=options.nic_resource_name))
+                                  nic_resource_name=options.nic_resource_name,
+                                  image_pull_secrets=tuple(
+                                      s.name for s in options.image_pull_secrets),
+                                  resources=_resources(options)))
     except (CatalogError, RenderError) as exc:
         raise BuildError(f"spec.categories[{index}] ({entry.name}): {exc}") from exc
     measurement = None if entry.measurement is None else {
@@ -195,6 +211,8 @@ def build_workflow(
     job = job_object(job_name=name, namespace=namespace, rendered=rendered,
                      nodes=found.names[:per_job], measurement=measurement)
     job_spec = job["spec"]
+    if options.startup_stall_timeout_seconds is not None:
+        job_spec["startupStallTimeoutSeconds"] = options.startup_stall_timeout_seconds
     if options.workload_metadata is not None and options.workload_metadata.labels:
         labels = {**dict(options.workload_metadata.labels),
                   **job_spec.get("workloadMetadata", {}).get("labels", {})}

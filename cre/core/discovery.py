@@ -262,3 +262,30 @@ def capped(found: Discovery, max_nodes: int | None) -> Discovery:
     rest = tuple(Exclusion(name=n.name, reason=ExclusionReason.MAX_NODES, detail=detail)
                  for n in found.nodes[max_nodes:])
     return attrs.evolve(found, nodes=found.nodes[:max_nodes], excluded=found.excluded + rest)
+
+
+def waiting_detail(found: DiscoveryFailure, *, target: TargetSpec | None = None,
+                   nodes: Iterable[NodeView] = ()) -> str:
+    """Why no node is eligible yet, for a WaitingForNodes message: how many GPU nodes match
+    the target and, per reason, which are excluded. When none matches, ``nodes`` (the GPU node
+    cache) says how many GPU nodes there are, and a target that pins ``nvidia.com/gpu.product``
+    names the architectures they have instead."""
+    if found.excluded:
+        parts = []
+        for reason in ExclusionReason:
+            names = [e.name for e in found.excluded if e.reason == reason]
+            if names:
+                parts.append(f"{len(names)} {reason.value} ({_shown(names)})")
+        return (f"{len(found.excluded)} GPU node(s) match but none is eligible: "
+                f"{', '.join(parts)}")
+    gpu = [n for n in nodes if _labels(n).get(GPU_PRESENT) == "true"]
+    if not gpu:
+        return "0 GPU nodes match"
+    text = f"0 of {len(gpu)} GPU node(s) match"
+    wanted = target.node_selector.get(GPU_PRODUCT) if target is not None else None
+    if wanted:
+        archs = Counter(architecture_from_product(p) for n in gpu if (p := n.label(GPU_PRODUCT)))
+        have = ", ".join(f"{a} ({c})" for a, c in sorted(archs.items())) or "unlabelled"
+        text += (f"; the target asks for {architecture_from_product(wanted)} ({wanted}), the "
+                 f"GPU nodes are {have}")
+    return text

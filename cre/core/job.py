@@ -509,7 +509,8 @@ def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
     ``event`` is the Succeeded transition's, when this pass wrote it."""
     job = attrs.evolve(ctx.job, status=status)
     judged = validate_succeeded(job, ctx.obs.bandwidth_measurement, ctx.now,
-                                timeout=parse_duration(job.spec.measurement_timeout or "5m"))
+                                timeout=parse_duration(job.spec.measurement_timeout or "5m"),
+                                cap=ctx.settings.poll_interval)
     events = tuple(e for e in (event, judged.event) if e is not None)
     changed = judged.status != ctx.job.status
     return ctx.plan(status=judged.status if changed else None,

@@ -13,14 +13,22 @@ GoodputMeasurement is created the same way: :mod:`cre.core.logmeasure`).
 Once the Job succeeded, thresholds are judged by :func:`cre.core.thresholds.judge` on the
 measurement's final values; the verdict is the additive ``ValidationFailed`` condition (the trio
 stays Succeeded), written once: a Job that already carries ``ValidationFailed`` is never judged
-again. Until the verdict, the Job waits (requeue at the ``measurementTimeout`` deadline, at
-most ``COMPLETION_GRACE`` later while its measurement has not completed; a change of the
-measurement also brings it back).
+again. Until the verdict, the Job waits: its deadline is ``measurementTimeout`` after the
+Job's Succeeded transition (``COMPLETION_GRACE`` later while its measurement has not completed),
+read on the injected clock; it looks again at most every ``cap`` seconds (the Job settings'
+poll interval) and when the measurement changes. This is the one clock that decides: the
+Workflow waits for this verdict and never counts a group with thresholds Passed without it
+(cre.core.workflow_run). A measurement that says it cannot run as configured (its LogProfile
+missing or invalid, its jobRef naming another kind) is judged at once: ``ThresholdNoData`` with
+``failureClass`` scope ``Configuration`` and the measurement's message (e.g. "LogProfile
+nccl-loopback not found").
 
 Job status fields for the tiers above (documented in docs/design/015-measurement.md):
-``ValidationFailed`` (True: reason ThresholdViolated / MeasurementTimeout / UnknownThresholdKey
+``ValidationFailed`` (True: reason ThresholdViolated / ThresholdNoData / UnknownThresholdKey
 / InvalidThresholdExpression, message with the measured value and expression; False:
-ThresholdsMet) and ``status.busBandwidthGBps`` (the measured value, a ``"%.2f"`` string, shown
+ThresholdsMet), ``status.failureClass`` for a verdict that is not the measured figures'
+(Configuration, or the cause a ThresholdNoData ended on) and ``status.busBandwidthGBps``
+(the measured value, a ``"%.2f"`` string, shown
 as the printer column ``BusBW``). A per-node measurement (``nccl-loopback``) is judged per node:
 ``busBandwidthGBps`` is then the **lowest** node's peak (the number that explains a miss), and
 each node that missed is listed in ``status.failedNodes`` with reason ``ThresholdViolation``, so
@@ -34,7 +42,7 @@ from typing import Any, Final
 
 import attrs
 
-from cre.api.conditions import ConditionType, FailedNodeReason
+from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope, JobReason
 from cre.api.job import FailedNode, Job, JobStatus
 from cre.api.labels import GROUP
 from cre.api.measurement import BandwidthMeasurement
@@ -48,11 +56,13 @@ from cre.core.thresholds import (
     MetricKey,
     Verdict,
     Wait,
+    configuration_problem,
     judge,
     judge_nodes,
     measured_values,
     measurement_completed,
     measurement_state,
+    no_data_scope,
     node_values,
 )
 from cre.core.trio import true_member
@@ -112,9 +122,10 @@ def has_verdict(job: Job) -> bool:
 
 
 def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime, *,
-                       timeout: timedelta) -> Validation:
+                       timeout: timedelta, cap: float) -> Validation:
     """The threshold verdict of a Succeeded Job (status unchanged while it waits);
-    ``timeout`` is the Job's ``measurementTimeout``."""
+    ``timeout`` is the Job's ``measurementTimeout``, ``cap`` the longest requeue while it
+    waits (seconds of the injected clock)."""
     status = job.status
     own = own_measurement(job, bm)
     values = measured_values(own)
@@ -131,21 +142,17 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
     member = true_member(status.conditions)
     succeeded_at = (member.last_transition_time if member is not None
                     and member.last_transition_time is not None else now)
-    verdict: Verdict | Wait
-    if per_node is not None and own is not None:
-        verdict = judge_nodes(job.spec.thresholds, per_node, why_missing={
-            n.node_name: n.message for n in own.status.node_results if n.message})
-    else:
-        verdict = judge(job.spec.thresholds, values, succeeded_at=succeeded_at, now=now,
-                        timeout=timeout, state=measurement_state(own),
-                        completed=measurement_completed(own))
+    verdict = _verdict(job, own, values, per_node, succeeded_at=succeeded_at, now=now,
+                       timeout=timeout)
     if not isinstance(verdict, Verdict):
-        return Validation(status=status,
-                          requeue_after=max((verdict.deadline - now).total_seconds(), 0.0))
+        left = max((verdict.deadline - now).total_seconds(), 0.0)
+        return Validation(status=status, requeue_after=min(left, cap))
     cond = Condition(type=ConditionType.VALIDATION_FAILED, status=verdict.status,
                      reason=verdict.reason, message=verdict.message, last_transition_time=now,
                      observed_generation=job.metadata.generation)
     status = attrs.evolve(status, conditions=(*status.conditions, cond))
+    if verdict.failure_class is not None and status.failure_class is None:
+        status = attrs.evolve(status, failure_class=verdict.failure_class)
     if verdict.nodes:
         named = {(f.name, f.reason) for f in status.failed_nodes}
         status = attrs.evolve(status, failed_nodes=(*status.failed_nodes, *(
@@ -155,3 +162,44 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
     severity = EventSeverity.WARNING if verdict.failed else EventSeverity.NORMAL
     return Validation(status=status, event=EventSpec(type=severity, reason=verdict.reason,
                                                      message=verdict.message))
+
+
+def _unmeasurable(job: Job, own: BandwidthMeasurement | None) -> str:
+    """Why some threshold key can never get a value on this Job ("" when all can): only the
+    BandwidthMeasurement's keys are judged, and only when the Job asks for one (or has one)."""
+    keys = sorted(job.spec.thresholds)
+    other = [k for k in keys if k not in set(MetricKey)]
+    if other:
+        return (f"Threshold(s) {', '.join(other)} cannot be evaluated: the Job tier judges "
+                f"{', '.join(sorted(MetricKey))} only")
+    if job.spec.bandwidth_measurement is None and own is None:
+        return (f"Threshold(s) {', '.join(keys)} cannot be evaluated: the Job has no "
+                "spec.bandwidthMeasurement")
+    return ""
+
+
+def _verdict(job: Job, own: BandwidthMeasurement | None, values: dict[str, float],
+             per_node: dict[str, dict[str, float]] | None, *, succeeded_at: datetime,
+             now: datetime, timeout: timedelta) -> Verdict | Wait:
+    thresholds = job.spec.thresholds
+    # The user's own mistakes in the thresholds come first (judged without any value).
+    early = judge(thresholds, {}, succeeded_at=succeeded_at, now=succeeded_at,
+                  timeout=timedelta(days=1))
+    if isinstance(early, Verdict):
+        return early
+    unmeasured = _unmeasurable(job, own)
+    if unmeasured:
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA, message=unmeasured,
+                       scope=FailureScope.CONFIGURATION)
+    problem = configuration_problem(own)
+    if problem is not None:
+        keys = ", ".join(sorted(thresholds))
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA,
+                       message=f"Threshold(s) {keys} cannot be evaluated: {problem[1]}",
+                       scope=FailureScope.CONFIGURATION)
+    if per_node is not None and own is not None:
+        return judge_nodes(thresholds, per_node, why_missing={
+            n.node_name: n.message for n in own.status.node_results if n.message})
+    return judge(thresholds, values, succeeded_at=succeeded_at, now=now, timeout=timeout,
+                 state=measurement_state(own), completed=measurement_completed(own),
+                 no_data=no_data_scope(own))

@@ -22,7 +22,13 @@ counted twice, logs read from a crash-looping container):
   max(2 min, the Job's measurementTimeout), then ``LogsUnavailable``. Job Failed: one
   best-effort read, results replaced only if rows were found, ``JobFailed``.
 * The Job gone (confirmed live) or replaced (uid differs): ``LogsUnavailable`` if this
-  measurement ever saw its Job, else it keeps waiting.
+  measurement ever saw its Job, else it waits visibly (``Measuring=False / JobNotFound``
+  naming the Job) for at most :data:`JOB_WAIT_BOUND`, then completes ``JobNotFound``.
+* **Configuration is said at once**: a ``spec.jobRef`` naming anything but a ``cre.dev`` Job
+  completes ``InvalidJobRef`` (naming the kind it got) on the first pass; a LogProfile that is
+  missing (``LogProfileNotFound``) or does not compile (``LogProfileInvalid``) is written on
+  ``Measuring=False`` on the first pass too, whatever the Job is doing (the Job tier reads it
+  and fails its thresholds as the user's configuration, cre.core.thresholds).
 * **First terminal write wins**: a measurement with ``Complete=True`` is never written again.
   ``completionTime`` is the Job's terminal transition time.
 
@@ -78,6 +84,8 @@ from cre.core.plan import EventSeverity, EventSpec
 from cre.core.trio import true_member
 from cre.core.wording import count
 
+#: How long a measurement whose Job never existed waits for it before it completes.
+JOB_WAIT_BOUND: Final = timedelta(minutes=10)
 #: Minimum time the final read is retried after the Job ended.
 FINAL_READ_GRACE: Final = timedelta(minutes=2)
 FINAL_READ_RETRY: Final = 10.0
@@ -206,6 +214,12 @@ def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
     ctx = _Ctx(bm=bm, obs=obs, now=now)
     if is_complete(bm):
         return ctx.plan()  # first terminal write won: frozen
+    ref = bm.spec.job_ref
+    if ref.kind != "Job" or ref.api_group not in (None, "", L.GROUP):
+        return _complete(ctx, MeasurementReason.INVALID_JOB_REF,
+                         f"spec.jobRef names {ref.kind or '(no kind)'} {ref.name!r} of API "
+                         f"group {ref.api_group or '(core)'!r}; a BandwidthMeasurement "
+                         f"measures a Job of API group {L.GROUP!r}", results=None, done_at=now)
     job = obs.job
     gap = job_gap(bm, job, absence_confirmed=obs.job_absence_confirmed,
                   started=bm.status.start_time is not None)
@@ -213,12 +227,16 @@ def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
         if gap.kind == JobGapKind.CONFIRM:
             return ctx.plan(confirm_job_absence=True)
         if gap.kind == JobGapKind.WAIT:
-            return ctx.plan(requeue_after=POLL)  # never saw its Job: keep waiting
+            return _await_job(ctx)  # never saw its Job: wait visibly, bounded
         return _complete(ctx, MeasurementReason.LOGS_UNAVAILABLE,
                          f"{gap.why}; results are provisional and are not used for threshold "
                          "evaluation", results=None, done_at=now)
     assert job is not None  # job_gap: the Job is followed
     member = true_member(job.status.conditions)
+    if member is None or member.type != ConditionType.FAILED:
+        problem = _profile_problem(ctx)
+        if problem is not None:
+            return problem
     if member is None:
         return ctx.plan(requeue_after=POLL)
     if member.type == ConditionType.SUCCEEDED:
@@ -230,18 +248,39 @@ def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
     return _sample(ctx)
 
 
+def _await_job(ctx: _Ctx) -> MeasurementPlan:
+    """A Job that does not exist (confirmed live) and was never seen: ``Measuring=False /
+    JobNotFound`` naming it, for at most :data:`JOB_WAIT_BOUND`, then ``Complete``."""
+    ref = ctx.bm.spec.job_ref
+    message = f"Job {ref.name} does not exist; waiting for it (at most {JOB_WAIT_BOUND})"
+    status = ctx.bm.status
+    conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
+                          status=ConditionStatus.FALSE, reason=MeasurementReason.JOB_NOT_FOUND,
+                          message=message, now=ctx.now)
+    since = next(c for c in conds if c.type == ConditionType.MEASURING).last_transition_time
+    if since is not None and ctx.now - since >= JOB_WAIT_BOUND:
+        return _complete(ctx, MeasurementReason.JOB_NOT_FOUND,
+                         f"Job {ref.name} did not appear within {JOB_WAIT_BOUND}; nothing was "
+                         "measured", results=None, done_at=ctx.now)
+    new = attrs.evolve(status, conditions=conds)
+    event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.JOB_NOT_FOUND,
+                      message=message)
+    return ctx.write(new, events=(event,) if new != status else (), requeue_after=POLL)
+
+
 def _profile_problem(ctx: _Ctx) -> MeasurementPlan | None:
     if ctx.obs.profile is not None:
         return None
-    message = ctx.obs.profile_error or f"LogProfile {ctx.bm.spec.log_profile_ref} not found"
+    error = ctx.obs.profile_error
+    reason = (MeasurementReason.LOG_PROFILE_INVALID if error
+              else MeasurementReason.LOG_PROFILE_NOT_FOUND)
+    message = error or f"LogProfile {ctx.bm.spec.log_profile_ref} not found"
     status = ctx.bm.status
     conds = set_condition(status.conditions, type_=ConditionType.MEASURING,
-                          status=ConditionStatus.FALSE,
-                          reason=MeasurementReason.LOG_PROFILE_NOT_FOUND, message=message,
+                          status=ConditionStatus.FALSE, reason=reason, message=message,
                           now=ctx.now)
     new = attrs.evolve(status, conditions=conds)
-    event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.LOG_PROFILE_NOT_FOUND,
-                      message=message)
+    event = EventSpec(type=EventSeverity.WARNING, reason=reason, message=message)
     return ctx.write(new, events=(event,) if new != status else (), requeue_after=POLL)
 
 

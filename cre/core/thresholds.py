@@ -15,11 +15,18 @@ module is the judge, pure (the clock is a parameter, CEL is evaluated through th
   (the message carries the expression and the parser's error); a measured value the expression
   rejects -> ``ThresholdViolated`` (``Threshold "<key>" violated: measured <%.4f>,
   expression: <expr>``, one clause per key); a key still without a value -> wait until
-  ``measurementTimeout`` after the Job succeeded, then ``MeasurementTimeout`` (fails closed,
+  ``measurementTimeout`` after the Job succeeded, then ``ThresholdNoData`` (fails closed,
   the message says what the measurement ended as); else ``ThresholdsMet``. A measurement that
   has not completed by then is still reading the Job's final log: the verdict waits for it,
   at most :data:`COMPLETION_GRACE` more, so what the message names depends on the measurement's
   outcome, not on which controller ran first.
+* **Unevaluated is never met.** Only ``ThresholdsMet`` passes, and it needs a measured value
+  for every key. Every verdict that fails says whom it is attributed to
+  (:attr:`Verdict.failure_class`): an unknown key, a bad expression, or a measurement that
+  cannot run as configured (its LogProfile missing or invalid, its jobRef naming another kind:
+  :func:`configuration_problem`) are the user's ``Configuration``, given at once, without
+  waiting for the deadline; no data by the deadline is the cause the measurement ended on
+  (:func:`no_data_scope`).
 * A per-node measurement (a ``Multi`` LogProfile such as ``nccl-loopback``: every node ran its
   own test, ``status.nodeResults``) is judged **per node** (:func:`judge_nodes`): each node's
   values are its own peak busBW / algBW; a node that misses, or whose log held no table, is
@@ -41,7 +48,8 @@ import attrs
 
 from cre.api.cel import CelError, compile_cel
 from cre.api.common import THRESHOLD_KEYS
-from cre.api.conditions import ConditionType, JobReason, MeasurementReason
+from cre.api.conditions import ConditionType, FailureScope, JobReason, MeasurementReason
+from cre.api.job import FailureClass
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import ConditionStatus
 
@@ -98,6 +106,39 @@ def measurement_completed(bm: BandwidthMeasurement | None) -> bool:
     return bm is None or _condition(bm, ConditionType.COMPLETE) is not None
 
 
+#: Measurement reasons that mean the measurement cannot run as the user configured it.
+CONFIGURATION_REASONS: Final = frozenset({MeasurementReason.LOG_PROFILE_NOT_FOUND,
+                                          MeasurementReason.LOG_PROFILE_INVALID,
+                                          MeasurementReason.INVALID_JOB_REF})
+
+
+def configuration_problem(bm: BandwidthMeasurement | None) -> tuple[str, str] | None:
+    """(reason, message) when ``bm`` says it cannot run as configured (a LogProfile missing
+    or invalid, a jobRef naming another kind), else ``None``. Read from any of its conditions:
+    ``Measuring=False`` while it waits for the profile, ``Complete=True`` once terminal."""
+    if bm is None:
+        return None
+    for cond in bm.status.conditions:
+        if cond.reason in CONFIGURATION_REASONS and cond.type in (ConditionType.MEASURING,
+                                                                  ConditionType.COMPLETE):
+            name = bm.metadata.name or ""
+            return cond.reason, f"BandwidthMeasurement {name}: {cond.message or cond.reason}"
+    return None
+
+
+def no_data_scope(bm: BandwidthMeasurement | None) -> FailureScope:
+    """Whom a threshold left without data by the deadline is attributed to: the measurement
+    controller when there is no measurement or it never completed (ControlPlane), the platform
+    when the logs could not be read (LogsUnavailable), the workload when its log held no table
+    (NoDataCollected, or a node without figures)."""
+    done = None if bm is None else _condition(bm, ConditionType.COMPLETE)
+    if done is None:
+        return FailureScope.CONTROL_PLANE
+    if done[0] == MeasurementReason.LOGS_UNAVAILABLE:
+        return FailureScope.PLATFORM
+    return FailureScope.WORKLOAD
+
+
 @attrs.frozen(kw_only=True)
 class Verdict:
     """A threshold verdict: ``ValidationFailed`` status, reason, message."""
@@ -107,6 +148,15 @@ class Verdict:
     message: str
     # Per-node verdicts only: node -> why it missed (the nodes to blame).
     nodes: tuple[tuple[str, str], ...] = ()
+    # Whom a failed verdict is attributed to when it is not the nodes' measured figures
+    # (Configuration for the user's mistakes; the measurement's cause for ThresholdNoData).
+    scope: FailureScope | None = None
+
+    @property
+    def failure_class(self) -> FailureClass | None:
+        if self.scope is None:
+            return None
+        return FailureClass(scope=self.scope, reason=self.reason, message=self.message)
 
     @property
     def status(self) -> ConditionStatus:
@@ -131,15 +181,18 @@ def _check(expr: str, value: float) -> bool:
 def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
           succeeded_at: datetime, now: datetime,
           timeout: timedelta = DEFAULT_MEASUREMENT_TIMEOUT,
-          state: str = "", completed: bool = True) -> Verdict | Wait:
+          state: str = "", completed: bool = True,
+          no_data: FailureScope = FailureScope.CONTROL_PLANE) -> Verdict | Wait:
     """The verdict on ``thresholds`` given ``measured`` values, or how long to wait for them;
-    ``completed`` is False while the measurement exists and has not completed."""
+    ``completed`` is False while the measurement exists and has not completed; ``no_data`` is
+    whom a key left without a value at the deadline is attributed to (:func:`no_data_scope`)."""
     keys = sorted(thresholds)
     unknown = [k for k in keys if k not in THRESHOLD_KEYS]
     if unknown:
         return Verdict(failed=True, reason=JobReason.UNKNOWN_THRESHOLD_KEY,
                        message=f"Unknown threshold key(s) {', '.join(map(repr, unknown))} "
-                       f"(expected one of {', '.join(sorted(THRESHOLD_KEYS))})")
+                       f"(expected one of {', '.join(sorted(THRESHOLD_KEYS))})",
+                       scope=FailureScope.CONFIGURATION)
     bad: list[str] = []
     violated: list[str] = []
     for key in keys:
@@ -161,7 +214,7 @@ def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
                             f"expression: {expr}")
     if bad:
         return Verdict(failed=True, reason=JobReason.INVALID_THRESHOLD_EXPRESSION,
-                       message="; ".join(bad))
+                       message="; ".join(bad), scope=FailureScope.CONFIGURATION)
     if violated:
         return Verdict(failed=True, reason=JobReason.THRESHOLD_VIOLATED,
                        message="; ".join(violated))
@@ -171,9 +224,9 @@ def judge(thresholds: Mapping[str, str], measured: Mapping[str, float], *,
         if now < deadline:
             return Wait(deadline=deadline, missing=missing)
         why = f"; {state}" if state else ""
-        return Verdict(failed=True, reason=JobReason.MEASUREMENT_TIMEOUT,
+        return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA,
                        message=f"No measured value for {', '.join(missing)} within "
-                       f"{_fmt(timeout)} after the Job succeeded{why}")
+                       f"{_fmt(timeout)} after the Job succeeded{why}", scope=no_data)
     met = ", ".join(f"{k}={measured[k]:.4f} ({thresholds[k]})" for k in keys)
     return Verdict(failed=False, reason=JobReason.THRESHOLDS_MET,
                    message=f"All thresholds met: {met}")

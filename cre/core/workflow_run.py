@@ -17,6 +17,7 @@ from cre.api.conditions import (
     FailureScope,
     GroupPhase,
     IncompleteReason,
+    JobReason,
     Verdict,
     WorkflowReason,
 )
@@ -38,6 +39,7 @@ from cre.core.conditions import set_additive
 from cre.core.deps import suffix
 from cre.core.groupjob import workload_tolerations
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
+from cre.core.thresholds import COMPLETION_GRACE
 from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
 from cre.core.usable import Usable, too_few, usable_nodes
@@ -55,8 +57,14 @@ from cre.core.workflow import (
     unjudged_thresholds,
 )
 
-# How long past the Job's measurementTimeout the Workflow waits for a threshold verdict.
-VALIDATION_GRACE = timedelta(seconds=60)
+# A safety bound, not a deadline: the Job tier owns the threshold clock (it gives its verdict
+# by measurementTimeout + COMPLETION_GRACE after the Job succeeded, requeued on the injected
+# clock and capped). The Workflow waits for that verdict; a Job that still has none this long
+# past the Job tier's own deadline is never counted Passed: its group ends as a ControlPlane
+# infrastructure abort (ThresholdVerdictMissing), its nodes Uncertified.
+VALIDATION_GRACE = timedelta(minutes=5)
+#: failureClass.reason of a group whose Job never gave its threshold verdict.
+VERDICT_MISSING = "ThresholdVerdictMissing"
 # How long a group's re-run waits for a NotReady node of it to come back before leaving it out.
 NOT_READY_GRACE = timedelta(seconds=60)
 
@@ -171,16 +179,38 @@ def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> s
         phase=g.phase, failure_reason=g.failure_reason, policy=policy)), None)
 
 
-def _awaiting_validation(ctx: _Ctx, job: Job) -> bool:
-    """A Job that succeeded with thresholds but has no threshold verdict yet (bounded; never
-    while the Job tier does not judge thresholds)."""
+def _awaiting_validation(ctx: _Ctx, job: Job) -> D.JobOutcome | bool:
+    """Whether a Job that succeeded with thresholds still waits for its threshold verdict
+    (``True``), has it or needs none (``False``), or is past the safety bound without it (the
+    outcome that group ends on: never Passed). Never while the Job tier does not judge."""
     if not ctx.settings.thresholds_judged or not job.spec.thresholds:
         return False
     if any(c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions):
         return False
     done = next((c.last_transition_time for c in job.status.conditions
                  if c.type == ConditionType.SUCCEEDED), ctx.now)
-    return ctx.now < done + parse_duration(job.spec.measurement_timeout) + VALIDATION_GRACE
+    bound = parse_duration(job.spec.measurement_timeout) + COMPLETION_GRACE + VALIDATION_GRACE
+    if ctx.now < done + bound:
+        return True
+    message = (f"Job {job.metadata.name} gave no threshold verdict within "
+               f"{int(bound.total_seconds())}s after it "
+               "succeeded: thresholds not evaluated, nodes not certified")
+    return D.JobOutcome(succeeded=False, reason=JobReason.THRESHOLD_NO_DATA, message=message,
+                        failure_class=FailureClass(scope=FailureScope.CONTROL_PLANE,
+                                                   reason=VERDICT_MISSING, message=message))
+
+
+def _unmeasured_cause(outcome: D.JobOutcome) -> D.JobOutcome:
+    """A threshold the Job tier could not evaluate (``ThresholdNoData``) is judged by its cause,
+    not as a miss: the user's configuration (scope Configuration: group Failed at once, nodes
+    Uncertified) or the infrastructure (ControlPlane / Platform: deferred, Incomplete). Only a
+    Workload cause (the workload printed no table) stays a threshold failure of the group."""
+    fc = outcome.failure_class
+    if (outcome.validation and outcome.reason == JobReason.THRESHOLD_NO_DATA and fc is not None
+            and fc.scope in (FailureScope.CONFIGURATION, FailureScope.CONTROL_PLANE,
+                             FailureScope.PLATFORM)):
+        return attrs.evolve(outcome, validation=False)
+    return outcome
 
 
 def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
@@ -194,9 +224,15 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
         if job.metadata.deletion_timestamp is not None:
             return None
         found = D.job_outcome(job)
-        if found is None or (found.succeeded and _awaiting_validation(ctx, job)):
+        if found is None:
             return None
-        outcome = found
+        if found.succeeded:
+            verdict = _awaiting_validation(ctx, job)
+            if verdict is True:
+                return None
+            if isinstance(verdict, D.JobOutcome):
+                found = verdict
+        outcome = _unmeasured_cause(found)
     decision = D.decide(nodes=active_nodes(group), retries=group.retries,
                         infra_retries=group.infra_retries, outcome=outcome, policy=ctx.policy,
                         now=ctx.now, observed={n.name: n for n in ctx.obs.nodes})

@@ -56,7 +56,7 @@ from cre.api.workflow import Workflow
 from cre.api.workloadrun import JobGoodput, WorkloadRun, WorkloadRunStatus
 from cre.catalog.model import Catalog
 from cre.core.conditions import condition, set_additive, set_trio
-from cre.core.discovery import DiscoveryFailure, describe_target, discover
+from cre.core.discovery import DiscoveryFailure, describe_target, discover, waiting_detail
 from cre.core.observed import NodeView
 from cre.core.plan import Create, EventSpec
 from cre.core.tierplan import TierPlan
@@ -266,7 +266,9 @@ def _build(ctx: _Ctx) -> RunPlan:
         if left > timedelta(0):
             return _write(ctx, run.status, member=ConditionType.IN_PROGRESS,
                           reason=WorkloadRunReason.WAITING_FOR_NODES,
-                          message=f"No node matches {describe_target(target)} yet; waiting "
+                          message=f"No eligible node for {describe_target(target)} yet "
+                                  f"({waiting_detail(found, target=target, nodes=ctx.obs.nodes)}"
+                                  "); waiting "
                                   f"{int(left.total_seconds())}s more",
                           requeue_after=min(ctx.settings.requeue, left.total_seconds()))
         return _fail(ctx, WorkloadRunReason.BUILD_FAILED, f"spec.target: {found.message}")

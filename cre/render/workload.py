@@ -111,6 +111,10 @@ def render_workload(
     jobs = [worker_job]
     if mpi:
         jobs.append(_launcher_job(resolved, opts, image=image, primary=primary))
+    if opts.image_pull_secrets:
+        for job in jobs:
+            pod = job["template"]["spec"]["template"]["spec"]
+            pod["imagePullSecrets"] = [{"name": n} for n in opts.image_pull_secrets]
     jobset: dict[str, Any] = {
         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
         "replicatedJobs": jobs,
@@ -206,6 +210,8 @@ def _worker_job(
         }
     quantities = _quantities(resources)
     container["resources"] = {"limits": quantities, "requests": dict(quantities)}
+    for kind in ("limits", "requests"):
+        container["resources"][kind].update(opts.resources.get(kind, {}))
     if claims:
         container["resources"]["claims"] = [{"name": c["name"]} for c in claims]
     security: dict[str, Any] = {}

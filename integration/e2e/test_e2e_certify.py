@@ -9,14 +9,14 @@ from e2e_helpers import NODES, create_namespace
 from cre.testing.procs import Stack, wait_until
 
 # The skeleton as a user adapts it: CRE's group, and the second category one CRE's catalog has
-# (the reference's training/nemotron5-8b is not in it) with the skeleton's per-category options.
+# (the reference's training/nemotron5-8b is not in it) with the skeleton's per-category options
+# (its enableMNNVL is gone: CRE removed the Certification fields nothing read, CHANGELOG).
 CERTIFICATION = """\
 apiVersion: cre.dev/v1alpha1
 kind: Certification
 metadata: {name: gpu-cluster-cert, namespace: nvcre}
 spec:
   target: {nodeSelector: {nvidia.com/gpu.present: "true"}}
-  enableMNNVL: false
   gangScheduler: {schedulerName: kai-scheduler, queue: high-priority}
   workloadMetadata: {labels: {environment: burn-in}}
   categories:

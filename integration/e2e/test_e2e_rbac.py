@@ -262,7 +262,7 @@ def _workload_run(stack: Stack) -> None:
 
 def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> None:
     stack = rbac_stack
-    stack.kubectl("apply", "-k", str(REPO / "deploy" / "default"))
+    stack.apply_kustomization(REPO / "deploy" / "default")
     docs = _deployed(stack)
     minted = json.loads(stack.kubectl(
         "create", "--raw", "/api/v1/namespaces/cre-system/serviceaccounts/cre-manager/token",

@@ -120,16 +120,22 @@ def test_irregular_json_names() -> None:
             "kind": "Certification",
             "metadata": {"name": "c"},
             "spec": {
-                "enableMNNVL": True,
-                "saveTopK": 2,
-                "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+                "categories": [{"domain": "communication", "variant": "nccl-all-reduce",
+                                "options": {"failurePolicy": {"infraScopedFailFast": False}}}],
             },
+            "status": {"categoryStatuses": [{"domain": "communication",
+                                             "variant": "nccl-all-reduce", "groups": [
+                                                 {"name": "g", "phase": "Succeeded",
+                                                  "busBandwidthGBps": "12.5"}]}]},
         },
         Certification,
     )
-    assert cert.spec.enable_mnnvl is True
-    assert cert.spec.save_top_k == 2
-    assert to_dict(cert)["spec"]["enableMNNVL"] is True
+    options = cert.spec.categories[0].options
+    assert options is not None and options.failure_policy is not None
+    assert options.failure_policy.infra_scoped_fail_fast is False
+    assert cert.status.category_statuses[0].groups[0].bus_bandwidth_gbps == "12.5"
+    assert to_dict(cert)["status"]["categoryStatuses"][0]["groups"][0]["busBandwidthGBps"] \
+        == "12.5"
     assert unstructure(StringMatch(in_=("aws",))) == {"in": ["aws"]}
     result = BandwidthResult(size_bytes=8, alg_bw="1.00", bus_bw="2.00", samples=1)
     assert unstructure(result) == {"sizeBytes": 8, "algBW": "1.00", "busBW": "2.00", "samples": 1}

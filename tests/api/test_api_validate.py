@@ -413,12 +413,6 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "spec.resources.limits.memory",
         "must match",
     ),
-    (
-        "source repo",
-        _set(cert, "spec.sourceRepo", "http://example.com/x.git"),
-        "spec.sourceRepo",
-        "must match",
-    ),
     ("image length", _set(cert, "spec.image", ""), "spec.image", "at least 1 characters"),
     (
         "framework two",

@@ -103,9 +103,9 @@ def test_missing_tools_name_their_debian_package(monkeypatch: pytest.MonkeyPatch
     image tests skip with this message."""
     import image.build as build
 
-    real_which = build.shutil.which
+    # Every other tool present, whatever this machine has (make test-fast installs nothing).
     monkeypatch.setattr(build.shutil, "which",
-                        lambda cmd: None if cmd in ("buildah", "runc") else real_which(cmd))
+                        lambda cmd: None if cmd in ("buildah", "runc") else f"/usr/bin/{cmd}")
     monkeypatch.setattr(build.os, "geteuid", lambda: 1000)
     with pytest.raises(build.ToolsMissing) as err:
         build.ensure_tools()

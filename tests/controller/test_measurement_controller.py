@@ -109,3 +109,35 @@ async def test_measured_and_judged(both: tuple[JobHarness, MeasurementController
     assert registry.get_sample_value("cre_nccl_busbw_gbps", {
         "namespace": h.namespace, "job": "j1", "size_bytes": str(sizes[-1])}) is None
     assert (registry.get_sample_value("cre_nccl_parsed_lines_total") or 0) > 0
+
+
+async def _orphan(h: JobHarness, name: str, job_ref: dict[str, str]) -> None:
+    await h.client.create(BANDWIDTHMEASUREMENTS, {
+        "apiVersion": API_VERSION, "kind": "BandwidthMeasurement",
+        "metadata": {"name": name, "namespace": h.namespace},
+        "spec": {"jobRef": job_ref, "logProfileRef": "nccl-bandwidth"}}, namespace=h.namespace)
+
+
+async def _status_of(h: JobHarness, name: str, type_: str) -> dict[str, Any]:
+    with anyio.fail_after(20):
+        while True:
+            bm = await h.client.get(BANDWIDTHMEASUREMENTS, name, namespace=h.namespace)
+            found = condition(bm, type_)
+            if found is not None:
+                return found
+            await anyio.sleep(0.05)
+
+
+async def test_every_accepted_measurement_gets_a_status(
+        both: tuple[JobHarness, MeasurementController, CollectorRegistry]) -> None:
+    """A measurement of a Job that does not exist waits visibly (Measuring=False / JobNotFound
+    naming it); one whose jobRef names another kind completes InvalidJobRef saying which."""
+    h, _, _ = both
+    await _orphan(h, "waits", {"apiGroup": "cre.dev", "kind": "Job", "name": "nope"})
+    await _orphan(h, "wrong", {"apiGroup": "batch", "kind": "Job", "name": "j1"})
+    waiting = await _status_of(h, "waits", "Measuring")
+    assert (waiting["status"], waiting["reason"]) == ("False", "JobNotFound")
+    assert "Job nope does not exist" in waiting["message"]
+    done = await _status_of(h, "wrong", "Complete")
+    assert (done["status"], done["reason"]) == ("True", "InvalidJobRef")
+    assert "'batch'" in done["message"]

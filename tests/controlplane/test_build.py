@@ -6,6 +6,8 @@ without the toolchain gets an error naming it rather than a silent pass.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,3 +95,41 @@ def test_kwok_is_pinned_and_cached_apart(tmp_path: Path,
     found = build.locate_kwok()
     assert found is not None and found.path == bin_dir / "kwok"
     assert build.ensure_kwok_built().built is False
+
+
+def test_concurrent_builds_build_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two builders of one output (two pytest-xdist workers, or make controlplane and a test
+    run) build it once: the second waits on the cache's lock, then takes the finished build."""
+    calls: list[str] = []
+    inside = threading.Event()
+
+    def fake_build(go: str, final: Path, outputs: list[tuple[Path, str, str]], *,
+                   stamp: str, **_: object) -> None:
+        calls.append(threading.current_thread().name)
+        inside.set()
+        time.sleep(0.2)  # hold the lock while the other builder arrives (not a timing assert)
+        final.mkdir(parents=True)
+        for _module, output, _flags in outputs:
+            (final / output).write_text("binary")
+        (final / ".source").write_text(stamp + "\n")
+
+    monkeypatch.setattr(build, "go_tool", lambda: "go")
+    monkeypatch.setattr(build, "_build_unlocked", fake_build)
+    final = tmp_path / "k8s-x" / "bin"
+    outputs = [(tmp_path, "kube", "-s -w")]
+    results: dict[str, bool] = {}
+
+    def builder() -> None:
+        results[threading.current_thread().name] = build._build_into(
+            final, outputs, links=(), stamp="digest", jobs=1, label="x", log=False)
+
+    first = threading.Thread(target=builder, name="first")
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=builder, name="second")
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert results == {"first": True, "second": False}
+    assert calls == ["first"]
+    assert (final.parent / ".build.lock").exists()

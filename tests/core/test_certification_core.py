@@ -19,7 +19,14 @@ from cre.api.meta import Condition, ConditionStatus, TypedLocalObjectReference
 from cre.api.workflow import GroupStatus
 from cre.core.certification import CertificationObservation, reconcile_certification
 from cre.core.certification_build import merged_options
-from tests.core.tierworld import CertificationWorld, at, catalog, certification, nodes
+from tests.core.tierworld import (
+    CertificationWorld,
+    at,
+    catalog,
+    certification,
+    gpu_node,
+    nodes,
+)
 
 ALL_REDUCE = ("communication", "nccl-all-reduce")
 LOOPBACK = ("communication", "nccl-loopback")
@@ -124,6 +131,34 @@ def test_waiting_for_nodes_then_nodes_appear() -> None:
     world.nodes = nodes(2)
     world.step(at(60))
     assert len(world.created) == 1
+
+
+def test_waiting_for_nodes_says_how_many_match_and_why_not_eligible() -> None:
+    """Nodes that match but are NotReady or cordoned: the WaitingForNodes message counts them
+    and names each reason, instead of saying that no node matches."""
+    world = CertificationWorld(cert=certification(ALL_REDUCE),
+                               nodes=(*nodes(2, ready="Unknown"),
+                                      gpu_node("gpu-09", cordoned=True)))
+    world.step(at(10))
+    message = _cond(world, "InProgress")[2]
+    assert message == ("No eligible node for nodeSelector nvidia.com/gpu.present=true yet for "
+                       "category communication/nccl-all-reduce (3 GPU node(s) match but none "
+                       "is eligible: 1 Cordoned (gpu-09), 2 NotReady (gpu-00, gpu-01)); "
+                       "waiting 290s more")
+
+
+def test_waiting_for_nodes_names_the_architecture_asked_for_and_found() -> None:
+    """A target pinning a GPU product no node has: the message counts the GPU nodes and names
+    the architecture asked for and the ones present."""
+    cert = certification(ALL_REDUCE)
+    target = attrs.evolve(cert.spec.target, node_selector={
+        **cert.spec.target.node_selector, "nvidia.com/gpu.product": "NVIDIA-GB200"})
+    cert = attrs.evolve(cert, spec=attrs.evolve(cert.spec, target=target))
+    world = CertificationWorld(cert=cert, nodes=nodes(3))
+    world.step(at(10))
+    message = _cond(world, "InProgress")[2]
+    assert ("(0 of 3 GPU node(s) match; the target asks for gb200 (NVIDIA-GB200), the GPU "
+            "nodes are h100 (3)); waiting 290s more") in message
 
 
 def test_waiting_ends_after_five_minutes() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from cre.api.conditions import ConditionType, JobReason, MeasurementReason
+from cre.api.conditions import ConditionType, FailureScope, JobReason, MeasurementReason
 from cre.api.job import BandwidthMeasurementRequest, Job
 from cre.api.measurement import (
     BandwidthMeasurement,
@@ -15,7 +15,7 @@ from cre.api.measurement import (
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjectReference
 from cre.core.job import reconcile_job
 from cre.core.jobmeasure import JOB_UID_ANNOTATION, bandwidth_manifest
-from cre.core.plan import Observation
+from cre.core.plan import DEFAULT_SETTINGS, Observation
 from cre.core.thresholds import COMPLETION_GRACE
 from cre.core.trio import set_exclusive
 from cre.testing.strategies.job import at, make_job, running_status, trainjob
@@ -111,18 +111,22 @@ def test_threshold_met_and_violated() -> None:
 
 def test_provisional_results_wait_then_time_out() -> None:
     """A measurement still Measuring never decides; it gets COMPLETION_GRACE past
-    measurementTimeout to complete, then MeasurementTimeout says it has not completed."""
+    measurementTimeout to complete (the Job looks again at most every poll interval), then
+    ThresholdNoData says it has not completed and blames the measurement controller."""
     job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
     obs = Observation(bandwidth_measurement=_bm(job, None))
     plan = reconcile_job(job, obs, at(60))
     grace = COMPLETION_GRACE.total_seconds()
-    assert plan.status is None and plan.requeue_after == 250 + grace
-    plan = reconcile_job(job, obs, at(10 + 300))
-    assert plan.status is None and plan.requeue_after == grace
+    assert plan.status is None and plan.requeue_after == DEFAULT_SETTINGS.poll_interval
+    plan = reconcile_job(job, obs, at(10 + 300 + int(grace) - 5))
+    assert plan.status is None and plan.requeue_after == 5.0
     plan = reconcile_job(job, obs, at(10 + 300 + int(grace)))
     cond = _validation(plan.status)
-    assert cond is not None and cond.reason == JobReason.MEASUREMENT_TIMEOUT
+    assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
+    assert cond.status == ConditionStatus.TRUE
     assert cond.message.endswith("BandwidthMeasurement j1-bandwidth has not completed")
+    assert plan.status is not None and plan.status.failure_class is not None
+    assert plan.status.failure_class.scope == FailureScope.CONTROL_PLANE
 
 
 def test_timeout_names_what_a_late_measurement_ended_as() -> None:
@@ -138,8 +142,10 @@ def test_timeout_names_what_a_late_measurement_ended_as() -> None:
     on_time = reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 300))
     for plan in (late, on_time):
         cond = _validation(plan.status)
-        assert cond is not None and cond.reason == JobReason.MEASUREMENT_TIMEOUT
+        assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
         assert cond.message.endswith("BandwidthMeasurement j1-bandwidth ended NoDataCollected: m")
+        assert plan.status is not None and plan.status.failure_class is not None
+        assert plan.status.failure_class.scope == FailureScope.WORKLOAD
     # A completed measurement is not waited for past measurementTimeout.
     assert reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 299)
                          ).requeue_after == 1.0
@@ -165,8 +171,57 @@ def test_success_without_measurement_is_unchanged() -> None:
 
 
 def test_completion_grace_fits_in_the_workflow_wait() -> None:
-    """The Workflow waits measurementTimeout + VALIDATION_GRACE for a verdict: a verdict that
-    waited for a late measurement still comes in time."""
+    """The Workflow's safety bound lies past the Job tier's own deadline (measurementTimeout +
+    COMPLETION_GRACE): it never cuts a verdict the Job tier is still allowed to give."""
     from cre.core.workflow_run import VALIDATION_GRACE
 
-    assert COMPLETION_GRACE < VALIDATION_GRACE
+    assert VALIDATION_GRACE.total_seconds() > DEFAULT_SETTINGS.poll_interval * 2
+
+
+def test_missing_log_profile_is_judged_at_once_as_configuration() -> None:
+    """A measurement waiting for a LogProfile that does not exist gives the verdict as soon as
+    the Job succeeded (no measurementTimeout wait): ThresholdNoData, scope Configuration, the
+    message naming the profile."""
+    job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
+    bm = _bm(job, None)
+    waiting = Condition(type=ConditionType.MEASURING, status=ConditionStatus.FALSE,
+                        reason=MeasurementReason.LOG_PROFILE_NOT_FOUND,
+                        message="LogProfile nccl-loopback not found", last_transition_time=at(5))
+    bm = attrs.evolve(bm, status=attrs.evolve(bm.status, conditions=(waiting,)))
+    plan = reconcile_job(job, Observation(bandwidth_measurement=bm), at(11))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
+    assert "LogProfile nccl-loopback not found" in cond.message
+    assert plan.status is not None and plan.status.failure_class is not None
+    assert plan.status.failure_class.scope == FailureScope.CONFIGURATION
+
+
+def test_bad_expression_and_unknown_key_are_configuration() -> None:
+    """An unknown threshold key and an expression that does not compile are the user's
+    configuration: failureClass scope Configuration, judged without waiting for a value."""
+    for thresholds, reason in (({"nope": "value > 1"}, JobReason.UNKNOWN_THRESHOLD_KEY),
+                               ({"busBandwidthGBps": "value >>> 1"},
+                                JobReason.INVALID_THRESHOLD_EXPRESSION)):
+        job = _job(thresholds, succeeded_at=10)
+        plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None)), at(11))
+        cond = _validation(plan.status)
+        assert cond is not None and cond.reason == reason
+        assert plan.status is not None and plan.status.failure_class is not None
+        assert plan.status.failure_class.scope == FailureScope.CONFIGURATION
+
+
+def test_keys_no_measurement_gives_fail_at_once_as_configuration() -> None:
+    """A threshold on a key the Job tier never measures (a goodput key), or on bandwidth with
+    no spec.bandwidthMeasurement, is the user's configuration: ThresholdNoData at once."""
+    job = _job({"goodputRatio": "value > 0.5"}, succeeded_at=10)
+    plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None)), at(11))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
+    assert "goodputRatio" in cond.message
+    assert plan.status is not None and plan.status.failure_class is not None
+    assert plan.status.failure_class.scope == FailureScope.CONFIGURATION
+    bare = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
+    bare = attrs.evolve(bare, spec=attrs.evolve(bare.spec, bandwidth_measurement=None))
+    plan = reconcile_job(bare, Observation(), at(11))
+    cond = _validation(plan.status)
+    assert cond is not None and "no spec.bandwidthMeasurement" in cond.message

@@ -218,7 +218,9 @@ def test_job_gone_or_replaced() -> None:
     plan = reconcile_measurement(_bm(start_time=T0), MeasurementObservation(), at(5))
     assert plan.confirm_job_absence
     gone = MeasurementObservation(job_absence_confirmed=True)
-    assert reconcile_measurement(_bm(), gone, at(5)).status is None  # never saw it: waits
+    waiting, plan = _pass(_bm(), gone, at(5), [])  # never saw it: waits, visibly
+    assert _cond(waiting, ConditionType.MEASURING) == ("False", MeasurementReason.JOB_NOT_FOUND)
+    assert _cond(waiting, ConditionType.COMPLETE) is None and plan.requeue_after == 15.0
     bm, _ = _pass(_bm(start_time=T0), gone, at(5), [])
     assert _cond(bm, ConditionType.COMPLETE) == ("True", MeasurementReason.LOGS_UNAVAILABLE)
     bm, _ = _pass(_bm(), attrs.evolve(RUNNING, job=_job(uid="other")), at(5), [])
@@ -226,11 +228,52 @@ def test_job_gone_or_replaced() -> None:
 
 
 def test_missing_profile_is_not_terminal() -> None:
-    """A missing or invalid profile is reported on Measuring and retried."""
-    obs = attrs.evolve(RUNNING, profile=None, profile_error="LogProfile nope not found")
-    bm, plan = _pass(_bm(), obs, at(5), [])
+    """A missing profile (LogProfileNotFound, naming it) or an invalid one (LogProfileInvalid,
+    the compiler's error) is reported on Measuring at the first pass and retried."""
+    missing = attrs.evolve(RUNNING, profile=None)
+    bm, plan = _pass(_bm(), missing, at(5), [])
     assert _cond(bm, ConditionType.MEASURING) == ("False", "LogProfileNotFound")
+    cond = next(c for c in bm.status.conditions if c.type == ConditionType.MEASURING)
+    assert cond.message == "LogProfile nccl-bandwidth not found"
     assert _cond(bm, ConditionType.COMPLETE) is None and plan.requeue_after == 15.0
+    invalid = attrs.evolve(missing, profile_error="LogProfile nccl-bandwidth: bad regex")
+    bm, _ = _pass(_bm(), invalid, at(5), [])
+    assert _cond(bm, ConditionType.MEASURING) == ("False", "LogProfileInvalid")
+
+
+def test_missing_profile_is_said_before_the_job_runs() -> None:
+    """The profile problem does not wait for the workload: a Job still pending already gets
+    its measurement's LogProfileNotFound (the Job tier reads it at once)."""
+    pending = MeasurementObservation(job=_job(reason=JobReason.WORKLOAD_PENDING), profile=None)
+    bm, _ = _pass(_bm(), pending, at(1), [])
+    assert _cond(bm, ConditionType.MEASURING) == ("False", "LogProfileNotFound")
+
+
+def test_job_ref_of_another_kind_fails_saying_which() -> None:
+    """A jobRef that names anything but a cre.dev Job completes InvalidJobRef at once, the
+    message naming the kind and group it got."""
+    bm = _bm()
+    wrong = attrs.evolve(bm, spec=attrs.evolve(bm.spec, job_ref=TypedLocalObjectReference(
+        api_group="batch", kind="Job", name="j1")))
+    done, plan = _pass(wrong, RUNNING, at(1), [])
+    assert _cond(done, ConditionType.COMPLETE) == ("True", MeasurementReason.INVALID_JOB_REF)
+    cond = next(c for c in done.status.conditions if c.type == ConditionType.COMPLETE)
+    assert "'batch'" in cond.message and "Job 'j1'" in cond.message and plan.terminal
+
+
+def test_missing_job_waits_bounded() -> None:
+    """A Job that never existed is waited for JOB_WAIT_BOUND (Measuring=False / JobNotFound
+    naming it), then the measurement completes JobNotFound."""
+    from cre.core.measurement import JOB_WAIT_BOUND
+
+    gone = MeasurementObservation(job_absence_confirmed=True, profile=PROFILE)
+    bm, _ = _pass(_bm(), gone, at(0), [])
+    bm, _ = _pass(bm, gone, at(JOB_WAIT_BOUND.total_seconds() - 1), [])
+    assert _cond(bm, ConditionType.COMPLETE) is None
+    assert "Job j1 does not exist" in next(
+        c.message for c in bm.status.conditions if c.type == ConditionType.MEASURING)
+    bm, _ = _pass(bm, gone, at(JOB_WAIT_BOUND.total_seconds()), [])
+    assert _cond(bm, ConditionType.COMPLETE) == ("True", MeasurementReason.JOB_NOT_FOUND)
 
 
 def test_choose_pod_order() -> None:

@@ -95,11 +95,11 @@ def test_invalid_expression(expr: str, fragment: str) -> None:
 
 
 def test_missing_value_waits_then_times_out() -> None:
-    """No value: wait until measurementTimeout after success, then MeasurementTimeout."""
+    """No value: wait until measurementTimeout after success, then ThresholdNoData."""
     w = _judge({"busBandwidthGBps": "value >= 1"}, {}, now=T0 + timedelta(minutes=1))
     assert w == Wait(deadline=T0 + timedelta(minutes=5), missing=("busBandwidthGBps",))
     v = _judge({"busBandwidthGBps": "value >= 1"}, {}, now=T0 + timedelta(minutes=5))
-    assert isinstance(v, Verdict) and v.reason == JobReason.MEASUREMENT_TIMEOUT
+    assert isinstance(v, Verdict) and v.reason == JobReason.THRESHOLD_NO_DATA
     assert "within 5m" in v.message and "NoDataCollected" in v.message
 
 

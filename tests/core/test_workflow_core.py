@@ -24,6 +24,7 @@ from cre.core import noderesults as NR
 from cre.core.classify import group_nodes
 from cre.core.observed import NodeView
 from cre.core.workflow import WorkflowSettings, reconcile_workflow
+from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING
 from tests.core.jobtier import Story, check_emittable
 from tests.core.tierworld import (
     WorkflowWorld,
@@ -585,12 +586,19 @@ def test_unjudged_thresholds_never_wait_and_say_so() -> None:
 
 def test_judged_thresholds_wait_for_the_verdict() -> None:
     """Once the Job tier judges thresholds (settings.thresholds_judged), a succeeded Job
-    without a verdict yet holds its group until measurementTimeout plus the grace."""
+    without a verdict holds its group; a verdict that never comes is never a pass: past the
+    safety bound the group ends an infrastructure abort (ThresholdVerdictMissing), its nodes
+    Uncertified and the verdict Incomplete."""
     world = _world(2, settings=WorkflowSettings(thresholds_judged=True),
                    thresholds={"busBandwidthGBps": "value >= 100"})
-    finished = world.run(always_succeed, limit=600)
-    assert finished >= 300, "did not wait for a threshold verdict"
+    finished = world.run(always_succeed, limit=20000)
+    assert finished >= 300 + 30 + VALIDATION_GRACE.total_seconds(), \
+        "did not wait for a threshold verdict"
     assert WorkflowReason.THRESHOLDS_NOT_JUDGED not in _reasons(world)
+    assert world.wf.status.verdict == Verdict.INCOMPLETE
+    assert all(g.phase == GroupPhase.INFRA_ABORTED for g in world.wf.status.groups)
+    assert all(g.failure_class is not None and g.failure_class.reason == VERDICT_MISSING
+               for g in world.wf.status.groups)
 
 
 def test_a_threshold_miss_carries_the_value_and_the_busbw_up() -> None:

@@ -36,15 +36,32 @@ def default() -> list[dict[str, Any]]:
 
 
 def test_default_renders_everything(default: list[dict[str, Any]]) -> None:
-    """deploy/default holds the CRDs, namespace, identity, RBAC, Deployment and Service."""
+    """deploy/default holds the CRDs, namespace, identity, RBAC, Deployment, Service and the
+    shipped LogProfiles (cluster-scoped: no namespace)."""
     kinds = sorted({d["kind"] for d in default})
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                     "Deployment", "Namespace", "Role", "RoleBinding", "Service",
+                     "Deployment", "LogProfile", "Namespace", "Role", "RoleBinding", "Service",
                      "ServiceAccount"]
     for doc in default:
         if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                               "Namespace"):
+                               "Namespace", "LogProfile"):
             assert doc["metadata"]["namespace"] == "cre-system", doc["metadata"]["name"]
+
+
+def test_default_ships_the_log_profiles(default: list[dict[str, Any]]) -> None:
+    """The real ``kubectl kustomize deploy/default`` carries every LogProfile CRE ships,
+    exactly as shipped_profiles() serialises them, without a namespace (cluster-scoped)."""
+    from cre.api.converter import to_dict
+    from cre.core.goodputprofiles import megatron_profile
+    from cre.core.logprofile import shipped_profiles
+
+    rendered = {d["metadata"]["name"]: d for d in default if d["kind"] == "LogProfile"}
+    shipped = [*shipped_profiles(), megatron_profile()]
+    assert sorted(rendered) == sorted(p.metadata.name or "" for p in shipped)
+    for profile in shipped:
+        doc = rendered[profile.metadata.name or ""]
+        assert "namespace" not in doc["metadata"]
+        assert doc["spec"] == to_dict(profile)["spec"], profile.metadata.name
 
 
 def test_crd_kustomization_lists_the_generated_crds() -> None:
@@ -129,13 +146,13 @@ def test_apply_to_the_emulator() -> None:
     """``kubectl apply -k deploy/default`` succeeds against the API emulator."""
     with Stack() as stack:
         stack.start_emulator(crds=[])
-        result = stack.kubectl("apply", "-k", str(DEPLOY / "default"))
+        applied = stack.apply_kustomization(DEPLOY / "default")
         rendered = stack.kubectl("kustomize", str(DEPLOY / "default")).stdout
         kinds = sum(line.startswith("kind: ") for line in rendered.splitlines())
-        assert result.stdout.count(" created\n") == kinds, result.stdout  # every object
-        assert "deployment.apps/cre-manager created" in result.stdout
-        assert "customresourcedefinition.apiextensions.k8s.io/jobs.cre.dev created" in \
-            result.stdout
+        assert applied.count(" created\n") == kinds, applied  # every object, once
+        assert "logprofile.cre.dev/nccl-bandwidth created" in applied
+        assert "deployment.apps/cre-manager created" in applied
+        assert "customresourcedefinition.apiextensions.k8s.io/jobs.cre.dev created" in applied
         deployment = stack.kubectl_json("get", "deployment", "-n", "cre-system", "cre-manager")
         assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "cre-manager"
 

@@ -99,6 +99,9 @@ KINDS: dict[tuple[str, str], Resource] = {
                                            kind="BandwidthMeasurement"),
     ("GoodputMeasurement", ""): Resource("cre.dev", "v1alpha1", "goodputmeasurements",
                                          kind="GoodputMeasurement"),
+    # Cluster-scoped: a scenario deletes a shipped one to show what its absence does.
+    ("LogProfile", ""): Resource("cre.dev", "v1alpha1", "logprofiles", namespaced=False,
+                                 kind="LogProfile"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -540,7 +543,8 @@ async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, names
     elif name == "job":
         from cre.controller.job import JobController
 
-        ctrl = JobController(cluster.client, namespaces=[namespace], clock=now)
+        ctrl = JobController(cluster.client, namespaces=[namespace], clock=now,
+                             time_scale=clock.scale)
     elif name == "workflow":
         from cre.controller.workflow import WorkflowController
         from cre.core.workflow import WorkflowSettings

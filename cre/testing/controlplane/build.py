@@ -16,6 +16,8 @@ proxy, gets a :class:`Unavailable` naming what is missing, which tests turn into
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -220,10 +223,12 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> BuildReport:
                            bin_bytes=_size(found.bin_dir))
     pinned = versions()
     final = cache_root() / pinned.label / "bin"
-    _build_into(final, [(ETCD_MODULE, "etcd", "-s -w"), (KUBE_MODULE, "kube", _ldflags(pinned))],
-                links=COMPONENTS, stamp=source_digest(), jobs=jobs, label=pinned.label, log=log)
+    built = _build_into(final, [(ETCD_MODULE, "etcd", "-s -w"),
+                                (KUBE_MODULE, "kube", _ldflags(pinned))],
+                        links=COMPONENTS, stamp=source_digest(), jobs=jobs, label=pinned.label,
+                        log=log)
     binaries = Binaries(bin_dir=final, versions=pinned)
-    return BuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
+    return BuildReport(binaries=binaries, built=built, seconds=time.monotonic() - started,
                        bin_bytes=_size(final))
 
 
@@ -238,19 +243,52 @@ def ensure_kwok_built(*, jobs: int = 2, log: bool = False) -> KwokBuildReport:
                                bin_bytes=found.path.stat().st_size)
     version = kwok_version()
     final = _kwok_bin_dir(version)
-    _build_into(final, [(KWOK_MODULE, "kwok", KWOK_LDFLAGS)], links=(), stamp=kwok_digest(),
-                jobs=jobs, label=f"kwok-{version}", log=log)
+    built = _build_into(final, [(KWOK_MODULE, "kwok", KWOK_LDFLAGS)], links=(),
+                        stamp=kwok_digest(), jobs=jobs, label=f"kwok-{version}", log=log)
     kwok = KwokBinary(path=final / "kwok", version=version)
-    return KwokBuildReport(kwok=kwok, built=True, seconds=time.monotonic() - started,
+    return KwokBuildReport(kwok=kwok, built=built, seconds=time.monotonic() - started,
                            bin_bytes=kwok.path.stat().st_size)
 
 
+@contextlib.contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """One build at a time into ``folder`` (pytest-xdist workers, ``make controlplane`` and a
+    test session on one machine share the cache): an exclusive lock on ``folder/.build.lock``,
+    released when the holder exits, even by a crash."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _current(final: Path, outputs: list[tuple[Path, str, str]], stamp: str) -> bool:
+    marker = final / ".source"
+    return marker.is_file() and marker.read_text().strip() == stamp \
+        and all((final / output).is_file() for _, output, _ in outputs)
+
+
 def _build_into(final: Path, outputs: list[tuple[Path, str, str]], *, links: tuple[str, ...],
-                stamp: str, jobs: int, label: str, log: bool) -> None:
+                stamp: str, jobs: int, label: str, log: bool) -> bool:
     """``go build`` each (module, output, ldflags) into a staging folder next to ``final``,
-    add the ``links`` to the last output and the stamp, then swap the folder into place."""
+    add the ``links`` to the last output and the stamp, then swap the folder into place.
+
+    Under :func:`build_lock`: a build that another process finished while this one waited is
+    taken as it is (False); True when this call built."""
     go = go_tool()
-    final.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(final.parent):
+        if _current(final, outputs, stamp):
+            return False
+        _build_unlocked(go, final, outputs, links=links, stamp=stamp, jobs=jobs, label=label,
+                        log=log)
+        return True
+
+
+def _build_unlocked(go: str, final: Path, outputs: list[tuple[Path, str, str]], *,
+                    links: tuple[str, ...], stamp: str, jobs: int, label: str,
+                    log: bool) -> None:
     staging = Path(tempfile.mkdtemp(prefix="bin-", dir=final.parent))
     staging.chmod(0o755)
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []

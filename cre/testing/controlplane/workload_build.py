@@ -108,9 +108,10 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> WorkloadBuildReport:
     pinned = versions()
     final = cache_root() / pinned.label / "bin"
     # Trainer first: its graph holds JobSet's API package, the JobSet build then reuses it.
-    _build_into(final, [(TRAINER_MODULE, "trainer", LDFLAGS), (JOBSET_MODULE, "jobset", LDFLAGS)],
-                links=(), stamp=source_digest(), jobs=jobs, label=pinned.label, log=log)
+    built = _build_into(final, [(TRAINER_MODULE, "trainer", LDFLAGS),
+                                (JOBSET_MODULE, "jobset", LDFLAGS)],
+                        links=(), stamp=source_digest(), jobs=jobs, label=pinned.label, log=log)
     binaries = WorkloadBinaries(bin_dir=final, versions=pinned)
-    return WorkloadBuildReport(binaries=binaries, built=True, seconds=time.monotonic() - started,
+    return WorkloadBuildReport(binaries=binaries, built=built, seconds=time.monotonic() - started,
                                bin_bytes=_size(final))
 

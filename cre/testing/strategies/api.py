@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from cre.api import common, conditions, meta
 from cre.api.certification import (
     RESOURCE_QUANTITY,
-    SOURCE_REPO,
     CategoryResources,
     ResourceValues,
 )
@@ -193,7 +192,6 @@ _PATTERNS: dict[str, Callable[[], st.SearchStrategy[str]]] = {
     common.QUALIFIED_NAME: lambda: label_keys(),
     common.LABEL_VALUE: label_values,
     RESOURCE_QUANTITY: lambda: _numbers(st.integers(1, 999), ["", "m", "Mi", "Gi", "k"]),
-    SOURCE_REPO: lambda: st.builds(lambda h: f"https://{h}/repo.git", dns_names()),
     DECIMAL: lambda: st.builds(
         lambda a, b: f"{a}.{b:02d}", st.integers(0, 999), st.integers(0, 99)
     ),
