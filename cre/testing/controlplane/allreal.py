@@ -157,6 +157,46 @@ class LauncherLogs:
 
 
 @attrs.frozen
+class NodeScript:
+    """Scripts every pod of a namespace by the node it was bound to, for runs whose pods CRE
+    renders itself (a Certification): the first time a pod labelled ``selector`` shows a
+    ``spec.nodeName``, ``log_text(node)`` is written into the kubelet log server for its
+    ``container`` and the pod is annotated for KWOK to exit ``exit_code(node)`` after
+    ``run_seconds`` (KWOK re-reads the annotations on the update). :meth:`run` polls (a
+    scoped list) until cancelled."""
+
+    logs: KubeletLogs
+    exit_code: Callable[[str], int]
+    log_text: Callable[[str], str]
+    run_seconds: float = 2.0
+    container: str = "node"
+    selector: str = labels.JOB
+    scripted: dict[str, str] = attrs.field(factory=dict)
+    """``namespace/pod`` -> the node it was scripted on."""
+
+    async def run(self, client: KubeClient, namespace: str, *, interval: float = 0.3) -> None:
+        while True:
+            page = await client.list(PODS, namespace=namespace,
+                                     query={"labelSelector": self.selector})
+            for pod in page.get("items") or []:
+                await self._script(client, pod)
+            await anyio.sleep(interval)
+
+    async def _script(self, client: KubeClient, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        node = (pod.get("spec") or {}).get("nodeName")
+        key = f"{meta['namespace']}/{meta['name']}"
+        if not node or key in self.scripted or meta.get("deletionTimestamp"):
+            return
+        self.logs.append_log(meta["namespace"], meta["name"], self.container,
+                             self.log_text(node))
+        patch = {"metadata": {"annotations": K.pod_annotations(
+            exit_code=self.exit_code(node), run_seconds=self.run_seconds)}}
+        await client.patch(PODS, meta["name"], patch, namespace=meta["namespace"])
+        self.scripted[key] = node
+
+
+@attrs.frozen
 class Change:
     """One visible change of one object: ``at`` seconds on the monotonic clock."""
 
