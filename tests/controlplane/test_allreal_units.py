@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from cre.api.labels import GROUP_NODES
 from cre.testing.controlplane.allreal import (
     LauncherLogs,
+    NodeScript,
     Timeline,
     log_node,
     node_log_fields,
@@ -97,6 +99,48 @@ def test_launcher_logs_write_once_per_launcher_pod() -> None:
         writer.handler(None, None, obj)
     writer.handler(None, launcher, None)
     assert logs.appended == [("n", "l-0", "node", "boom\n")]
+
+
+class _Patches:
+    def __init__(self, logs: _Logs) -> None:
+        self.logs = logs
+        self.calls: list[tuple[str, dict[str, Any], str | None, int]] = []
+
+    async def patch(self, res: Any, name: str, body: dict[str, Any], *,
+                    namespace: str | None = None) -> dict[str, Any]:
+        # how many log lines were written when the patch went out: the log comes first
+        self.calls.append((name, body, namespace, len(self.logs.appended)))
+        return body
+
+
+def _pod(name: str, node: str | None, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-06T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node} if node else {}}
+
+
+def test_node_script_scripts_each_bound_pod_once_by_its_node() -> None:
+    """NodeScript writes a bound pod's log, then annotates it with its node's exit code, once;
+    unbound and deleting pods are left alone."""
+    logs = _Logs()
+    client = _Patches(logs)
+    script = NodeScript(logs=logs, exit_code=lambda n: 7 if n == "bad" else 0,  # type: ignore[arg-type]
+                        log_text=lambda n: f"ran on {n}\n", run_seconds=1.5)
+
+    async def scenario() -> None:
+        for pod in (_pod("a", None), _pod("b", "bad"), _pod("c", "good"),
+                    _pod("b", "bad"), _pod("d", "good", deleting=True)):
+            await script._script(client, pod)  # type: ignore[arg-type]
+
+    anyio.run(scenario)
+    assert logs.appended == [("ns", "b", "node", "ran on bad\n"),
+                             ("ns", "c", "node", "ran on good\n")]
+    assert [(name, body["metadata"]["annotations"], ns, written)
+            for name, body, ns, written in client.calls] == [
+        ("b", {EXIT_CODE: "7", RUN_SECONDS: "1.5"}, "ns", 1),
+        ("c", {EXIT_CODE: "0", RUN_SECONDS: "1.5"}, "ns", 2)]
+    assert script.scripted == {"ns/b": "bad", "ns/c": "good"}
 
 
 def test_timeline_records_changes_only() -> None:
