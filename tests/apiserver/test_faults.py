@@ -199,6 +199,16 @@ async def test_refuse_create_answers_as_admission_would(client: Client, emu: Emu
         ("configmaps", 422), ("pods", 409), ("pods", 400)]
 
 
+async def test_a_create_with_malformed_metadata_is_a_400_not_a_crash(
+        client: Client, emu: Emulator) -> None:
+    """The create-refusal check reads the name only from an object ``metadata``: a body whose
+    metadata is a string gets the decoder's 400, never a 500 from the fault hook."""
+    status, body, _ = await client.post("/api/v1/namespaces/default/configmaps",
+                                        {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": "x"})
+    assert status == 400 and body["reason"] == "BadRequest"
+
+
 def test_refuse_create_rejects_codes_that_are_not_refusals() -> None:
     """A refuseCreate code other than 400/403/409/422 is a configuration error naming it."""
     from cre.testing.apiserver.faults import Faults

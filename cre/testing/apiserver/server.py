@@ -358,8 +358,10 @@ class ApiServer:
             if r.subresource:
                 raise _method_not_allowed(rt, verb)
             body = await read_body(request, rt=rt)
-            refused = self.faults.check_create(
-                rt.qualified, str((body.get("metadata") or {}).get("name") or ""))
+            # A malformed metadata (not an object) is the decoder's 400 below, not a crash here.
+            meta = body.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            refused = self.faults.check_create(rt.qualified, str(name or ""))
             if refused is not None:
                 raise refused
             opts = write_options(request)
