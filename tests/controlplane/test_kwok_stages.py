@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cre.testing.controlplane.kwok import IMAGE_PULL_ERROR, PULL, stages
+import pytest
+
+from cre.testing.controlplane.kwok import IMAGE_PULL_ERROR, PULL, pod_annotations, stages
 
 
 def _by_name() -> dict[str, dict[str, Any]]:
@@ -32,3 +34,12 @@ def test_an_annotated_pod_cycles_through_the_image_pull_waits_and_never_runs() -
     assert (backoff["delay"]["durationMilliseconds"], retry["delay"]["durationMilliseconds"]) \
         == (1000, 10000)
     assert "reason: ErrImagePull" in retry["next"]["statusTemplate"]
+
+
+def test_pod_annotations_carry_the_image_pull_cause_and_refuse_an_empty_one() -> None:
+    """``pod_annotations(image_pull_error=...)`` sets the annotation the stages select on;
+    an empty cause is refused, naming the annotation."""
+    assert pod_annotations(image_pull_error="manifest unknown", exit_code=0) == {
+        IMAGE_PULL_ERROR: "manifest unknown", "cre.dev/kwok-exit-code": "0"}
+    with pytest.raises(ValueError, match=IMAGE_PULL_ERROR):
+        pod_annotations(image_pull_error=" ")

@@ -113,15 +113,17 @@ async def run_job(backend: RealBackend, rendered: Rendered, *, namespace: str,
                                                                          str | None],
                   limit: float = 300.0, settle: float = 10.0,
                   settings: JobSettings | None = None, in_process: bool = True,
-                  until: Callable[[Timeline], bool] | None = None) -> RunResult:
+                  until: Callable[[Timeline], bool] | None = None,
+                  launcher_annotations: dict[str, str] | None = None) -> RunResult:
     """Run ``rendered`` in ``namespace`` with a launcher exiting ``exit_code`` after
     ``run_seconds``; see the module docstring. ``limit`` is a safety net only.
     ``in_process``: CRE's Job controller runs here on ``namespace`` (the Job harness); False:
     something else runs it (a ``cre-manager`` process the caller started). ``until``: once the
     Job finished, also wait (within ``limit``) until the timeline satisfies it, then watch
-    ``settle`` seconds more."""
-    job, runtime = rendered.scripted(namespace, launcher=K.pod_annotations(
-        exit_code=exit_code, run_seconds=run_seconds))
+    ``settle`` seconds more. ``launcher_annotations``: more KWOK annotations for the launcher
+    (e.g. :data:`.kwok.IMAGE_PULL_ERROR`)."""
+    job, runtime = rendered.scripted(namespace, launcher={**K.pod_annotations(
+        exit_code=exit_code, run_seconds=run_seconds), **(launcher_annotations or {})})
     name = job["metadata"]["name"]
     timeline = Timeline()
     writer = LauncherLogs(logs=backend.logs, text_for=log_text)

@@ -390,9 +390,15 @@ def node_ready(plane: ControlPlane, name: str) -> bool:
 
 
 def pod_annotations(*, exit_code: int | None = None, run_seconds: float | None = None,
-                    start_seconds: float | None = None) -> dict[str, str]:
-    """The annotations that script a pod's fake containers (see the module docstring)."""
+                    start_seconds: float | None = None,
+                    image_pull_error: str | None = None) -> dict[str, str]:
+    """The annotations that script a pod's fake containers (see the module docstring);
+    ``image_pull_error``: the pull fails with that cause and the containers never run."""
     out: dict[str, str] = {}
+    if image_pull_error is not None:
+        if not image_pull_error.strip():
+            raise ValueError(f"{IMAGE_PULL_ERROR}: the pull error cause is empty")
+        out[IMAGE_PULL_ERROR] = image_pull_error
     if exit_code is not None:
         if not 0 <= exit_code <= 255:
             raise ValueError(f"{EXIT_CODE}: exit code {exit_code} is outside 0..255")
