@@ -252,11 +252,7 @@ def cre_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     patched: set[str] = set()
     current: Any = copy.deepcopy(dict(obj))
     for _ in range(REPAIR_ROUNDS):
-        try:
-            from_dict(current)
-        except ValidationError:
-            pass
-        else:
+        if _builds(current):
             break  # the models build: the last validate_cre ran every rule
         fixed = [e.path for e in found if not _is_under(e.path, patched)
                  and _patch(current, tokens(e.path), _stand_in(e.message))]
@@ -268,6 +264,15 @@ def cre_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         errors += [e for e in found if not _is_under(e.path, patched)
                    and (e.path, e.message) not in seen]
     return errors
+
+
+def _builds(obj: Mapping[str, Any]) -> bool:
+    """Whether the models build from ``obj`` (no type error left to stand in for)."""
+    try:
+        from_dict(obj)
+    except ValidationError:
+        return False
+    return True
 
 
 def catalog_problems(obj: Mapping[str, Any], *,

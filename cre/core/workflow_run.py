@@ -5,6 +5,7 @@ are partitioned; pure like it (see that module for the rules this one implements
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -114,20 +115,10 @@ def _deadline_passed(ctx: _Ctx) -> WorkflowPlan:
     status = ctx.wf.status
     p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
     why = f"the run's deadline ({ctx.wf.spec.deadline} from its creation) passed"
-    cancelled = []
-    for i, g in enumerate(p.groups):
-        if g.phase.terminal:
-            continue
-        if g.phase == GroupPhase.RUNNING and g.job_ref is not None:
-            job = ctx.obs.job(g.job_ref.name)
-            if job is not None and job.metadata.deletion_timestamp is None:
-                p.deletes.append(_delete_job(job))
-        p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
-                                   message=f"Cancelled: {why}")
-        p.uncertified += [D.NodeRecord(name=n, reason=WorkflowReason.DEADLINE_EXCEEDED,
-                                       message=f"not certified: {why}")
-                          for n in active_nodes(g)]
-        cancelled.append(g.name)
+    cancelled = _cancel_unfinished(
+        ctx, p, message=f"Cancelled: {why}",
+        records=lambda nodes: [D.NodeRecord(name=n, reason=WorkflowReason.DEADLINE_EXCEEDED,
+                                            message=f"not certified: {why}") for n in nodes])
     p.events.append(EventSpec(
         type=EventSeverity.WARNING, reason=WorkflowReason.DEADLINE_EXCEEDED,
         message=f"{why[0].upper()}{why[1:]}: cancelled {len(cancelled)} group(s)"
@@ -283,7 +274,12 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
     return attrs.evolve(group, phase=decision.phase, completion_time=ctx.now)
 
 
-def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
+def _cancel_unfinished(
+    ctx: _Ctx, p: _Pass, *, message: str,
+    records: Callable[[tuple[str, ...]], Iterable[D.NodeRecord]],
+) -> list[str]:
+    """Cancel every group not finished: delete a running group's Job, mark the group
+    Cancelled with ``message``, record its nodes as ``records`` says; the cancelled names."""
     cancelled = []
     for i, g in enumerate(p.groups):
         if g.phase.terminal:
@@ -293,9 +289,16 @@ def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
             if job is not None and job.metadata.deletion_timestamp is None:
                 p.deletes.append(_delete_job(job))
         p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
-                                   message=f"Cancelled by FailFast: group {by} failed")
-        p.uncertified += D.cancelled_records(active_nodes(g), by_group=by)
+                                   message=message)
+        p.uncertified += list(records(active_nodes(g)))
         cancelled.append(g.name)
+    return cancelled
+
+
+def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
+    cancelled = _cancel_unfinished(
+        ctx, p, message=f"Cancelled by FailFast: group {by} failed",
+        records=lambda nodes: D.cancelled_records(nodes, by_group=by))
     if cancelled:
         p.events.append(EventSpec(
             type=EventSeverity.WARNING, reason=WorkflowReason.GROUPS_CANCELLED,

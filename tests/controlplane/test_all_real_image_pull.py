@@ -22,16 +22,10 @@ import pytest
 
 from cre.kube.client import PODS, KubeClient
 from cre.testing.controlplane import kwok as K
-from cre.testing.controlplane.allreal import Stack, logging_nodes, start_stack
+from cre.testing.controlplane.allreal import Stack, logging_nodes
 from cre.testing.controlplane.allreal_run import Rendered, RunResult, run_job
-from cre.testing.controlplane.build import REPO, Unavailable
-from cre.testing.controlplane.plane import CRE_CRDS, _running
-from cre.testing.controlplane.pytest_fixtures import (
-    binaries_or_skip,
-    kwok_or_skip,
-    workloads_or_skip,
-)
-from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+from cre.testing.controlplane.build import REPO
+from tests.controlplane.allreal_stack import all_real_stack
 
 GOLDEN = REPO / "goldens" / "render" / "all-reduce-aws-h100.json"
 NODES = ("node-01", "node-02")  # the nodes the rendered Job's affinity names
@@ -44,21 +38,7 @@ PULL_REASONS = ("ErrImagePull", "ImagePullBackOff")
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    plane_binaries = binaries_or_skip()
-    kwok = kwok_or_skip()
-    workloads = workloads_or_skip()
-    try:
-        running = start_stack(crds=[JOBSET_OLDEST, TRAINER_OLDEST, CRE_CRDS],
-                              kwok_binary=kwok, plane_binaries=plane_binaries,
-                              workload_binaries=workloads)
-    except Unavailable as exc:
-        pytest.skip(f"real control plane unavailable: {exc}")
-    try:
-        yield running
-    finally:
-        pids = running.plane.pids()
-        running.stop()
-        assert not any(_running(p) for p in pids), "a stack process outlived stop()"
+    yield from all_real_stack()
 
 
 async def _watch_waits(client: KubeClient, seen: list[tuple[str, str, str, str, str]]) -> None:

@@ -29,16 +29,9 @@ from cre.controller.workflowshell import WORKFLOWS
 from cre.core import noderesults as R
 from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINJOBS, ApiError, KubeClient
 from cre.testing.cluster.stubs import dcgm_program
-from cre.testing.controlplane.allreal import NodeScript, Stack, logging_nodes, start_stack
-from cre.testing.controlplane.build import Unavailable
-from cre.testing.controlplane.plane import CRE_CRDS, _running
-from cre.testing.controlplane.pytest_fixtures import (
-    binaries_or_skip,
-    kwok_or_skip,
-    workloads_or_skip,
-)
-from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+from cre.testing.controlplane.allreal import NodeScript, Stack, logging_nodes
 from cre.testing.procs import Stack as Processes
+from tests.controlplane.allreal_stack import all_real_stack
 
 NODES = ("node-01", "node-02", "node-03", "node-04")
 BROKEN = "node-03"
@@ -50,21 +43,7 @@ LIMIT = 600.0
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    plane_binaries = binaries_or_skip()
-    kwok = kwok_or_skip()
-    workloads = workloads_or_skip()
-    try:
-        running = start_stack(crds=[JOBSET_OLDEST, TRAINER_OLDEST, CRE_CRDS],
-                              kwok_binary=kwok, plane_binaries=plane_binaries,
-                              workload_binaries=workloads)
-    except Unavailable as exc:
-        pytest.skip(f"real control plane unavailable: {exc}")
-    try:
-        yield running
-    finally:
-        pids = running.plane.pids()
-        running.stop()
-        assert not any(_running(p) for p in pids), "a stack process outlived stop()"
+    yield from all_real_stack()
 
 
 def _program(node: str) -> tuple[int, str]:
