@@ -23,7 +23,7 @@ from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import ObjectMeta
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.observed import LogTail, ObjectEvent, PodView, TrainJobView
-from cre.core.plan import LogRequest
+from cre.core.plan import ReadLog
 from cre.core.projections import trainjob_view
 from cre.core.workload import TRAINJOB_KIND, workload_name
 from cre.kube.client import TRAINJOBS, ApiError, KubeClient, Resource
@@ -67,13 +67,9 @@ def involved(job: Job) -> dict[str, Any]:
 
 def job_executor(client: KubeClient, recorder: EventRecorder, *,
                  clock: Callable[[], datetime]) -> PlanExecutor:
-    """The executor of Job plans: TrainJobs created and deleted, the Job's status and
-    finalizers written, Events naming the Job."""
-    return PlanExecutor(client, recorder, owner=JOBS,
-                        kinds={TRAINJOB_KIND: TRAINJOBS,
-                               BANDWIDTHMEASUREMENTS.kind: BANDWIDTHMEASUREMENTS,
-                               GOODPUTMEASUREMENTS.kind: GOODPUTMEASUREMENTS},
-                        involved=involved, clock=clock)
+    """The executor of Job plans: the Job's status and finalizers written, Events naming the
+    Job."""
+    return PlanExecutor(client, recorder, owner=JOBS, involved=involved, clock=clock)
 
 
 def by_creation(pods: Sequence[PodView]) -> tuple[PodView, ...]:
@@ -92,7 +88,7 @@ class JobReads:
         self.prefetcher = prefetcher
         self.log_timeout = log_timeout
 
-    async def logs(self, requests: Sequence[LogRequest]) -> tuple[LogTail, ...]:
+    async def logs(self, requests: Sequence[ReadLog]) -> tuple[LogTail, ...]:
         """The tails ``requests`` ask for, in order."""
         tails: list[LogTail] = []
         for req in requests:

@@ -14,7 +14,7 @@ Rules the pure core keeps (each covered by a test):
   sharing a node (an overflow group waits for its lenders), and nothing new after FailFast.
 * A retried group gets a new Job name (``...-retry-<k>``) and new dependency copies, so a
   relaunch never waits for the previous Job's finalizer.
-* A missing Job is only believed after a live read (``confirm_live``); someone deleted it: a
+* A missing Job is only believed after a live read (a ``ListLive`` ask); someone deleted it: a
   user interrupt (the group fails ``UserInterrupted``, not re-created, nodes Uncertified).
 * Iterations: all groups terminal -> the iteration's Jobs are deleted (and confirmed gone)
   before the groups reset; the last iteration ends in the final status instead.
@@ -64,15 +64,24 @@ from cre.core.deps import Dependency, DependencyError, applicable, job_copy, ren
 from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
 from cre.core.groupjob import group_job, job_name
 from cre.core.health import encode_group_gpus
-from cre.core.observed import NodeView
+from cre.core.observed import NodeView, ObjectView
 from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
-from cre.core.plan import Create, Delete, EventSeverity, EventSpec
-from cre.core.tierplan import CreateError, ObjectView, SelfPatch, TierPlan, Upsert
+from cre.core.plan import (
+    Create,
+    CreateError,
+    Delete,
+    EventSeverity,
+    EventSpec,
+    Feedback,
+    ListLive,
+    Patch,
+    Plan,
+)
 from cre.core.trio import true_member
 from cre.core.wording import count
 
-WorkflowPlan = TierPlan[WorkflowStatus]
+WorkflowPlan = Plan[WorkflowStatus]
 JOB_API: Final = L.API_VERSION
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 
@@ -102,20 +111,17 @@ class WorkflowObservation:
     ``jobs``: the CRE Jobs labelled ``cre.dev/workflow=<name>`` in its namespace.
     ``dependencies``: the dependency objects found by the tracking label.
     ``config_maps``: the ``binaryData`` of the node-result ConfigMaps, by name.
-    ``create_conflicts``: ``Kind/name`` of objects a create found held by a foreign owner.
-    ``create_errors``: creates the API server refused for good (400/403/422).
+    ``feedback``: creates whose names foreign objects hold, creates the API server refused
+    for good (400/403/422), and whether the children were read live (:meth:`live_read`).
     ``active_pods``: per Job name, how many of its pods are not yet Succeeded/Failed.
-    ``read_live``: the Jobs (and pods) were read live because the core asked for it.
     """
 
     nodes: tuple[NodeView, ...] = ()
     jobs: tuple[Job, ...] = ()
     dependencies: tuple[ObjectView, ...] = ()
     config_maps: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
-    create_conflicts: tuple[str, ...] = ()
-    create_errors: tuple[CreateError, ...] = ()
     active_pods: Mapping[str, int] = attrs.field(factory=dict)
-    read_live: bool = False
+    feedback: Feedback = attrs.field(factory=Feedback)
 
     def job(self, name: str) -> Job | None:
         """The observed Job of that name."""
@@ -147,7 +153,17 @@ class _Ctx:
         return self.wf.metadata.generation
 
     def plan(self, **kwargs: Any) -> WorkflowPlan:
-        return TierPlan(resource_version=self.wf.metadata.resource_version or "", **kwargs)
+        return Plan(resource_version=self.wf.metadata.resource_version or "", **kwargs)
+
+    @property
+    def live(self) -> ListLive:
+        """The ask: the Workflow's Jobs (with their pods and its dependencies), listed live."""
+        return live_read(self.name)
+
+    @property
+    def read_live(self) -> bool:
+        """Whether the children were read live on this pass."""
+        return self.obs.feedback.has(self.live)
 
     @property
     def policy(self) -> D.EffectivePolicy:
@@ -171,8 +187,7 @@ def reconcile_workflow(
         return _deletion(ctx)
     if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
         body = {"metadata": {"finalizers": [*wf.metadata.finalizers, L.WORKFLOW_FINALIZER]}}
-        return ctx.plan(patches=(SelfPatch(body=body,
-                                           resource_version=wf.metadata.resource_version or ""),))
+        return ctx.plan(patches=(Patch(body=body),))
     current = true_member(wf.status.conditions)
     if current is not None and current.type != ConditionType.IN_PROGRESS:
         return ctx.plan()
@@ -190,16 +205,17 @@ def reconcile_workflow(
             return _write(ctx, wf.status, member=ConditionType.FAILED,
                           reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
         ctx = attrs.evolve(ctx, wf=effective)
-    if observation.create_conflicts:
-        held = ", ".join(observation.create_conflicts)
-        dep = any(not c.startswith("Job/") for c in observation.create_conflicts)
+    conflicts = observation.feedback.create_conflicts
+    if conflicts:
+        held = ", ".join(f"{c.kind}/{c.name}" for c in conflicts)
+        dep = any(c.kind != "Job" for c in conflicts)
         reason = WorkflowReason.DEPENDENCY_NAME_COLLISION if dep \
             else WorkflowReason.JOB_NAME_COLLISION
         return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
                       message=f"{held} already exist(s) and is not controlled by Workflow "
                               f"{ctx.name}")
-    if observation.create_errors:
-        return _create_refused(ctx, observation.create_errors)
+    if observation.feedback.create_rejections:
+        return _create_refused(ctx, observation.feedback.create_rejections)
     from cre.core.workflow_run import advance  # the running phase, kept in its own module
 
     return advance(ctx)
@@ -486,8 +502,8 @@ def _deletion(ctx: _Ctx) -> WorkflowPlan:
     if jobs:
         deletes = tuple(_delete_job(j) for j in jobs if j.metadata.deletion_timestamp is None)
         return ctx.plan(deletes=deletes, requeue_after=ctx.settings.requeue)
-    if not ctx.obs.read_live:
-        return ctx.plan(confirm_live=True)
+    if not ctx.read_live:
+        return ctx.plan(asks=(ctx.live,))
     present = {(o.kind, o.name): o for o in ctx.obs.dependencies}
     pending = [present[(r.kind, r.name)] for r in reversed(wf.status.dependency_refs)
                if (r.kind, r.name) in present]
@@ -495,8 +511,7 @@ def _deletion(ctx: _Ctx) -> WorkflowPlan:
         deletes = tuple(_delete_obj(o) for o in pending if o.owned and not o.terminating)
         return ctx.plan(deletes=deletes, requeue_after=ctx.settings.deletion_requeue)
     finalizers = [f for f in wf.metadata.finalizers if f != L.WORKFLOW_FINALIZER]
-    return ctx.plan(patches=(SelfPatch(body={"metadata": {"finalizers": finalizers}},
-                                       resource_version=wf.metadata.resource_version or ""),))
+    return ctx.plan(patches=(Patch(body={"metadata": {"finalizers": finalizers}}),))
 
 
 def _delete_job(job: Job) -> Delete:
@@ -517,12 +532,17 @@ def configmap_ref(kind: str, uid: str) -> TypedLocalObjectReference:
     return TypedLocalObjectReference(kind="ConfigMap", name=NR.configmap_name(kind, uid))
 
 
-def result_upsert(ctx: _Ctx, kind: str, blob: bytes) -> Upsert:
+def live_read(workflow: str) -> ListLive:
+    """The ask: the Jobs of ``workflow`` (with their pods and its dependencies), listed live."""
+    return ListLive(kind="Job", selector=f"{L.WORKFLOW}={workflow}")
+
+
+def result_upsert(ctx: _Ctx, kind: str, blob: bytes) -> Create:
     """The create-or-replace of one node-result ConfigMap."""
     body = NR.configmap(kind=kind, uid=ctx.uid, namespace=ctx.namespace, workflow=ctx.name,
                         blob=blob)
-    return Upsert(api_version="v1", kind="ConfigMap", namespace=ctx.namespace,
-                  name=body["metadata"]["name"], body=body)
+    return Create(api_version="v1", kind="ConfigMap", namespace=ctx.namespace,
+                  name=body["metadata"]["name"], body=body, replace=True)
 
 
 def missing_job_outcome(name: str) -> D.JobOutcome:

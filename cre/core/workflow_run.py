@@ -41,7 +41,6 @@ from cre.core.deps import suffix
 from cre.core.groupjob import workload_tolerations
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.thresholds import COMPLETION_GRACE
-from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
 from cre.core.usable import Usable, too_few, usable_nodes
 from cre.core.wording import count, every
@@ -78,7 +77,8 @@ class _Pass:
     refs: list[DependencyRef]
     creates: list[Create] = attrs.field(factory=list)
     deletes: list[Delete] = attrs.field(factory=list)
-    upserts: list[Upsert] = attrs.field(factory=list)
+    # Create-or-replace (the node-result ConfigMaps): after the creates, before the status.
+    upserts: list[Create] = attrs.field(factory=list)
     events: list[EventSpec] = attrs.field(factory=list)
     failed: list[D.NodeRecord] = attrs.field(factory=list)
     uncertified: list[D.NodeRecord] = attrs.field(factory=list)
@@ -86,8 +86,8 @@ class _Pass:
     wait: float | None = None
 
     def plan_args(self) -> dict[str, Any]:
-        return {"creates": tuple(self.creates), "deletes": tuple(self.deletes),
-                "upserts": tuple(self.upserts), "events": tuple(self.events)}
+        return {"creates": (*self.creates, *self.upserts), "deletes": tuple(self.deletes),
+                "events": tuple(self.events)}
 
 
 def deadline_left(ctx: _Ctx) -> timedelta | None:
@@ -138,7 +138,7 @@ def _advance(ctx: _Ctx) -> WorkflowPlan:
             continue
         result = _track(ctx, group, p)
         if result == "confirm":
-            return ctx.plan(confirm_live=True)
+            return ctx.plan(asks=(ctx.live,))
         if isinstance(result, GroupStatus):
             p.groups[i] = result
             if tripped is None and D.trips_fail_fast(
@@ -208,7 +208,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
     name = group.job_ref.name if group.job_ref else ""
     job = ctx.obs.job(name)
     if job is None:
-        if not ctx.obs.read_live:
+        if not ctx.read_live:
             return "confirm"
         outcome = missing_job_outcome(name)
     else:
@@ -500,8 +500,8 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
                         requeue_after=ctx.settings.requeue)
     if ctx.obs.jobs:
         return ctx.plan(requeue_after=ctx.settings.requeue)  # still terminating
-    if not ctx.obs.read_live:
-        return ctx.plan(confirm_live=True)
+    if not ctx.read_live:
+        return ctx.plan(asks=(ctx.live,))
     record = IterationRecord(iteration=orch.current_iteration, groups=tuple(
         IterationGroup(name=g.name, phase=g.phase,
                        job_name=g.job_ref.name if g.job_ref else None, start_time=g.start_time,
