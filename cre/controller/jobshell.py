@@ -4,8 +4,8 @@ Everything here is Job-specific I/O that used to sit in the generic executor: th
 resource and how an Event names a Job; the :class:`cre.kube.executor.PlanExecutor` configured for
 Job plans (TrainJobs created and deleted, the Job's status and finalizers written); and the
 reads that answer what :func:`cre.core.job.reconcile_job` asks for (log tails, preferably the
-ones the prefetcher already read; live reads of the Job, its TrainJob, its pods and its
-TrainJob's Events). The controller (:mod:`cre.controller.job`) decides when to ask; this module
+ones the prefetcher already read; live reads of its TrainJob, its pods and its TrainJob's
+Events). The controller (:mod:`cre.controller.job`) decides when to ask; this module
 only reads.
 """
 
@@ -80,7 +80,7 @@ def by_creation(pods: Sequence[PodView]) -> tuple[PodView, ...]:
 
 class JobReads:
     """The reads that answer the Job core: log tails (the prefetched one when there is one) and
-    live reads of a Job, its TrainJob, its pods and the TrainJob's Events."""
+    live reads of its TrainJob, its pods and the TrainJob's Events."""
 
     def __init__(self, client: KubeClient, prefetcher: LogPrefetcher, *,
                  log_timeout: float) -> None:
@@ -98,15 +98,6 @@ class JobReads:
             else:
                 tails.append(await read_pod_log(self.client, req, timeout=self.log_timeout))
         return tuple(tails)
-
-    async def job(self, namespace: str, name: str) -> Job | None:
-        """The Job as served now (``None``: gone)."""
-        try:
-            return job_from_dict(await self.client.get(JOBS, name, namespace=namespace))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
 
     async def trainjob(self, job: Job) -> TrainJobView | None:
         """The Job's TrainJob as served now (``None``: absent)."""
