@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cre._vendor import crds
 from cre.cli import schemas as _checks
 from cre.cli.schemas import (
     KUBE_VERSIONS,
@@ -34,7 +35,6 @@ from cre.cli.schemas import (
     embedded_batch_jobs,
     min_kube_version,
 )
-from cre.testing import crds
 from cre.testing.apiserver._cel import Program, compile_expression
 
 CRD_SETS: Mapping[str, Path] = {

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "up":
             crds = args.crds
             if args.workloads and crds is None:
-                from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+                from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
                 crds = [JOBSET_OLDEST, TRAINER_OLDEST, plane.CRE_CRDS]
             running = plane.start(workdir=args.dir.resolve(), crds=crds, detach=True,

@@ -31,8 +31,8 @@ from typing import Any
 import attrs
 from ruamel.yaml import YAML
 
+from cre._vendor.crds import LATEST as UPSTREAM_CRDS
 from cre.testing.apiserver.emulator import make_certificates
-from cre.testing.crds import LATEST as UPSTREAM_CRDS
 
 from .build import REPO, Binaries, Unavailable, ensure_built
 

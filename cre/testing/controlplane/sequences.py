@@ -431,7 +431,7 @@ def workload_plane() -> ControlPlane:
     """A plane for ``workloads=True``: the JobSet and Trainer CRDs at the versions the real
     controllers are built at (the default plane installs the newest vendored ones), CRE's
     CRDs, and the garbage-collector and namespace controllers."""
-    from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+    from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
     from .plane import CRE_CRDS, start
 
