@@ -34,8 +34,8 @@ from cre.core.workflow import (
     WorkflowObservation,
     WorkflowPlan,
     WorkflowSettings,
-    reconcile_workflow,
 )
+from cre.core.workflow_run import reconcile_workflow
 from tests.core.jobtier import Story, check_emittable, job_tier_status
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

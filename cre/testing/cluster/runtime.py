@@ -50,7 +50,8 @@ from cre.testing.cluster.model import (
     key_of,
 )
 from cre.testing.cluster.profiles import node_manifest
-from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.cluster.program import Role
+from cre.testing.cluster.stubs import Behaviour, Override
 
 log = logging.getLogger("cre.testing.cluster")
 RETRY_WALL_MIN = 0.02  # seconds before retrying after a failed write (simulated 1 s if longer)

@@ -92,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                                   scheduler=args.scheduler)
             try:
                 if args.kwok:
-                    running.start_kwok(detach=True)
+                    from .kwok import start_kwok
+
+                    start_kwok(running, detach=True)
                 if args.workloads:
                     from . import workloads
 

@@ -261,13 +261,6 @@ class ControlPlane:
             f"--kubeconfig={self.kubeconfig}", "--secure-port=0", "--leader-elect=false",
         ], detach=detach)
 
-    def start_kwok(self, *, detach: bool = False) -> Component:
-        """KWOK playing the kubelets of the ``type=kwok`` nodes with CRE's stages (:mod:`.kwok`:
-        fake GPU nodes, pods scripted by annotations)."""
-        from .kwok import start_kwok
-
-        return start_kwok(self, detach=detach)
-
     def stop(self) -> None:
         """Stop every component, newest first; remove the scratch folder if it made it."""
         for comp in reversed(self.components):
