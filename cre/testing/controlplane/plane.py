@@ -117,7 +117,7 @@ class ControlPlane:
     @property
     def serving_cert(self) -> tuple[Path, Path]:
         """(certificate, key) for 127.0.0.1 signed by the plane's CA (which kube-apiserver
-        also trusts for kubelets: :mod:`.kubelet_logs` serves logs with it)."""
+        also trusts for kubelets: :mod:`cre.testing.cluster.kubelet_logs` serves logs with it)."""
         return self.workdir / "pki" / "server.crt", self.workdir / "pki" / "server.key"
 
     def ssl_context(self) -> ssl.SSLContext:

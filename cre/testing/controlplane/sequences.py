@@ -38,8 +38,8 @@ from cre.api.watch import WatchEventType
 from cre.kube.client import BATCH_JOBS, JOBSETS, PODS, TRAINJOBS, KubeClient, Resource
 from cre.kube.informer import Informer, ReflectorConfig
 from cre.testing.cluster.clock import SimClock
+from cre.testing.cluster.kubelet_logs import KubeletLogs
 
-from .kubelet_logs import KubeletLogs
 from .plane import Component, ControlPlane
 from .sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS, Allowed
 
