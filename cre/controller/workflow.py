@@ -8,7 +8,7 @@ finishing lets the Workflow sweep that Job's dependency copies) and GPU nodes
 changing readiness wakes the Workflows that have not discovered their nodes yet).
 
 One reconcile is :func:`cre.kube.runtime.converge` around
-:func:`cre.core.workflow.reconcile_workflow`: the Observation comes from the caches; when the
+:func:`cre.core.workflow_run.reconcile_workflow`: the Observation comes from the caches; when the
 Plan asks for a live list (a ``ListLive`` of its Jobs) the shell reads the Jobs, dependencies
 and pods live and runs the core again; a create whose name a foreign object holds, or that was
 refused for good, goes back in ``feedback``; a status write that conflicts re-reads the Workflow
@@ -59,8 +59,8 @@ from cre.core.workflow import (
     WorkflowObservation,
     WorkflowPlan,
     WorkflowSettings,
-    reconcile_workflow,
 )
+from cre.core.workflow_run import reconcile_workflow
 from cre.kube.client import CONFIGMAPS, NODES, TRAINING_RUNTIMES, KubeClient
 from cre.kube.informer import Informer
 from cre.kube.metrics import metrics_for

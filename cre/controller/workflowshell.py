@@ -1,6 +1,6 @@
 """The Workflow core's shell: the slim views its caches hold and the live reads it answers with.
 
-What :func:`cre.core.workflow.reconcile_workflow` reads besides the Workflow itself:
+What :func:`cre.core.workflow_run.reconcile_workflow` reads besides the Workflow itself:
 
 * the CRE Jobs labelled ``cre.dev/workflow`` (the full model: the core reads their conditions,
   failure class and failed nodes);

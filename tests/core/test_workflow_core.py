@@ -23,8 +23,8 @@ from cre.api.meta import Condition, ConditionStatus
 from cre.core import noderesults as NR
 from cre.core.classify import group_nodes
 from cre.core.observed import NodeView
-from cre.core.workflow import WorkflowSettings, live_read, reconcile_workflow
-from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING
+from cre.core.workflow import WorkflowSettings, live_read
+from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING, reconcile_workflow
 from tests.core.jobtier import Story, check_emittable
 from tests.core.tierworld import (
     WorkflowWorld,

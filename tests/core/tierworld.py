@@ -35,8 +35,8 @@ from cre.core.workflow import (
     WorkflowPlan,
     WorkflowSettings,
     live_read,
-    reconcile_workflow,
 )
+from cre.core.workflow_run import reconcile_workflow
 from tests.core.jobtier import Story, check_emittable, job_tier_status
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
