@@ -61,6 +61,7 @@ from cre.core.certification_build import (
     entry_name,
     precheck,
 )
+from cre.core.cleanup import cleaned_up, workflow_remains
 from cre.core.conditions import set_additive, set_trio
 from cre.core.discovery import DiscoveryFailure, describe_target, waiting_detail
 from cre.core.observed import NodeView
@@ -122,9 +123,31 @@ def reconcile_certification(
 ) -> CertificationPlan:
     """The Plan that moves ``cert`` one step on (see the module docstring)."""
     ctx = _Ctx(cert=cert, obs=observation, now=now, catalog=catalog, settings=settings)
-    rv = cert.metadata.resource_version or ""
     if cert.metadata.deletion_timestamp is not None:
         return _deletion(ctx)
+    return _with_cleanup(ctx, _reconcile(ctx))
+
+
+def _with_cleanup(ctx: _Ctx, plan: CertificationPlan) -> CertificationPlan:
+    """``plan`` with the ``CleanedUp`` condition of a terminal Certification brought up to date
+    from its Workflows' (cre.core.cleanup); a plan asking for a live read is left as it is."""
+    status = plan.status if plan.status is not None else ctx.cert.status
+    member = true_member(status.conditions)
+    if plan.confirm_live or member is None or member.type == ConditionType.IN_PROGRESS:
+        return plan
+    owned = (w for w in ctx.obs.workflows if ctx.owns(w))
+    conditions, event = cleaned_up(status.conditions, (workflow_remains(w) for w in owned),
+                                   noun="Workflow", now=ctx.now,
+                                   generation=ctx.cert.metadata.generation)
+    if conditions == status.conditions:
+        return plan
+    return attrs.evolve(plan, status=attrs.evolve(status, conditions=conditions),
+                        events=(*plan.events, *((event,) if event is not None else ())))
+
+
+def _reconcile(ctx: _Ctx) -> CertificationPlan:
+    cert, catalog = ctx.cert, ctx.catalog
+    rv = cert.metadata.resource_version or ""
     if L.CERTIFICATION_FINALIZER not in cert.metadata.finalizers:
         body = {"metadata": {"finalizers": [*cert.metadata.finalizers,
                                             L.CERTIFICATION_FINALIZER]}}

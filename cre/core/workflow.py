@@ -59,6 +59,7 @@ from cre.api.workflow import (
 from cre.core import deferral as D
 from cre.core import noderesults as NR
 from cre.core.classify import ClassReason
+from cre.core.cleanup import cleaned_up, job_remains
 from cre.core.conditions import set_trio
 from cre.core.deps import Dependency, DependencyError, applicable, job_copy, renames, suffix
 from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
@@ -169,6 +170,26 @@ def reconcile_workflow(
     ctx = _Ctx(wf=wf, obs=observation, now=now, settings=settings)
     if wf.metadata.deletion_timestamp is not None:
         return _deletion(ctx)
+    return _with_cleanup(ctx, _reconcile(ctx))
+
+
+def _with_cleanup(ctx: _Ctx, plan: WorkflowPlan) -> WorkflowPlan:
+    """``plan`` with the ``CleanedUp`` condition of a terminal Workflow brought up to date from
+    its Jobs (cre.core.cleanup); a plan asking for a live read is left as it is."""
+    status = plan.status if plan.status is not None else ctx.wf.status
+    member = true_member(status.conditions)
+    if plan.confirm_live or member is None or member.type == ConditionType.IN_PROGRESS:
+        return plan
+    conditions, event = cleaned_up(status.conditions, (job_remains(j) for j in ctx.obs.jobs),
+                                   noun="Job", now=ctx.now, generation=ctx.generation)
+    if conditions == status.conditions:
+        return plan
+    return attrs.evolve(plan, status=attrs.evolve(status, conditions=conditions),
+                        events=(*plan.events, *((event,) if event is not None else ())))
+
+
+def _reconcile(ctx: _Ctx) -> WorkflowPlan:
+    wf, observation = ctx.wf, ctx.obs
     if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
         body = {"metadata": {"finalizers": [*wf.metadata.finalizers, L.WORKFLOW_FINALIZER]}}
         return ctx.plan(patches=(SelfPatch(body=body,
