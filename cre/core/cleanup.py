@@ -68,13 +68,14 @@ def cleaned_up(conditions: tuple[Condition, ...], remaining: Iterable[str | None
     left = [r for r in found if r is not None]
     if not left:
         message = (f"Every workload of the run is gone ({count(len(found), noun)}: TrainJobs "
-                   "and their pods deleted)")
+                   "and their pods deleted)") if found else "The run created no workload"
         return set_additive(conditions, type_=ConditionType.CLEANED_UP, status=True,
                             reason=CleanupReason.WORKLOADS_RELEASED, message=message, now=now,
                             generation=generation)
     shown = "; ".join(left[:LISTED])
     more = f"; and {len(left) - LISTED} more" if len(left) > LISTED else ""
-    message = f"{len(left)} of {count(len(found), noun)} still hold workloads: {shown}{more}"
+    holds = "holds a workload" if len(left) == 1 else "hold workloads"
+    message = f"{len(left)} of {count(len(found), noun)} still {holds}: {shown}{more}"
     return set_additive(conditions, type_=ConditionType.CLEANED_UP, status=False,
                         reason=CleanupReason.WORKLOADS_REMAINING, message=message, now=now,
                         generation=generation)
