@@ -9,7 +9,7 @@ so a terminal Workflow keeps reading its Jobs and says, in one additive conditio
   are gone (a Job being deleted counts once it is gone: its finalizer waits for its pods);
 * ``CleanedUp=False`` (``WorkloadsRemaining``): which Jobs still hold a workload and why, in
   their own words (a measurement still reading the logs, a deletion in flight, a finalizer
-  holding the TrainJob), the first :data:`LISTED` of them by name.
+  holding the TrainJob, a Job told to retain it), the first :data:`LISTED` of them by name.
 
 A Certification says the same over its categories' Workflows, quoting each Workflow's message.
 The condition is written with the terminal verdict and kept up to date after it; it flips to
@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Final
 
 from cre.api.conditions import CleanupReason, ConditionType
-from cre.api.job import Job
+from cre.api.job import Job, WorkloadRetention
 from cre.api.meta import Condition, ConditionStatus
 from cre.api.workflow import Workflow
 from cre.core.conditions import condition, set_additive
@@ -40,6 +40,8 @@ def job_remains(job: Job) -> str | None:
     name = job.metadata.name or ""
     if job.metadata.deletion_timestamp is not None:
         return f"Job {name} is being deleted (its finalizer waits for its pods)"
+    if job.spec.workload_retention != WorkloadRetention.RELEASE:
+        return f"Job {name} keeps its workload (workloadRetention Retain)"
     cond = released_condition(job.status)
     if cond is None:
         return f"Job {name} has not released its workload yet"

@@ -29,7 +29,7 @@ import attrs
 
 from cre.api.conditions import ConditionType, JobReason, Phase
 from cre.api.errors import describe
-from cre.api.job import FailureLog, Job, JobStatus
+from cre.api.job import FailureLog, Job, JobStatus, WorkloadRetention
 from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
@@ -142,7 +142,8 @@ def _released(ctx: _Ctx, status: JobStatus, *, events: tuple[EventSpec, ...],
     if step.confirm_workload_absence or step.confirm_pods_live:
         return ctx.plan(confirm_workload_absence=step.confirm_workload_absence,
                         confirm_pods_live=step.confirm_pods_live)
-    if not is_released(step.status):
+    if ctx.job.spec.workload_retention == WorkloadRetention.RELEASE and not is_released(
+            step.status):
         poll = ctx.settings.drain_poll_interval
         requeue_after = poll if requeue_after is None else min(requeue_after, poll)
     changed = step.status != ctx.job.status

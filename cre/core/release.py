@@ -1,5 +1,10 @@
 """Releasing a finished Job's workload: the TrainJob goes, verified, and the status says so.
 
+A Job's ``spec.workloadRetention`` chooses: ``Retain`` (the default for a Job a user applies:
+the workload stays until the Job is deleted, except a workload that timed out or ran on a node
+found broken, deleted at once because it would hold its GPUs) or ``Release`` (what a Workflow
+sets on its group Jobs: the rules below).
+
 A finished Job keeps everything a reader needs in its own status (the failure log, the failure
 class, the measured bandwidth and the threshold verdict) and in its measurements' statuses. Its
 TrainJob, and through owner references the JobSet, batch Jobs and pods under it, only hold
@@ -36,10 +41,11 @@ from typing import Final
 import attrs
 
 from cre.api.conditions import ConditionType, JobReason, ReleaseReason
-from cre.api.job import Job, JobStatus
+from cre.api.job import Job, JobStatus, WorkloadRetention
 from cre.api.meta import Condition, ConditionStatus
 from cre.core.conditions import condition, set_additive
 from cre.core.logmeasure import belongs_to, is_complete
+from cre.core.observed import TrainJobView
 from cre.core.plan import Delete, EventSpec, Observation
 from cre.core.thresholds import COMPLETION_GRACE, configuration_problem
 from cre.core.timeouts import parse_duration
@@ -84,6 +90,8 @@ def release(job: Job, status: JobStatus, obs: Observation, now: datetime, *,
 
     ``verify``: confirm absences with live reads before saying Released (False on the pass
     that writes the terminal transition: that write must not wait for a read)."""
+    if job.spec.workload_retention != WorkloadRetention.RELEASE:
+        return _retained(job, status, obs)
     if is_released(status):
         return Release(status=status)
     name = job.metadata.name or ""
@@ -97,8 +105,7 @@ def release(job: Job, status: JobStatus, obs: Observation, now: datetime, *,
     releasing = f"Deleting {workload} and its pods"
     if view is not None and owned_by(view, job):
         if view.deletion_timestamp is None:
-            delete = Delete(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND,
-                            namespace=view.namespace, name=view.name, uid=view.uid)
+            delete = _delete(view)
             out = _set(job, status, now, ok=False, reason=ReleaseReason.RELEASING,
                        message=releasing)
             return attrs.evolve(out, deletes=(delete,))
@@ -118,6 +125,22 @@ def release(job: Job, status: JobStatus, obs: Observation, now: datetime, *,
     gone = f"{workload} and its pods are gone" if ref is not None else \
         "No workload was created"
     return _set(job, status, now, ok=True, reason=ReleaseReason.RELEASED, message=gone)
+
+
+def _retained(job: Job, status: JobStatus, obs: Observation) -> Release:
+    """``workloadRetention: Retain``: the workload stays, unless the failure was one that
+    deletes it (it would hold its GPUs); that delete is repeated while it has not landed."""
+    member, view, ref = true_member(status.conditions), obs.trainjob, status.workload_ref
+    if (member is None or member.reason not in DELETED_ON_FAILURE or view is None or ref is None
+            or not owned_by(view, job) or view.uid != ref.uid
+            or view.deletion_timestamp is not None):
+        return Release(status=status)
+    return Release(status=status, deletes=(_delete(view),))
+
+
+def _delete(view: TrainJobView) -> Delete:
+    return Delete(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND,
+                  namespace=view.namespace, name=view.name, uid=view.uid)
 
 
 def _held_by(job: Job, status: JobStatus, obs: Observation, now: datetime) -> str | None:

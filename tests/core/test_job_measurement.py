@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from cre.api.conditions import (
-    ConditionType,
-    FailureScope,
-    JobReason,
-    MeasurementReason,
-    ReleaseReason,
-)
+from cre.api.conditions import ConditionType, FailureScope, JobReason, MeasurementReason
 from cre.api.job import BandwidthMeasurementRequest, Job
 from cre.api.measurement import (
     BandwidthMeasurement,
@@ -122,12 +116,6 @@ def test_provisional_results_wait_then_time_out() -> None:
     job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
     obs = Observation(bandwidth_measurement=_bm(job, None))
     plan = reconcile_job(job, obs, at(60))
-    # The first pass only says the workload is kept for the measurement (cre.core.release).
-    assert plan.status is not None and not plan.deletes and _validation(plan.status) is None
-    assert [c.reason for c in plan.status.conditions if c.type == "WorkloadReleased"] == [
-        ReleaseReason.MEASUREMENT_PENDING]
-    job = attrs.evolve(job, status=plan.status)
-    plan = reconcile_job(job, obs, at(60))
     grace = COMPLETION_GRACE.total_seconds()
     assert plan.status is None and plan.requeue_after == DEFAULT_SETTINGS.poll_interval
     plan = reconcile_job(job, obs, at(10 + 300 + int(grace) - 5))
@@ -147,8 +135,7 @@ def test_timeout_names_what_a_late_measurement_ended_as() -> None:
     the message names what it ended as whichever controller ran first."""
     job = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
     measuring = Observation(bandwidth_measurement=_bm(job, None))
-    # The deadline, still working: no verdict yet (only the workload is said to be kept).
-    assert _validation(reconcile_job(job, measuring, at(10 + 300)).status) is None
+    assert reconcile_job(job, measuring, at(10 + 300)).status is None  # deadline, still working
     nodata = attrs.evolve(_bm(job, MeasurementReason.NO_DATA_COLLECTED), status=attrs.evolve(
         _bm(job, MeasurementReason.NO_DATA_COLLECTED).status, results=()))
     late = reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 301))
@@ -160,9 +147,8 @@ def test_timeout_names_what_a_late_measurement_ended_as() -> None:
         assert plan.status is not None and plan.status.failure_class is not None
         assert plan.status.failure_class.scope == FailureScope.WORKLOAD
     # A completed measurement is not waited for past measurementTimeout.
-    settled = Observation(bandwidth_measurement=nodata, workload_absence_confirmed=True,
-                          pods_read_live=True)
-    assert reconcile_job(job, settled, at(10 + 299)).requeue_after == 1.0
+    assert reconcile_job(job, Observation(bandwidth_measurement=nodata), at(10 + 299)
+                         ).requeue_after == 1.0
 
 
 def test_verdict_written_once() -> None:
@@ -178,14 +164,10 @@ def test_verdict_written_once() -> None:
 
 
 def test_success_without_measurement_is_unchanged() -> None:
-    """A Succeeded Job without thresholds or measurement plans nothing but the release of its
-    workload (cre.core.release): no verdict, no bandwidth."""
+    """A Succeeded Job without thresholds or measurement plans nothing (as before)."""
     job = attrs.evolve(_job(succeeded_at=10), spec=make_job().spec)
-    plan = reconcile_job(job, Observation(workload_absence_confirmed=True, pods_read_live=True),
-                         at(20))
-    assert plan.status is not None and _validation(plan.status) is None
-    assert plan.status.bus_bandwidth_gbps is None and not plan.deletes
-    assert attrs.evolve(plan.status, conditions=job.status.conditions) == job.status
+    plan = reconcile_job(job, Observation(), at(20))
+    assert plan.quiet
 
 
 def test_completion_grace_fits_in_the_workflow_wait() -> None:
