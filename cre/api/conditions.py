@@ -2,8 +2,9 @@
 
 Every lifecycle tier (Certification, Workflow, Job, WorkloadRun) carries the exclusive trio
 InProgress / Succeeded / Failed: exactly one is True, the other two are False with reason
-``NotApplicable`` (``Superseded`` on WorkloadRun). ``ValidationFailed`` and ``HardwareFailed`` are
-additive and independent of the trio. ``status.phase`` mirrors the True trio member as a
+``NotApplicable`` (``Superseded`` on WorkloadRun). ``ValidationFailed``, ``HardwareFailed``,
+``WorkloadReleased`` (Job) and ``CleanedUp`` (Workflow, Certification) are additive and
+independent of the trio. ``status.phase`` mirrors the True trio member as a
 single word for ``kubectl get``. Reasons are ``StrEnum`` members so they compare equal to the
 plain strings read back from the server.
 """
