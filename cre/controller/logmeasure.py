@@ -16,7 +16,8 @@ pods' logs through a LogProfile, so their controllers are the same around differ
   log; the Job read live when the core asks whether it is gone;
 * the status written through ``/status`` guarded by the plan's resourceVersion (a conflict
   reads the measurement live and runs the core again without its reads; a gone measurement
-  drops its series), then the events.
+  drops its series), then the events, queued to a background sink while the controller runs
+  (as the Job controller's): a worker never waits on an event write.
 
 A subclass says how to observe, plan and publish (:class:`cre.controller.measurement`,
 :class:`cre.controller.goodput`).
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final, Generic, Protocol, TypeVar
 
+import anyio
 import attrs
 from prometheus_client import Counter
 
@@ -215,7 +217,14 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
         await self.controller.wait_synced()
 
     async def run(self) -> None:
-        await self.controller.run()
+        async with anyio.create_task_group() as tg:
+            # Events are queued and written in the background: a worker never waits on one.
+            self.recorder.bind(tg)
+            try:
+                await self.controller.run()
+            finally:
+                self.recorder.bind(None)
+                tg.cancel_scope.cancel()
 
     def stop(self) -> None:
         self.controller.stop()

@@ -64,9 +64,10 @@ async def test_every_controller_runs_the_configured_workers(kubeconfig: Path) ->
     client = await KubeClient.from_kubeconfig(str(kubeconfig))
     try:
         registry = CollectorRegistry()
-        workers = {name: getattr(_inner(spec.build(client, config, registry)),
-                                 "controller").workers
-                   for name, spec in CONTROLLERS.items()}
+        built = {name: _inner(spec.build(client, config, registry))
+                 for name, spec in CONTROLLERS.items()}
+        workers = {name: ctl.controller.workers  # type: ignore[attr-defined]
+                   for name, ctl in built.items()}
         assert workers == dict.fromkeys(CONTROLLERS, 7)
     finally:
         await client.close()
