@@ -122,15 +122,18 @@ def _catalog_tier(cls: type[CertificationController] | type[WorkloadRunControlle
 
 def _measurement_controller(client: KubeClient, config: ManagerConfig,
                             registry: CollectorRegistry) -> Runnable:
-    return Draining(MeasurementController(client, namespaces=config.namespaces or None,
-                                          registry=registry, clock=config.clock()))
+    return Draining(MeasurementController(
+        client, namespaces=config.namespaces or None,
+        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+        clock=config.clock()))
 
 
 def _goodput_controller(client: KubeClient, config: ManagerConfig,
                         registry: CollectorRegistry) -> Runnable:
-    return Draining(GoodputController(client, namespaces=config.namespaces or None,
-                                      registry=registry, clock=config.clock(),
-                                      time_scale=config.time_scale))
+    return Draining(GoodputController(
+        client, namespaces=config.namespaces or None,
+        max_concurrent_reconciles=config.max_concurrent_reconciles, registry=registry,
+        clock=config.clock(), time_scale=config.time_scale))
 
 
 @attrs.frozen(slots=True)

@@ -15,9 +15,10 @@ pods' logs through a LogProfile, so their controllers are the same around differ
   caller's parser (:meth:`LogMeasurementController.stream`), so memory does not grow with the
   log; the Job read live when the core asks whether it is gone;
 * the plan applied by the one :class:`cre.kube.executor.PlanExecutor` (the status through
-  ``/status`` guarded by the plan's resourceVersion, then the events; a conflict reads the
-  measurement live and runs the core again without its reads, which resumed at the old copy's
-  anchor; a gone measurement drops its series).
+  ``/status`` guarded by the plan's resourceVersion, then the events, queued to a background
+  sink while the controller runs, as the Job controller's, so a worker never waits on an event
+  write; a conflict reads the measurement live and runs the core again without its reads, which
+  resumed at the old copy's anchor; a gone measurement drops its series).
 
 A subclass says how to observe, plan and publish (:class:`cre.controller.measurement`,
 :class:`cre.controller.goodput`).
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final, Generic, Protocol, TypeVar
 
+import anyio
 import attrs
 from prometheus_client import Counter
 
@@ -208,7 +210,14 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
         await self.controller.wait_synced()
 
     async def run(self) -> None:
-        await self.controller.run()
+        async with anyio.create_task_group() as tg:
+            # Events are queued and written in the background: a worker never waits on one.
+            self.recorder.bind(tg)
+            try:
+                await self.controller.run()
+            finally:
+                self.recorder.bind(None)
+                tg.cancel_scope.cancel()
 
     def stop(self) -> None:
         self.controller.stop()

@@ -482,14 +482,23 @@ def _needed(ctx: WorkflowCtx, p: _Pass) -> set[str]:
 def _sweep_dependencies(ctx: WorkflowCtx, p: _Pass) -> None:
     """Delete job-scoped copies no running group uses once their pods drained; drop the refs
     of copies that are gone."""
-    needed = _needed(ctx, p)
+    # The suffixes by length: a name ends with one when its tail of that length is among
+    # them (a set lookup per length, not an endswith per running group: 625 groups made the
+    # sweep quadratic).
+    tails: dict[int, set[str]] = {}
+    for sfx in _needed(ctx, p):
+        tails.setdefault(len(sfx), set()).add(sfx)
+
+    def needed(name: str) -> bool:
+        return any(not n or name[-n:] in sfxs for n, sfxs in tails.items())
+
     busy = {j.metadata.labels.get(L.GROUP_LABEL) for j in ctx.obs.jobs
             if ctx.obs.active_pods.get(j.metadata.name or "", 0) > 0}
     present = {(o.kind, o.name): o for o in ctx.obs.dependencies}
     created_now = {(c.kind, c.name) for c in p.creates}
     keep: list[DependencyRef] = []
     for ref in p.refs:
-        if ref.scope != DependencyScope.JOB or any(ref.name.endswith(s) for s in needed) \
+        if ref.scope != DependencyScope.JOB or needed(ref.name) \
                 or (ref.kind, ref.name) in created_now or ref.group_name in busy:
             keep.append(ref)
             continue

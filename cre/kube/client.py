@@ -26,6 +26,8 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 import anyio
@@ -80,6 +82,27 @@ class ApiError(Exception):
     def retryable(self) -> bool:
         """Worth retrying after a pause: throttling, server trouble or no connection."""
         return self.status in (0, 429, 500, 502, 503, 504)
+
+
+def _read_environment_once(api: k8s_client.ApiClient) -> None:
+    """Take the proxy the environment names for the API server now, and stop aiohttp from
+    reading the environment again on every request.
+
+    kubernetes-asyncio opens its aiohttp session with ``trust_env=True``, so before *each*
+    request aiohttp looks for ``~/.netrc`` credentials in a worker thread: against the emulator
+    a GET cost the client 0.96 ms of CPU instead of 0.27 ms, most of what the manager and the
+    simulator spend per request. A Kubernetes client authenticates with its kubeconfig (token,
+    client certificate), never with netrc. What the environment does mean for it, as for
+    client-go, is a proxy (``HTTPS_PROXY`` / ``HTTP_PROXY``, bypassed by ``NO_PROXY``): that is
+    read here once, unless the kubeconfig names one (``proxy-url``)."""
+    rest = api.rest_client
+    if not rest.proxy:
+        url = urlsplit(str(api.configuration.host))
+        proxy = getproxies().get(url.scheme)
+        if proxy and not proxy_bypass(url.hostname or ""):
+            rest.proxy = proxy
+    # No public setter: the session was opened by kubernetes-asyncio.
+    rest.pool_manager._trust_env = False
 
 
 @attrs.frozen(slots=True)
@@ -208,6 +231,7 @@ class KubeClient:
     def _with_agent(cls, api: k8s_client.ApiClient, user_agent: str | None) -> KubeClient:
         if user_agent:
             api.user_agent = user_agent
+        _read_environment_once(api)
         return cls(api)
 
     async def close(self) -> None:

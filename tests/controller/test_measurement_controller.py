@@ -16,7 +16,7 @@ from cre.api.labels import API_VERSION
 from cre.controller.jobshell import BANDWIDTHMEASUREMENTS, JOBS
 from cre.controller.measurement import LOGPROFILES, MeasurementController
 from cre.core.logprofile import shipped_profiles
-from cre.kube.client import ApiError
+from cre.kube.client import ApiError, KubeClient, Resource
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster.stubs import nccl_table
 from cre.testing.jobharness import JobHarness, condition, is_true
@@ -141,3 +141,45 @@ async def test_every_accepted_measurement_gets_a_status(
     done = await _status_of(h, "wrong", "Complete")
     assert (done["status"], done["reason"]) == ("True", "InvalidJobRef")
     assert "'batch'" in done["message"]
+
+
+class _SlowEvents:
+    """The recorder's client: Event creates wait until ``gate`` is set (an API server slow to
+    take Events), then go to the emulator."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.gate = anyio.Event()
+        self.written: list[str] = []
+        self.both = anyio.Event()  # set once two were written
+
+    async def create(self, resource: Resource, body: dict[str, Any], *,
+                     namespace: str) -> dict[str, Any]:
+        await self.gate.wait()
+        self.written.append(body["involvedObject"]["name"])
+        if len(self.written) == 2:
+            self.both.set()
+        return await self.client.create(resource, body, namespace=namespace)
+
+
+async def test_an_event_write_does_not_hold_a_worker(job_harness: JobHarness) -> None:
+    """With one worker and Event writes stalled, two measurements of absent Jobs both get their
+    status: the Warning each emits waits in the background, not in the worker, and is written
+    once the server takes Events again."""
+    h = job_harness
+    mc = MeasurementController(h.client, namespaces=[h.namespace], max_concurrent_reconciles=1,
+                               registry=CollectorRegistry())
+    events = _SlowEvents(h.client)
+    mc.recorder.client = events  # type: ignore[assignment]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(mc.run)
+        for name in ("first", "second"):
+            await _orphan(h, name, {"apiGroup": "cre.dev", "kind": "Job", "name": f"{name}-job"})
+        for name in ("first", "second"):
+            assert (await _status_of(h, name, "Measuring"))["reason"] == "JobNotFound"
+        assert events.written == []
+        events.gate.set()
+        with anyio.fail_after(20):  # a safety net only
+            await events.both.wait()
+        tg.cancel_scope.cancel()
+    assert sorted(events.written) == ["first", "second"]

@@ -55,3 +55,19 @@ async def test_without_the_job_controller_the_tiers_keep_their_own(kubeconfig: P
         assert wf.workers in wf.controller.informers and wf.nodes in wf.controller.informers
     finally:
         await client.close()
+
+
+async def test_every_controller_runs_the_configured_workers(kubeconfig: Path) -> None:
+    """--max-concurrent-reconciles sizes every controller's worker pool, the log-reading
+    measurement controllers included (they ran 2 workers whatever the flag said)."""
+    config = parse_config(["--max-concurrent-reconciles", "7"], {"KUBECONFIG": str(kubeconfig)})
+    client = await KubeClient.from_kubeconfig(str(kubeconfig))
+    try:
+        registry = CollectorRegistry()
+        built = {name: _inner(spec.build(client, config, registry))
+                 for name, spec in CONTROLLERS.items()}
+        workers = {name: ctl.controller.workers  # type: ignore[attr-defined]
+                   for name, ctl in built.items()}
+        assert workers == dict.fromkeys(CONTROLLERS, 7)
+    finally:
+        await client.close()
