@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.goodput import GoodputMeasurement
 from cre.controller.goodputmetrics import GoodputMetrics, goodput_metrics_for
-from cre.controller.jobshell import GOODPUTMEASUREMENTS, goodput_from_dict
+from cre.controller.jobshell import goodput_from_dict
 from cre.controller.logmeasure import LogMeasurementController, Wiring
 from cre.core.goodputlog import GoodputParser, LogEvent, compile_goodput_profile
 from cre.core.goodputmeasure import (
@@ -38,8 +38,8 @@ from cre.core.goodputmeasure import (
     reconcile_goodput,
 )
 from cre.core.jobgoodput import goodput_name
-from cre.kube.client import KubeClient
-from cre.kube.metrics import metrics_for
+from cre.kube.client import GOODPUTMEASUREMENTS, KubeClient
+from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ COMPONENT: Final = "cre.dev/goodput-controller"
 _WIRING: Final = Wiring(resource=GOODPUTMEASUREMENTS, decode=goodput_from_dict,
                         measurement_name=goodput_name, controller=CONTROLLER,
                         component=COMPONENT, cache_prefix="goodput",
-                        profiles_cache="goodput-logprofiles", what="goodput measurement")
+                        what="goodput measurement")
 
 
 def _utcnow() -> datetime:
@@ -64,7 +64,8 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
     metrics: GoodputMetrics
 
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
-                 max_concurrent_reconciles: int = 2, log_timeout: float = 120.0,
+                 informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
+                 log_timeout: float = 120.0,
                  clock: Callable[[], datetime] = _utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         if time_scale <= 0:
@@ -72,11 +73,11 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
         # Seconds of ``clock`` per wall second (a simulated clock runs faster): requeues are
         # in clock seconds, the workqueue waits in wall seconds.
         self.time_scale = time_scale
-        kube = metrics_for(registry)
         super().__init__(client, wiring=_WIRING, compile_profile=compile_goodput_profile,
-                         metrics=goodput_metrics_for(registry), kube=kube,
-                         namespaces=namespaces, workers=max_concurrent_reconciles,
-                         log_timeout=log_timeout, clock=clock)
+                         metrics=goodput_metrics_for(registry), registry=registry,
+                         namespaces=namespaces, informers=informers,
+                         workers=max_concurrent_reconciles, log_timeout=log_timeout,
+                         clock=clock)
 
     def series(self, name: str, job: str) -> str:
         return name

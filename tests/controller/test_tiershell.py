@@ -22,10 +22,10 @@ from cre.controller.tiershell import (
     kind_batches,
     resource_for,
 )
-from cre.controller.workflowshell import WORKFLOWS, involved_workflow, workflow_from_dict
+from cre.controller.workflowshell import involved_workflow, workflow_from_dict
 from cre.core.plan import Create
 from cre.core.tierplan import TierPlan, Upsert
-from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINING_RUNTIMES, KubeClient
+from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINING_RUNTIMES, WORKFLOWS, KubeClient
 from cre.kube.events import EventRecorder
 from cre.testing.apiserver import Emulator
 

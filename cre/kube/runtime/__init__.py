@@ -33,6 +33,8 @@ A second controller is a Reconciler plus its wiring::
 supervision needs (:class:`cre_manager.runnable.Draining`).
 """
 
+from cre.kube.runtime.base import CoreReconciler
+from cre.kube.runtime.builder import Builder
 from cre.kube.runtime.controller import Controller, must_propagate
 from cre.kube.runtime.feedback import DEFAULT_MAX_PASSES, Again, PassesExhausted, converge
 from cre.kube.runtime.handlers import (
@@ -59,7 +61,9 @@ __all__ = [
     "DEFAULT_MAX_PASSES",
     "DONE",
     "Again",
+    "Builder",
     "Controller",
+    "CoreReconciler",
     "EventHandler",
     "KeyQueue",
     "OwnStatusEcho",
