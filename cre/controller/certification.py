@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
@@ -49,6 +49,7 @@ from cre.kube.client import CERTIFICATIONS, NODES, WORKFLOWS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.runtime import WatchEvent, enqueue_mapped, key_of
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +58,6 @@ COMPONENT: Final = "cre.dev/certification-controller"
 INDEX_CERTIFICATION: Final = "certification"
 
 __all__ = ["CERTIFICATIONS", "CertificationController", "certification_from_dict"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def certification_from_dict(raw: dict[str, Any]) -> Certification:
@@ -91,7 +88,7 @@ class CertificationController(TierController[Certification, CertificationObserva
                  namespaces: Sequence[str] | None = None,
                  informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
                  settings: CertificationSettings = DEFAULT_CERTIFICATION_SETTINGS,
-                 clock: Callable[[], datetime] = _utcnow,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None) -> None:
         """``informers``: the process's shared informer factory (then its namespaces apply)."""
         super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=CERTIFICATIONS,

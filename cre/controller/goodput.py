@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import attrs
@@ -41,6 +41,7 @@ from cre.core.jobgoodput import goodput_name
 from cre.kube.client import GOODPUTMEASUREMENTS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +54,6 @@ _WIRING: Final = Wiring(resource=GOODPUTMEASUREMENTS, decode=goodput_from_dict,
                         what="goodput measurement")
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObservation,
                                                  GoodputParser]):
     """Reconciles GoodputMeasurements in ``namespaces`` (``None``: all namespaces)."""
@@ -66,7 +63,7 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
                  informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
                  log_timeout: float = 120.0,
-                 clock: Callable[[], datetime] = _utcnow,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         if time_scale <= 0:
             raise ValueError(f"GoodputController: time_scale must be positive, got {time_scale}")

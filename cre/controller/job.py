@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import attrs
@@ -85,6 +85,7 @@ from cre.kube.runtime import (
     key_of,
     object_key,
 )
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +101,6 @@ MAX_DEPARTED_WORKERS: Final = 16
 _MEASUREMENT_KINDS: Final = (BANDWIDTH_KIND, GOODPUT_KIND)
 
 __all__ = ["JOBS", "JobController", "job_from_dict", "job_group_nodes"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def job_group_nodes(job: Job) -> tuple[str, ...]:
@@ -130,7 +127,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
                  informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 4, settings: JobSettings = DEFAULT_SETTINGS,
-                 log_timeout: float = 10.0, clock: Callable[[], datetime] = _utcnow,
+                 log_timeout: float = 10.0, clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         if time_scale <= 0:
             raise ValueError(f"JobController: time_scale must be positive, got {time_scale}")

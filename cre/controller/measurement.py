@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import attrs
@@ -45,6 +45,7 @@ from cre.core.ncclparse import NcclLineParser, SizeAggregate, compile_row_patter
 from cre.kube.client import BANDWIDTHMEASUREMENTS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,6 @@ _WIRING: Final = Wiring(resource=BANDWIDTHMEASUREMENTS, decode=bandwidth_from_di
                         component=COMPONENT, cache_prefix="measurement", what="measurement")
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class MeasurementController(LogMeasurementController[BandwidthMeasurement,
                                                      MeasurementObservation, CompiledProfile]):
     """Reconciles BandwidthMeasurements in ``namespaces`` (``None``: all namespaces)."""
@@ -71,7 +68,7 @@ class MeasurementController(LogMeasurementController[BandwidthMeasurement,
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
                  informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 2, log_timeout: float = 120.0,
-                 clock: Callable[[], datetime] = _utcnow,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None) -> None:
         super().__init__(client, wiring=_WIRING, compile_profile=compile_profile,
                          metrics=measurement_metrics_for(registry), registry=registry,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
@@ -70,6 +70,7 @@ from cre.kube.runtime import (
     key_of,
     object_key,
 )
+from cre.kube.runtime.base import utcnow
 from cre.kube.store import namespaced_label_indexer
 
 log = logging.getLogger(__name__)
@@ -78,10 +79,6 @@ CONTROLLER: Final = "workflow"
 COMPONENT: Final = "cre.dev/workflow-controller"
 
 __all__ = ["MAX_PASSES", "WORKFLOWS", "WorkflowController", "workflow_from_dict"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _namespace(wf: Workflow) -> str:
@@ -106,7 +103,7 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
                  informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 4,
                  settings: WorkflowSettings = DEFAULT_WORKFLOW_SETTINGS,
-                 clock: Callable[[], datetime] = _utcnow,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None) -> None:
         """``informers``: the process's shared informer factory (then its namespaces apply;
         the pod and node caches are the Job controller's when it runs too)."""

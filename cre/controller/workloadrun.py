@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
@@ -58,6 +58,7 @@ from cre.kube.client import (
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.runtime import WatchEvent, enqueue_mapped, key_of
+from cre.kube.runtime.base import utcnow
 from cre.render.workloadrun import WORKLOAD_RUN_LABEL
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,6 @@ CONTROLLER: Final = "workloadrun"
 COMPONENT: Final = "cre.dev/workloadrun-controller"
 
 __all__ = ["WORKLOADRUNS", "WorkloadRunController", "workloadrun_from_dict"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def workloadrun_from_dict(raw: dict[str, Any]) -> WorkloadRun:
@@ -100,7 +97,7 @@ class WorkloadRunController(TierController[WorkloadRun, RunObservation]):
                  namespaces: Sequence[str] | None = None,
                  informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
                  settings: RunSettings = DEFAULT_RUN_SETTINGS,
-                 clock: Callable[[], datetime] = _utcnow,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None) -> None:
         """``informers``: the process's shared informer factory (then its namespaces apply)."""
         super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=WORKLOADRUNS,

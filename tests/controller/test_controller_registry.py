@@ -74,7 +74,7 @@ async def test_manager_and_scenario_runner_build_from_the_one_registry(
             tg.cancel_scope.cancel()
         assert len(seen) == 2 and seen[1].time_scale == 10.0
         assert seen[1].informers is not seen[0].informers
-        with pytest.raises(ScenarioError, match="unknown controller 'nope'.*'probe'"):
+        with pytest.raises(ScenarioError, match=r"unknown controller 'nope'.*'probe'"):
             await _start_controllers(None, ["nope"], cluster, "default", {})
     finally:
         await client.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -38,6 +38,11 @@ K = TypeVar("K")
 O = TypeVar("O")  # noqa: E741 (the observation, as the issue and the design record name it)
 S = TypeVar("S")
 T = TypeVar("T")
+
+
+def utcnow() -> datetime:
+    """The wall clock, timezone-aware: every controller's default ``clock``."""
+    return datetime.now(UTC)
 
 
 class CoreReconciler(abc.ABC, Generic[K, O, S]):
