@@ -24,7 +24,7 @@ from cre.kube.factory import InformerFactory
 from cre.kube.metrics import metrics_for
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster.clock import SimClock
-from cre.testing.cluster.scenario import ScenarioError, _start_controllers
+from cre.testing.cluster.scenario import ScenarioError, start_controllers
 from cre_manager.config import parse_config
 from cre_manager.controllers import runnables
 
@@ -70,12 +70,12 @@ async def test_manager_and_scenario_runner_build_from_the_one_registry(
         assert seen[-1].informers is built[-1].runnable
         cluster = types.SimpleNamespace(client=client, clock=SimClock(scale=10.0))
         async with anyio.create_task_group() as tg:
-            await _start_controllers(tg, ["probe"], cluster, "default", {})  # type: ignore[arg-type]
+            await start_controllers(tg, ["probe"], cluster, "default", {})  # type: ignore[arg-type]
             tg.cancel_scope.cancel()
         assert len(seen) == 2 and seen[1].time_scale == 10.0
         assert seen[1].informers is not seen[0].informers
         with pytest.raises(ScenarioError, match=r"unknown controller 'nope'.*'probe'"):
-            await _start_controllers(None, ["nope"], cluster, "default", {})
+            await start_controllers(None, ["nope"], cluster, "default", {})  # type: ignore[arg-type]
     finally:
         await client.close()
 

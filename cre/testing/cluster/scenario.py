@@ -65,6 +65,7 @@ from typing import Any
 
 import anyio
 import attrs
+from anyio.abc import TaskGroup
 
 from cre.kube.client import (
     BATCH_JOBS,
@@ -480,7 +481,7 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
                         config=cfg, clock=clock, logs=logs, node_status=node_status
                         ) as cluster, anyio.create_task_group() as tg:
         run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
-        await _start_controllers(tg, [str(n) for n in spec.get("controllers") or []], cluster,
+        await start_controllers(tg, [str(n) for n in spec.get("controllers") or []], cluster,
                                  namespace, dict(spec.get("managerArgs") or {}))
         node_names = [f"{cfg.profile.name}-node-{i}" for i in range(nodes)]
         await apply_objects(cluster.client, list(spec.get("apply") or []), namespace=namespace,
@@ -500,7 +501,7 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
     return out
 
 
-async def _start_controllers(tg: Any, names: Sequence[str], cluster: SimulatedCluster,
+async def start_controllers(tg: TaskGroup, names: Sequence[str], cluster: SimulatedCluster,
                              namespace: str, args: Mapping[str, Any]) -> None:
     """Run CRE's controllers ``names`` in-process on the simulated clock, built from the
     registry the manager builds from (over one shared informer factory); ``args`` are the
