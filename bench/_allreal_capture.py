@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from bench.capture import delay_summary
+from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.api.labels import LAUNCHER
 from cre.core.plan import JobSettings
 from cre.kube.client import JOBS, PODS, TRAINING_RUNTIMES
@@ -38,7 +39,6 @@ from cre.testing.controlplane.allreal_run import Rendered
 from cre.testing.controlplane.build import REPO
 from cre.testing.controlplane.kwok import pod_annotations
 from cre.testing.controlplane.plane import CRE_CRDS
-from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.testing.jobharness import running_harness
 
 GOLDEN = REPO / "goldens" / "render" / "all-reduce-aws-h100.json"

@@ -34,7 +34,7 @@ import aiohttp
 import anyio
 
 from cre.controller.prefetch import LogPrefetcher
-from cre.core.plan import LIMIT_BYTES, READ_LIMIT_BYTES, LogRequest
+from cre.core.plan import LIMIT_BYTES, READ_LIMIT_BYTES, ReadLog
 from cre.core.projections import pod_view
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.pods import read_pod_log
@@ -120,7 +120,7 @@ async def _measure(client: KubeClient, pod: dict[str, Any], *, reads: int,
                    parallel: int, timeout: float) -> dict[str, Any]:
     view = pod_view(pod)
     name = view.name
-    request = LogRequest(namespace=NS, pod=name, container="node", pod_uid=view.uid)
+    request = ReadLog(namespace=NS, pod=name, container="node", pod_uid=view.uid)
     kept: list[int] = []
     with _PeakRss() as direct:
         started = time.monotonic()

@@ -26,8 +26,8 @@ from cre_manager.config import ManagerConfig
 from cre_manager.runnable import Draining, RestartPolicy, Supervised
 
 CRDS_INSTALL_HINT = "install CRE's CRDs with `kubectl apply -k deploy/crds`"
-TRAINER_INSTALL_HINT = ("install Kubeflow Trainer (its CRDs are vendored under "
-                        "cre/testing/crds/trainer-latest: `kubectl apply -f` that folder)")
+TRAINER_INSTALL_HINT = ("install Kubeflow Trainer v2.2 or later with JobSet (the manifests of "
+                        "their releases; CRE is tested against the CRDs in cre/_vendor/crds)")
 #: The name the shared informer factory is supervised (and logs) under.
 INFORMERS: Final = "informers"
 # Controllers shut their workqueue when ``run()`` ends, so they are not restarted in-process:

@@ -18,7 +18,7 @@ import cre
 from cre.core import Observation, Plan, pod_view, reconcile_job
 
 version: str = cre.__version__
-plan: Plan = reconcile_job(cre.Job.__new__(cre.Job), Observation(), now=None)
+plan: Plan[cre.JobStatus] = reconcile_job(cre.Job.__new__(cre.Job), Observation(), now=None)
 """
 
 

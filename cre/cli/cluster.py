@@ -34,15 +34,16 @@ from cre.kube.client import ApiError, KubeClient, Resource
 DEFAULT_TIMEOUT = 30.0
 
 
-def _resource(kind: str) -> Resource:
+def cre_resource(kind: str) -> Resource:
+    """The API resource of a CRE kind (group, version, plural from :mod:`cre.api.kinds`)."""
     info = BY_KIND[kind]
     return Resource(L.GROUP, L.VERSION, info.plural, namespaced=info.namespaced, kind=kind)
 
 
-CERTIFICATIONS = _resource("Certification")
-WORKFLOWS = _resource("Workflow")
-JOBS = _resource("Job")
-BANDWIDTH = _resource("BandwidthMeasurement")
+CERTIFICATIONS = cre_resource("Certification")
+WORKFLOWS = cre_resource("Workflow")
+JOBS = cre_resource("Job")
+BANDWIDTH = cre_resource("BandwidthMeasurement")
 
 
 @attrs.frozen(kw_only=True)
@@ -131,7 +132,8 @@ def api_failure(exc: ApiError, *, host: str, what: str) -> CliError:
     return CliError(ExitCode.API, f"{what}: {exc.status} {exc.reason}: {exc.message}")
 
 
-def _model(cls: type[Any], raw: Mapping[str, Any]) -> Any:
+def read_model(cls: type[Any], raw: Mapping[str, Any]) -> Any:
+    """``raw`` read as the model ``cls``; :class:`CliError` (exit code API) when it is not one."""
     try:
         model = from_dict(raw)
     except ValidationError as exc:
@@ -155,7 +157,7 @@ async def get_certification(client: KubeClient, name: str, namespace: str) -> Ce
                            f"{CERTIFICATIONS.plural}.{L.GROUP}: CRE's CRDs are not installed "
                            "(kubectl apply -k deploy/crds)") from None
         raise api_failure(exc, host=client.host, what=f"Certification {namespace}/{name}") from None
-    model: Certification = _model(Certification, raw)
+    model: Certification = read_model(Certification, raw)
     return model
 
 
@@ -169,7 +171,7 @@ async def list_certifications(client: KubeClient, namespace: str | None) -> list
                            f"{CERTIFICATIONS.plural}.{L.GROUP}: CRE's CRDs are not installed "
                            "(kubectl apply -k deploy/crds)") from None
         raise api_failure(exc, host=client.host, what="list certifications") from None
-    certs = [_model(Certification, item) for item in raw.get("items", [])]
+    certs = [read_model(Certification, item) for item in raw.get("items", [])]
     return sorted(certs, key=lambda c: (c.metadata.namespace or "", c.metadata.name or ""))
 
 
@@ -200,14 +202,14 @@ async def snapshot(client: KubeClient, cert: Certification) -> Snapshot:
             if exc.not_found:
                 continue
             raise api_failure(exc, host=client.host, what=f"Workflow {ns}/{ref.name}") from None
-        workflows[ref.name] = _model(Workflow, raw)
+        workflows[ref.name] = read_model(Workflow, raw)
     jobs: dict[str, Job] = {}
     namespaces = {namespace} | {w.metadata.namespace or namespace for w in workflows.values()}
     for ns in sorted(namespaces):
         for name in sorted(workflows):
             selector = {"labelSelector": f"{L.WORKFLOW}={name}"}
             for item in await _list(client, JOBS, ns, selector):
-                job: Job = _model(Job, item)
+                job: Job = read_model(Job, item)
                 jobs[job.metadata.name or ""] = job
     for workflow in workflows.values():  # Jobs without the label, by the groups' references
         for group in workflow.status.groups:
@@ -216,7 +218,7 @@ async def snapshot(client: KubeClient, cert: Certification) -> Snapshot:
                 continue
             ns = ref.namespace or workflow.metadata.namespace or namespace
             try:
-                jobs[ref.name] = _model(Job, await client.get(JOBS, ref.name, namespace=ns))
+                jobs[ref.name] = read_model(Job, await client.get(JOBS, ref.name, namespace=ns))
             except ApiError as exc:
                 if not exc.not_found:
                     raise api_failure(exc, host=client.host, what=f"Job {ns}/{ref.name}") from None
@@ -224,7 +226,7 @@ async def snapshot(client: KubeClient, cert: Certification) -> Snapshot:
     if jobs:
         for ns in sorted(namespaces):
             for item in await _list(client, BANDWIDTH, ns):
-                bm: BandwidthMeasurement = _model(BandwidthMeasurement, item)
+                bm: BandwidthMeasurement = read_model(BandwidthMeasurement, item)
                 if bm.spec.job_ref.name in jobs:
                     bandwidth[bm.spec.job_ref.name] = bm
     return Snapshot(certification=cert, workflows=workflows, jobs=jobs, bandwidth=bandwidth)

@@ -1,6 +1,6 @@
 """The ``cre cluster`` command group (flags and help); the work is in :mod:`cre.cli.clusterup`.
 
-Registered on the root group by :mod:`cre.cli.app`, which imports this module last. Only
+Registered on the root group of :mod:`cre.cli.root` when :mod:`cre.cli.app` imports it. Only
 click loads here (``cre --help`` and TAB completion stay fast); each command imports its work.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from cre.cli.app import _catalog, _conn, cli, kube_flags
 from cre.cli.exitcodes import CliError, ExitCode
+from cre.cli.root import cli, connection_from_flags, kube_flags, shipped_catalog
 
 NAME_HELP = "Name of the local cluster (its state is in ~/.cache/cre/cluster/NAME)."
 
@@ -98,9 +98,9 @@ def cluster_info(kubeconfig: str | None, context: str | None, namespace: str | N
         kubeconfig = state["kubeconfig"]
     import anyio
 
-    conn = _conn(kubeconfig, context, namespace, request_timeout)
+    conn = connection_from_flags(kubeconfig, context, namespace, request_timeout)
     host, nodes = anyio.run(clusterup.read_nodes, conn)
-    rows = clusterup.cluster_facts(host=host, nodes=nodes, catalog=_catalog())
+    rows = clusterup.cluster_facts(host=host, nodes=nodes, catalog=shipped_catalog())
     width = max(len(label) for label, _ in rows) + 2
     for label, value in rows:
         click.echo(f"{label + ':':<{width}}{value}")

@@ -1,9 +1,9 @@
 """``status`` and ``report`` for WorkloadRuns (``workloadrun/NAME``) and several Certifications.
 
-:mod:`cre.cli.app` defines ``status [CERTIFICATION]`` and ``report CERTIFICATION``; this module,
-imported last by it, replaces both on the root group with commands that have the same flags,
-send ``workloadrun/NAME`` to :mod:`cre.cli.workloadrunview`, let ``report`` take several
-Certifications, and hand everything else to the original command unchanged.
+:mod:`cre.cli.root` defines ``status [CERTIFICATION]`` and ``report CERTIFICATION``; this
+module, imported by :mod:`cre.cli.app`, replaces both on the root group with commands that have
+the same flags, send ``workloadrun/NAME`` to :mod:`cre.cli.workloadrunview`, let ``report`` take
+several Certifications, and hand everything else to the original command unchanged.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from cre.cli.app import _conn, cli
 from cre.cli.exitcodes import CliError, ExitCode
+from cre.cli.root import cli, connection_from_flags
 
 _STATUS = cli.commands["status"]
 _REPORT = cli.commands["report"]
@@ -21,8 +21,8 @@ CONN = ("kubeconfig", "context", "namespace", "request_timeout")
 
 
 def _connection(kw: dict[str, Any]) -> Any:
-    return _conn(kw.get("kubeconfig"), kw.get("context"), kw.get("namespace"),
-                 float(kw.get("request_timeout") or 30.0))
+    return connection_from_flags(kw.get("kubeconfig"), kw.get("context"), kw.get("namespace"),
+                                 float(kw.get("request_timeout") or 30.0))
 
 
 def _status(**kw: Any) -> Any:
@@ -38,12 +38,12 @@ def _status(**kw: Any) -> Any:
 
     import anyio
 
-    from cre.cli.app import _console
+    from cre.cli.root import make_console
     from cre.cli.run import exit_code
     from cre.cli.workloadrunview import read_run, run_tree, run_verdict
 
     conn = _connection(kw)
-    console = _console()
+    console = make_console()
     rs = anyio.run(read_run, conn, name)
     console.print(run_tree(rs))
     shown = str(rs.run.status.phase)
@@ -77,7 +77,7 @@ def _report(**kw: Any) -> Any:
     import anyio
 
     from cre.cli import workloadrunview as view
-    from cre.cli.app import _console
+    from cre.cli.root import make_console
 
     conn = _connection(kw)
     if any(runs):
@@ -92,7 +92,7 @@ def _report(**kw: Any) -> Any:
             click.echo(json.dumps(view.run_report_json(report), indent=2, sort_keys=True,
                                   ensure_ascii=False))
         else:
-            view.print_run_report(_console(), report)
+            view.print_run_report(make_console(), report)
         if kw.get("html_path"):
             from pathlib import Path
 

@@ -1,7 +1,7 @@
 """``cre render FILE``: the ``render`` command also takes a Certification or Workflow file.
 
-:mod:`cre.cli.app` defines ``render ENTRY`` (one catalog entry); this module, imported last by
-it, replaces that command on the root group with one that has the same flags plus
+:mod:`cre.cli.root` defines ``render ENTRY`` (one catalog entry); this module, imported by
+:mod:`cre.cli.app`, replaces that command on the root group with one that has the same flags plus
 ``--nodes-file``, ``--dry-run=server`` and the connection flags, renders a file with
 :mod:`cre.cli.renderplan` and hands a catalog entry to the original command unchanged.
 """
@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from cre.cli.app import _catalog, cli
 from cre.cli.exitcodes import CliError, ExitCode
+from cre.cli.root import cli, shipped_catalog
 
 _ENTRY = cli.commands["render"]
 FILE_ONLY = ("nodes_file", "dry_run", "kubeconfig", "context")
@@ -50,9 +50,9 @@ def _render_file(path: str, **kw: Any) -> int:
             raise CliError(ExitCode.USAGE, "--platform and --arch are needed with --nodes or "
                            "--node-count (or give the cluster's Nodes with --nodes-file)")
         nodes = renderplan.synthetic_nodes(
-            catalog=_catalog(), platform=kw["platform"], arch=kw["arch"],
+            catalog=shipped_catalog(), platform=kw["platform"], arch=kw["arch"],
             names=node_names(nodes=kw["nodes"], node_count=kw["node_count"]))
-    rendered = renderplan.render_object(obj, nodes=nodes, catalog=_catalog())
+    rendered = renderplan.render_object(obj, nodes=nodes, catalog=shipped_catalog())
     for note in rendered.notes:
         click.echo(note, err=True)
     if kw["dry_run"]:

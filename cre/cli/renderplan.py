@@ -37,7 +37,8 @@ from cre.core.certification_build import BuildError, build_workflow, discover_fo
 from cre.core.discovery import DiscoveryFailure
 from cre.core.observed import NodeView
 from cre.core.projections import node_view
-from cre.core.workflow import WorkflowObservation, reconcile_workflow
+from cre.core.workflow import WorkflowObservation
+from cre.core.workflow_run import reconcile_workflow
 from cre.core.workload import manifest
 
 #: The UID the offline objects carry (names derived from a UID are stable across runs).

@@ -1,6 +1,6 @@
 """The ``cre run`` command (flags and help); the work is in :mod:`cre.cli.run`.
 
-Registered on the root group by :mod:`cre.cli.app`, which imports this module last. Only
+Registered on the root group of :mod:`cre.cli.root` when :mod:`cre.cli.app` imports it. Only
 click loads here (``cre --help`` and TAB completion stay fast); the command imports its work.
 """
 
@@ -10,7 +10,7 @@ import functools
 
 import click
 
-from cre.cli.app import _conn, cli, kube_flags
+from cre.cli.root import cli, connection_from_flags, kube_flags
 
 
 @cli.command("run")
@@ -45,7 +45,7 @@ def run_command(file: str, kubeconfig: str | None, context: str | None, namespac
 
     from cre.cli import run as runner
 
-    conn = _conn(kubeconfig, context, namespace, request_timeout)
+    conn = connection_from_flags(kubeconfig, context, namespace, request_timeout)
     item = runner.load_runnable(file, namespace=runner.default_namespace(conn))
     options = runner.RunOptions(wait=wait or timeout is not None, timeout=timeout,
                                 interval=interval, cleanup=cleanup, results_file=results_file,

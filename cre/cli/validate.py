@@ -32,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from cre._vendor import crds as vendored
 from cre.api.converter import from_dict
 from cre.api.crdgen import build_crd
 from cre.api.errors import FieldError, ValidationError
@@ -42,7 +43,6 @@ from cre.catalog import CatalogError, load_catalog
 from cre.cli import schemas
 from cre.cli.exitcodes import CliError, ExitCode
 from cre.cli.yamlpos import Document, load_documents, resolve, show_path, tokens
-from cre.testing import crds as vendored  # data only: the upstream CRD files, see 014-cli.md
 
 TRAINER = "trainer.kubeflow.org/"
 TRAINER_SETS: Mapping[str, Path] = {

@@ -42,17 +42,17 @@ from cre.cli.cluster import (
     WORKFLOWS,
     Connection,
     Snapshot,
-    _model,
-    _resource,
     api_failure,
     connect,
+    cre_resource,
     namespace_of,
+    read_model,
 )
 from cre.cli.exitcodes import CliError, ExitCode
 from cre.cli.report import Report, build_report, headline, job_reason, report_json
 from cre.kube.client import ApiError, KubeClient
 
-WORKLOADRUNS = _resource("WorkloadRun")
+WORKLOADRUNS = cre_resource("WorkloadRun")
 PREFIXES: Final = ("workloadrun/", "workloadruns/", "workloadrun.cre.dev/",
                    "workloadruns.cre.dev/")
 DOMAIN: Final = "workloadrun"
@@ -93,7 +93,7 @@ async def _get_run(client: KubeClient, name: str, namespace: str) -> WorkloadRun
                            f"{WORKLOADRUNS.plural}.{L.GROUP}: CRE's CRDs are not installed "
                            "(kubectl apply -k deploy/crds)") from None
         raise api_failure(exc, host=client.host, what=f"WorkloadRun {namespace}/{name}") from None
-    run: WorkloadRun = _model(WorkloadRun, raw)
+    run: WorkloadRun = read_model(WorkloadRun, raw)
     return run
 
 
@@ -158,7 +158,7 @@ async def read_run(conn: Connection, name: str) -> RunSnapshot:
             workflow = None
             if ref is not None:
                 try:
-                    workflow = _model(Workflow, await client.get(
+                    workflow = read_model(Workflow, await client.get(
                         WORKFLOWS, ref.name, namespace=ref.namespace or namespace))
                 except ApiError as exc:
                     if not exc.not_found:
@@ -170,10 +170,10 @@ async def read_run(conn: Connection, name: str) -> RunSnapshot:
                 wf_ns = workflow.metadata.namespace or namespace
                 selector = {"labelSelector": f"{L.WORKFLOW}={workflow.metadata.name}"}
                 for item in await _items(client, JOBS, wf_ns, selector):
-                    job: Job = _model(Job, item)
+                    job: Job = read_model(Job, item)
                     jobs[job.metadata.name or ""] = job
                 for item in await _items(client, BANDWIDTH, wf_ns) if jobs else []:
-                    bm: BandwidthMeasurement = _model(BandwidthMeasurement, item)
+                    bm: BandwidthMeasurement = read_model(BandwidthMeasurement, item)
                     if bm.spec.job_ref.name in jobs:
                         bandwidth[bm.spec.job_ref.name] = bm
     except TimeoutError:

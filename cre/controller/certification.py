@@ -38,12 +38,13 @@ from cre.controller.workflowshell import workflow_from_dict
 from cre.core.certification import (
     DEFAULT_CERTIFICATION_SETTINGS,
     CertificationObservation,
+    CertificationPlan,
     CertificationSettings,
     reconcile_certification,
 )
 from cre.core.observed import NodeView
+from cre.core.plan import Ask
 from cre.core.projections import node_view
-from cre.core.tierplan import TierPlan
 from cre.core.trio import true_member
 from cre.kube.client import CERTIFICATIONS, NODES, WORKFLOWS, KubeClient
 from cre.kube.factory import InformerFactory
@@ -126,20 +127,16 @@ class CertificationController(TierController[Certification, CertificationObserva
     async def first_observation(self, cert: Certification) -> CertificationObservation:
         return self.observe(cert)
 
-    async def observe_live(self, cert: Certification, obs: CertificationObservation
-                           ) -> CertificationObservation:
-        """``obs`` with the Certification's Workflows listed live."""
-        return attrs.evolve(obs, workflows=await self._live_workflows(cert), read_live=True)
+    async def answer(self, cert: Certification, obs: CertificationObservation,
+                     asks: Sequence[Ask]) -> CertificationObservation:
+        """``obs`` with the Certification's Workflows listed live (its only ask)."""
+        return attrs.evolve(obs, workflows=await self._live_workflows(cert),
+                            feedback=obs.feedback.answering(*asks))
 
     def plan(self, cert: Certification, obs: CertificationObservation, now: datetime
-             ) -> TierPlan[Any]:
+             ) -> CertificationPlan:
         return reconcile_certification(cert, obs, now, catalog=self.catalog,
                                        settings=self.settings)
-
-    def with_create_conflicts(self, obs: CertificationObservation, conflicts: tuple[str, ...]
-                              ) -> CertificationObservation:
-        names = tuple(c.partition("/")[2] for c in conflicts)
-        return attrs.evolve(obs, create_conflicts=(*obs.create_conflicts, *names))
 
     async def _live_workflows(self, cert: Certification) -> tuple[Workflow, ...]:
         page = await self.client.list(

@@ -32,12 +32,13 @@ from cre.controller.logmeasure import LogMeasurementController, Wiring
 from cre.core.goodputlog import GoodputParser, LogEvent, compile_goodput_profile
 from cre.core.goodputmeasure import (
     GoodputObservation,
-    GoodputPlan,
     GoodputReadRequest,
     GoodputReadResult,
+    is_complete,
     reconcile_goodput,
 )
 from cre.core.jobgoodput import goodput_name
+from cre.core.plan import Ask, ConfirmAbsent
 from cre.kube.client import GOODPUTMEASUREMENTS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
@@ -113,23 +114,29 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
     async def _step(self, gm: GoodputMeasurement, obs: GoodputObservation
                     ) -> Again[GoodputMeasurement, GoodputObservation] | Result:
         plan = reconcile_goodput(gm, obs, self._clock())
-        if plan.read is not None:
-            assert obs.parser is not None
-            result = await self.read(plan.read, obs.parser)
-            return Again(gm, attrs.evolve(obs, read=result), "log read")
-        if plan.confirm_job_absence:
-            job = await self.live_job(gm)
-            return Again(gm, attrs.evolve(obs, job=job, job_absence_confirmed=job is None),
-                         "live job read")
-        return await self._apply(gm, obs, plan)
-
-    async def _apply(self, gm: GoodputMeasurement, obs: GoodputObservation, plan: GoodputPlan
-                     ) -> Again[GoodputMeasurement, GoodputObservation] | Result:
+        if plan.asks:
+            return Again(gm, await self._answer(gm, obs, plan.asks), "asks answered")
         answer = await self.write(gm, obs, plan)
         if answer is not None:
             return answer
-        if plan.publish:
-            self.metrics.publish(gm.metadata.namespace or "", gm.metadata.name or "",
-                                 plan.status or gm.status, terminal=plan.terminal)
+        status = plan.status or gm.status
+        terminal = is_complete(attrs.evolve(gm, status=status))
+        # The gauges follow the status once a sample was taken; a completing write leaves
+        # the ratio only.
+        if (plan.status is not None and terminal) or (
+                not terminal and status.last_sample_time is not None):
+            self.metrics.publish(gm.metadata.namespace or "", gm.metadata.name or "", status,
+                                 terminal=terminal)
         after = plan.requeue_after
         return Result(requeue_after=after / self.time_scale if after is not None else None)
+
+    async def _answer(self, gm: GoodputMeasurement, obs: GoodputObservation,
+                      asks: Sequence[Ask]) -> GoodputObservation:
+        """``obs`` with ``asks`` answered: the log read and the live Job read."""
+        for ask in asks:
+            if isinstance(ask, GoodputReadRequest):
+                assert obs.parser is not None
+                obs = attrs.evolve(obs, read=await self.read(ask, obs.parser))
+            elif isinstance(ask, ConfirmAbsent):
+                obs = attrs.evolve(obs, job=await self.live_job(gm))
+        return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))

@@ -51,13 +51,22 @@ from cre.controller.metrics import job_metrics_for
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
 from cre.core.classify import group_nodes
-from cre.core.job import is_terminal, reconcile_job
+from cre.core.job import JobPlan, is_terminal, reconcile_job
 from cre.core.jobgoodput import GOODPUT_KIND, goodput_name
 from cre.core.jobmeasure import BANDWIDTH_KIND, bandwidth_name
 from cre.core.observed import NodeView, PodView, TrainJobView
-from cre.core.plan import DEFAULT_SETTINGS, JobSettings, Observation, Plan
+from cre.core.plan import (
+    DEFAULT_SETTINGS,
+    Ask,
+    ConfirmAbsent,
+    JobSettings,
+    ListLive,
+    Observation,
+    ReadEvents,
+    ReadLog,
+)
 from cre.core.projections import node_view, trainjob_view
-from cre.core.workload import workload_name
+from cre.core.workload import TRAINJOB_KIND, workload_name
 from cre.kube.client import (
     BANDWIDTHMEASUREMENTS,
     GOODPUTMEASUREMENTS,
@@ -66,7 +75,7 @@ from cre.kube.client import (
     TRAINJOBS,
     KubeClient,
 )
-from cre.kube.executor import Outcome, OutcomeKind
+from cre.kube.executor import CreateFailed, Outcome, answer, refused_again
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import (
@@ -113,6 +122,21 @@ def _with_departed(cached: Sequence[PodView], departed: dict[str, PodView]
                    ) -> tuple[PodView, ...]:
     names = {p.name for p in cached}
     return by_creation([*cached, *(p for p in departed.values() if p.name not in names)])
+
+
+def _absorb(obs: Observation, outcome: Outcome) -> Observation:
+    """``obs`` with what applying a plan created, and the held measurements a create found:
+    a re-run after a conflict adopts the workload just created instead of creating it again,
+    and keeps (this Job's) or deletes (an earlier Job's) a measurement holding its name."""
+    found = {**{c.kind: dict(c.holder) for c in outcome.conflicts},
+             **{str(raw.get("kind")): raw for raw in outcome.created}}
+    if TRAINJOB_KIND in found and not any(c.kind == TRAINJOB_KIND for c in outcome.conflicts):
+        obs = attrs.evolve(obs, trainjob=trainjob_view(found[TRAINJOB_KIND]))
+    if BANDWIDTH_KIND in found:
+        obs = attrs.evolve(obs, bandwidth_measurement=bandwidth_from_dict(found[BANDWIDTH_KIND]))
+    if GOODPUT_KIND in found:
+        obs = attrs.evolve(obs, goodput_measurement=goodput_from_dict(found[GOODPUT_KIND]))
+    return obs
 
 
 class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
@@ -208,66 +232,19 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
     async def _step(self, job: Job, obs: Observation) -> Again[Job, Observation] | Result:
         """Run the core once; answer what it asks, or apply its Plan and answer the outcome."""
         plan = reconcile_job(job, obs, self._clock(), settings=self.settings)
-        if plan.log_reads:
-            tails = await self.reads.logs(plan.log_reads)
-            return Again(job, attrs.evolve(obs, log_tails=obs.log_tails + tails), "log reads")
-        if plan.confirm_pods_live:
-            workers, launchers = await self.reads.pods(job)
-            return Again(job, attrs.evolve(obs, worker_pods=workers, launcher_pods=launchers,
-                                           pods_read_live=True), "live pod list")
-        if plan.read_workload_events:
-            events = await self.reads.workload_events(obs.trainjob)
-            return Again(job, attrs.evolve(obs, workload_events=events), "workload events")
-        if plan.confirm_workload_absence:
-            view = await self.reads.trainjob(job)
-            return Again(job, attrs.evolve(obs, trainjob=view,
-                                           workload_absence_confirmed=view is None),
-                         "live workload read")
-        if plan.creates:
-            confirmed = await self._confirm_live(job, obs)
-            if confirmed is not None:
-                return confirmed
-        outcome = await self.executor.apply(job, plan)
-        # A workload just created is observed, so a re-run after a conflict adopts it instead
-        # of creating it again and learning of it through AlreadyExists.
-        created = [trainjob_view(raw) for raw in outcome.created
-                   if raw.get("kind") not in _MEASUREMENT_KINDS]
-        if created:
-            obs = attrs.evolve(obs, trainjob=created[-1])
-        measured = [bandwidth_from_dict(raw) for raw in outcome.created
-                    if raw.get("kind") == BANDWIDTH_KIND]
-        if measured:
-            obs = attrs.evolve(obs, bandwidth_measurement=measured[-1])
-        goodput = [goodput_from_dict(raw) for raw in outcome.created
-                   if raw.get("kind") == GOODPUT_KIND]
-        if goodput:
-            obs = attrs.evolve(obs, goodput_measurement=goodput[-1])
-        if (outcome.kind == OutcomeKind.CREATE_EXISTS and outcome.holder
-                and outcome.holder.get("kind") == BANDWIDTH_KIND):
-            # The measurement's name is held: the core keeps it (this Job's) or deletes it.
-            return Again(job, attrs.evolve(obs, bandwidth_measurement=bandwidth_from_dict(
-                outcome.holder)), "measurement exists")
-        if (outcome.kind == OutcomeKind.CREATE_EXISTS and outcome.holder
-                and outcome.holder.get("kind") == GOODPUT_KIND):
-            return Again(job, attrs.evolve(obs, goodput_measurement=goodput_from_dict(
-                outcome.holder)), "goodput measurement exists")
-        if outcome.kind == OutcomeKind.CREATE_EXISTS:
-            holder = trainjob_view(outcome.holder) if outcome.holder else None
-            return Again(job, attrs.evolve(obs, create_conflict=holder), "name taken")
-        if outcome.kind == OutcomeKind.CREATE_REJECTED:
-            # Refused for good: the core fails the Job (Platform, AdmissionRejected).
-            return Again(job, attrs.evolve(obs, create_rejected=outcome.rejected),
-                         "create refused")
-        if outcome.kind == OutcomeKind.CREATE_FAILED:
-            assert outcome.error is not None
+        if plan.asks:
+            return Again(job, await self._answer(job, obs, plan.asks), "asks answered")
+        refused_again(job, obs, plan, involved)
+        try:
+            outcome = await self.executor.apply(job, plan)
+        except CreateFailed as exc:
             await self.recorder.emit(involved=involved(job), type_="Warning",
-                                     reason="WorkloadCreationError", message=str(outcome.error))
-            raise outcome.error
-        if outcome.kind == OutcomeKind.CONFLICT:
-            fresh = await self.reads.job(job.metadata.namespace or "", job.metadata.name or "")
-            return DONE if fresh is None else Again(fresh, obs, "status write conflicted")
-        if outcome.kind == OutcomeKind.GONE:
-            return DONE
+                                     reason="WorkloadCreationError", message=str(exc))
+            raise
+        obs = _absorb(obs, outcome)
+        after = answer(job, obs, outcome, decode=job_from_dict)
+        if after is not None:
+            return after
         key = key_of(job)
         log.debug("job %s: applied %d create(s), %d delete(s), %d patch(es), %s",
                   key, len(plan.creates), len(plan.deletes), len(plan.patches),
@@ -275,31 +252,24 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         self._record(job, plan, outcome)
         if plan.status is not None and is_terminal(attrs.evolve(job, status=plan.status)):
             self._forget_failures(key)  # the verdict is written: nothing left to record
-        after = plan.requeue_after
-        return Result(requeue_after=after / self.time_scale if after is not None else None)
+        requeue = plan.requeue_after
+        return Result(requeue_after=requeue / self.time_scale if requeue is not None else None)
 
-    async def _confirm_live(self, job: Job, obs: Observation
-                            ) -> Again[Job, Observation] | Result | None:
-        """Before any create: the Job as served now. ``None`` when the copy the plan came from
-        is current (create); ``DONE`` when the Job is gone or was replaced (another uid); a
-        new pass on the live copy when the cache was behind.
+    async def _answer(self, job: Job, obs: Observation, asks: Sequence[Ask]) -> Observation:
+        """``obs`` with the answers to ``asks`` (the core asks one kind of thing at a time)."""
+        tails = await self.reads.logs([a for a in asks if isinstance(a, ReadLog)])
+        obs = attrs.evolve(obs, log_tails=obs.log_tails + tails)
+        if any(isinstance(a, ListLive) for a in asks):
+            workers, launchers = await self.reads.pods(job)
+            obs = attrs.evolve(obs, worker_pods=workers, launcher_pods=launchers)
+        if any(isinstance(a, ReadEvents) for a in asks):
+            obs = attrs.evolve(obs, workload_events=await self.reads.workload_events(
+                obs.trainjob))
+        if any(isinstance(a, ConfirmAbsent) for a in asks):
+            obs = attrs.evolve(obs, trainjob=await self.reads.trainjob(job))
+        return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))
 
-        A cache can keep a deleted Job (its watch expired with 410 and the DELETED event was
-        never seen): every event of the workload created for it, which the garbage collector
-        removes at once (its owner's uid is gone), would bring the Job back to create it again.
-        Found by the chaos soak (hundreds of TrainJob creates for one deleted Job).
-        """
-        ns, name = job.metadata.namespace or "", job.metadata.name or ""
-        fresh = await self.reads.job(ns, name)
-        if fresh is None or fresh.metadata.uid != job.metadata.uid:
-            log.info("job %s/%s: not creating its workload: the Job (uid %s) is %s", ns, name,
-                     job.metadata.uid, "gone" if fresh is None else "replaced")
-            return DONE
-        if fresh.metadata.resource_version != job.metadata.resource_version:
-            return Again(fresh, obs, "the cache was behind the live Job")
-        return None
-
-    def _record(self, job: Job, plan: Plan, outcome: Outcome) -> None:
+    def _record(self, job: Job, plan: JobPlan, outcome: Outcome) -> None:
         ns, name = job.metadata.namespace or "", job.metadata.name or ""
         workloads = sum(1 for c in plan.creates if c.kind not in _MEASUREMENT_KINDS)
         if workloads:

@@ -4,8 +4,8 @@ Everything here is Job-specific I/O that used to sit in the generic executor: th
 resource and how an Event names a Job; the :class:`cre.kube.executor.PlanExecutor` configured for
 Job plans (TrainJobs created and deleted, the Job's status and finalizers written); and the
 reads that answer what :func:`cre.core.job.reconcile_job` asks for (log tails, preferably the
-ones the prefetcher already read; live reads of the Job, its TrainJob, its pods and its
-TrainJob's Events). The controller (:mod:`cre.controller.job`) decides when to ask; this module
+ones the prefetcher already read; live reads of its TrainJob, its pods and its TrainJob's
+Events). The controller (:mod:`cre.controller.job`) decides when to ask; this module
 only reads.
 """
 
@@ -23,12 +23,10 @@ from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import ObjectMeta
 from cre.controller.prefetch import LogPrefetcher
 from cre.core.observed import LogTail, ObjectEvent, PodView, TrainJobView
-from cre.core.plan import LogRequest
+from cre.core.plan import ReadLog
 from cre.core.projections import trainjob_view
 from cre.core.workload import TRAINJOB_KIND, workload_name
 from cre.kube.client import (
-    BANDWIDTHMEASUREMENTS,
-    GOODPUTMEASUREMENTS,
     JOBS,
     TRAINJOBS,
     ApiError,
@@ -68,13 +66,9 @@ def involved(job: Job) -> dict[str, Any]:
 
 def job_executor(client: KubeClient, recorder: EventRecorder, *,
                  clock: Callable[[], datetime]) -> PlanExecutor:
-    """The executor of Job plans: TrainJobs created and deleted, the Job's status and
-    finalizers written, Events naming the Job."""
-    return PlanExecutor(client, recorder, owner=JOBS,
-                        kinds={TRAINJOB_KIND: TRAINJOBS,
-                               BANDWIDTHMEASUREMENTS.kind: BANDWIDTHMEASUREMENTS,
-                               GOODPUTMEASUREMENTS.kind: GOODPUTMEASUREMENTS},
-                        involved=involved, clock=clock)
+    """The executor of Job plans: the Job's status and finalizers written, Events naming the
+    Job."""
+    return PlanExecutor(client, recorder, owner=JOBS, involved=involved, clock=clock)
 
 
 def by_creation(pods: Sequence[PodView]) -> tuple[PodView, ...]:
@@ -85,7 +79,7 @@ def by_creation(pods: Sequence[PodView]) -> tuple[PodView, ...]:
 
 class JobReads:
     """The reads that answer the Job core: log tails (the prefetched one when there is one) and
-    live reads of a Job, its TrainJob, its pods and the TrainJob's Events."""
+    live reads of its TrainJob, its pods and the TrainJob's Events."""
 
     def __init__(self, client: KubeClient, prefetcher: LogPrefetcher, *,
                  log_timeout: float) -> None:
@@ -93,7 +87,7 @@ class JobReads:
         self.prefetcher = prefetcher
         self.log_timeout = log_timeout
 
-    async def logs(self, requests: Sequence[LogRequest]) -> tuple[LogTail, ...]:
+    async def logs(self, requests: Sequence[ReadLog]) -> tuple[LogTail, ...]:
         """The tails ``requests`` ask for, in order."""
         tails: list[LogTail] = []
         for req in requests:
@@ -103,15 +97,6 @@ class JobReads:
             else:
                 tails.append(await read_pod_log(self.client, req, timeout=self.log_timeout))
         return tuple(tails)
-
-    async def job(self, namespace: str, name: str) -> Job | None:
-        """The Job as served now (``None``: gone)."""
-        try:
-            return job_from_dict(await self.client.get(JOBS, name, namespace=namespace))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
 
     async def trainjob(self, job: Job) -> TrainJobView | None:
         """The Job's TrainJob as served now (``None``: absent)."""

@@ -14,9 +14,10 @@ pods' logs through a LogProfile, so their controllers are the same around differ
 * a log read streamed line by line through :class:`cre.core.logwindow.WindowFilter` into the
   caller's parser (:meth:`LogMeasurementController.stream`), so memory does not grow with the
   log; the Job read live when the core asks whether it is gone;
-* the status written through ``/status`` guarded by the plan's resourceVersion (a conflict
-  reads the measurement live and runs the core again without its reads; a gone measurement
-  drops its series), then the events.
+* the plan applied by the one :class:`cre.kube.executor.PlanExecutor` (the status through
+  ``/status`` guarded by the plan's resourceVersion, then the events; a conflict reads the
+  measurement live and runs the core again without its reads, which resumed at the old copy's
+  anchor; a gone measurement drops its series).
 
 A subclass says how to observe, plan and publish (:class:`cre.controller.measurement`,
 :class:`cre.controller.goodput`).
@@ -32,18 +33,18 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 import attrs
 from prometheus_client import CollectorRegistry, Counter
 
-from cre.api.converter import structure, to_dict
+from cre.api.converter import structure
 from cre.api.job import Job
 from cre.api.labels import JOB, LAUNCHER
 from cre.api.measurement import LogProfile
 from cre.api.meta import ObjectMeta
 from cre.controller.jobshell import involved_object, job_from_dict
-from cre.core.logmeasure import LogReadRequest
 from cre.core.logprofile import ProfileError
 from cre.core.logwindow import WindowFilter
 from cre.core.observed import PodView
-from cre.core.plan import EventSpec
+from cre.core.plan import Plan, StreamLog
 from cre.kube.client import JOBS, LOGPROFILES, ApiError, KubeClient, Resource
+from cre.kube.executor import OutcomeKind, PlanExecutor, WithFeedback, answer
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import live_list_pods, stream_pod_log
@@ -110,19 +111,8 @@ class Series(Protocol):
     def clear(self, namespace: str, name: str, /) -> None: ...
 
 
-class _Plan(Protocol):
-    @property
-    def resource_version(self) -> str: ...
-
-    @property
-    def status(self) -> Any: ...
-
-    @property
-    def events(self) -> tuple[EventSpec, ...]: ...
-
-
 M = TypeVar("M", bound=Measurement)
-B = TypeVar("B")
+B = TypeVar("B", bound=WithFeedback)
 C = TypeVar("C", bound=Compiled)
 
 
@@ -184,6 +174,9 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
         self.jobs: Informer[Job] = self.cache(JOBS, transform=job_from_dict, name="cre-jobs")
         self.profiles: Informer[LogProfile] = self.cache(
             LOGPROFILES, transform=profile_from_dict, name="logprofiles")
+        self.executor = PlanExecutor(client, self.recorder, owner=wiring.resource, clock=clock,
+                                     involved=lambda m: involved_object(wiring.resource.kind,
+                                                                        m.metadata))
         self._compiled: dict[str, C | ProfileError] = {}
         (self.managed().for_(self.measurements, on_deleted=self._clear)
             .watches(self.jobs, enqueue_mapped(self._for_job))
@@ -271,7 +264,7 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
         return await converge(self._step, m, await self.observe(m),
                               what=f"{self._wiring.what} {key}", max_passes=MAX_PASSES)
 
-    async def stream(self, request: LogReadRequest, feed: Callable[[str], None]) -> Streamed:
+    async def stream(self, request: StreamLog, feed: Callable[[str], None]) -> Streamed:
         """Stream the log ``request`` asks for; every line the window admits goes to ``feed``."""
         window = WindowFilter(anchor=request.anchor, skip_lines=request.skip_lines)
 
@@ -296,30 +289,13 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
             raise
         return job_from_dict(raw)
 
-    async def write(self, m: M, obs: B, plan: _Plan) -> Again[M, B] | Result | None:
-        """Write ``plan``'s status, then emit its events; ``None`` once both are done, else
-        the step's answer: ``DONE`` (the measurement is gone) or a fresh copy to plan again."""
-        if plan.status is not None:
-            meta = m.metadata
-            # ``M`` is an attrs model; the protocol bounding it cannot say so to mypy.
-            body = to_dict(attrs.evolve(m, status=plan.status))  # type: ignore[misc]
-            body["metadata"]["resourceVersion"] = plan.resource_version
-            try:
-                await self.client.replace(self._wiring.resource, body, subresource="status")
-            except ApiError as exc:
-                if exc.not_found:
-                    self._clear(m)
-                    return DONE
-                if not exc.conflict:
-                    raise
-                raw = await self.client.get(self._wiring.resource, meta.name or "",
-                                            namespace=meta.namespace or "")
-                return Again(self._wiring.decode(raw), self.without_reads(obs),
-                             "status write conflicted")
+    async def write(self, m: M, obs: B, plan: Plan[Any]) -> Again[M, B] | Result | None:
+        """Apply ``plan`` (its status, then its events); ``None`` once both are done, else the
+        step's answer: ``DONE`` (the measurement is gone) or a fresh copy to plan again."""
+        outcome = await self.executor.apply(m, plan)
+        if outcome.kind == OutcomeKind.GONE:
+            self._clear(m)
+        after = answer(m, obs, outcome, decode=self._wiring.decode, stale=self.without_reads)
+        if after is None and plan.status is not None:
             self.status_echo.remember(key_of(m), plan.status)
-        for event in plan.events:
-            await self.recorder.emit(involved=involved_object(self._wiring.resource.kind,
-                                                              m.metadata), type_=event.type,
-                                     reason=event.reason, message=event.message)
-        return None
-
+        return after

@@ -36,12 +36,13 @@ from cre.core.jobmeasure import bandwidth_name, job_name_of
 from cre.core.logprofile import CompiledProfile, compile_profile
 from cre.core.measurement import (
     MeasurementObservation,
-    MeasurementPlan,
     ReadRequest,
     ReadResult,
+    is_complete,
     reconcile_measurement,
 )
 from cre.core.ncclparse import NcclLineParser, SizeAggregate, compile_row_pattern
+from cre.core.plan import Ask, ConfirmAbsent
 from cre.kube.client import BANDWIDTHMEASUREMENTS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
@@ -111,29 +112,30 @@ class MeasurementController(LogMeasurementController[BandwidthMeasurement,
     async def _step(self, bm: BandwidthMeasurement, obs: MeasurementObservation
                     ) -> Again[BandwidthMeasurement, MeasurementObservation] | Result:
         plan = reconcile_measurement(bm, obs, self._clock())
-        if plan.read is not None:
-            return Again(bm, attrs.evolve(obs, read=await self.read(plan.read)), "log read")
-        if plan.reads:
-            # One pod after the other: each read streams, so memory stays one line deep.
-            answers = tuple([await self.read(request) for request in plan.reads])
-            return Again(bm, attrs.evolve(obs, node_reads=obs.node_reads + answers),
-                         "per-node log reads")
-        if plan.confirm_job_absence:
-            job = await self.live_job(bm)
-            return Again(bm, attrs.evolve(obs, job=job, job_absence_confirmed=job is None),
-                         "live job read")
-        return await self._apply(bm, obs, plan)
-
-    async def _apply(self, bm: BandwidthMeasurement, obs: MeasurementObservation,
-                     plan: MeasurementPlan) -> Again[BandwidthMeasurement,
-                                                     MeasurementObservation] | Result:
+        if plan.asks:
+            return Again(bm, await self._answer(bm, obs, plan.asks), "asks answered")
         answer = await self.write(bm, obs, plan)
         if answer is not None:
             return answer
+        status = plan.status or bm.status
         ns, job = bm.metadata.namespace or "", self.series(bm.metadata.name or "",
                                                            bm.spec.job_ref.name)
-        if plan.clear_gauges:
-            self.metrics.clear(ns, job)
-        elif plan.gauges:
-            self.metrics.publish(ns, job, plan.gauges)
+        if is_complete(attrs.evolve(bm, status=status)):
+            if plan.status is not None:  # completed on this pass: the series go
+                self.metrics.clear(ns, job)
+        elif status.results:
+            self.metrics.publish(ns, job, status.results)
         return Result(requeue_after=plan.requeue_after)
+
+    async def _answer(self, bm: BandwidthMeasurement, obs: MeasurementObservation,
+                      asks: Sequence[Ask]) -> MeasurementObservation:
+        """``obs`` with ``asks`` answered: the log reads (a Multi profile's, one pod after the
+        other: each read streams, so memory stays one line deep) and the live Job read."""
+        for ask in asks:
+            if isinstance(ask, ReadRequest) and ask.per_node:
+                obs = attrs.evolve(obs, node_reads=(*obs.node_reads, await self.read(ask)))
+            elif isinstance(ask, ReadRequest):
+                obs = attrs.evolve(obs, read=await self.read(ask))
+            elif isinstance(ask, ConfirmAbsent):
+                obs = attrs.evolve(obs, job=await self.live_job(bm))
+        return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))

@@ -27,7 +27,7 @@ import attrs
 from anyio.abc import TaskGroup
 
 from cre.core.observed import LogTail, PodView
-from cre.core.plan import LogRequest
+from cre.core.plan import ReadLog
 from cre.kube.client import KubeClient
 from cre.kube.pods import read_pod_log
 
@@ -89,7 +89,7 @@ class LogPrefetcher:
     async def _fetch(self, key: Key, owner: str) -> None:
         namespace, pod, container, uid, previous = key
         try:
-            request = LogRequest(namespace=namespace, pod=pod, container=container,
+            request = ReadLog(namespace=namespace, pod=pod, container=container,
                                  pod_uid=uid, previous=previous)
             async with self._limit:
                 tail = await read_pod_log(self.client, request, timeout=self.timeout)
@@ -121,7 +121,7 @@ class LogPrefetcher:
                 return
             del self._tails[key]
 
-    async def tail_for(self, req: LogRequest) -> LogTail | None:
+    async def tail_for(self, req: ReadLog) -> LogTail | None:
         """The prefetched tail for ``req`` (waiting for an in-flight read), or ``None``."""
         key = (req.namespace, req.pod, req.container, req.pod_uid, req.previous)
         pending = self._in_flight.get(key)

@@ -8,13 +8,13 @@ finishing lets the Workflow sweep that Job's dependency copies) and GPU nodes
 changing readiness wakes the Workflows that have not discovered their nodes yet).
 
 One reconcile is :func:`cre.kube.runtime.converge` around
-:func:`cre.core.workflow.reconcile_workflow`: the Observation comes from the caches; when the
-Plan asks ``confirm_live`` the shell reads the Jobs, dependencies and pods live and runs the core
-again with ``read_live``; a create whose name a foreign object holds goes back as
-``create_conflicts``; a status write that conflicts re-reads the Workflow live. Plans are
-applied by :class:`cre.controller.tiershell.TierExecutor` in the order ``cre.core.tierplan``
-documents (node-result ConfigMaps before the status); the lifecycle and the step around the core
-are :class:`cre.controller.tiershell.TierController`'s. Every cache comes from the informer
+:func:`cre.core.workflow_run.reconcile_workflow`: the Observation comes from the caches; when the
+Plan asks for a live list (a ``ListLive`` of its Jobs) the shell reads the Jobs, dependencies
+and pods live and runs the core again; a create whose name a foreign object holds, or that was
+refused for good, goes back in ``feedback``; a status write that conflicts re-reads the Workflow
+live. Plans are applied by :class:`cre.kube.executor.PlanExecutor` in the order it documents
+(node-result ConfigMaps before the status); the lifecycle and the step around the core are
+:class:`cre.controller.tiershell.TierController`'s. Every cache comes from the informer
 factory, so the pod and node caches are the Job controller's own when both run in one process.
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -51,15 +51,16 @@ from cre.controller.workflowshell import (
     workflow_from_dict,
 )
 from cre.core.observed import NodeView, PodView
+from cre.core.plan import Ask
 from cre.core.projections import node_view
-from cre.core.tierplan import CreateError, TierPlan
 from cre.core.trio import true_member
 from cre.core.workflow import (
     DEFAULT_WORKFLOW_SETTINGS,
     WorkflowObservation,
+    WorkflowPlan,
     WorkflowSettings,
-    reconcile_workflow,
 )
+from cre.core.workflow_run import reconcile_workflow
 from cre.kube.client import CONFIGMAPS, JOBS, NODES, TRAINING_RUNTIMES, WORKFLOWS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
@@ -193,8 +194,10 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
         return WorkflowObservation(nodes=nodes, jobs=jobs, dependencies=views_for(owned, uid),
                                    config_maps=results_of(owned, uid), active_pods=active)
 
-    async def observe_live(self, wf: Workflow, obs: WorkflowObservation) -> WorkflowObservation:
-        """``obs`` with the Jobs, dependencies, result ConfigMaps and pods read live."""
+    async def answer(self, wf: Workflow, obs: WorkflowObservation, asks: Sequence[Ask]
+                     ) -> WorkflowObservation:
+        """``obs`` with the Jobs, dependencies, result ConfigMaps and pods read live (its only
+        ask)."""
         ns, name, uid = _namespace(wf), wf.metadata.name or "", wf.metadata.uid or ""
         jobs = await self.reads.jobs(ns, name)
         owned: list[Owned] = list(await self._uncached(wf))
@@ -205,7 +208,7 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
                   for j in jobs}
         return attrs.evolve(obs, jobs=jobs, dependencies=views_for(owned, uid),
                             config_maps=results_of(owned, uid), active_pods=active,
-                            read_live=True)
+                            feedback=obs.feedback.answering(*asks))
 
     async def _uncached(self, wf: Workflow) -> tuple[Owned, ...]:
         """Dependency objects of kinds without a cache that the Workflow's status refers to."""
@@ -227,20 +230,10 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
                 (*obs.dependencies, *views_for(extra, uid)), key=lambda v: (v.kind, v.name))))
         return obs
 
-    def plan(self, wf: Workflow, obs: WorkflowObservation, now: datetime
-             ) -> TierPlan[Any]:
+    def plan(self, wf: Workflow, obs: WorkflowObservation, now: datetime) -> WorkflowPlan:
         return reconcile_workflow(wf, obs, now, settings=self.settings)
 
-    def with_create_errors(self, obs: WorkflowObservation, errors: tuple[CreateError, ...]
-                           ) -> WorkflowObservation:
-        """``obs`` with the creates the API server refused (the core fails the Workflow)."""
-        return attrs.evolve(obs, create_errors=(*obs.create_errors, *errors))
-
-    def with_create_conflicts(self, obs: WorkflowObservation, conflicts: tuple[str, ...]
-                              ) -> WorkflowObservation:
-        return attrs.evolve(obs, create_conflicts=(*obs.create_conflicts, *conflicts))
-
-    def applied(self, wf: Workflow, plan: TierPlan[Any]) -> None:
-        log.debug("workflow %s: applied %d create(s), %d delete(s), %d upsert(s)%s",
-                  key_of(wf), len(plan.creates), len(plan.deletes), len(plan.upserts),
+    def applied(self, wf: Workflow, plan: WorkflowPlan) -> None:
+        log.debug("workflow %s: applied %d create(s), %d delete(s)%s",
+                  key_of(wf), len(plan.creates), len(plan.deletes),
                   ", a status write" if plan.status is not None else "")

@@ -1,11 +1,11 @@
 """The Workflow core's shell: the slim views its caches hold and the live reads it answers with.
 
-What :func:`cre.core.workflow.reconcile_workflow` reads besides the Workflow itself:
+What :func:`cre.core.workflow_run.reconcile_workflow` reads besides the Workflow itself:
 
 * the CRE Jobs labelled ``cre.dev/workflow`` (the full model: the core reads their conditions,
   failure class and failed nodes);
 * its dependency objects and node-result ConfigMaps, held as :class:`Owned`: the
-  :class:`cre.core.tierplan.ObjectView` (``owned`` when the Workflow is the controller, so a
+  :class:`cre.core.observed.ObjectView` (``owned`` when the Workflow is the controller, so a
   same-named object someone else made is never deleted) plus, for a result ConfigMap only, its
   decoded ``binaryData``. TrainingRuntimes and ConfigMaps are cached by the tracking label;
   dependency kinds without a cache (a ComputeDomain, a ResourceClaimTemplate: their CRDs may
@@ -30,17 +30,10 @@ from cre.api.converter import structure
 from cre.api.job import Job
 from cre.api.workflow import Workflow
 from cre.controller.jobshell import involved_object, job_from_dict
-from cre.controller.tiershell import resource_for
 from cre.core import noderesults as NR
-from cre.core.observed import PodView
-from cre.core.tierplan import ObjectView
-from cre.kube.client import (
-    CONFIGMAPS,
-    JOBS,
-    TRAINING_RUNTIMES,
-    ApiError,
-    KubeClient,
-)
+from cre.core.observed import ObjectView, PodView
+from cre.kube.client import CONFIGMAPS, JOBS, TRAINING_RUNTIMES, ApiError, KubeClient
+from cre.kube.executor import resource_for
 from cre.kube.pods import live_list_pods
 
 #: Index of the Workflow-labelled caches: ``namespace/<cre.dev/workflow value>``.
@@ -145,7 +138,7 @@ def active_count(pods: Iterable[PodView]) -> int:
 
 
 class WorkflowReads:
-    """Live reads that answer the Workflow core's ``confirm_live``."""
+    """Live reads that answer the Workflow core's ``ListLive`` ask."""
 
     def __init__(self, client: KubeClient) -> None:
         self.client = client

@@ -38,12 +38,13 @@ from cre.controller.jobshell import goodput_from_dict, involved_object
 from cre.controller.tiershell import TierController
 from cre.controller.workflowshell import workflow_from_dict
 from cre.core.observed import NodeView
+from cre.core.plan import Ask
 from cre.core.projections import node_view
-from cre.core.tierplan import TierPlan
 from cre.core.trio import true_member
 from cre.core.workloadrun import (
     DEFAULT_RUN_SETTINGS,
     RunObservation,
+    RunPlan,
     RunSettings,
     reconcile_run,
 )
@@ -151,16 +152,14 @@ class WorkloadRunController(TierController[WorkloadRun, RunObservation]):
     async def first_observation(self, run: WorkloadRun) -> RunObservation:
         return self.observe(run)
 
-    async def observe_live(self, run: WorkloadRun, obs: RunObservation) -> RunObservation:
-        """``obs`` with the run's Workflow read live."""
-        return attrs.evolve(obs, workflow=await self._live_workflow(run), read_live=True)
+    async def answer(self, run: WorkloadRun, obs: RunObservation, asks: Sequence[Ask]
+                     ) -> RunObservation:
+        """``obs`` with the run's Workflow read live (its only ask)."""
+        return attrs.evolve(obs, workflow=await self._live_workflow(run),
+                            feedback=obs.feedback.answering(*asks))
 
-    def plan(self, run: WorkloadRun, obs: RunObservation, now: datetime) -> TierPlan[Any]:
+    def plan(self, run: WorkloadRun, obs: RunObservation, now: datetime) -> RunPlan:
         return reconcile_run(run, obs, now, catalog=self.catalog, settings=self.settings)
-
-    def with_create_conflicts(self, obs: RunObservation, conflicts: tuple[str, ...]
-                              ) -> RunObservation:
-        return attrs.evolve(obs, create_conflict=True)
 
     async def _live_workflow(self, run: WorkloadRun) -> Workflow | None:
         try:

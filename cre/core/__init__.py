@@ -13,19 +13,19 @@ The feedback contract (one path, every tier follows it; the shell's side is
 :func:`cre.kube.runtime.converge`):
 
 * The core never reads the cluster. When it needs something the caches cannot give, it *asks*
-  in its Plan: ``log_reads`` (a container's log tail), ``confirm_workload_absence`` (a live read
-  before acting on "the workload is gone"), ``confirm_pods_live`` (a live pod list before
-  dropping the finalizer), ``read_workload_events`` (the workload's Events, which no cache
-  holds, before failing a workload that never started). A Plan that asks carries no write.
+  in its Plan (``Plan.asks``, typed, :mod:`cre.core.plan`): ``ReadLog`` (a container's log
+  tail), ``StreamLog`` (a log streamed through a measurement's parser), ``ConfirmAbsent`` (a
+  live read before acting on "the object is gone"), ``ListLive`` (a live list before an
+  irreversible step such as dropping a finalizer), ``ReadEvents`` (an object's Events, which no
+  cache holds). A Plan that asks carries no write.
 * The shell answers by running the core again on the same object with a *richer* Observation
-  (``log_tails``, ``workload_absence_confirmed`` with the live ``trainjob``, ``pods_read_live``
-  with the live pod lists, ``workload_events``), never by changing the core's decision
-  itself.
+  (the tails, stream results and Events; the live object or lists where the cached ones were)
+  and the answered asks in its ``feedback``, never by changing the core's decision itself.
 * Applying a Plan feeds back the same way, never through an exception: a create that worked
-  puts the created object into the Observation (``trainjob``); one that found its name taken
-  puts the live holder in ``create_conflict``; one refused for good (validation, an admission
-  webhook's denial) puts the message in ``create_rejected``. A status write that conflicts
-  brings a fresh copy of the object, with the Observation kept. Only transient API errors are
+  puts the created object into the Observation; one that found its name held by a foreign
+  object comes back as a ``CreateConflict`` (with the live holder), one refused for good
+  (validation, an admission webhook's denial) as a ``CreateError``, both in ``feedback``. A
+  status write that conflicts brings a fresh copy of the object. Only transient API errors are
   raised, and the runtime retries the key with backoff.
 * Every answer adds information the core did not have and the core never asks twice for what
   it was given, so a pass comes to rest in a handful of runs (the Job core: at most a log read,
@@ -49,15 +49,23 @@ from cre.core.observed import (
     label_value,
 )
 from cre.core.plan import (
+    Ask,
+    ConfirmAbsent,
     Create,
+    CreateConflict,
+    CreateError,
     Delete,
     EventSeverity,
     EventSpec,
+    Feedback,
     JobSettings,
-    LogRequest,
+    ListLive,
     Observation,
     Patch,
     Plan,
+    ReadEvents,
+    ReadLog,
+    StreamLog,
 )
 from cre.core.projections import (
     POD_LABEL_KEYS,
@@ -70,15 +78,20 @@ from cre.core.projections import (
 
 __all__ = [
     "POD_LABEL_KEYS",
+    "Ask",
+    "ConfirmAbsent",
     "ContainerState",
     "ContainerStatusView",
     "Create",
+    "CreateConflict",
+    "CreateError",
     "Delete",
     "EventSeverity",
     "EventSpec",
+    "Feedback",
     "JobSettings",
     "Labels",
-    "LogRequest",
+    "ListLive",
     "LogTail",
     "NodeView",
     "ObjectCondition",
@@ -89,6 +102,9 @@ __all__ = [
     "PodCondition",
     "PodView",
     "ProjectionError",
+    "ReadEvents",
+    "ReadLog",
+    "StreamLog",
     "TrainJobView",
     "label_value",
     "node_view",

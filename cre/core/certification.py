@@ -64,13 +64,12 @@ from cre.core.certification_build import (
 from cre.core.conditions import set_additive, set_trio
 from cre.core.discovery import DiscoveryFailure, describe_target, waiting_detail
 from cre.core.observed import NodeView
-from cre.core.plan import Create, Delete, EventSeverity, EventSpec
-from cre.core.tierplan import SelfPatch, TierPlan
+from cre.core.plan import Create, Delete, EventSeverity, EventSpec, Feedback, ListLive, Patch, Plan
 from cre.core.timeouts import parse_duration
 from cre.core.trio import true_member
 from cre.core.wording import every
 
-CertificationPlan = TierPlan[CertificationStatus]
+CertificationPlan = Plan[CertificationStatus]
 NODE_WAIT: Final = timedelta(minutes=5)
 
 
@@ -88,12 +87,12 @@ DEFAULT_CERTIFICATION_SETTINGS: Final = CertificationSettings()
 
 @attrs.frozen(kw_only=True)
 class CertificationObservation:
-    """What the Certification core reads: GPU nodes, its Workflows, create conflicts."""
+    """What the Certification core reads: GPU nodes, its Workflows (listed live when
+    ``feedback`` holds the answered :func:`live_read`), create conflicts."""
 
     nodes: tuple[NodeView, ...] = ()
     workflows: tuple[Workflow, ...] = ()
-    create_conflicts: tuple[str, ...] = ()
-    read_live: bool = False
+    feedback: Feedback = attrs.field(factory=Feedback)
 
     def workflow(self, name: str) -> Workflow | None:
         """The observed Workflow of that name."""
@@ -109,7 +108,12 @@ class _Ctx:
     settings: CertificationSettings
 
     def plan(self, **kwargs: Any) -> CertificationPlan:
-        return TierPlan(resource_version=self.cert.metadata.resource_version or "", **kwargs)
+        return Plan(resource_version=self.cert.metadata.resource_version or "", **kwargs)
+
+    @property
+    def live(self) -> ListLive:
+        """The ask: the Certification's Workflows, listed live."""
+        return live_read(self.cert.metadata.name or "")
 
     def owns(self, wf: Workflow) -> bool:
         return any(o.controller and o.uid == self.cert.metadata.uid
@@ -122,13 +126,12 @@ def reconcile_certification(
 ) -> CertificationPlan:
     """The Plan that moves ``cert`` one step on (see the module docstring)."""
     ctx = _Ctx(cert=cert, obs=observation, now=now, catalog=catalog, settings=settings)
-    rv = cert.metadata.resource_version or ""
     if cert.metadata.deletion_timestamp is not None:
         return _deletion(ctx)
     if L.CERTIFICATION_FINALIZER not in cert.metadata.finalizers:
         body = {"metadata": {"finalizers": [*cert.metadata.finalizers,
                                             L.CERTIFICATION_FINALIZER]}}
-        return ctx.plan(patches=(SelfPatch(body=body, resource_version=rv),))
+        return ctx.plan(patches=(Patch(body=body),))
     current = true_member(cert.status.conditions)
     if current is not None and current.type != ConditionType.IN_PROGRESS:
         return ctx.plan()
@@ -207,7 +210,7 @@ def _advance(ctx: _Ctx, status: CertificationStatus) -> CertificationPlan:
 def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: str,
                     label: str) -> CertificationPlan:
     wf = ctx.obs.workflow(name)
-    if name in ctx.obs.create_conflicts or (wf is not None and not ctx.owns(wf)):
+    if ctx.obs.feedback.held(name) or (wf is not None and not ctx.owns(wf)):
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
                       message=f"Workflow {name} already exists and is not controlled by "
                               f"this Certification")
@@ -216,8 +219,8 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
                       message=f"Category {label}: Workflow name {name} is taken",
                       requeue_after=ctx.settings.immediate)
     if wf is None:
-        if not ctx.obs.read_live:
-            return ctx.plan(confirm_live=True)
+        if not ctx.obs.feedback.has(ctx.live):
+            return ctx.plan(asks=(ctx.live,))
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
                       message=f"Workflow for category {label} not found")
         return _write(ctx, status, member=ConditionType.IN_PROGRESS,
@@ -329,7 +332,7 @@ def _start_category(ctx: _Ctx, status: CertificationStatus, index: int, label: s
     events = () if clamped is None else (EventSpec(
         type=EventSeverity.WARNING, reason=CertificationReason.NODES_PER_JOB_CLAMPED,
         message=f"Category {label}: {clamped}"),)
-    if meta["name"] in ctx.obs.create_conflicts:
+    if ctx.obs.feedback.held(meta["name"]):
         # The create found the name held by an object this Certification does not control.
         status = _set(status, index, status=CategoryState.FAILED, verdict=Verdict.FAILED,
                       message=f"Workflow {meta['name']} already exists and is not controlled "
@@ -450,8 +453,12 @@ def _deletion(ctx: _Ctx) -> CertificationPlan:
                                uid=w.metadata.uid or "")
                         for w in ours if w.metadata.deletion_timestamp is None)
         return ctx.plan(deletes=deletes, requeue_after=ctx.settings.requeue)
-    if not ctx.obs.read_live:
-        return ctx.plan(confirm_live=True)
+    if not ctx.obs.feedback.has(ctx.live):
+        return ctx.plan(asks=(ctx.live,))
     finalizers = [f for f in cert.metadata.finalizers if f != L.CERTIFICATION_FINALIZER]
-    return ctx.plan(patches=(SelfPatch(body={"metadata": {"finalizers": finalizers}},
-                                       resource_version=cert.metadata.resource_version or ""),))
+    return ctx.plan(patches=(Patch(body={"metadata": {"finalizers": finalizers}}),))
+
+
+def live_read(certification: str) -> ListLive:
+    """The ask: the Workflows of ``certification``, listed live."""
+    return ListLive(kind="Workflow", selector=f"{L.CERTIFICATION}={certification}")

@@ -27,10 +27,11 @@ A goodput measurement follows one Job (``spec.jobRef``, tied to the Job's uid by
 * The Job gone (confirmed live) or replaced (uid differs): ``LogsUnavailable`` if this
   measurement ever saw its Job, else it keeps waiting.
 
-The core asks, the shell answers (:mod:`cre.core`'s feedback contract): ``read`` asks for a
-streamed log read folded through the profile's parser (answered with a
-:class:`GoodputReadResult`); ``confirm_job_absence`` asks for a live read of the Job. The steps
-the bandwidth core takes alike (which Job, the container, the anchor, the conditions) are
+The core asks, the shell answers (:mod:`cre.core`'s feedback contract): a
+:class:`GoodputReadRequest` asks for a streamed log read folded through the profile's parser
+(answered with a :class:`GoodputReadResult`); a :class:`cre.core.plan.ConfirmAbsent` asks for a
+live read of the Job. The steps the bandwidth core takes alike (which Job, the container, the
+anchor, the conditions) are
 :mod:`cre.core.logmeasure`'s.
 """
 
@@ -54,10 +55,9 @@ from cre.core.logmeasure import (
     SAMPLE_LIMIT_BYTES,
     JobGapKind,
     LogObservation,
-    LogPlan,
-    LogReadRequest,
     LogReadResult,
     container_state,
+    job_absence,
     job_gap,
     sample_wait,
     seconds,
@@ -68,14 +68,14 @@ from cre.core.logmeasure import is_complete as is_complete
 from cre.core.logwindow import parse_stamp
 from cre.core.measurement import choose_pod
 from cre.core.observed import PodView
-from cre.core.plan import EventSeverity, EventSpec
+from cre.core.plan import ConfirmAbsent, EventSeverity, EventSpec, Plan, StreamLog
 from cre.core.trio import true_member
 
 DEFAULT_INTERVAL: Final = 60.0
 
 
 @attrs.frozen(kw_only=True)
-class GoodputReadRequest(LogReadRequest):
+class GoodputReadRequest(StreamLog):
     """A streamed log read, folded through the profile's goodput parser."""
 
 
@@ -96,13 +96,10 @@ class GoodputObservation(LogObservation):
     read: GoodputReadResult | None = None
 
 
-@attrs.frozen(kw_only=True)
-class GoodputPlan(LogPlan):
-    """The outcome of one pure reconcile of a goodput measurement."""
-
-    status: GoodputMeasurementStatus | None = None
-    read: GoodputReadRequest | None = None
-    publish: bool = False  # publish the gauges from the new status
+#: The outcome of one pure reconcile of a goodput measurement. The shell publishes the gauges
+#: from the status after each applied pass once a sample was taken (the ratio only, once
+#: ``Complete``).
+GoodputPlan = Plan[GoodputMeasurementStatus]
 
 
 def worker_zero(pods: tuple[PodView, ...], replicated_job: str) -> PodView | None:
@@ -126,13 +123,18 @@ class _Ctx:
     obs: GoodputObservation
     now: datetime
 
-    def plan(self, **kwargs: object) -> GoodputPlan:
-        return GoodputPlan(resource_version=self.gm.metadata.resource_version or "",
-                           **kwargs)  # type: ignore[arg-type]
+    def plan(self, *, asks: tuple[GoodputReadRequest | ConfirmAbsent, ...] = (),
+             requeue_after: float | None = None) -> GoodputPlan:
+        """A plan that writes nothing."""
+        return Plan(resource_version=self.gm.metadata.resource_version or "", asks=asks,
+                    requeue_after=requeue_after)
 
-    def write(self, status: GoodputMeasurementStatus, **kwargs: object) -> GoodputPlan:
-        changed = status != self.gm.status
-        return self.plan(status=status if changed else None, **kwargs)
+    def write(self, status: GoodputMeasurementStatus, *, events: tuple[EventSpec, ...] = (),
+              requeue_after: float | None = None) -> GoodputPlan:
+        """A plan that writes ``status`` (when it changed) and ``events``."""
+        return Plan(resource_version=self.gm.metadata.resource_version or "",
+                    status=status if status != self.gm.status else None, events=events,
+                    requeue_after=requeue_after)
 
 
 def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: datetime
@@ -142,11 +144,11 @@ def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: date
     if is_complete(gm):
         return ctx.plan()  # written once: frozen
     job = obs.job
-    gap = job_gap(gm, job, absence_confirmed=obs.job_absence_confirmed,
+    gap = job_gap(gm, job, job_name=gm.spec.job_ref.name, feedback=obs.feedback,
                   started=gm.status.start_time is not None)
     if gap is not None:
         if gap.kind == JobGapKind.CONFIRM:
-            return ctx.plan(confirm_job_absence=True)
+            return ctx.plan(asks=(job_absence(gm.spec.job_ref.name),))
         if gap.kind == JobGapKind.WAIT:
             return ctx.plan(requeue_after=POLL)
         return _complete(ctx, gm.status, MeasurementReason.LOGS_UNAVAILABLE,
@@ -258,9 +260,9 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
         return ctx.write(status, events=events, requeue_after=min(interval, POLL))
     read = _answer(ctx, pod, final=False)
     if read is None:
-        return ctx.plan(read=_request(ctx, status, pod, container, final=False))
+        return ctx.plan(asks=(_request(ctx, status, pod, container, final=False),))
     status = attrs.evolve(_fold_read(ctx, status, read), last_sample_time=now)
-    return ctx.write(status, events=events, publish=True, requeue_after=interval)
+    return ctx.write(status, events=events, requeue_after=interval)
 
 
 def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why: str,
@@ -279,7 +281,7 @@ def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why:
         container, _, _ = container_state(pod, parser.container)
         read = _answer(ctx, pod, final=True)
         if read is None:
-            return ctx.plan(read=_request(ctx, status, pod, container, final=True))
+            return ctx.plan(asks=(_request(ctx, status, pod, container, final=True),))
         status = _fold_read(ctx, status, read)
     if status.tally.run == 0:
         if succeeded:
@@ -313,7 +315,7 @@ def _complete(ctx: _Ctx, status: GoodputMeasurementStatus, reason: MeasurementRe
                           reason=reason, message=message, now=done_at)
     status = attrs.evolve(status, conditions=conds, completion_time=done_at,
                           phase=MeasurementPhase.COMPLETE)
-    return ctx.write(status, terminal=True, publish=True)
+    return ctx.write(status)
 
 
 def stall_grace(gm: GoodputMeasurement) -> timedelta:

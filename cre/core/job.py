@@ -30,7 +30,7 @@ import attrs
 from cre.api.conditions import ConditionType, JobReason, Phase
 from cre.api.errors import describe
 from cre.api.job import FailureLog, Job, JobStatus
-from cre.api.labels import JOB_FINALIZER
+from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
 from cre.core import failurelog as fl
@@ -47,15 +47,19 @@ from cre.core.jobmeasure import measurement_writes, validate_succeeded
 from cre.core.observed import PodView, TrainJobView
 from cre.core.plan import (
     DEFAULT_SETTINGS,
+    ConfirmAbsent,
     Create,
     Delete,
     EventSpec,
     JobSettings,
-    LogRequest,
+    ListLive,
     Observation,
     Patch,
     Plan,
+    ReadEvents,
+    ReadLog,
 )
+from cre.core.projections import trainjob_view
 from cre.core.timeouts import parse_duration, resume_clock, seconds_left
 from cre.core.trio import bound_note, set_exclusive, true_member
 from cre.core.workload import (
@@ -80,6 +84,7 @@ _DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE
                                      JobReason.WORKLOAD_UNSCHEDULABLE)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
+JobPlan = Plan[JobStatus]
 
 
 @attrs.frozen(kw_only=True)
@@ -109,13 +114,24 @@ class _Ctx:
     def rv(self) -> str:
         return self.job.metadata.resource_version or ""
 
-    def plan(self, **kwargs: Any) -> Plan:
+    def plan(self, **kwargs: Any) -> JobPlan:
         return Plan(resource_version=self.rv, **kwargs)
+
+    @property
+    def workload_absence(self) -> ConfirmAbsent:
+        """The ask: is the workload really gone?"""
+        return ConfirmAbsent(kind=TRAINJOB_KIND, name=workload_name(self.name))
+
+    @property
+    def live_pods(self) -> tuple[ListLive, ListLive]:
+        """The asks: the Job's worker and launcher pods, listed live."""
+        return (ListLive(kind="Pod", selector=f"{JOB}={self.name}"),
+                ListLive(kind="Pod", selector=f"{LAUNCHER}={self.name}"))
 
 
 def reconcile_job(
     job: Job, observation: Observation, now: datetime, *, settings: JobSettings = DEFAULT_SETTINGS
-) -> Plan:
+) -> JobPlan:
     """The Plan that moves ``job`` one step towards the state ``observation`` calls for."""
     ctx = _Ctx(job=job, obs=observation, now=now, settings=settings)
     if job.metadata.deletion_timestamp is not None:
@@ -123,8 +139,7 @@ def reconcile_job(
     if JOB_FINALIZER not in job.metadata.finalizers:
         # Added alone: its watch event drives the next pass (a status write would conflict).
         body = {"metadata": {"finalizers": [*job.metadata.finalizers, JOB_FINALIZER]}}
-        return ctx.plan(patches=(Patch(namespace=ctx.namespace, name=ctx.name, body=body,
-                                       resource_version=ctx.rv),))
+        return ctx.plan(patches=(Patch(body=body),))
     current = true_member(job.status.conditions)
     if current is not None and current.type == ConditionType.SUCCEEDED:
         return _judge(ctx, ctx.job.status, None)
@@ -133,7 +148,7 @@ def reconcile_job(
     return _lifecycle(ctx)
 
 
-def _terminal(ctx: _Ctx, reason: str) -> Plan:
+def _terminal(ctx: _Ctx, reason: str) -> JobPlan:
     """A finished Job: nothing to do, except that a timed-out workload still holds its GPUs
     until it is deleted, and the delete that followed the Failed write may have failed."""
     view = ctx.obs.trainjob
@@ -173,7 +188,7 @@ def _finish(
     creates: tuple[Create, ...] = (),
     deletes: tuple[Delete, ...] = (),
     requeue_after: float | None = None,
-) -> Plan:
+) -> JobPlan:
     changed = status != ctx.job.status
     return ctx.plan(
         creates=creates,
@@ -185,7 +200,7 @@ def _finish(
 
 
 def _in_progress(ctx: _Ctx, status: JobStatus, reason: str, message: str,
-                 **kwargs: Any) -> Plan:
+                 **kwargs: Any) -> JobPlan:
     new, event = _with_condition(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
                                  message=message)
     return _finish(ctx, new, event, **kwargs)
@@ -199,12 +214,12 @@ def _delete_workload(view: TrainJobView | None) -> tuple[Delete, ...]:
 
 
 def _log_request(ctx: _Ctx, pod: PodView, container: str, *, previous: bool = False
-                 ) -> LogRequest:
-    return LogRequest(namespace=pod.namespace or ctx.namespace, pod=pod.name,
+                 ) -> ReadLog:
+    return ReadLog(namespace=pod.namespace or ctx.namespace, pod=pod.name,
                       container=container, pod_uid=pod.uid, previous=previous)
 
 
-def _capture(ctx: _Ctx, failure: fl.FailedContainer) -> FailureLog | LogRequest:
+def _capture(ctx: _Ctx, failure: fl.FailedContainer) -> FailureLog | ReadLog:
     """The record of ``failure`` once its log tail (the previous run's for a ``lastState``
     termination) was read, or the read it needs first."""
     tail = ctx.obs.tail_for(pod=failure.pod.name, container=failure.container,
@@ -223,13 +238,15 @@ def spec_errors(job: Job) -> tuple[str, ...]:
     return tuple(str(e) for e in validate(job) if e.path == "spec" or e.path.startswith("spec."))
 
 
-def _lifecycle(ctx: _Ctx) -> Plan:
+def _lifecycle(ctx: _Ctx) -> JobPlan:
     job, obs = ctx.job, ctx.obs
-    if obs.create_conflict is not None:
-        return _name_taken(ctx, obs.create_conflict)
-    if obs.create_rejected is not None:
+    held = obs.feedback.conflict(TRAINJOB_KIND, workload_name(ctx.name))
+    if held is not None:
+        return _name_taken(ctx, trainjob_view(held.holder))
+    rejected = _rejection(ctx)
+    if rejected is not None:
         message = (f"The API server refused to create workload {workload_name(ctx.name)}: "
-                   f"{obs.create_rejected}")
+                   f"{rejected}")
         return _fail(ctx, cause=Cause.CREATE_REJECTED, reason=JobReason.WORKLOAD_CREATION_ERROR,
                      message=message, view=None)
     ref = job.status.workload_ref
@@ -249,8 +266,8 @@ def _lifecycle(ctx: _Ctx) -> Plan:
         if view is not None and view.uid == ref.uid:
             return ctx.plan(deletes=_delete_workload(view),
                             requeue_after=ctx.settings.collision_retry)
-        if view is None and not obs.workload_absence_confirmed:
-            return ctx.plan(confirm_workload_absence=True)
+        if view is None and not obs.feedback.has(ctx.workload_absence):
+            return ctx.plan(asks=(ctx.workload_absence,))
         ref = None
     if ref is None:
         if view is not None:
@@ -258,11 +275,17 @@ def _lifecycle(ctx: _Ctx) -> Plan:
         return _create(ctx)
     ours = view is not None and owned_by(view, job) and (not ref.uid or view.uid == ref.uid)
     if not ours:
-        if view is None and not obs.workload_absence_confirmed:
-            return ctx.plan(confirm_workload_absence=True)
+        if view is None and not obs.feedback.has(ctx.workload_absence):
+            return ctx.plan(asks=(ctx.workload_absence,))
         return _workload_gone(ctx, foreign=view)
     assert view is not None
     return _track(ctx, view)
+
+
+def _rejection(ctx: _Ctx) -> str | None:
+    """The API server's message refusing the workload's create for good (``None``: none)."""
+    return next((r.message for r in ctx.obs.feedback.create_rejections
+                 if r.kind == TRAINJOB_KIND), None)
 
 
 def _restarting(job: Job) -> bool:
@@ -270,7 +293,7 @@ def _restarting(job: Job) -> bool:
     return current is not None and current.reason == JobReason.WORKLOAD_RESTARTING
 
 
-def _create(ctx: _Ctx) -> Plan:
+def _create(ctx: _Ctx) -> JobPlan:
     # The Job's BandwidthMeasurement first (cre.core.jobmeasure): created once, with the
     # workload and before it, never later on a cache miss.
     measure, stale = measurement_writes(ctx.job, ctx.obs.bandwidth_measurement)
@@ -288,7 +311,7 @@ def _create(ctx: _Ctx) -> Plan:
                         requeue_after=ctx.settings.poll_interval)
 
 
-def _name_taken(ctx: _Ctx, holder: TrainJobView) -> Plan:
+def _name_taken(ctx: _Ctx, holder: TrainJobView) -> JobPlan:
     """The workload name is held (seen in the cache, or reported by a create's AlreadyExists)."""
     if owned_by(holder, ctx.job):
         if holder.deletion_timestamp is not None:
@@ -312,7 +335,7 @@ def _restart_allowed(ctx: _Ctx) -> bool:
     return checkpoint_restart_allowed(ctx.job, ctx.obs.goodput_measurement)
 
 
-def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
+def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> JobPlan:
     checkpoint = ctx.job.spec.checkpoint
     assert checkpoint is not None
     count = ctx.job.status.restart_count + 1
@@ -325,7 +348,7 @@ def _restart(ctx: _Ctx, view: TrainJobView | None, why: str) -> Plan:
                         deletes=_delete_workload(view), requeue_after=ctx.settings.restart_delay)
 
 
-def _workload_gone(ctx: _Ctx, *, foreign: TrainJobView | None) -> Plan:
+def _workload_gone(ctx: _Ctx, *, foreign: TrainJobView | None) -> JobPlan:
     ref = ctx.job.status.workload_ref
     name = ref.name if ref is not None else workload_name(ctx.name)
     message = f"Workload {name} was deleted"
@@ -335,7 +358,7 @@ def _workload_gone(ctx: _Ctx, *, foreign: TrainJobView | None) -> Plan:
                  message=message, view=None)
 
 
-def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
+def _track(ctx: _Ctx, view: TrainJobView) -> JobPlan:
     state, detail = state_of(view)
     status = ctx.job.status
     if status.workload_ref is None or status.workload_ref.uid != view.uid:
@@ -379,7 +402,7 @@ def _track(ctx: _Ctx, view: TrainJobView) -> Plan:
 
 
 def _hardware_failed(ctx: _Ctx, view: TrainJobView, status: JobStatus,
-                     health: HealthVerdict) -> Plan:
+                     health: HealthVerdict) -> JobPlan:
     """The health monitor flagged nodes: record them (``HardwareFailed``, ``failedNodes``) and
     fail the Job in the same write (Node class; classify reads the recorded finding)."""
     status = mark_hardware_failed(status, health, now=ctx.now,
@@ -395,7 +418,7 @@ def _current_pods(ctx: _Ctx, view: TrainJobView | None) -> tuple[PodView, ...]:
 
 
 def _image_pull(ctx: _Ctx, view: TrainJobView, status: JobStatus
-                ) -> Plan | tuple[_Ctx, JobStatus]:
+                ) -> JobPlan | tuple[_Ctx, JobStatus]:
     """Containers of the current workload waiting on a failing image pull
     (``cre.core.imagepull``): past imagePullGraceSeconds the Job fails ``ImagePullFailed``;
     within it, ``imagePullFailingSince`` is recorded and the next pass comes at the end of the
@@ -415,7 +438,7 @@ def _image_pull(ctx: _Ctx, view: TrainJobView, status: JobStatus
                  message=message, view=view, status=status)
 
 
-def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
+def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> JobPlan | None:
     """The workload cannot run (``cre.core.stall``): it never made a pod within
     startupStallTimeoutSeconds (fail, with its Events), or pods of it are unschedulable (the
     timeout clock pauses; past schedulingStallGraceSeconds the Job says so, past
@@ -425,8 +448,9 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
         deadline = stall.startup_deadline(ctx.job, view)
         if deadline is None or ctx.now < deadline:
             return None
-        if ctx.obs.workload_events is None:
-            return ctx.plan(read_workload_events=True)
+        events = ReadEvents(kind=TRAINJOB_KIND, name=view.name)
+        if not ctx.obs.feedback.has(events):
+            return ctx.plan(asks=(events,))
         message = stall.startup_message(job=ctx.job, view=view, events=ctx.obs.workload_events)
         return _fail(ctx, cause=Cause.STARTUP_STALLED, reason=JobReason.WORKLOAD_STALLED,
                      message=message, view=view, status=status)
@@ -437,8 +461,8 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
     status = attrs.evolve(status, workload_start_time=status.workload_start_time or ctx.now,
                           scheduling_blocked_since=since)
     captured = _early_capture(ctx, view, status.failure_log)
-    if isinstance(captured, LogRequest):
-        return ctx.plan(log_reads=(captured,))
+    if isinstance(captured, ReadLog):
+        return ctx.plan(asks=(captured,))
     status = attrs.evolve(status, failure_log=captured)
     left = (since + timedelta(seconds=ctx.job.spec.scheduling_stall_grace_seconds)
             - ctx.now).total_seconds()
@@ -460,7 +484,7 @@ def _stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
                         requeue_after=min(ctx.poll, bound))
 
 
-def _training_stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan | None:
+def _training_stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> JobPlan | None:
     """The training stopped logging steps (cre.core.jobgoodput): restart from a checkpoint when
     allowed, else fail ``WorkloadStalled`` with the log tail of the stalled trainer."""
     if status.workload_start_time is None:
@@ -476,7 +500,7 @@ def _training_stalled(ctx: _Ctx, view: TrainJobView, status: JobStatus) -> Plan 
                  message=check.stall.message, view=view, status=status)
 
 
-def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> Plan:
+def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = "") -> JobPlan:
     start, status = resume_clock(status, ctx.now)  # the time spent waiting is not charged
     requeue = ctx.poll
     left = seconds_left(ctx.job, start=start, now=ctx.now)
@@ -497,14 +521,14 @@ def _running(ctx: _Ctx, view: TrainJobView, status: JobStatus, *, note: str = ""
         requeue = min(requeue, left)
     status = attrs.evolve(status, workload_start_time=start)
     captured = _early_capture(ctx, view, status.failure_log)
-    if isinstance(captured, LogRequest):
-        return ctx.plan(log_reads=(captured,))
+    if isinstance(captured, ReadLog):
+        return ctx.plan(asks=(captured,))
     status = attrs.evolve(status, failure_log=captured)
     return _in_progress(ctx, status, JobReason.WORKLOAD_RUNNING,
                         f"Workload {view.name} is running{note}", requeue_after=requeue)
 
 
-def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
+def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> JobPlan:
     """A Succeeded Job: its measurement exists, its thresholds are judged (cre.core.jobmeasure);
     ``event`` is the Succeeded transition's, when this pass wrote it."""
     job = attrs.evolve(ctx.job, status=status)
@@ -519,7 +543,7 @@ def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> Plan:
 
 def _early_capture(
     ctx: _Ctx, view: TrainJobView, recorded: FailureLog | None
-) -> FailureLog | LogRequest | None:
+) -> FailureLog | ReadLog | None:
     """The failure log to carry while the workload runs: the record kept, a new launcher
     failure (or the read it needs first), or nothing. A workload without a launcher (a single
     loopback or DCGM pod) is captured from its worker pods the same way: JobSet deletes those
@@ -542,7 +566,7 @@ def _all_pods(ctx: _Ctx) -> tuple[PodView, ...]:
 
 def _failure_record(
     ctx: _Ctx, *, cause: Cause, view: TrainJobView | None, recorded: FailureLog | None
-) -> FailureLog | LogRequest:
+) -> FailureLog | ReadLog:
     pods = _all_pods(ctx)
     created = view.creation_timestamp if view is not None else None
     if cause == Cause.NAME_COLLISION:
@@ -554,9 +578,9 @@ def _failure_record(
     if cause == Cause.CREATE_REJECTED:
         return FailureLog(reason=JobReason.WORKLOAD_CREATION_ERROR,
                           tail=fl.trim_tail("the workload was never created: the API server "
-                                            f"refused it ({ctx.obs.create_rejected})"))
+                                            f"refused it ({_rejection(ctx)})"))
     if cause == Cause.STARTUP_STALLED:
-        return stall.startup_failure_log(ctx.obs.workload_events or ())
+        return stall.startup_failure_log(ctx.obs.workload_events)
     if cause == Cause.IMAGE_PULL_FAILED:
         return imagepull.failure_log(imagepull.failures(_current_pods(ctx, view)))
     if cause == Cause.UNSCHEDULABLE:
@@ -592,11 +616,11 @@ def _fail(
     message: str,
     view: TrainJobView | None,
     status: JobStatus | None = None,
-) -> Plan:
+) -> JobPlan:
     status = status or ctx.job.status
     log = _failure_record(ctx, cause=cause, view=view, recorded=status.failure_log)
-    if isinstance(log, LogRequest):
-        return ctx.plan(log_reads=(log,))
+    if isinstance(log, ReadLog):
+        return ctx.plan(asks=(log,))
     current = _current_pods(ctx, view)
     verdict = classify(job=ctx.job, cause=cause, message=message, failure_log=log,
                        pods=current, nodes=ctx.obs.nodes)
@@ -617,7 +641,7 @@ def _fail(
 # --- deletion ---------------------------------------------------------------------------------
 
 
-def _deletion(ctx: _Ctx) -> Plan:
+def _deletion(ctx: _Ctx) -> JobPlan:
     job = ctx.job
     if JOB_FINALIZER not in job.metadata.finalizers:
         return ctx.plan()
@@ -634,12 +658,11 @@ def _deletion(ctx: _Ctx) -> Plan:
         if left > 0:
             return ctx.plan(deletes=deletes,
                             requeue_after=min(ctx.settings.drain_poll_interval, left))
-    elif not ctx.obs.pods_read_live:
+    elif not all(ctx.obs.feedback.has(ask) for ask in ctx.live_pods):
         # "No pod running" from a cache may be lag: confirm before the irreversible step.
-        return ctx.plan(confirm_pods_live=True)
+        return ctx.plan(asks=ctx.live_pods)
     finalizers = [f for f in job.metadata.finalizers if f != JOB_FINALIZER]
-    patch = Patch(namespace=ctx.namespace, name=ctx.name,
-                  body={"metadata": {"finalizers": finalizers}}, resource_version=ctx.rv)
+    patch = Patch(body={"metadata": {"finalizers": finalizers}})
     return ctx.plan(deletes=deletes, patches=(patch,))
 
 

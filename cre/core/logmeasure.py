@@ -17,8 +17,9 @@ different parsers, and the Job creates both the same way (:mod:`cre.core.jobmeas
   kubelet timestamp of the last line counted, asked of the server at second resolution and
   never further back than :data:`MAX_LOOKBACK` (:func:`since_time`); the window filter
   (:mod:`cre.core.logwindow`) drops what was counted already.
-* **The values**: the fields every request, read result, observation and plan carry
-  (:class:`LogReadRequest`, :class:`LogReadResult`, :class:`LogObservation`, :class:`LogPlan`).
+* **The values**: the fields every read result and observation carry (:class:`LogReadResult`,
+  :class:`LogObservation`); the read itself is a :class:`cre.core.plan.StreamLog` ask, the
+  outcome a :class:`cre.core.plan.Plan` of the measurement's status.
 * **The status**: conditions keep their transition time while their status holds
   (:func:`set_condition`); ``Complete=True`` freezes a measurement (:func:`is_complete`).
 
@@ -40,13 +41,12 @@ from cre.api.labels import API_VERSION, JOB, MANAGED_BY, MANAGED_BY_VALUE
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.core.logwindow import parse_stamp
 from cre.core.observed import PodView
-from cre.core.plan import Create, Delete, EventSpec
+from cre.core.plan import SAMPLE_LIMIT_BYTES as SAMPLE_LIMIT_BYTES
+from cre.core.plan import ConfirmAbsent, Create, Delete, Feedback
 from cre.core.timeouts import parse_duration
 
 #: Annotation on a Job's measurement: the uid of the Job it measures.
 JOB_UID_ANNOTATION: Final = "cre.dev/job-uid"
-#: Bytes a provisional read may return (server-side limitBytes, and the client stops there).
-SAMPLE_LIMIT_BYTES: Final = 8 * 1024 * 1024
 #: Bytes the final read may stream (memory stays flat: lines are parsed as they arrive).
 FINAL_LIMIT_BYTES: Final = 512 * 1024 * 1024
 #: A provisional read never starts further back than this.
@@ -145,13 +145,19 @@ class JobGap:
     why: str = ""
 
 
-def job_gap(m: Owned, job: Job | None, *, absence_confirmed: bool, started: bool
+def job_absence(job_name: str) -> ConfirmAbsent:
+    """The ask: is the measured Job ``job_name`` really gone?"""
+    return ConfirmAbsent(kind="Job", name=job_name)
+
+
+def job_gap(m: Owned, job: Job | None, *, job_name: str, feedback: Feedback, started: bool
             ) -> JobGap | None:
-    """Why ``m`` cannot follow ``job`` (the cached or live copy), ``None`` when it can."""
+    """Why ``m`` cannot follow ``job`` (the cached or live copy of ``job_name``), ``None`` when
+    it can."""
     uid = (m.metadata.annotations or {}).get(JOB_UID_ANNOTATION)
     if job is not None and not (uid and job.metadata.uid != uid):
         return None
-    if job is None and not absence_confirmed:
+    if job is None and not feedback.has(job_absence(job_name)):
         return JobGap(kind=JobGapKind.CONFIRM)
     if not started and job is None:
         return JobGap(kind=JobGapKind.WAIT)
@@ -213,22 +219,6 @@ def since_time(anchor: str | None, now: datetime) -> datetime | None:
 
 
 @attrs.frozen(kw_only=True)
-class LogReadRequest:
-    """A streamed log read a core wants: ``since_time`` (second resolution) for the server,
-    the anchor for :class:`cre.core.logwindow.WindowFilter`, and bounds."""
-
-    namespace: str
-    pod: str
-    container: str | None
-    pod_uid: str
-    final: bool
-    since_time: datetime | None = None
-    anchor: str | None = None
-    skip_lines: int = 0
-    limit_bytes: int = SAMPLE_LIMIT_BYTES
-
-
-@attrs.frozen(kw_only=True)
 class LogReadResult:
     """Where the shell's streamed read ended: lines admitted, the last timestamp and how many
     lines carried it (the next anchor), a byte limit reached, the error that ended it."""
@@ -242,23 +232,11 @@ class LogReadResult:
 
 @attrs.frozen(kw_only=True)
 class LogObservation:
-    """What a measurement core reads besides its profile and reads: the Job (confirmed gone
-    by a live read), the profile's error and the Job's pods."""
+    """What a measurement core reads besides its profile and reads: the Job (read live when
+    ``feedback`` holds the answered :class:`cre.core.plan.ConfirmAbsent` of it), the profile's
+    error and the Job's pods."""
 
     job: Job | None = None
-    job_absence_confirmed: bool = False
     profile_error: str | None = None  # not found, or invalid (names profile and key)
     pods: tuple[PodView, ...] = ()
-
-
-@attrs.frozen(kw_only=True)
-class LogPlan:
-    """What every measurement plan says besides its status and reads: the resourceVersion
-    the status write is guarded by, events, whether to read the Job live, when to look again,
-    and whether the status is terminal."""
-
-    resource_version: str = ""
-    events: tuple[EventSpec, ...] = ()
-    confirm_job_absence: bool = False
-    requeue_after: float | None = None
-    terminal: bool = False
+    feedback: Feedback = attrs.field(factory=Feedback)

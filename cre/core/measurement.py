@@ -32,10 +32,11 @@ counted twice, logs read from a crash-looping container):
 * **First terminal write wins**: a measurement with ``Complete=True`` is never written again.
   ``completionTime`` is the Job's terminal transition time.
 
-The core asks, the shell answers (cre.core's feedback contract): ``read`` asks for a streamed
-log read (the shell runs :class:`WindowFilter` and the parser over the stream and answers with a
-:class:`ReadResult`); ``confirm_job_absence`` asks for a live read of the Job. The steps the
-goodput core takes alike (which Job, the container, the anchor, the conditions) are
+The core asks, the shell answers (cre.core's feedback contract): a :class:`ReadRequest` asks
+for a streamed log read (the shell runs :class:`WindowFilter` and the parser over the stream and
+answers with a :class:`ReadResult`); a :class:`cre.core.plan.ConfirmAbsent` asks for a live read
+of the Job. The steps the goodput core takes alike (which Job, the container, the anchor, the
+conditions) are
 :mod:`cre.core.logmeasure`'s.
 """
 
@@ -64,10 +65,9 @@ from cre.core.logmeasure import SAMPLE_LIMIT_BYTES as SAMPLE_LIMIT_BYTES
 from cre.core.logmeasure import (
     JobGapKind,
     LogObservation,
-    LogPlan,
-    LogReadRequest,
     LogReadResult,
     container_state,
+    job_absence,
     job_gap,
     sample_wait,
     seconds,
@@ -80,7 +80,7 @@ from cre.core.logwindow import WindowFilter as WindowFilter
 from cre.core.logwindow import stamp_key as stamp_key
 from cre.core.ncclparse import SizeResult
 from cre.core.observed import PodView
-from cre.core.plan import EventSeverity, EventSpec
+from cre.core.plan import ConfirmAbsent, EventSeverity, EventSpec, Plan, StreamLog
 from cre.core.trio import true_member
 from cre.core.wording import count
 
@@ -93,10 +93,12 @@ _PHASE_RANK: Final = {"Succeeded": 0, "Running": 1, "Failed": 2}
 
 
 @attrs.frozen(kw_only=True)
-class ReadRequest(LogReadRequest):
-    """A streamed log read the core wants, with the nccl-tests row regex to parse it by."""
+class ReadRequest(StreamLog):
+    """A streamed log read the core wants, with the nccl-tests row regex to parse it by;
+    ``per_node``: one of a Multi profile's final reads (answered in ``node_reads``)."""
 
     regex: str
+    per_node: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -115,21 +117,13 @@ class MeasurementObservation(LogObservation):
 
     profile: CompiledProfile | None = None
     read: ReadResult | None = None
-    # The answers to ``MeasurementPlan.reads`` (a Multi profile's final read, one per pod).
+    # The answers to a Multi profile's final reads (one :class:`ReadRequest` per pod).
     node_reads: tuple[ReadResult, ...] = ()
 
 
-@attrs.frozen(kw_only=True)
-class MeasurementPlan(LogPlan):
-    """The outcome of one pure reconcile of a measurement."""
-
-    status: BandwidthMeasurementStatus | None = None
-    read: ReadRequest | None = None
-    # A Multi profile's final read: every pod at once (the shell answers in ``node_reads``).
-    reads: tuple[ReadRequest, ...] = ()
-    # Gauges: the sizes to publish (provisional), or True to remove the measurement's series.
-    gauges: tuple[BandwidthResult, ...] = ()
-    clear_gauges: bool = False
+#: The outcome of one pure reconcile of a BandwidthMeasurement. The shell publishes the
+#: provisional results as gauges after each applied pass and removes them once ``Complete``.
+MeasurementPlan = Plan[BandwidthMeasurementStatus]
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -199,13 +193,18 @@ class _Ctx:
     obs: MeasurementObservation
     now: datetime
 
-    def plan(self, **kwargs: object) -> MeasurementPlan:
-        return MeasurementPlan(resource_version=self.bm.metadata.resource_version or "",
-                               **kwargs)  # type: ignore[arg-type]
+    def plan(self, *, asks: tuple[ReadRequest | ConfirmAbsent, ...] = (),
+             requeue_after: float | None = None) -> MeasurementPlan:
+        """A plan that writes nothing."""
+        return Plan(resource_version=self.bm.metadata.resource_version or "", asks=asks,
+                    requeue_after=requeue_after)
 
-    def write(self, status: BandwidthMeasurementStatus, **kwargs: object) -> MeasurementPlan:
-        changed = status != self.bm.status
-        return self.plan(status=status if changed else None, **kwargs)
+    def write(self, status: BandwidthMeasurementStatus, *, events: tuple[EventSpec, ...] = (),
+              requeue_after: float | None = None) -> MeasurementPlan:
+        """A plan that writes ``status`` (when it changed) and ``events``."""
+        return Plan(resource_version=self.bm.metadata.resource_version or "",
+                    status=status if status != self.bm.status else None, events=events,
+                    requeue_after=requeue_after)
 
 
 def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
@@ -221,11 +220,11 @@ def reconcile_measurement(bm: BandwidthMeasurement, obs: MeasurementObservation,
                          f"group {ref.api_group or '(core)'!r}; a BandwidthMeasurement "
                          f"measures a Job of API group {L.GROUP!r}", results=None, done_at=now)
     job = obs.job
-    gap = job_gap(bm, job, absence_confirmed=obs.job_absence_confirmed,
+    gap = job_gap(bm, job, job_name=ref.name, feedback=obs.feedback,
                   started=bm.status.start_time is not None)
     if gap is not None:
         if gap.kind == JobGapKind.CONFIRM:
-            return ctx.plan(confirm_job_absence=True)
+            return ctx.plan(asks=(job_absence(ref.name),))
         if gap.kind == JobGapKind.WAIT:
             return _await_job(ctx)  # never saw its Job: wait visibly, bounded
         return _complete(ctx, MeasurementReason.LOGS_UNAVAILABLE,
@@ -322,7 +321,7 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
                               container=container, pod_uid=pod.uid, final=False,
                               regex=profile.pattern.pattern, since_time=since_time(anchor, now),
                               anchor=anchor, skip_lines=status.sampled_through_lines or 0)
-        return ctx.plan(read=request)
+        return ctx.plan(asks=(request,))
     status = attrs.evolve(status, last_sample_time=now)
     if read.error is None:
         advance = read.rows > 0 or restarts == 0
@@ -333,7 +332,7 @@ def _sample(ctx: _Ctx) -> MeasurementPlan:
         if advance and read.last_stamp is not None:
             status = attrs.evolve(status, sampled_through=read.last_stamp,
                                   sampled_through_lines=read.lines_at_last)
-    return ctx.write(status, gauges=status.results, requeue_after=interval)
+    return ctx.write(status, requeue_after=interval)
 
 
 def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> MeasurementPlan:
@@ -354,10 +353,10 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Measurem
     if pod is not None and (read is None or not read.request.final
                             or read.request.pod_uid != pod.uid):
         container, _, _ = container_state(pod, profile.container)
-        return ctx.plan(read=ReadRequest(
+        return ctx.plan(asks=(ReadRequest(
             namespace=bm.metadata.namespace or "", pod=pod.name, container=container,
             pod_uid=pod.uid, final=True, regex=profile.pattern.pattern,
-            limit_bytes=FINAL_LIMIT_BYTES))
+            limit_bytes=FINAL_LIMIT_BYTES),))
     error = (read.error if read is not None else None) or (
         None if pod is not None else f"no {profile.replicated_job} pod of the Job exists")
     if not succeeded:
@@ -425,7 +424,7 @@ def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
                           reason=reason, message=message, now=ctx.now)
     status = attrs.evolve(status, conditions=conds, completion_time=done_at,
                           phase=MeasurementPhase.COMPLETE)
-    return ctx.write(status, clear_gauges=True, terminal=True)
+    return ctx.write(status)
 
 
 def _node_result(read: ReadResult, pod: PodView) -> NodeBandwidth:
@@ -450,10 +449,11 @@ def _final_multi(ctx: _Ctx, job: Job, profile: CompiledProfile, *, succeeded: bo
     done = {r.request.pod_uid: r for r in obs.node_reads if r.request.final}
     missing = [p for p in pods if p.uid not in done]
     if missing:
-        return ctx.plan(reads=tuple(ReadRequest(
+        return ctx.plan(asks=tuple(ReadRequest(
             namespace=bm.metadata.namespace or "", pod=p.name,
             container=container_state(p, profile.container)[0], pod_uid=p.uid, final=True,
-            regex=profile.pattern.pattern, limit_bytes=FINAL_LIMIT_BYTES) for p in missing))
+            regex=profile.pattern.pattern, limit_bytes=FINAL_LIMIT_BYTES, per_node=True)
+            for p in missing))
     reads = [(p, done[p.uid]) for p in pods]
     errors = [f"pod {p.name}: {r.error}" for p, r in reads if r.error is not None]
     rows = sum(r.rows for _, r in reads if r.error is None)

@@ -223,3 +223,16 @@ class ObjectEvent:
     message: str
     count: int = 1
     last_timestamp: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ObjectView:
+    """A child object the tier created (a dependency or a Workflow): enough to delete it."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None
+    uid: str
+    owned: bool = True
+    terminating: bool = False

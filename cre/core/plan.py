@@ -1,34 +1,47 @@
-"""What the pure Job core reads (``Observation``) and what it asks the shell to do (``Plan``).
+"""The one contract between every pure core and its shell: ``Plan[S]``, the asks, ``Feedback``.
 
-The core never performs I/O. Everything it needs from the cluster arrives in an Observation that
-the controller builds from its caches (plus, when the core asked for them, live reads and log
-tails); everything it wants done leaves as a Plan the executor applies. These round trips are
-part of the contract (written out in :mod:`cre.core`), and the shell runs them inside one
-reconcile pass (:func:`cre.kube.runtime.converge`):
+Every kind's core (Job, Workflow, Certification, WorkloadRun, BandwidthMeasurement,
+GoodputMeasurement) is ``(object, Observation, now) -> Plan[S]``, ``S`` being the kind's status.
+The core never performs I/O. Everything it needs from the cluster arrives in an Observation the
+controller builds from its caches; everything it wants done leaves as a Plan that the one
+executor (:mod:`cre.kube.executor`) applies, in the one order written there. A Plan says:
 
-* ``Plan.log_reads``: the core wants a container log tail before it can write status. The shell
-  reads it and re-runs the core on the *same* observation with the tails added, so the failure
-  record lands in one status write even if the pod is deleted in between.
-* ``Plan.confirm_workload_absence``: the cache does not hold the workload; the core will not act
-  irreversibly on that until a live read confirms it (``Observation.workload_absence_confirmed``).
-* ``Plan.confirm_pods_live``: the caches show no running pod of the Job, and the core is about to
-  drop the finalizer on that; the shell lists the pods live (``Observation.pods_read_live``).
-* ``Plan.read_workload_events``: the core is about to fail a workload that never started and
-  wants its Events in the message; the shell lists them (``Observation.workload_events``).
+* ``creates`` (``replace=True``: create, or replace what holds the name), ``deletes`` (UID
+  preconditions), ``patches`` of the object itself (its finalizers), the new ``status``
+  (``None``: no status write), ``events`` (written only once the status landed) and
+  ``requeue_after``;
+* ``asks``: what the core wants to know before it writes. A Plan that asks writes nothing; the
+  shell answers and runs the core again, in the same reconcile (:func:`cre.kube.runtime.converge`):
 
-A Plan that carries any request carries no writes: the shell must come back first.
+  - :class:`ReadLog`: a container's log tail (the Job's failure record), answered in the
+    Observation's ``log_tails``;
+  - :class:`StreamLog`: a log streamed through a parser (the measurements), answered as a
+    :class:`cre.core.logmeasure.LogReadResult` in the Observation's ``read`` / ``node_reads``;
+  - :class:`ConfirmAbsent`: the cache lacks an object the core is about to act on as gone; the
+    shell reads it live and puts what it found where the cache would have;
+  - :class:`ListLive`: the caches' lists may lag (no pod left, a child not yet seen); the shell
+    lists live and puts the lists where the cached ones were;
+  - :class:`ReadEvents`: an object's Events (no cache holds them), answered in the
+    Observation's ``workload_events``.
+
+  Every answered ask is recorded in the Observation's :class:`Feedback` (``answered``), so the
+  core never asks twice for what it was given.
+* Applying feeds back the same way, never through an exception: a create whose name a foreign
+  object holds comes back as a :class:`CreateConflict` (with the live holder), one the API
+  server refused for good as a :class:`CreateError`, both in the next Observation's
+  ``feedback``. Only transient API errors are raised (the runtime retries with backoff).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Final
+from datetime import datetime
+from typing import Any, Final, Generic, TypeVar
 
 import attrs
 
 from cre.api.goodput import GoodputMeasurement
-from cre.api.job import JobStatus
 from cre.api.measurement import BandwidthMeasurement
 from cre.core.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
 
@@ -39,6 +52,10 @@ LIMIT_BYTES: Final = 32768
 # would cut off the end of the log (the part that explains the failure), so the read is bounded
 # generously and the core keeps the last LIMIT_BYTES of what came back.
 READ_LIMIT_BYTES: Final = 8 * LIMIT_BYTES
+#: Bytes a provisional measurement read may return (server-side limitBytes; the client stops).
+SAMPLE_LIMIT_BYTES: Final = 8 * 1024 * 1024
+
+S = TypeVar("S")
 
 
 class EventSeverity(enum.StrEnum):
@@ -50,27 +67,221 @@ class EventSeverity(enum.StrEnum):
 
 
 @attrs.frozen(kw_only=True)
+class Create:
+    """Create ``body`` (a full manifest). ``replace``: replace the object holding the name
+    instead (the node-result ConfigMaps); otherwise AlreadyExists from an object the owner does
+    not control comes back as a :class:`CreateConflict`."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    body: Mapping[str, Any]
+    replace: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Patch:
+    """A JSON merge patch of the reconciled object itself (its finalizers), guarded by the
+    resourceVersion the object has when the executor gets to it."""
+
+    body: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class Delete:
+    """Delete one object instance; the UID precondition spares a same-named replacement."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+@attrs.frozen(kw_only=True)
+class EventSpec:
+    """A core/v1 Event about the reconciled object, emitted only after the status write
+    succeeded."""
+
+    type: EventSeverity  # the Event's ``type`` field
+    reason: str
+    message: str
+
+
+# --- the asks ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ReadLog:
+    """A container log tail the core wants before it decides (read with these limits);
+    ``previous`` asks for the log of the container's previous run (``previous=true``)."""
+
+    namespace: str
+    pod: str
+    container: str
+    pod_uid: str = ""
+    previous: bool = False
+    tail_lines: int = TAIL_LINES
+    limit_bytes: int = READ_LIMIT_BYTES
+
+
+@attrs.frozen(kw_only=True)
+class StreamLog:
+    """A log the core wants streamed through its parser: ``since_time`` (second resolution)
+    for the server, the anchor for :class:`cre.core.logwindow.WindowFilter`, and bounds. A
+    measurement subclasses it with what its parser needs."""
+
+    namespace: str
+    pod: str
+    container: str | None
+    pod_uid: str
+    final: bool
+    since_time: datetime | None = None
+    anchor: str | None = None
+    skip_lines: int = 0
+    limit_bytes: int = SAMPLE_LIMIT_BYTES
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmAbsent:
+    """Read the object ``kind``/``name`` (in the reconciled object's namespace) live: the cache
+    does not hold it, and the core will not act irreversibly on a cache miss."""
+
+    kind: str
+    name: str
+
+
+@attrs.frozen(kw_only=True)
+class ListLive:
+    """List the objects of ``kind`` matching ``selector`` live (in the reconciled object's
+    namespace): the cached lists may lag behind what the core is about to decide on."""
+
+    kind: str
+    selector: str
+
+
+@attrs.frozen(kw_only=True)
+class ReadEvents:
+    """The Events about the object ``kind``/``name`` (no cache holds Events)."""
+
+    kind: str
+    name: str
+
+
+Ask = ReadLog | StreamLog | ConfirmAbsent | ListLive | ReadEvents
+
+
+# --- the feedback -----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CreateConflict:
+    """A create whose name an object the owner does not control holds: the live ``holder``."""
+
+    kind: str
+    name: str
+    holder: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class CreateError:
+    """A create the API server refused for good (validation 400/422, an admission webhook's
+    403): the object, the HTTP code, the Status reason and the API's own message."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    code: int
+    reason: str
+    message: str
+
+    def describe(self) -> str:
+        """``the API server refused TrainingRuntime ns/name (422 Invalid): <message>``."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        said = f"{self.code} {self.reason}".strip()
+        return f"the API server refused {self.kind} {where} ({said}): {self.message}"
+
+
+@attrs.frozen(kw_only=True)
+class Feedback:
+    """What the shell told the core on this reconcile, on every kind's Observation: the asks
+    it answered, the creates whose names foreign objects hold, the creates refused for good."""
+
+    answered: tuple[Ask, ...] = ()
+    create_conflicts: tuple[CreateConflict, ...] = ()
+    create_rejections: tuple[CreateError, ...] = ()
+
+    def has(self, ask: Ask) -> bool:
+        """Whether ``ask`` was answered."""
+        return ask in self.answered
+
+    def conflict(self, kind: str, name: str) -> CreateConflict | None:
+        """The conflict of the create of ``kind``/``name``, if one conflicted."""
+        return next((c for c in self.create_conflicts if (c.kind, c.name) == (kind, name)),
+                    None)
+
+    def held(self, name: str) -> bool:
+        """Whether a create of ``name`` (any kind) found the name held."""
+        return any(c.name == name for c in self.create_conflicts)
+
+    def refused(self, create: Create) -> CreateError | None:
+        """The refusal of an earlier create of the same object, if it was refused for good."""
+        return next((r for r in self.create_rejections
+                     if (r.kind, r.name) == (create.kind, create.name)), None)
+
+    def answering(self, *asks: Ask) -> Feedback:
+        """This feedback with ``asks`` answered too."""
+        return attrs.evolve(self, answered=(*self.answered, *asks))
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Plan(Generic[S]):
+    """The complete outcome of one pure reconcile of any kind (``S``: the kind's status).
+
+    ``status`` is the complete new status when it differs from the current one (``None``: no
+    status write), written through the status subresource with ``resource_version`` as
+    precondition; on conflict the shell re-reads and recomputes instead of retrying this plan.
+    """
+
+    resource_version: str = ""
+    creates: tuple[Create, ...] = ()
+    deletes: tuple[Delete, ...] = ()
+    patches: tuple[Patch, ...] = ()
+    status: S | None = None
+    events: tuple[EventSpec, ...] = ()
+    asks: tuple[Ask, ...] = ()
+    requeue_after: float | None = None
+
+    @property
+    def writes(self) -> bool:
+        """Whether the plan changes anything in the cluster."""
+        return bool(self.creates or self.patches or self.deletes or self.status is not None
+                    or self.events)
+
+    @property
+    def quiet(self) -> bool:
+        """No write, no event and no ask: nothing left to do right now."""
+        return not (self.writes or self.asks)
+
+
+@attrs.frozen(kw_only=True)
 class Observation:
     """Everything the Job core may read about one Job's world at one instant.
 
     ``trainjob`` is the cached workload named ``<job>-workload`` (``None`` when the cache has no
-    such object); ``workload_absence_confirmed`` says a live read confirmed that absence.
-    ``pods_read_live`` says ``worker_pods`` and ``launcher_pods`` come from a live list.
-    ``create_conflict`` is the live object holding the workload's name when the shell's create
-    returned AlreadyExists (``None`` when no create conflicted); ``create_rejected`` is the message
-    of a create the API server refused for good. ``nodes`` are the GPU nodes of
-    the group and those hosting the Job's pods, as far as the cache holds them. Launcher pods
-    come first wherever pods are combined, so a same-second tie picks the launcher.
+    such object, or a live read found none: ``feedback`` then holds the answered
+    :class:`ConfirmAbsent`). ``worker_pods`` and ``launcher_pods`` come from a live list when
+    ``feedback`` holds the answered :class:`ListLive` asks of pods. A create of the workload
+    whose name was held, or that was refused for good, is in ``feedback``. ``nodes`` are the
+    GPU nodes of the group and those hosting the Job's pods, as far as the cache holds them.
+    Launcher pods come first wherever pods are combined, so a same-second tie picks the launcher.
     """
 
     trainjob: TrainJobView | None = None
-    workload_absence_confirmed: bool = False
-    # The pod lists were read live (not from the caches), because the core asked for it.
-    pods_read_live: bool = False
-    create_conflict: TrainJobView | None = None
-    # The API server refused the workload's create for good (admission webhook denial or
-    # validation, not a transient error): its message. The Job fails, Platform class.
-    create_rejected: str | None = None
     worker_pods: tuple[PodView, ...] = ()
     launcher_pods: tuple[PodView, ...] = ()
     nodes: tuple[NodeView, ...] = ()
@@ -81,8 +292,9 @@ class Observation:
     # The Job's GoodputMeasurement (``<job>-goodput``), as cached or as a create returned it
     # (see cre.core.jobgoodput): training stall detection and the checkpoint-restart trigger.
     goodput_measurement: GoodputMeasurement | None = None
-    # The workload's Events, read live because the core asked (``None``: not read).
-    workload_events: tuple[ObjectEvent, ...] | None = None
+    # The workload's Events, read live because the core asked (a :class:`ReadEvents`).
+    workload_events: tuple[ObjectEvent, ...] = ()
+    feedback: Feedback = attrs.field(factory=Feedback)
 
     def tail_for(self, *, pod: str, container: str, pod_uid: str = "",
                  previous: bool = False) -> LogTail | None:
@@ -112,92 +324,3 @@ class JobSettings:
 
 
 DEFAULT_SETTINGS: Final = JobSettings()
-
-
-@attrs.frozen(kw_only=True)
-class Create:
-    """Create ``body`` (a full manifest); AlreadyExists is reported back as a create conflict."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    body: Mapping[str, Any]
-
-
-@attrs.frozen(kw_only=True)
-class Patch:
-    """A JSON merge patch of the Job itself, refused unless ``resource_version`` still holds."""
-
-    namespace: str
-    name: str
-    body: Mapping[str, Any]
-    resource_version: str
-
-
-@attrs.frozen(kw_only=True)
-class Delete:
-    """Delete one object instance; the UID precondition spares a same-named replacement."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-
-
-@attrs.frozen(kw_only=True)
-class EventSpec:
-    """A core/v1 Event about the Job, emitted only after the status write succeeded."""
-
-    type: EventSeverity  # the Event's ``type`` field
-    reason: str
-    message: str
-
-
-@attrs.frozen(kw_only=True)
-class LogRequest:
-    """A container log tail the core wants before it decides (read with these limits);
-    ``previous`` asks for the log of the container's previous run (``previous=true``)."""
-
-    namespace: str
-    pod: str
-    container: str
-    pod_uid: str = ""
-    previous: bool = False
-    tail_lines: int = TAIL_LINES
-    limit_bytes: int = READ_LIMIT_BYTES
-
-
-@attrs.frozen(kw_only=True)
-class Plan:
-    """The complete outcome of one pure reconcile.
-
-    ``status`` is the complete new status when it differs from the current one (``None``: no
-    status write). It is written through the status subresource with ``resource_version`` as
-    precondition; on conflict the shell re-reads and recomputes instead of retrying this plan.
-    """
-
-    resource_version: str = ""
-    creates: tuple[Create, ...] = ()
-    patches: tuple[Patch, ...] = ()
-    deletes: tuple[Delete, ...] = ()
-    status: JobStatus | None = None
-    events: tuple[EventSpec, ...] = ()
-    log_reads: tuple[LogRequest, ...] = ()
-    confirm_workload_absence: bool = False
-    confirm_pods_live: bool = False
-    read_workload_events: bool = False
-    requeue_after: float | None = None
-
-    @property
-    def writes(self) -> bool:
-        """Whether the plan changes anything in the cluster."""
-        return bool(self.creates or self.patches or self.deletes or self.status is not None
-                    or self.events)
-
-    @property
-    def quiet(self) -> bool:
-        """No write, no event and no request for more input: nothing left to do right now."""
-        return not (self.writes or self.log_reads or self.confirm_workload_absence
-                    or self.confirm_pods_live or self.read_workload_events)

@@ -1,4 +1,6 @@
-"""The Workflow lifecycle as a pure function: ``reconcile_workflow(wf, observation, now)``.
+"""The Workflow lifecycle as a pure function: ``reconcile_workflow(wf, observation, now)``,
+whose entry point and running phase are in :mod:`cre.core.workflow_run`; this module holds the
+settings, the Observation, the context, the start and deletion phases and the shared helpers.
 
 A Workflow runs one category over a set of nodes: it discovers and partitions the nodes once
 (``cre.core.discovery``, ``cre.core.partition``), creates the workflow-scoped dependencies,
@@ -14,7 +16,7 @@ Rules the pure core keeps (each covered by a test):
   sharing a node (an overflow group waits for its lenders), and nothing new after FailFast.
 * A retried group gets a new Job name (``...-retry-<k>``) and new dependency copies, so a
   relaunch never waits for the previous Job's finalizer.
-* A missing Job is only believed after a live read (``confirm_live``); someone deleted it: a
+* A missing Job is only believed after a live read (a ``ListLive`` ask); someone deleted it: a
   user interrupt (the group fails ``UserInterrupted``, not re-created, nodes Uncertified).
 * Iterations: all groups terminal -> the iteration's Jobs are deleted (and confirmed gone)
   before the groups reset; the last iteration ends in the final status instead.
@@ -64,15 +66,22 @@ from cre.core.deps import Dependency, DependencyError, applicable, job_copy, ren
 from cre.core.discovery import Discovery, DiscoveryFailure, capped, discover
 from cre.core.groupjob import group_job, job_name
 from cre.core.health import encode_group_gpus
-from cre.core.observed import NodeView
+from cre.core.observed import NodeView, ObjectView
 from cre.core.overrides import OverrideError, apply_overrides
 from cre.core.partition import PartitionError, partition
-from cre.core.plan import Create, Delete, EventSeverity, EventSpec
-from cre.core.tierplan import CreateError, ObjectView, SelfPatch, TierPlan, Upsert
-from cre.core.trio import true_member
+from cre.core.plan import (
+    Create,
+    Delete,
+    EventSeverity,
+    EventSpec,
+    Feedback,
+    ListLive,
+    Patch,
+    Plan,
+)
 from cre.core.wording import count
 
-WorkflowPlan = TierPlan[WorkflowStatus]
+WorkflowPlan = Plan[WorkflowStatus]
 JOB_API: Final = L.API_VERSION
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 
@@ -102,20 +111,17 @@ class WorkflowObservation:
     ``jobs``: the CRE Jobs labelled ``cre.dev/workflow=<name>`` in its namespace.
     ``dependencies``: the dependency objects found by the tracking label.
     ``config_maps``: the ``binaryData`` of the node-result ConfigMaps, by name.
-    ``create_conflicts``: ``Kind/name`` of objects a create found held by a foreign owner.
-    ``create_errors``: creates the API server refused for good (400/403/422).
+    ``feedback``: creates whose names foreign objects hold, creates the API server refused
+    for good (400/403/422), and whether the children were read live (:meth:`live_read`).
     ``active_pods``: per Job name, how many of its pods are not yet Succeeded/Failed.
-    ``read_live``: the Jobs (and pods) were read live because the core asked for it.
     """
 
     nodes: tuple[NodeView, ...] = ()
     jobs: tuple[Job, ...] = ()
     dependencies: tuple[ObjectView, ...] = ()
     config_maps: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
-    create_conflicts: tuple[str, ...] = ()
-    create_errors: tuple[CreateError, ...] = ()
     active_pods: Mapping[str, int] = attrs.field(factory=dict)
-    read_live: bool = False
+    feedback: Feedback = attrs.field(factory=Feedback)
 
     def job(self, name: str) -> Job | None:
         """The observed Job of that name."""
@@ -123,7 +129,9 @@ class WorkflowObservation:
 
 
 @attrs.frozen(kw_only=True)
-class _Ctx:
+class WorkflowCtx:
+    """One pass over one Workflow: the object, its Observation, the injected time, the settings."""
+
     wf: Workflow
     obs: WorkflowObservation
     now: datetime
@@ -147,7 +155,17 @@ class _Ctx:
         return self.wf.metadata.generation
 
     def plan(self, **kwargs: Any) -> WorkflowPlan:
-        return TierPlan(resource_version=self.wf.metadata.resource_version or "", **kwargs)
+        return Plan(resource_version=self.wf.metadata.resource_version or "", **kwargs)
+
+    @property
+    def live(self) -> ListLive:
+        """The ask: the Workflow's Jobs (with their pods and its dependencies), listed live."""
+        return live_read(self.name)
+
+    @property
+    def read_live(self) -> bool:
+        """Whether the children were read live on this pass."""
+        return self.obs.feedback.has(self.live)
 
     @property
     def policy(self) -> D.EffectivePolicy:
@@ -161,66 +179,13 @@ class _Ctx:
         return self.wf.spec.orchestration.iterations
 
 
-def reconcile_workflow(
-    wf: Workflow, observation: WorkflowObservation, now: datetime, *,
-    settings: WorkflowSettings = DEFAULT_WORKFLOW_SETTINGS,
-) -> WorkflowPlan:
-    """The Plan that moves ``wf`` one step towards what ``observation`` calls for."""
-    ctx = _Ctx(wf=wf, obs=observation, now=now, settings=settings)
-    if wf.metadata.deletion_timestamp is not None:
-        return _deletion(ctx)
-    if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
-        body = {"metadata": {"finalizers": [*wf.metadata.finalizers, L.WORKFLOW_FINALIZER]}}
-        return ctx.plan(patches=(SelfPatch(body=body,
-                                           resource_version=wf.metadata.resource_version or ""),))
-    current = true_member(wf.status.conditions)
-    if current is not None and current.type != ConditionType.IN_PROGRESS:
-        return ctx.plan()
-    orch = wf.status.orchestration
-    if orch is None or orch.total_groups == 0:
-        return _start(ctx)
-    if wf.spec.overrides:
-        try:
-            effective, _ = apply_overrides(
-                wf, platform=orch.detected_platform or "",
-                arch=orch.detected_gpu_architecture or "",
-                topology_mode="topology" if wf.spec.orchestration.topology else "simple",
-                domain_count=len({d for g in wf.status.groups for d in g.domains}))
-        except OverrideError as exc:
-            return _write(ctx, wf.status, member=ConditionType.FAILED,
-                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
-        ctx = attrs.evolve(ctx, wf=effective)
-    if observation.create_conflicts:
-        held = ", ".join(observation.create_conflicts)
-        dep = any(not c.startswith("Job/") for c in observation.create_conflicts)
-        reason = WorkflowReason.DEPENDENCY_NAME_COLLISION if dep \
-            else WorkflowReason.JOB_NAME_COLLISION
-        return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
-                      message=f"{held} already exist(s) and is not controlled by Workflow "
-                              f"{ctx.name}")
-    if observation.create_errors:
-        return _create_refused(ctx, observation.create_errors)
-    from cre.core.workflow_run import advance  # the running phase, kept in its own module
-
-    return advance(ctx)
-
-
-def _create_refused(ctx: _Ctx, errors: tuple[CreateError, ...]) -> WorkflowPlan:
-    """A create refused for good (``DependencyCreationError`` for a dependency such as a
-    TrainingRuntime, ``JobCreationError`` for a group's Job): no retry can make it, so the
-    Workflow fails at once with the API's message instead of retrying forever."""
-    dep = any(e.kind != "Job" for e in errors)
-    reason = WorkflowReason.DEPENDENCY_CREATION_ERROR if dep \
-        else WorkflowReason.JOB_CREATION_ERROR
-    return _write(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
-                  message="; ".join(e.describe() for e in errors))
-
-
 # --- status helpers ----------------------------------------------------------------------------
 
 
-def _write(ctx: _Ctx, status: WorkflowStatus, *, member: ConditionType, reason: str,
-           message: str, events: tuple[EventSpec, ...] = (), **plan: Any) -> WorkflowPlan:
+def write_status(ctx: WorkflowCtx, status: WorkflowStatus, *, member: ConditionType, reason: str,
+                 message: str, events: tuple[EventSpec, ...] = (), **plan: Any) -> WorkflowPlan:
+    """The plan that writes ``status`` with ``member`` the true lifecycle condition (and its
+    event), or writes nothing when the status would not change."""
     conditions, event = set_trio(status.conditions, member=member, reason=reason,
                                  message=message, now=ctx.now, generation=ctx.generation)
     phase = {ConditionType.SUCCEEDED: Phase.SUCCEEDED, ConditionType.FAILED: Phase.FAILED}.get(
@@ -289,21 +254,22 @@ _EXCLUSION_EVENTS: Final = (
 )
 
 
-def _start(ctx: _Ctx) -> WorkflowPlan:
+def start_plan(ctx: WorkflowCtx) -> WorkflowPlan:
+    """The first pass: check the spec, discover and partition the nodes, record the groups."""
     wf = ctx.wf
     invalid = spec_errors(wf)
     if invalid:
-        return _write(ctx, wf.status, member=ConditionType.FAILED,
-                      reason=WorkflowReason.INVALID_SPEC,
-                      message=f"{describe(wf, 'Workflow')} has an invalid spec: "
-                              f"{'; '.join(invalid)}")
+        return write_status(ctx, wf.status, member=ConditionType.FAILED,
+                            reason=WorkflowReason.INVALID_SPEC,
+                            message=f"{describe(wf, 'Workflow')} has an invalid spec: "
+                                    f"{'; '.join(invalid)}")
     applied: tuple[AppliedOverride, ...] = ()
     if wf.spec.overrides:
         # Overrides need the platform and architecture: detect them on the base target first.
         first = discover(target=_target(wf), nodes=ctx.obs.nodes)
         if isinstance(first, DiscoveryFailure):
-            return _write(ctx, wf.status, member=ConditionType.FAILED, reason=first.reason,
-                          message=first.message)
+            return write_status(ctx, wf.status, member=ConditionType.FAILED, reason=first.reason,
+                                message=first.message)
         topo = wf.spec.orchestration.topology
         domains = {n.label(topo.topology_key) for n in first.nodes} - {None} if topo else set()
         try:
@@ -311,13 +277,13 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
                                           topology_mode="topology" if topo else "simple",
                                           domain_count=len(domains))
         except OverrideError as exc:
-            return _write(ctx, wf.status, member=ConditionType.FAILED,
-                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
+            return write_status(ctx, wf.status, member=ConditionType.FAILED,
+                                reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
         ctx = attrs.evolve(ctx, wf=wf)
     found = discover(target=_target(wf), nodes=ctx.obs.nodes, gpus_per_node=rendered_gpus(wf))
     if isinstance(found, DiscoveryFailure):
-        return _write(ctx, wf.status, member=ConditionType.FAILED, reason=found.reason,
-                      message=found.message)
+        return write_status(ctx, wf.status, member=ConditionType.FAILED, reason=found.reason,
+                            message=found.message)
     found = capped(found, wf.spec.max_nodes)
     topology = wf.spec.orchestration.topology
     try:
@@ -329,12 +295,12 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
                           topology_mode="topology" if topology else "simple",
                           domain_count=len({d for g in groups for d in g.domains}))
     except PartitionError as exc:
-        return _write(ctx, wf.status, member=ConditionType.FAILED,
-                      reason=WorkflowReason.PARTITION_ERROR,
-                      message=f"Failed to partition nodes: {exc}")
+        return write_status(ctx, wf.status, member=ConditionType.FAILED,
+                            reason=WorkflowReason.PARTITION_ERROR,
+                            message=f"Failed to partition nodes: {exc}")
     except DependencyError as exc:
-        return _write(ctx, wf.status, member=ConditionType.FAILED,
-                      reason=WorkflowReason.INVALID_SPEC, message=str(exc))
+        return write_status(ctx, wf.status, member=ConditionType.FAILED,
+                            reason=WorkflowReason.INVALID_SPEC, message=str(exc))
     size = len(groups[0].nodes)
     orch = OrchestrationStatus(
         total_nodes=len(found.nodes), nodes_per_job=size, total_groups=len(groups),
@@ -350,21 +316,21 @@ def _start(ctx: _Ctx) -> WorkflowPlan:
     status = attrs.evolve(status, dependency_refs=refs)
     message = (f"Discovered {count(len(found.nodes), 'node')}, partitioned into "
                f"{count(len(groups), 'group')} ({size} nodes/job)")
-    return _write(ctx, status, member=ConditionType.IN_PROGRESS,
-                  reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
-                  events=_exclusion_events(found) + _override_events(applied)
-                  + _thresholds_event(ctx), creates=creates,
-                  requeue_after=ctx.settings.immediate)
+    return write_status(ctx, status, member=ConditionType.IN_PROGRESS,
+                        reason=WorkflowReason.GROUPS_PARTITIONED, message=message,
+                        events=_exclusion_events(found) + _override_events(applied)
+                        + _thresholds_event(ctx), creates=creates,
+                        requeue_after=ctx.settings.immediate)
 
 
-def unjudged_thresholds(ctx: _Ctx) -> bool:
+def unjudged_thresholds(ctx: WorkflowCtx) -> bool:
     """Thresholds are set, but the Job tier does not judge them (yet)."""
     perf = ctx.wf.spec.validation.performance if ctx.wf.spec.validation else None
     return (not ctx.settings.thresholds_judged and perf is not None
             and perf.thresholds is not None and bool(perf.thresholds.thresholds))
 
 
-def _thresholds_event(ctx: _Ctx) -> tuple[EventSpec, ...]:
+def _thresholds_event(ctx: WorkflowCtx) -> tuple[EventSpec, ...]:
     if not unjudged_thresholds(ctx):
         return ()
     return (EventSpec(type=EventSeverity.WARNING, reason=WorkflowReason.THRESHOLDS_NOT_JUDGED,
@@ -411,7 +377,7 @@ def dependencies_of(wf: Workflow) -> tuple[Dependency, ...]:
                       domain_count=len({d for g in wf.status.groups for d in g.domains}))
 
 
-def _owned(ctx: _Ctx, obj: Mapping[str, Any]) -> dict[str, Any]:
+def _owned(ctx: WorkflowCtx, obj: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(obj)
     meta = dict(out.get("metadata") or {})
     meta.setdefault("namespace", ctx.namespace)
@@ -442,14 +408,14 @@ def _ref(obj: Mapping[str, Any], *, scope: DependencyScope, group: str | None = 
                          group_name=group, iteration=iteration)
 
 
-def _workflow_deps(ctx: _Ctx, deps: tuple[Dependency, ...]
+def _workflow_deps(ctx: WorkflowCtx, deps: tuple[Dependency, ...]
                    ) -> tuple[tuple[Create, ...], tuple[DependencyRef, ...]]:
     objs = [_owned(ctx, d.obj) for d in deps if d.scope == DependencyScope.WORKFLOW]
     return (tuple(_create(o) for o in objs),
             tuple(_ref(o, scope=DependencyScope.WORKFLOW) for o in objs))
 
 
-def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int,
+def group_launch(ctx: WorkflowCtx, group: GroupStatus, *, iteration: int,
                  nodes: tuple[str, ...] | None = None,
                  ) -> tuple[tuple[Create, ...], tuple[DependencyRef, ...], str]:
     """The creates (dependency copies first, then the Job) of one group's next attempt, on
@@ -478,33 +444,35 @@ def group_launch(ctx: _Ctx, group: GroupStatus, *, iteration: int,
 # --- deletion ----------------------------------------------------------------------------------
 
 
-def _deletion(ctx: _Ctx) -> WorkflowPlan:
+def deletion_plan(ctx: WorkflowCtx) -> WorkflowPlan:
+    """A deleted Workflow: its Jobs go first, then its dependencies, then its finalizer."""
     wf = ctx.wf
     if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
         return ctx.plan()
     jobs = ctx.obs.jobs
     if jobs:
-        deletes = tuple(_delete_job(j) for j in jobs if j.metadata.deletion_timestamp is None)
+        deletes = tuple(delete_job(j) for j in jobs if j.metadata.deletion_timestamp is None)
         return ctx.plan(deletes=deletes, requeue_after=ctx.settings.requeue)
-    if not ctx.obs.read_live:
-        return ctx.plan(confirm_live=True)
+    if not ctx.read_live:
+        return ctx.plan(asks=(ctx.live,))
     present = {(o.kind, o.name): o for o in ctx.obs.dependencies}
     pending = [present[(r.kind, r.name)] for r in reversed(wf.status.dependency_refs)
                if (r.kind, r.name) in present]
     if pending:
-        deletes = tuple(_delete_obj(o) for o in pending if o.owned and not o.terminating)
+        deletes = tuple(delete_object(o) for o in pending if o.owned and not o.terminating)
         return ctx.plan(deletes=deletes, requeue_after=ctx.settings.deletion_requeue)
     finalizers = [f for f in wf.metadata.finalizers if f != L.WORKFLOW_FINALIZER]
-    return ctx.plan(patches=(SelfPatch(body={"metadata": {"finalizers": finalizers}},
-                                       resource_version=wf.metadata.resource_version or ""),))
+    return ctx.plan(patches=(Patch(body={"metadata": {"finalizers": finalizers}}),))
 
 
-def _delete_job(job: Job) -> Delete:
+def delete_job(job: Job) -> Delete:
+    """The delete of a group Job, guarded by its uid."""
     return Delete(api_version=JOB_API, kind="Job", namespace=job.metadata.namespace or "",
                   name=job.metadata.name or "", uid=job.metadata.uid or "")
 
 
-def _delete_obj(obj: ObjectView) -> Delete:
+def delete_object(obj: ObjectView) -> Delete:
+    """The delete of a dependency object, guarded by its uid."""
     return Delete(api_version=obj.api_version, kind=obj.kind, namespace=obj.namespace or "",
                   name=obj.name, uid=obj.uid)
 
@@ -517,12 +485,17 @@ def configmap_ref(kind: str, uid: str) -> TypedLocalObjectReference:
     return TypedLocalObjectReference(kind="ConfigMap", name=NR.configmap_name(kind, uid))
 
 
-def result_upsert(ctx: _Ctx, kind: str, blob: bytes) -> Upsert:
+def live_read(workflow: str) -> ListLive:
+    """The ask: the Jobs of ``workflow`` (with their pods and its dependencies), listed live."""
+    return ListLive(kind="Job", selector=f"{L.WORKFLOW}={workflow}")
+
+
+def result_upsert(ctx: WorkflowCtx, kind: str, blob: bytes) -> Create:
     """The create-or-replace of one node-result ConfigMap."""
     body = NR.configmap(kind=kind, uid=ctx.uid, namespace=ctx.namespace, workflow=ctx.name,
                         blob=blob)
-    return Upsert(api_version="v1", kind="ConfigMap", namespace=ctx.namespace,
-                  name=body["metadata"]["name"], body=body)
+    return Create(api_version="v1", kind="ConfigMap", namespace=ctx.namespace,
+                  name=body["metadata"]["name"], body=body, replace=True)
 
 
 def missing_job_outcome(name: str) -> D.JobOutcome:

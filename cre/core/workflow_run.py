@@ -1,12 +1,14 @@
-"""The running phase of a Workflow: track group Jobs, defer or fail, cancel, launch, iterate,
-and finish with the verdict. Called by ``cre.core.workflow.reconcile_workflow`` once the nodes
-are partitioned; pure like it (see that module for the rules this one implements).
+"""The Workflow core's entry point, ``reconcile_workflow(wf, observation, now)``, and the
+running phase: track group Jobs, defer or fail, cancel, launch, iterate, and finish with the
+verdict. The start (discovery, partition) and deletion phases, the Workflow's settings,
+Observation and context, and the helpers both phases share live in :mod:`cre.core.workflow`,
+which never imports this module; its docstring states the rules both implement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -32,6 +34,7 @@ from cre.api.workflow import (
     GroupStatus,
     IterationGroup,
     IterationRecord,
+    Workflow,
     WorkflowStatus,
 )
 from cre.core import deferral as D
@@ -39,23 +42,29 @@ from cre.core import noderesults as NR
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
 from cre.core.groupjob import workload_tolerations
-from cre.core.plan import Create, Delete, EventSeverity, EventSpec
+from cre.core.overrides import OverrideError, apply_overrides
+from cre.core.plan import Create, CreateError, Delete, EventSeverity, EventSpec, Patch
 from cre.core.thresholds import COMPLETION_GRACE
-from cre.core.tierplan import Upsert
 from cre.core.timeouts import parse_duration
+from cre.core.trio import true_member
 from cre.core.usable import Usable, too_few, usable_nodes
 from cre.core.wording import count, every
 from cre.core.workflow import (
+    DEFAULT_WORKFLOW_SETTINGS,
+    WorkflowCtx,
+    WorkflowObservation,
     WorkflowPlan,
-    _Ctx,
-    _delete_job,
-    _delete_obj,
-    _write,
+    WorkflowSettings,
     configmap_ref,
+    delete_job,
+    delete_object,
+    deletion_plan,
     group_launch,
     missing_job_outcome,
     result_upsert,
+    start_plan,
     unjudged_thresholds,
+    write_status,
 )
 
 # A safety bound, not a deadline: the Job tier owns the threshold clock (it gives its verdict
@@ -70,6 +79,59 @@ VERDICT_MISSING = "ThresholdVerdictMissing"
 NOT_READY_GRACE = timedelta(seconds=60)
 
 
+def reconcile_workflow(
+    wf: Workflow, observation: WorkflowObservation, now: datetime, *,
+    settings: WorkflowSettings = DEFAULT_WORKFLOW_SETTINGS,
+) -> WorkflowPlan:
+    """The Plan that moves ``wf`` one step towards what ``observation`` calls for."""
+    ctx = WorkflowCtx(wf=wf, obs=observation, now=now, settings=settings)
+    if wf.metadata.deletion_timestamp is not None:
+        return deletion_plan(ctx)
+    if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
+        body = {"metadata": {"finalizers": [*wf.metadata.finalizers, L.WORKFLOW_FINALIZER]}}
+        return ctx.plan(patches=(Patch(body=body),))
+    current = true_member(wf.status.conditions)
+    if current is not None and current.type != ConditionType.IN_PROGRESS:
+        return ctx.plan()
+    orch = wf.status.orchestration
+    if orch is None or orch.total_groups == 0:
+        return start_plan(ctx)
+    if wf.spec.overrides:
+        try:
+            effective, _ = apply_overrides(
+                wf, platform=orch.detected_platform or "",
+                arch=orch.detected_gpu_architecture or "",
+                topology_mode="topology" if wf.spec.orchestration.topology else "simple",
+                domain_count=len({d for g in wf.status.groups for d in g.domains}))
+        except OverrideError as exc:
+            return write_status(ctx, wf.status, member=ConditionType.FAILED,
+                          reason=WorkflowReason.OVERRIDE_ERROR, message=str(exc))
+        ctx = attrs.evolve(ctx, wf=effective)
+    conflicts = observation.feedback.create_conflicts
+    if conflicts:
+        held = ", ".join(f"{c.kind}/{c.name}" for c in conflicts)
+        dep = any(c.kind != "Job" for c in conflicts)
+        reason = WorkflowReason.DEPENDENCY_NAME_COLLISION if dep \
+            else WorkflowReason.JOB_NAME_COLLISION
+        return write_status(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
+                      message=f"{held} already exist(s) and is not controlled by Workflow "
+                              f"{ctx.name}")
+    if observation.feedback.create_rejections:
+        return _create_refused(ctx, observation.feedback.create_rejections)
+    return advance(ctx)
+
+
+def _create_refused(ctx: WorkflowCtx, errors: tuple[CreateError, ...]) -> WorkflowPlan:
+    """A create refused for good (``DependencyCreationError`` for a dependency such as a
+    TrainingRuntime, ``JobCreationError`` for a group's Job): no retry can make it, so the
+    Workflow fails at once with the API's message instead of retrying forever."""
+    dep = any(e.kind != "Job" for e in errors)
+    reason = WorkflowReason.DEPENDENCY_CREATION_ERROR if dep \
+        else WorkflowReason.JOB_CREATION_ERROR
+    return write_status(ctx, ctx.wf.status, member=ConditionType.FAILED, reason=reason,
+                  message="; ".join(e.describe() for e in errors))
+
+
 @attrs.define
 class _Pass:
     """What one pass accumulates before it becomes a Plan."""
@@ -78,7 +140,8 @@ class _Pass:
     refs: list[DependencyRef]
     creates: list[Create] = attrs.field(factory=list)
     deletes: list[Delete] = attrs.field(factory=list)
-    upserts: list[Upsert] = attrs.field(factory=list)
+    # Create-or-replace (the node-result ConfigMaps): after the creates, before the status.
+    upserts: list[Create] = attrs.field(factory=list)
     events: list[EventSpec] = attrs.field(factory=list)
     failed: list[D.NodeRecord] = attrs.field(factory=list)
     uncertified: list[D.NodeRecord] = attrs.field(factory=list)
@@ -86,11 +149,11 @@ class _Pass:
     wait: float | None = None
 
     def plan_args(self) -> dict[str, Any]:
-        return {"creates": tuple(self.creates), "deletes": tuple(self.deletes),
-                "upserts": tuple(self.upserts), "events": tuple(self.events)}
+        return {"creates": (*self.creates, *self.upserts), "deletes": tuple(self.deletes),
+                "events": tuple(self.events)}
 
 
-def deadline_left(ctx: _Ctx) -> timedelta | None:
+def deadline_left(ctx: WorkflowCtx) -> timedelta | None:
     """Time left before ``spec.deadline`` (from the Workflow's creation); ``None``: no limit."""
     created = ctx.wf.metadata.creation_timestamp
     if not ctx.wf.spec.deadline or created is None:
@@ -98,7 +161,7 @@ def deadline_left(ctx: _Ctx) -> timedelta | None:
     return created + parse_duration(ctx.wf.spec.deadline) - ctx.now
 
 
-def advance(ctx: _Ctx) -> WorkflowPlan:
+def advance(ctx: WorkflowCtx) -> WorkflowPlan:
     """One pass of the running phase (bounded by the run's deadline, if it has one)."""
     left = deadline_left(ctx)
     if left is not None and left <= timedelta(0):
@@ -109,7 +172,7 @@ def advance(ctx: _Ctx) -> WorkflowPlan:
     return plan
 
 
-def _deadline_passed(ctx: _Ctx) -> WorkflowPlan:
+def _deadline_passed(ctx: WorkflowCtx) -> WorkflowPlan:
     """The deadline passed: cancel every group not finished (their Jobs deleted, their nodes
     Uncertified) and end with the verdict of what finished."""
     status = ctx.wf.status
@@ -128,7 +191,7 @@ def _deadline_passed(ctx: _Ctx) -> WorkflowPlan:
     return _final(ctx, status, p, deadline=why)
 
 
-def _advance(ctx: _Ctx) -> WorkflowPlan:
+def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
     status = ctx.wf.status
     assert status.orchestration is not None
     p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
@@ -138,7 +201,7 @@ def _advance(ctx: _Ctx) -> WorkflowPlan:
             continue
         result = _track(ctx, group, p)
         if result == "confirm":
-            return ctx.plan(confirm_live=True)
+            return ctx.plan(asks=(ctx.live,))
         if isinstance(result, GroupStatus):
             p.groups[i] = result
             if tripped is None and D.trips_fail_fast(
@@ -159,10 +222,10 @@ def _advance(ctx: _Ctx) -> WorkflowPlan:
     running = sum(1 for g in p.groups if g.phase == GroupPhase.RUNNING)
     reason = WorkflowReason.JOB_CREATED if p.creates else WorkflowReason.JOB_RUNNING
     requeue = ctx.settings.requeue if p.wait is None else min(ctx.settings.requeue, p.wait)
-    return _write(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
-                  message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
-                          f"{count(running, 'group')} running",
-                  requeue_after=requeue, **p.plan_args())
+    return write_status(ctx, status, member=ConditionType.IN_PROGRESS, reason=reason,
+                        message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
+                                f"{count(running, 'group')} running",
+                        requeue_after=requeue, **p.plan_args())
 
 
 def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> str | None:
@@ -170,7 +233,7 @@ def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> s
         phase=g.phase, failure_reason=g.failure_reason, policy=policy)), None)
 
 
-def _awaiting_validation(ctx: _Ctx, job: Job) -> D.JobOutcome | bool:
+def _awaiting_validation(ctx: WorkflowCtx, job: Job) -> D.JobOutcome | bool:
     """Whether a Job that succeeded with thresholds still waits for its threshold verdict
     (``True``), has it or needs none (``False``), or is past the safety bound without it (the
     outcome that group ends on: never Passed). Never while the Job tier does not judge."""
@@ -204,11 +267,11 @@ def _unmeasured_cause(outcome: D.JobOutcome) -> D.JobOutcome:
     return outcome
 
 
-def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
+def _track(ctx: WorkflowCtx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
     name = group.job_ref.name if group.job_ref else ""
     job = ctx.obs.job(name)
     if job is None:
-        if not ctx.obs.read_live:
+        if not ctx.read_live:
             return "confirm"
         outcome = missing_job_outcome(name)
     else:
@@ -249,7 +312,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
                          bus_bandwidth_gbps=job.status.bus_bandwidth_gbps if job else None)
     if decision.action in (D.Action.RETRY, D.Action.INFRA_RETRY):
         if job is not None:
-            p.deletes.append(_delete_job(job))
+            p.deletes.append(delete_job(job))
         infra = decision.action == D.Action.INFRA_RETRY
         new = attrs.evolve(group, phase=GroupPhase.PENDING, job_ref=None, start_time=None,
                            completion_time=ctx.now, retries=group.retries + (not infra),
@@ -275,7 +338,7 @@ def _track(ctx: _Ctx, group: GroupStatus, p: _Pass) -> GroupStatus | str | None:
 
 
 def _cancel_unfinished(
-    ctx: _Ctx, p: _Pass, *, message: str,
+    ctx: WorkflowCtx, p: _Pass, *, message: str,
     records: Callable[[tuple[str, ...]], Iterable[D.NodeRecord]],
 ) -> list[str]:
     """Cancel every group not finished: delete a running group's Job, mark the group
@@ -287,7 +350,7 @@ def _cancel_unfinished(
         if g.phase == GroupPhase.RUNNING and g.job_ref is not None:
             job = ctx.obs.job(g.job_ref.name)
             if job is not None and job.metadata.deletion_timestamp is None:
-                p.deletes.append(_delete_job(job))
+                p.deletes.append(delete_job(job))
         p.groups[i] = attrs.evolve(g, phase=GroupPhase.CANCELLED, completion_time=ctx.now,
                                    message=message)
         p.uncertified += list(records(active_nodes(g)))
@@ -295,7 +358,7 @@ def _cancel_unfinished(
     return cancelled
 
 
-def _cancel(ctx: _Ctx, p: _Pass, by: str) -> None:
+def _cancel(ctx: WorkflowCtx, p: _Pass, by: str) -> None:
     cancelled = _cancel_unfinished(
         ctx, p, message=f"Cancelled by FailFast: group {by} failed",
         records=lambda nodes: D.cancelled_records(nodes, by_group=by))
@@ -312,7 +375,7 @@ def active_nodes(group: GroupStatus) -> tuple[str, ...]:
     return tuple(n for n in group.nodes if n not in left_out)
 
 
-def _launch(ctx: _Ctx, p: _Pass) -> None:
+def _launch(ctx: WorkflowCtx, p: _Pass) -> None:
     orch = ctx.wf.status.orchestration
     assert orch is not None
     execution = ctx.wf.spec.orchestration.execution
@@ -351,7 +414,7 @@ def _launch(ctx: _Ctx, p: _Pass) -> None:
         busy |= set(usable.nodes)
 
 
-def _may_return(ctx: _Ctx, g: GroupStatus, usable: Usable) -> bool:
+def _may_return(ctx: WorkflowCtx, g: GroupStatus, usable: Usable) -> bool:
     """A re-run (the group's last attempt ended at ``completion_time``) holds back for up to
     ``NOT_READY_GRACE`` while one of its nodes is NotReady: a node that blinks comes back and
     is tested; one that stays away is left out after the grace."""
@@ -360,7 +423,8 @@ def _may_return(ctx: _Ctx, g: GroupStatus, usable: Usable) -> bool:
     return any(e.reason == ExcludedNodeReason.NOT_READY for e in usable.excluded)
 
 
-def _left_out(ctx: _Ctx, p: _Pass, g: GroupStatus, excluded: tuple[ExcludedNode, ...]) -> None:
+def _left_out(ctx: WorkflowCtx, p: _Pass, g: GroupStatus,
+              excluded: tuple[ExcludedNode, ...]) -> None:
     """Record the nodes a launch left out: Uncertified (a Failed one stays Failed), one event."""
     if not excluded:
         return
@@ -375,7 +439,7 @@ def _left_out(ctx: _Ctx, p: _Pass, g: GroupStatus, excluded: tuple[ExcludedNode,
                 f"{shown}{more}"))
 
 
-def _unlaunchable(ctx: _Ctx, p: _Pass, g: GroupStatus, usable: Usable) -> GroupStatus:
+def _unlaunchable(ctx: WorkflowCtx, p: _Pass, g: GroupStatus, usable: Usable) -> GroupStatus:
     """A group too few of whose nodes are usable: it ends InfraAborted, the rest Uncertified."""
     message = (f"Group {g.name} cannot run: {len(usable.nodes)} of its {len(g.nodes)} node(s) "
                f"usable ({', '.join(f'{e.name}: {e.reason}' for e in usable.excluded[:5])})")
@@ -392,7 +456,7 @@ def _unlaunchable(ctx: _Ctx, p: _Pass, g: GroupStatus, usable: Usable) -> GroupS
                         job_ref=None)
 
 
-def _needed(ctx: _Ctx, p: _Pass) -> set[str]:
+def _needed(ctx: WorkflowCtx, p: _Pass) -> set[str]:
     """Suffixes of the dependency copies running groups use."""
     orch = ctx.wf.status.orchestration
     assert orch is not None
@@ -407,7 +471,7 @@ def _needed(ctx: _Ctx, p: _Pass) -> set[str]:
     return out
 
 
-def _sweep_dependencies(ctx: _Ctx, p: _Pass) -> None:
+def _sweep_dependencies(ctx: WorkflowCtx, p: _Pass) -> None:
     """Delete job-scoped copies no running group uses once their pods drained; drop the refs
     of copies that are gone."""
     needed = _needed(ctx, p)
@@ -426,11 +490,11 @@ def _sweep_dependencies(ctx: _Ctx, p: _Pass) -> None:
             continue  # gone: forget it
         keep.append(ref)
         if obj.owned and not obj.terminating:
-            p.deletes.append(_delete_obj(obj))
+            p.deletes.append(delete_object(obj))
     p.refs = keep
 
 
-def _with_results(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
+def _with_results(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
     for kind, new in ((NR.FAILED, p.failed), (NR.UNCERTIFIED, p.uncertified)):
         if not new:
             continue
@@ -445,7 +509,7 @@ def _with_results(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus
     return status
 
 
-def _records(ctx: _Ctx, kind: str, p: _Pass) -> tuple[D.NodeRecord, ...]:
+def _records(ctx: WorkflowCtx, kind: str, p: _Pass) -> tuple[D.NodeRecord, ...]:
     old = NR.read_records(ctx.obs.config_maps.get(NR.configmap_name(kind, ctx.uid)), kind)
     return NR.merge_records(old, p.failed if kind == NR.FAILED else p.uncertified)
 
@@ -455,7 +519,7 @@ def _only_failed_nodes_left_out(g: GroupStatus) -> bool:
             and all(e.reason == ExcludedNodeReason.FAILED for e in g.excluded_nodes))
 
 
-def _outage(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
+def _outage(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
     orch = status.orchestration
     assert orch is not None
     # A group that could not launch because its nodes were already Failed says nothing about
@@ -479,7 +543,7 @@ def _outage(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowStatus:
     return attrs.evolve(status, conditions=conditions)
 
 
-def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
+def _iteration_done(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
     orch = status.orchestration
     assert orch is not None
     status = _outage(ctx, status, p)
@@ -489,19 +553,19 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
         return _final(ctx, status, p)
     if status != ctx.wf.status or p.deletes or p.upserts:
         # Record the results first; the iteration rolls over on a later pass.
-        return _write(ctx, status, member=ConditionType.IN_PROGRESS,
-                      reason=WorkflowReason.JOB_RUNNING,
-                      message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
-                              "all groups finished", requeue_after=ctx.settings.immediate,
-                      **p.plan_args())
+        return write_status(ctx, status, member=ConditionType.IN_PROGRESS,
+                            reason=WorkflowReason.JOB_RUNNING,
+                            message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
+                                    "all groups finished", requeue_after=ctx.settings.immediate,
+                            **p.plan_args())
     left = [j for j in ctx.obs.jobs if j.metadata.deletion_timestamp is None]
     if left:
-        return ctx.plan(deletes=tuple(_delete_job(j) for j in left),
+        return ctx.plan(deletes=tuple(delete_job(j) for j in left),
                         requeue_after=ctx.settings.requeue)
     if ctx.obs.jobs:
         return ctx.plan(requeue_after=ctx.settings.requeue)  # still terminating
-    if not ctx.obs.read_live:
-        return ctx.plan(confirm_live=True)
+    if not ctx.read_live:
+        return ctx.plan(asks=(ctx.live,))
     record = IterationRecord(iteration=orch.current_iteration, groups=tuple(
         IterationGroup(name=g.name, phase=g.phase,
                        job_name=g.job_ref.name if g.job_ref else None, start_time=g.start_time,
@@ -514,13 +578,14 @@ def _iteration_done(ctx: _Ctx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan
                         current_iteration=orch.current_iteration + 1,
                         completed_iterations=orch.completed_iterations + 1)
     status = attrs.evolve(status, orchestration=orch, groups=fresh)
-    return _write(ctx, status, member=ConditionType.IN_PROGRESS,
-                  reason=WorkflowReason.ITERATION_COMPLETED,
-                  message=f"Iteration {record.iteration}/{ctx.iterations} completed",
-                  requeue_after=ctx.settings.immediate)
+    return write_status(ctx, status, member=ConditionType.IN_PROGRESS,
+                        reason=WorkflowReason.ITERATION_COMPLETED,
+                        message=f"Iteration {record.iteration}/{ctx.iterations} completed",
+                        requeue_after=ctx.settings.immediate)
 
 
-def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass, *, deadline: str = "") -> WorkflowPlan:
+def _final(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass, *,
+           deadline: str = "") -> WorkflowPlan:
     orch = status.orchestration
     assert orch is not None
     all_groups: list[GroupStatus | IterationGroup] = [
@@ -587,20 +652,20 @@ def _final(ctx: _Ctx, status: WorkflowStatus, p: _Pass, *, deadline: str = "") -
         if deadline:
             left = count(len(uncertified), "node")
             message += f"; ended early: {deadline} ({left} not certified)"
-        return _write(ctx, status, member=ConditionType.FAILED, reason=reason, message=message,
-                      **p.plan_args())
+        return write_status(ctx, status, member=ConditionType.FAILED, reason=reason,
+                            message=message, **p.plan_args())
     if deadline:
-        return _write(ctx, status, member=ConditionType.SUCCEEDED,
-                      reason=WorkflowReason.DEADLINE_EXCEEDED,
-                      message=f"Ended early: {deadline}; verdict Incomplete: {note}",
-                      **p.plan_args())
+        return write_status(ctx, status, member=ConditionType.SUCCEEDED,
+                            reason=WorkflowReason.DEADLINE_EXCEEDED,
+                            message=f"Ended early: {deadline}; verdict Incomplete: {note}",
+                            **p.plan_args())
     message = f"{every(iterations, 'iteration')} completed successfully"
     if unjudged_thresholds(ctx):
         message += "; performance thresholds were not judged"
     if incomplete:
         message += f"; verdict Incomplete: {note}"
-    return _write(ctx, status, member=ConditionType.SUCCEEDED,
-                  reason=WorkflowReason.JOB_COMPLETED, message=message, **p.plan_args())
+    return write_status(ctx, status, member=ConditionType.SUCCEEDED,
+                        reason=WorkflowReason.JOB_COMPLETED, message=message, **p.plan_args())
 
 
 def _failure_message(reason: WorkflowReason, *, genuine: int, iterations: int,

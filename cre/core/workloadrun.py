@@ -1,6 +1,6 @@
 """The WorkloadRun tier, purely: build the run's Workflow once, then mirror its verdict.
 
-``reconcile_run(run, observation, now, catalog=...)`` returns a ``TierPlan`` of the run's
+``reconcile_run(run, observation, now, catalog=...)`` returns a ``Plan`` of the run's
 status; the shell applies it (``cre.controller.workloadrun``). The rules, in order:
 
 1. A terminal run (Succeeded or Failed) is left alone, except for its goodput (below), which
@@ -58,12 +58,11 @@ from cre.catalog.model import Catalog
 from cre.core.conditions import condition, set_additive, set_trio
 from cre.core.discovery import DiscoveryFailure, describe_target, discover, waiting_detail
 from cre.core.observed import NodeView
-from cre.core.plan import Create, EventSpec
-from cre.core.tierplan import TierPlan
+from cre.core.plan import ConfirmAbsent, Create, EventSpec, Feedback, Plan
 from cre.core.trio import true_member
 from cre.render.workloadrun import RunBuildError, RunEnvironment, build_run, framework_of
 
-RunPlan = TierPlan[WorkloadRunStatus]
+RunPlan = Plan[WorkloadRunStatus]
 NODE_WAIT: Final = timedelta(minutes=5)
 NIC_ARCHS: Final = ("gb200", "gb300")
 
@@ -81,12 +80,12 @@ DEFAULT_RUN_SETTINGS: Final = RunSettings()
 
 @attrs.frozen(kw_only=True)
 class RunObservation:
-    """What the core reads: GPU nodes and the Workflow named like the run (if any)."""
+    """What the core reads: GPU nodes and the Workflow named like the run (if any; read live
+    when ``feedback`` holds the answered :func:`workflow_absence`)."""
 
     nodes: tuple[NodeView, ...] = ()
     workflow: Workflow | None = None
-    create_conflict: bool = False
-    read_live: bool = False
+    feedback: Feedback = attrs.field(factory=Feedback)
     goodput: tuple[GoodputMeasurement, ...] = ()  # the measurements of the Workflow's Jobs
 
 
@@ -149,11 +148,16 @@ class _Ctx:
     settings: RunSettings
 
     def plan(self, **kwargs: Any) -> RunPlan:
-        return TierPlan(resource_version=self.run.metadata.resource_version or "", **kwargs)
+        return Plan(resource_version=self.run.metadata.resource_version or "", **kwargs)
 
     def owns(self, wf: Workflow) -> bool:
         return any(o.controller and o.uid == self.run.metadata.uid
                    for o in wf.metadata.owner_references)
+
+
+def workflow_absence(name: str) -> ConfirmAbsent:
+    """The ask: is the run's Workflow ``name`` really gone?"""
+    return ConfirmAbsent(kind="Workflow", name=name)
 
 
 def reconcile_run(run: WorkloadRun, observation: RunObservation, now: datetime, *,
@@ -196,8 +200,9 @@ def _mirror(ctx: _Ctx) -> RunPlan:
     assert ref is not None
     wf = ctx.obs.workflow
     if wf is None:
-        if not ctx.obs.read_live:
-            return ctx.plan(confirm_live=True)
+        absence = workflow_absence(ctx.run.metadata.name or "")
+        if not ctx.obs.feedback.has(absence):
+            return ctx.plan(asks=(absence,))
         return _fail(ctx, WorkloadRunReason.WORKFLOW_DELETED,
                      f"Workflow {ref.name} was deleted before it finished")
     status = ctx.run.status
@@ -251,7 +256,7 @@ def _build(ctx: _Ctx) -> RunPlan:
     name = run.metadata.name or ""
     namespace = run.metadata.namespace or ""
     wf = ctx.obs.workflow
-    if ctx.obs.create_conflict or (wf is not None and not ctx.owns(wf)):
+    if ctx.obs.feedback.held(name) or (wf is not None and not ctx.owns(wf)):
         return _fail(ctx, WorkloadRunReason.WORKFLOW_NAME_COLLISION,
                      f"Workflow {name} already exists and is not controlled by this WorkloadRun")
     target = run.spec.target or default_target()

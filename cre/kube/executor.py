@@ -1,61 +1,93 @@
-"""Apply a pure core's Plan to the API server, with the preconditions the Plan carries.
+"""Apply any kind's :class:`cre.core.plan.Plan` to the API server: the one executor.
 
-The executor is the only place a Plan turns into writes, in a fixed order:
+Every controller (Job, Workflow, Certification, WorkloadRun, BandwidthMeasurement,
+GoodputMeasurement) hands its core's Plan to a :class:`PlanExecutor`, which writes it in one
+order:
 
-1. creates (the status about to be written may refer to them). Every create's result is
-   reported in the :class:`Outcome`, never raised: created (with the server's answer),
-   AlreadyExists (with the live holder, so the core can decide between adopting it and a name
-   collision), refused for good (schema validation or an admission webhook's denial: the
-   message), or failed for a transient reason (the error, which the shell raises to back off);
-2. the owner's status, through the ``/status`` subresource as a full replace guarded by its
-   ``resourceVersion``. A 409 stops the plan: nothing computed from a stale copy is written, the
-   caller re-reads live and re-runs the core;
-3. events, right after the status write they describe succeeded (at most one per transition,
-   by construction). Not later: the next pass sees the transition already written and would
-   never announce it if a delete or patch below failed;
-4. deletes, each with a UID precondition, so a same-named replacement created in the window is
-   never deleted (a 404 or a failed precondition means the instance is already gone: fine);
-5. patches of the owner itself (finalizers), guarded by ``resourceVersion`` in the patch body.
+1. **creates**, kind by kind in the order kinds first appear in the plan (a dependency before
+   the Job that needs it, the measurements before the workload), up to
+   :data:`CREATE_CONCURRENCY` of a kind in flight. Before the first create the owner is read
+   live: a cache that kept a deleted owner (or an older copy of it) never gets children
+   created for it. AlreadyExists is answered by reading the holder: one the owner controls (a
+   create that worked on a pass whose status write then conflicted) counts as created; any
+   other is a :class:`cre.core.plan.CreateConflict`. A create refused for good (schema
+   validation 400/422, an admission webhook's 403 denial) is a
+   :class:`cre.core.plan.CreateError`. Either stops the plan after its kind's batch, before
+   anything below, and goes back to the core. A ``replace`` create (the node-result ConfigMaps)
+   replaces what holds its name. A transient failure raises :class:`CreateFailed`.
+   Creates come first because the status about to be written refers to them: a status must
+   never claim what a create did not do.
+2. the **status**, through ``/status`` as a full replace guarded by the plan's
+   ``resourceVersion``.
+3. **events**, right after the status write they describe (at most one per transition, by
+   construction). Not later: the next pass sees the transition written and would never
+   announce it if a delete or patch below failed.
+4. **deletes**, each with a UID precondition, so a same-named replacement created in the
+   window is never deleted (a 404 or a failed precondition: the instance is gone, fine).
+   After the status, so a status recording why (a cancelled group, a failed Job) lands before
+   the objects vanish.
+5. **patches** of the owner itself (its finalizers), guarded by the resourceVersion the status
+   write returned. Last, because removing the last finalizer may delete the owner at once.
 
-Other API errors propagate; the controller backs off and retries the key. The executor knows no
-kind: the controller passes the owner's resource, the resources of the kinds its plans create
-or delete, and how to name the owner in an Event.
+**The status-conflict rule** (one for every kind): a 409 on the owner's ``/status`` or patch,
+or an owner read before the creates that is newer than the plan's copy, stops the plan; the
+owner is read live and comes back in the :class:`Outcome` (``fresh``), and the shell runs the
+core again on it. Nothing computed from a stale copy is written. A 404 (or a live owner with
+another uid) is ``GONE``. Other API errors propagate; the controller backs off and retries.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final, Protocol, TypeVar, cast
 
+import anyio
 import attrs
 
 from cre.api.converter import to_dict
-from cre.core.plan import Create, Delete, Plan
-from cre.kube.client import ApiError, KubeClient, Resource
+from cre.core.plan import Create, CreateConflict, CreateError, Delete, Feedback, Plan
+from cre.kube.client import (
+    CONFIGMAPS,
+    SECRETS,
+    SERVICES,
+    TRAINING_RUNTIMES,
+    ApiError,
+    KubeClient,
+    Resource,
+)
 from cre.kube.events import EventRecorder
+from cre.kube.runtime import DONE, Again, Result, TerminalError
+
+#: Creates of one kind in flight at once: a Workflow launching 125 groups writes 250 objects,
+#: which one at a time take the API round-trip 250 times over (docs/design/013, "Scale").
+CREATE_CONCURRENCY: Final = 16
+
+# Kinds whose plural is not the lower-cased kind plus "s".
+_KNOWN: Final = {r.kind: r for r in (CONFIGMAPS, SECRETS, SERVICES, TRAINING_RUNTIMES)}
+_CLUSTER_SCOPED_PREFIX: Final = "Cluster"
 
 
-class OutcomeKind(enum.StrEnum):
-    """How applying a Plan ended."""
+def resource_for(api_version: str, kind: str) -> Resource:
+    """The API resource of ``kind`` in ``api_version`` (plans may write any kind: a
+    TrainingRuntime, a ComputeDomain, a ResourceClaimTemplate, a TrainJob...)."""
+    known = _KNOWN.get(kind)
+    if known is not None and known.api_version == api_version:
+        return known
+    group, _, version = api_version.rpartition("/")
+    lower = kind.lower()
+    plural = lower[:-1] + "ies" if lower.endswith("y") else \
+        lower + "es" if lower.endswith(("s", "x", "ch", "sh")) else lower + "s"
+    return Resource(group, version, plural, kind=kind,
+                    namespaced=not kind.startswith(_CLUSTER_SCOPED_PREFIX))
 
-    APPLIED = "Applied"
-    CONFLICT = "Conflict"  # the owner changed since it was read: re-read and recompute
-    CREATE_EXISTS = "CreateExists"  # a create hit AlreadyExists: ``holder`` is the live object
-    CREATE_REJECTED = "CreateRejected"  # a create was refused for good: ``rejected`` says why
-    CREATE_FAILED = "CreateFailed"  # a create failed for a transient reason: ``error``
-    GONE = "Gone"  # the owner no longer exists
 
-
-class CreateFailed(Exception):
-    """A create failed for a transient reason (webhook not reachable, throttling, quota); the
-    shell raises it so the key is retried with backoff."""
-
-    def __init__(self, create: Create, cause: ApiError) -> None:
-        super().__init__(f"creating {create.kind} {create.namespace}/{create.name}: {cause}")
-        self.create = create
-        self.cause = cause
+def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether ``obj`` (a served object) has the object of ``uid`` as its controller."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid
+               for r in refs)
 
 
 def is_rejection(exc: ApiError) -> bool:
@@ -66,120 +98,265 @@ def is_rejection(exc: ApiError) -> bool:
                                     and "denied" in text)
 
 
+def kind_batches(creates: Sequence[Create]) -> list[list[Create]]:
+    """``creates`` split by kind (and ``replace``), kinds in the order they first appear, each
+    batch in plan order."""
+    batches: dict[tuple[str, str, bool], list[Create]] = {}
+    for create in creates:
+        batches.setdefault((create.api_version, create.kind, create.replace), []).append(create)
+    return list(batches.values())
+
+
+class OutcomeKind(enum.StrEnum):
+    """How applying a Plan ended."""
+
+    APPLIED = "Applied"
+    CONFLICT = "Conflict"  # the owner changed since it was read: ``fresh`` is the live copy
+    CREATE_CONFLICTS = "CreateConflicts"  # names held by foreign objects: ``conflicts``
+    CREATE_REJECTED = "CreateRejected"  # refused for good: ``rejections``
+    GONE = "Gone"  # the owner no longer exists (or was replaced: another uid)
+
+
+class CreateFailed(Exception):
+    """A create failed for a transient reason (webhook not reachable, throttling, quota, a
+    holder that vanished while it was read); the key is retried with backoff."""
+
+    def __init__(self, create: Create, cause: Exception) -> None:
+        super().__init__(f"creating {create.kind} {create.namespace}/{create.name}: {cause}")
+        self.create = create
+        self.cause = cause
+
+
 @attrs.frozen(kw_only=True)
 class Outcome:
     """The result of one ``apply``: how it ended, what was created, when the status landed."""
 
     kind: OutcomeKind
-    created: tuple[dict[str, Any], ...] = ()  # the server's answers to the creates that worked
-    holder: dict[str, Any] | None = None  # CREATE_EXISTS: the live holder ({} if it vanished)
-    rejected: str | None = None  # CREATE_REJECTED: the server's message
-    error: CreateFailed | None = None  # CREATE_FAILED
+    created: tuple[dict[str, Any], ...] = ()  # the server's answers (or the owned holders)
+    conflicts: tuple[CreateConflict, ...] = ()
+    rejections: tuple[CreateError, ...] = ()
+    fresh: dict[str, Any] | None = None  # CONFLICT: the owner as served now
     status_written_at: datetime | None = None
-    resource_version: str = ""
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _rv(obj: Mapping[str, Any], default: str) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or default)
+
+
 class PlanExecutor:
-    """Applies the Plans of one owner kind (``owner``) through one client; ``kinds`` maps each
-    kind the plans create or delete to its resource, ``involved`` gives an Event's
-    ``involvedObject`` for an owner; events go through ``recorder``."""
+    """Applies the Plans of one owner kind (``owner``) through ``client``; ``involved`` gives
+    an Event's ``involvedObject`` for an owner; events go through ``recorder``."""
 
     def __init__(self, client: KubeClient, recorder: EventRecorder, *, owner: Resource,
-                 kinds: Mapping[str, Resource], involved: Callable[[Any], dict[str, Any]],
+                 involved: Callable[[Any], dict[str, Any]],
                  clock: Callable[[], datetime] = _utcnow) -> None:
         self.client = client
         self.recorder = recorder
         self.owner = owner
-        self.kinds = {**kinds, owner.kind: owner}
         self.involved = involved
         self._clock = clock
 
-    def _resource(self, kind: str) -> Resource:
-        try:
-            return self.kinds[kind]
-        except KeyError:
-            raise ValueError(f"plan refers to kind {kind!r}, which the executor cannot write "
-                             f"(known: {sorted(self.kinds)})") from None
-
-    async def _create(self, create: Create) -> Outcome | dict[str, Any]:
-        """The created object, or the Outcome that stops the plan."""
-        res = self._resource(create.kind)
-        try:
-            return await self.client.create(res, dict(create.body), namespace=create.namespace)
-        except ApiError as exc:
-            if exc.already_exists:
-                return Outcome(kind=OutcomeKind.CREATE_EXISTS,
-                               holder=await self._holder(res, create))
-            if is_rejection(exc):
-                return Outcome(kind=OutcomeKind.CREATE_REJECTED,
-                               rejected=exc.message or str(exc))
-            return Outcome(kind=OutcomeKind.CREATE_FAILED, error=CreateFailed(create, exc))
-
-    async def _holder(self, res: Resource, create: Create) -> dict[str, Any]:
-        try:
-            return await self.client.get(res, create.name, namespace=create.namespace)
-        except ApiError as again:
-            if again.not_found:
-                return {}
-            raise
-
-    async def _delete(self, delete: Delete) -> None:
-        try:
-            await self.client.delete(self._resource(delete.kind), delete.name,
-                                     namespace=delete.namespace, uid=delete.uid,
-                                     propagation_policy="Background")
-        except ApiError as exc:
-            if not (exc.not_found or exc.status == 409):
-                raise
-
-    async def apply(self, obj: Any, plan: Plan) -> Outcome:
-        """Apply ``plan`` (computed from the owner ``obj``, an attrs model with ``metadata``
-        and ``status``) and report how it ended."""
+    async def apply(self, obj: Any, plan: Plan[Any]) -> Outcome:
+        """Apply ``plan``, computed from the owner ``obj`` (an attrs model with ``metadata``
+        and ``status``), in the module's order, and report how it ended."""
+        if plan.creates:
+            stale = await self._check_owner(obj)
+            if stale is not None:
+                return stale
         created: list[dict[str, Any]] = []
-        for create in plan.creates:
-            answer = await self._create(create)
-            if isinstance(answer, Outcome):
-                return attrs.evolve(answer, created=tuple(created))
-            created.append(answer)
+        for batch in kind_batches(plan.creates):
+            answers = await self._create_batch(obj, batch)
+            created += [a for a in answers if isinstance(a, dict)]
+            conflicts = tuple(a for a in answers if isinstance(a, CreateConflict))
+            rejections = tuple(a for a in answers if isinstance(a, CreateError))
+            if rejections:
+                return Outcome(kind=OutcomeKind.CREATE_REJECTED, created=tuple(created),
+                               rejections=rejections)
+            if conflicts:
+                return Outcome(kind=OutcomeKind.CREATE_CONFLICTS, created=tuple(created),
+                               conflicts=conflicts)
         done = tuple(created)
         rv = plan.resource_version
         written_at = None
         if plan.status is not None:
             body = to_dict(attrs.evolve(obj, status=plan.status))
-            body["metadata"]["resourceVersion"] = plan.resource_version
+            body["metadata"]["resourceVersion"] = rv
             try:
                 answer = await self.client.replace(self.owner, body, subresource="status")
             except ApiError as exc:
-                if exc.conflict:
-                    return Outcome(kind=OutcomeKind.CONFLICT, created=done)
-                if exc.not_found:
-                    return Outcome(kind=OutcomeKind.GONE, created=done)
-                raise
+                return await self._stopped(obj, exc, created=done)
             written_at = self._clock()
-            rv = str((answer.get("metadata") or {}).get("resourceVersion") or rv)
+            rv = _rv(answer, rv)
         for event in plan.events:
             await self.recorder.emit(involved=self.involved(obj), type_=event.type,
                                      reason=event.reason, message=event.message)
         for delete in plan.deletes:
             await self._delete(delete)
+        meta = obj.metadata
         for patch in plan.patches:
             body = {**patch.body, "metadata": {**dict(patch.body.get("metadata") or {}),
                                                "resourceVersion": rv}}
             try:
-                answer = await self.client.patch(self.owner, patch.name, body,
-                                                 namespace=patch.namespace)
+                answer = await self.client.patch(self.owner, meta.name, body,
+                                                 namespace=meta.namespace)
             except ApiError as exc:
-                if exc.conflict:
-                    return Outcome(kind=OutcomeKind.CONFLICT, created=done,
-                                   status_written_at=written_at)
-                if exc.not_found:
-                    return Outcome(kind=OutcomeKind.GONE, created=done,
-                                   status_written_at=written_at)
+                return attrs.evolve(await self._stopped(obj, exc, created=done),
+                                    status_written_at=written_at)
+            rv = _rv(answer, rv)
+        return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at)
+
+    async def _stopped(self, obj: Any, exc: ApiError, *, created: tuple[dict[str, Any], ...]
+                       ) -> Outcome:
+        """The Outcome of a write of the owner that failed with ``exc`` (409: re-read live)."""
+        if exc.not_found:
+            return Outcome(kind=OutcomeKind.GONE, created=created)
+        if not exc.conflict:
+            raise exc
+        fresh = await self.live(obj)
+        if fresh is None:
+            return Outcome(kind=OutcomeKind.GONE, created=created)
+        return Outcome(kind=OutcomeKind.CONFLICT, created=created, fresh=fresh)
+
+    async def live(self, obj: Any) -> dict[str, Any] | None:
+        """The owner ``obj`` as served now (``None``: gone, or replaced by another uid)."""
+        meta = obj.metadata
+        try:
+            raw = await self.client.get(self.owner, meta.name or "", namespace=meta.namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return raw if (raw.get("metadata") or {}).get("uid") == meta.uid else None
+
+    async def _check_owner(self, obj: Any) -> Outcome | None:
+        """Before any create: ``None`` when the copy the plan came from is current, else the
+        Outcome that stops the plan (GONE, or CONFLICT with the live copy).
+
+        A cache can keep a deleted owner (its watch expired with 410 and the DELETED event was
+        never seen): every event of a child created for it, which the garbage collector removes
+        at once (its owner's uid is gone), would bring the owner back to create it again
+        (found by the chaos soak: hundreds of TrainJob creates for one deleted Job)."""
+        fresh = await self.live(obj)
+        if fresh is None:
+            return Outcome(kind=OutcomeKind.GONE)
+        if _rv(fresh, "") != (obj.metadata.resource_version or ""):
+            return Outcome(kind=OutcomeKind.CONFLICT, fresh=fresh)
+        return None
+
+    async def _create_batch(self, owner: Any, batch: Sequence[Create]
+                            ) -> list[dict[str, Any] | CreateConflict | CreateError]:
+        """Create ``batch`` (one kind) with up to :data:`CREATE_CONCURRENCY` requests in flight;
+        the answers in the batch's order. An error other than a conflict or a refusal
+        propagates once the requests in flight have ended."""
+        if len(batch) == 1:
+            return [await self._create(owner, batch[0])]
+        results: list[dict[str, Any] | CreateConflict | CreateError] = [{}] * len(batch)
+        limiter = anyio.Semaphore(CREATE_CONCURRENCY)
+
+        async def one(i: int, create: Create) -> None:
+            async with limiter:
+                results[i] = await self._create(owner, create)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, create in enumerate(batch):
+                    tg.start_soon(one, i, create)
+        except BaseExceptionGroup as group:  # re-raise the first, as a sequential loop would
+            raise group.exceptions[0] from None
+        return results
+
+    async def _create(self, owner: Any, create: Create
+                      ) -> dict[str, Any] | CreateConflict | CreateError:
+        """The created (or already the owner's) object, the conflict, or the refusal."""
+        res = resource_for(create.api_version, create.kind)
+        namespace = create.namespace if res.namespaced else None
+        try:
+            return await self.client.create(res, dict(create.body), namespace=namespace)
+        except ApiError as exc:
+            if exc.already_exists:
+                return await self._held(owner, create, res, namespace, exc)
+            if is_rejection(exc):
+                return CreateError(kind=create.kind, name=create.name, namespace=namespace,
+                                   code=exc.status, reason=exc.reason,
+                                   message=exc.message or str(exc))
+            raise CreateFailed(create, exc) from exc
+
+    async def _held(self, owner: Any, create: Create, res: Resource, namespace: str | None,
+                    exc: ApiError) -> dict[str, Any] | CreateConflict:
+        try:
+            holder = await self.client.get(res, create.name, namespace=namespace)
+        except ApiError as again:
+            if again.not_found:  # gone in between: the retry creates it again
+                raise CreateFailed(create, exc) from exc
+            raise
+        if create.replace:
+            replacement = {**create.body, "metadata": {
+                **dict(create.body["metadata"]),
+                "resourceVersion": (holder.get("metadata") or {}).get("resourceVersion")}}
+            return await self.client.replace(res, replacement)
+        if controlled_by(holder, owner.metadata.uid or ""):
+            return holder
+        return CreateConflict(kind=create.kind, name=create.name, holder=holder)
+
+    async def _delete(self, delete: Delete) -> None:
+        res = resource_for(delete.api_version, delete.kind)
+        try:
+            await self.client.delete(res, delete.name,
+                                     namespace=delete.namespace if res.namespaced else None,
+                                     uid=delete.uid or None, propagation_policy="Background")
+        except ApiError as exc:
+            if not (exc.not_found or exc.status == 409):
                 raise
-            rv = str((answer.get("metadata") or {}).get("resourceVersion") or rv)
-        return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at,
-                       resource_version=rv)
+
+
+class WithFeedback(Protocol):
+    """An Observation: every kind's carries the :class:`cre.core.plan.Feedback` block."""
+
+    @property
+    def feedback(self) -> Feedback: ...
+
+
+K = TypeVar("K")
+B = TypeVar("B", bound=WithFeedback)
+
+
+def told(obs: B, feedback: Feedback) -> B:
+    """``obs`` (a frozen attrs Observation) with ``feedback``."""
+    return cast(B, attrs.evolve(cast(Any, obs), feedback=feedback))
+
+
+def refused_again(obj: Any, obs: WithFeedback, plan: Plan[Any],
+                  involved: Callable[[Any], dict[str, Any]]) -> None:
+    """Raise :class:`cre.kube.runtime.TerminalError` when ``plan`` creates again what the API
+    server refused for good (the core does not read refusals: retrying cannot help)."""
+    refusals = [r for r in map(obs.feedback.refused, plan.creates) if r is not None]
+    if refusals:
+        raise TerminalError("; ".join(r.describe() for r in refusals), reason="CreateRefused",
+                            involved=involved(obj))
+
+
+def answer(obj: K, obs: B, outcome: Outcome, *, decode: Callable[[dict[str, Any]], K],
+           stale: Callable[[B], B] | None = None) -> Again[K, B] | Result | None:
+    """The shell's answer to ``outcome`` (``None``: applied, the caller finishes the pass).
+
+    A create conflict or refusal goes back to the core in ``feedback``; a conflict runs the
+    core again on the live copy (``stale`` drops the answers that were tied to the old copy);
+    a gone owner ends the reconcile."""
+    fb = obs.feedback
+    if outcome.kind == OutcomeKind.CREATE_CONFLICTS:
+        fb = attrs.evolve(fb, create_conflicts=(*fb.create_conflicts, *outcome.conflicts))
+        return Again(obj, told(obs, fb), "name taken")
+    if outcome.kind == OutcomeKind.CREATE_REJECTED:
+        fb = attrs.evolve(fb, create_rejections=(*fb.create_rejections, *outcome.rejections))
+        return Again(obj, told(obs, fb), "create refused")
+    if outcome.kind == OutcomeKind.CONFLICT:
+        assert outcome.fresh is not None
+        return Again(decode(outcome.fresh), obs if stale is None else stale(obs),
+                     "write conflicted")
+    if outcome.kind == OutcomeKind.GONE:
+        return DONE
+    return None

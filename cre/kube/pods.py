@@ -6,7 +6,7 @@ launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are nee
 asks an :class:`cre.kube.factory.InformerFactory` for exactly those two informers (in its
 namespaces; every controller asking gets the same two), the uncached reads the Job controller
 confirms irreversible decisions with, and container log tails (one
-:class:`cre.core.plan.LogRequest` in, one tail out). Every Pod list and watch goes through
+:class:`cre.core.plan.ReadLog` in, one tail out). Every Pod list and watch goes through
 :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails if any
 other module lists or watches Pods.
 """
@@ -23,7 +23,7 @@ from cre.api import labels as L
 from cre.core.failurelog import ERROR_BYTES
 from cre.core.logtext import bounded_tail, first_bytes, sanitize
 from cre.core.observed import LogTail, PodView
-from cre.core.plan import LIMIT_BYTES, LogRequest
+from cre.core.plan import LIMIT_BYTES, ReadLog
 from cre.core.projections import pod_view
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.factory import InformerFactory
@@ -117,7 +117,7 @@ async def live_list_pods(client: KubeClient, *, label_selector: str,
             return tuple(out)
 
 
-async def read_pod_log(client: KubeClient, request: LogRequest, *,
+async def read_pod_log(client: KubeClient, request: ReadLog, *,
                        timeout: float = 10.0, keep_bytes: int = LIMIT_BYTES) -> LogTail:
     """The tail ``request`` asks for: its container's log (of the previous run when
     ``request.previous``), at most ``request.tail_lines`` lines and ``request.limit_bytes``

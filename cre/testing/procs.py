@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from cre.testing.crds import LATEST as UPSTREAM_CRDS
+from cre._vendor.crds import LATEST as UPSTREAM_CRDS
 
 REPO = Path(__file__).resolve().parents[2]
 CRE_CRDS = REPO / "deploy" / "crds"

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cre._vendor import crds
 from cre.cli import schemas as _checks
 from cre.cli.schemas import (
     KUBE_VERSIONS,
@@ -34,8 +35,7 @@ from cre.cli.schemas import (
     embedded_batch_jobs,
     min_kube_version,
 )
-from cre.testing import crds
-from cre.testing.apiserver._cel import Program, compile_expression
+from cre.testing.apiserver import CelProgram, compile_cel
 
 CRD_SETS: Mapping[str, Path] = {
     "trainer-v2.2.0": crds.TRAINER_OLDEST,
@@ -59,8 +59,8 @@ __all__ = [
 
 
 @functools.cache
-def _cel_program(rule: str) -> Program:
-    return compile_expression(rule)
+def _cel_program(rule: str) -> CelProgram:
+    return compile_cel(rule)
 
 
 def _run(rule: str, value: Any) -> Any:

@@ -43,15 +43,13 @@ import sys
 import time
 from typing import Any, Final
 
-import attrs
-
 from cre.core.workload import workload_name
 from cre.testing import soaktiers as tiers
 from cre.testing.procs import REPO, ManagerProc, Stack, StackError, wait_until
-from cre.testing.soakreport import summarize
+from cre.testing.soakreport import RunResult, summarize
 from cre.testing.soaktiers import BLIND_FAULTS, FAULT_KINDS, draw, failure_log_problem
 
-__all__ = ["FAULT_KINDS", "RunResult", "Soak", "run_soak"]
+__all__ = ["FAULT_KINDS", "Soak", "run_soak"]
 
 NODES: Final = 8
 TERMINAL: Final = ("Succeeded", "Failed")
@@ -59,19 +57,6 @@ TERMINAL: Final = ("Succeeded", "Failed")
 
 class SoakStuck(StackError):
     """The cluster cannot get back to idle between runs: the soak ends with its report."""
-
-
-@attrs.define
-class RunResult:
-    run: int
-    seed: int
-    faults: list[str]
-    expected: str
-    tier: str = "Job"
-    phase: str = ""
-    seconds: float = 0.0
-    violations: dict[str, str] = attrs.field(factory=dict)
-    journal: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 class Soak:

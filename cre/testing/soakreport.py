@@ -9,10 +9,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cre.testing.soak import RunResult
+import attrs
+
+
+@attrs.define
+class RunResult:
+    """One soak run as the report counts it: its seed, faults, outcome and violated checks."""
+
+    run: int
+    seed: int
+    faults: list[str]
+    expected: str
+    tier: str = "Job"
+    phase: str = ""
+    seconds: float = 0.0
+    violations: dict[str, str] = attrs.field(factory=dict)
+    journal: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 def percentile(values: list[float], pct: float) -> float:

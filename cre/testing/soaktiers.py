@@ -32,14 +32,12 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
-from cre.testing.procs import StackError, wait_until
-
-if TYPE_CHECKING:
-    from cre.testing.soak import RunResult, Soak
+from cre.testing.procs import Stack, StackError, wait_until
+from cre.testing.soakreport import RunResult
 
 FAIL_PREFIX: Final = "soakfail-"
 # The simulator arguments that make the launchers of failing tier runs fail (and no other).
@@ -154,7 +152,22 @@ def manifest(kind: TierKind, name: str, namespace: str) -> str:
             "  goodputMeasurement: {logProfileRef: megatron-training}\n")
 
 
-def run_tier(soak: Soak, result: RunResult, rng: random.Random, *, kind: TierKind,
+class SoakDriver(Protocol):
+    """What a tier run needs of the soak's driver (:class:`cre.testing.soak.Soak`)."""
+
+    stack: Stack
+    verdict_timeout: float
+
+    def kubectl(self, *args: str, stdin: str | None = None, tries: int = 20) -> str: ...
+    def get_json(self, *args: str) -> dict[str, Any] | None: ...
+    def inject(self, kinds: list[str], rng: random.Random) -> None: ...
+    def supervised(self, done: bool) -> bool: ...
+    def diagnose(self, namespace: str) -> str: ...
+    def settle(self) -> None: ...
+    def blind(self, result: RunResult) -> bool: ...
+
+
+def run_tier(soak: SoakDriver, result: RunResult, rng: random.Random, *, kind: TierKind,
              index: int, fail: bool, deleted: bool, started: float,
              audit_from: int) -> RunResult:
     """One tier run (see the module docstring); the faults are the Job runs' own."""
@@ -210,7 +223,7 @@ def run_tier(soak: Soak, result: RunResult, rng: random.Random, *, kind: TierKin
     return result
 
 
-def phase_and_verdict(soak: Soak, kind: TierKind, name: str,
+def phase_and_verdict(soak: SoakDriver, kind: TierKind, name: str,
                       namespace: str) -> tuple[str, str] | None:
     obj = soak.get_json("get", kind.resource, name, "-n", namespace)
     if obj is None:
@@ -219,7 +232,7 @@ def phase_and_verdict(soak: Soak, kind: TierKind, name: str,
     return str(status.get("phase") or ""), str(status.get("verdict") or "")
 
 
-def leftovers(soak: Soak, kind: TierKind, namespace: str) -> list[str]:
+def leftovers(soak: SoakDriver, kind: TierKind, namespace: str) -> list[str]:
     """``kind/name`` of everything of the run still in ``namespace`` (ConfigMaps: CRE's)."""
     out: list[str] = []
     for left in kind.leftovers:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cre.testing import crds as upstream_crds
+from cre._vendor import crds as upstream_crds
 from cre.testing.apiserver import Emulator, serve
 from cre.testing.apiserver.emulator import load_manifests
 from cre.testing.apiserver.errors import ApiError

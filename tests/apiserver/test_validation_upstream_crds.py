@@ -1,4 +1,4 @@
-"""Every vendored upstream CRD (JobSet, Trainer; ``cre.testing.crds``) compiles, passes the
+"""Every vendored upstream CRD (JobSet, Trainer; ``cre._vendor.crds``) compiles, passes the
 CRD checks, accepts a valid object and rejects invalid ones as a real server would, using each
 CRD's own OpenAPI constraints and x-kubernetes-validations rules."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from cre._vendor.crds import ALL, crd_files
 from cre.testing.apiserver.validation import Cause, CRDSchema, validate_crd_definition
-from cre.testing.crds import ALL, crd_files
 
 CRD_FILES = crd_files(*ALL)
 

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from ruamel.yaml import YAML
 
-from cre.cli import app
+from cre.cli import root
 from cre.cli.cluster import CERTIFICATIONS, DEFAULT_TIMEOUT
 from cre.cli.exitcodes import ExitCode
 from cre.kube.client import KubeClient
@@ -146,18 +146,18 @@ def test_help_and_completion_load_only_click() -> None:
 
 
 def test_lazy_constants_agree_with_their_modules() -> None:
-    """The defaults ``cre.cli.app`` spells out equal the values of the modules they mirror,
+    """The defaults ``cre.cli.root`` spells out equal the values of the modules they mirror,
     and completion's catalog names equal the parsed catalog's."""
     from cre.catalog import default_catalog_dir, load_catalog
     from cre.render.options import DEFAULT_WORKER_BACKOFF_LIMIT, KAI_SCHEDULER
 
-    assert app.DEFAULT_TIMEOUT == DEFAULT_TIMEOUT
-    assert app.KAI_SCHEDULER == KAI_SCHEDULER
-    assert app.DEFAULT_WORKER_BACKOFF_LIMIT == DEFAULT_WORKER_BACKOFF_LIMIT
-    assert app.catalog_dir() == default_catalog_dir()
+    assert root.DEFAULT_TIMEOUT == DEFAULT_TIMEOUT
+    assert root.KAI_SCHEDULER == KAI_SCHEDULER
+    assert root.DEFAULT_WORKER_BACKOFF_LIMIT == DEFAULT_WORKER_BACKOFF_LIMIT
+    assert root.catalog_dir() == default_catalog_dir()
     catalog = load_catalog()
-    assert app.entry_names() == sorted(catalog.entries)
-    assert app.platform_architectures() == {
+    assert root.entry_names() == sorted(catalog.entries)
+    assert root.platform_architectures() == {
         name: sorted(p.architectures) for name, p in catalog.platforms.items()}
 
 

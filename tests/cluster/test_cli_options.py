@@ -6,7 +6,8 @@ import pytest
 
 from cre.testing.cluster.__main__ import FAILURE_MESSAGE, parse_args, sim_config
 from cre.testing.cluster.config import SimConfig
-from cre.testing.cluster.stubs import Behaviour, Role
+from cre.testing.cluster.program import Role
+from cre.testing.cluster.stubs import Behaviour
 
 KUBECONFIG = ["--kubeconfig", "/nonexistent/kubeconfig"]
 

@@ -16,8 +16,8 @@ from typing import IO
 
 import anyio
 
+from cre._vendor import crds
 from cre.kube.client import NODES, KubeClient
-from cre.testing import crds
 
 # A guard against a hung child only (the test fails instead of hanging); not a timing assertion.
 STARTUP_GUARD_SECONDS = 300.0  # once exceeded at 120 s on a 2-core machine at load ~12

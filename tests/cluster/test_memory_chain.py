@@ -12,7 +12,8 @@ from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.memory import MemoryCluster
 from cre.testing.cluster.model import is_true
 from cre.testing.cluster.profiles import get_profile
-from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.cluster.program import Role
+from cre.testing.cluster.stubs import Behaviour, Override
 from cre.testing.cluster.workloads import memory_cluster, trainjob_finished
 
 PROFILE = get_profile("aws-h100")

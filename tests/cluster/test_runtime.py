@@ -11,7 +11,8 @@ from cre.testing.apiserver import Emulator
 from cre.testing.cluster import SimulatedCluster, simulate
 from cre.testing.cluster.model import World, condition, is_true
 from cre.testing.cluster.profiles import get_profile
-from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.cluster.program import Role
+from cre.testing.cluster.stubs import Behaviour, Override
 from cre.testing.cluster.workloads import trainjob_objects
 
 pytestmark = pytest.mark.anyio

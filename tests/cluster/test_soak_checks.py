@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import pytest
 
-from cre.testing.soak import RunResult, Soak
-from cre.testing.soakreport import percentile, summarize
+from cre.testing.soak import Soak
+from cre.testing.soakreport import RunResult, percentile, summarize
 from cre.testing.soaktiers import (
     BLIND_FAULTS,
     FAULT_KINDS,

@@ -9,15 +9,8 @@ import pytest
 
 from cre.testing.cluster.clock import SimClock, fmt_time, parse_time
 from cre.testing.cluster.profiles import PROFILES, get_profile, node_manifest
-from cre.testing.cluster.stubs import (
-    Behaviour,
-    Override,
-    Role,
-    StubContext,
-    choose,
-    nccl_table,
-    parse_overrides,
-)
+from cre.testing.cluster.program import Role, StubContext
+from cre.testing.cluster.stubs import Behaviour, Override, choose, nccl_table, parse_overrides
 
 NCCL_CMD: dict[str, object] = {
     "name": "node", "image": "nccl-tests:1", "command": ["timeout", "3600", "mpirun"],

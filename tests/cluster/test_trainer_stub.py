@@ -6,7 +6,8 @@ import attrs
 
 from cre.core.goodputlog import EventKind, compile_goodput_profile
 from cre.core.goodputprofiles import megatron_profile
-from cre.testing.cluster.stubs import Role, StubContext, choose
+from cre.testing.cluster.program import Role, StubContext
+from cre.testing.cluster.stubs import choose
 
 CMD = ["torchrun", "pretrain_gpt.py", "--train-iters", "100", "--log-interval", "10",
        "--save-interval", "50", "--save", "/ckpt", "--load", "/ckpt", "--stub-step-time", "2",

@@ -107,15 +107,15 @@ async def test_conflict_rereads_live_and_recomputes(job_harness: JobHarness) -> 
     idle = JobController(h.client, namespaces=[NS])
     cached = job_from_dict(await h.client.get(JOBS, "j9", namespace=NS))
     idle.jobs.store._put(f"{NS}/j9", cached, cached.metadata.resource_version or "")
-    confirm = idle._confirm_live
+    check = idle.executor._check_owner
 
-    async def confirm_then_touch(job: Any, obs: Any) -> Any:
-        answer = await confirm(job, obs)
+    async def check_then_touch(job: Any) -> Any:
+        answer = await check(job)
         await h.client.patch(JOBS, "j9", {"metadata": {"labels": {"touched": "yes"}}},
                              namespace=NS)
         return answer
 
-    idle._confirm_live = confirm_then_touch  # type: ignore[method-assign]
+    idle.executor._check_owner = check_then_touch  # type: ignore[method-assign]
     await idle.reconcile(f"{NS}/j9")
     served = await h.client.get(JOBS, "j9", namespace=NS)
     assert served["metadata"]["labels"] == {"touched": "yes"}

@@ -12,7 +12,7 @@ from cre.api.watch import WatchEventType
 from cre.controller.job import MAX_DEPARTED_WORKERS, JobController
 from cre.controller.prefetch import LogPrefetcher
 from cre.controller.tombstones import Tombstones
-from cre.core.plan import LogRequest
+from cre.core.plan import ReadLog
 from cre.core.projections import pod_view
 from cre.kube.informer import Informer
 from cre.testing.jobharness import JobHarness
@@ -102,7 +102,7 @@ async def test_prefetched_tails_are_capped_per_job_expire_and_are_forgotten(
     assert prefetcher.pods_of("ns/a") == {"w-bbbbb", "w-ccccc"}
     assert prefetcher.pods_of("ns/b") == {"w-aaaaa"}
     clock.now = 30.0
-    req = LogRequest(namespace=h.namespace, pod="w-ccccc", container="node", pod_uid=views[2].uid)
+    req = ReadLog(namespace=h.namespace, pod="w-ccccc", container="node", pod_uid=views[2].uid)
     assert await prefetcher.tail_for(req) is not None  # used: its time to live starts again
     clock.now = 70.0
     assert await prefetcher.tail_for(req) is not None

@@ -8,7 +8,7 @@ import pytest
 
 from cre.controller.jobevents import new_failures
 from cre.controller.prefetch import LogPrefetcher
-from cre.core.plan import LogRequest
+from cre.core.plan import ReadLog
 from cre.core.projections import pod_view
 from cre.testing.jobharness import JobHarness
 
@@ -28,7 +28,7 @@ async def test_prefetched_tail_outlives_the_pod(job_harness: JobHarness) -> None
         prefetcher.bind(tg)
         prefetcher.request(view, "node")
         prefetcher.request(view, "node")  # a second request for the same container is a no-op
-        req = LogRequest(namespace=h.namespace, pod=POD, container="node", pod_uid=view.uid)
+        req = ReadLog(namespace=h.namespace, pod=POD, container="node", pod_uid=view.uid)
         tail = await prefetcher.tail_for(req)
     await h.script.delete_pod(POD)
     assert tail is not None and tail.error is None and "[stub]" in tail.text
@@ -42,7 +42,7 @@ async def test_unbound_prefetcher_reads_nothing(job_harness: JobHarness) -> None
     view = pod_view({"metadata": {"name": POD, "namespace": "x", "uid": "u"}, "spec": {},
                      "status": {}})
     prefetcher.request(view, "node")
-    assert await prefetcher.tail_for(LogRequest(namespace="x", pod=POD, container="node",
+    assert await prefetcher.tail_for(ReadLog(namespace="x", pod=POD, container="node",
                                                 pod_uid="u")) is None
 
 
@@ -57,7 +57,7 @@ async def test_capacity_evicts_least_recently_used(job_harness: JobHarness) -> N
             raw = await h.script.terminate(name, exit_code=1, log=f"{name}\n")
             prefetcher.request(pod_view(raw), "node")
     assert len(prefetcher) == 1
-    last = await prefetcher.tail_for(LogRequest(namespace=h.namespace, pod="p-bbbbb",
+    last = await prefetcher.tail_for(ReadLog(namespace=h.namespace, pod="p-bbbbb",
                                                 container="node", pod_uid=pod_view(raw).uid))
     assert last is not None and last.text == "p-bbbbb\n"
 
@@ -75,7 +75,7 @@ async def test_previous_run_is_prefetched_separately(job_harness: JobHarness) ->
         prefetcher.bind(tg)
         for container, previous in new_failures(None, view):
             prefetcher.request(view, container, previous=previous)
-        req = LogRequest(namespace=h.namespace, pod=POD, container="node", pod_uid=view.uid,
+        req = ReadLog(namespace=h.namespace, pod=POD, container="node", pod_uid=view.uid,
                          previous=True)
         tail = await prefetcher.tail_for(req)
     assert tail is not None and tail.previous and tail.text == "crashed run\n"

@@ -1,6 +1,6 @@
-"""The TierExecutor applies a tier Plan as cre.core.tierplan documents: a foreign holder of a
-name stops the plan before the status (and is reported), a holder the object controls counts
-as created, upserts replace, and the status lands only after them."""
+"""The one executor (cre.kube.executor) applies a Workflow's Plan in its documented order: a
+foreign holder of a name stops the plan before the status (and is reported), a holder the object
+controls counts as created, ``replace`` creates replace, and the status lands only after them."""
 
 from __future__ import annotations
 
@@ -15,18 +15,17 @@ import pytest
 from cre.api import labels as L
 from cre.api.converter import from_dict
 from cre.api.workflow import Workflow
-from cre.controller.tiershell import (
-    TierExecutor,
-    TierOutcomeKind,
+from cre.controller.workflowshell import involved_workflow, workflow_from_dict
+from cre.core.plan import Create, Plan
+from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINING_RUNTIMES, WORKFLOWS, KubeClient
+from cre.kube.events import EventRecorder
+from cre.kube.executor import (
+    OutcomeKind,
+    PlanExecutor,
     controlled_by,
     kind_batches,
     resource_for,
 )
-from cre.controller.workflowshell import involved_workflow, workflow_from_dict
-from cre.core.plan import Create
-from cre.core.tierplan import TierPlan, Upsert
-from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINING_RUNTIMES, WORKFLOWS, KubeClient
-from cre.kube.events import EventRecorder
 from cre.testing.apiserver import Emulator
 
 pytestmark = pytest.mark.anyio
@@ -83,39 +82,39 @@ def _create(body: dict[str, Any]) -> Create:
 
 
 async def test_plan_order_and_answers(setup: tuple[KubeClient, Workflow]) -> None:
-    """Own holders count as created, upserts replace, then the status is written; a foreign
-    holder stops the next plan before its upserts and status and names ``Kind/name``."""
+    """Own holders count as created, replace creates replace, then the status is written; a
+    foreign holder stops the next plan before its replaces and status and is reported."""
     client, wf = setup
     ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
-    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+    executor = PlanExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
                             involved=involved_workflow)
     await client.create(CONFIGMAPS, _cm("mine", ns, owner=uid), namespace=ns)
     await client.create(CONFIGMAPS, _cm("theirs", ns, owner=None), namespace=ns)
     await client.create(CONFIGMAPS, _cm("result", ns, owner=uid, data=b"old"), namespace=ns)
     status = attrs.evolve(wf.status, namespace=ns)
-    plan: TierPlan[Any] = TierPlan(
+    plan: Plan[Any] = Plan(
         resource_version=wf.metadata.resource_version or "",
-        creates=(_create(_cm("mine", ns, owner=uid)), _create(_cm("new", ns, owner=uid))),
-        upserts=(Upsert(api_version="v1", kind="ConfigMap", namespace=ns, name="result",
-                        body=_cm("result", ns, owner=uid, data=b"new")),),
+        creates=(_create(_cm("mine", ns, owner=uid)), _create(_cm("new", ns, owner=uid)),
+                 Create(api_version="v1", kind="ConfigMap", namespace=ns, name="result",
+                        body=_cm("result", ns, owner=uid, data=b"new"), replace=True)),
         status=status)
     outcome = await executor.apply(wf, plan)
-    assert outcome.kind == TierOutcomeKind.APPLIED
-    assert [c["metadata"]["name"] for c in outcome.created] == ["mine", "new"]
+    assert outcome.kind == OutcomeKind.APPLIED
+    assert [c["metadata"]["name"] for c in outcome.created] == ["mine", "new", "result"]
     result = await client.get(CONFIGMAPS, "result", namespace=ns)
     assert base64.b64decode(result["binaryData"]["k"]) == b"new"
     served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
     assert served.status.namespace == ns
 
-    conflicted = TierPlan(
+    conflicted = Plan(
         resource_version=served.metadata.resource_version or "",
-        creates=(_create(_cm("theirs", ns, owner=uid)),),
-        upserts=(Upsert(api_version="v1", kind="ConfigMap", namespace=ns, name="result",
-                        body=_cm("result", ns, owner=uid, data=b"newer")),),
+        creates=(_create(_cm("theirs", ns, owner=uid)),
+                 Create(api_version="v1", kind="ConfigMap", namespace=ns, name="result",
+                        body=_cm("result", ns, owner=uid, data=b"newer"), replace=True)),
         status=attrs.evolve(served.status, namespace="elsewhere"))
     outcome = await executor.apply(served, conflicted)
-    assert outcome.kind == TierOutcomeKind.CREATE_CONFLICTS
-    assert outcome.conflicts == ("ConfigMap/theirs",)
+    assert outcome.kind == OutcomeKind.CREATE_CONFLICTS
+    assert [(c.kind, c.name) for c in outcome.conflicts] == [("ConfigMap", "theirs")]
     result = await client.get(CONFIGMAPS, "result", namespace=ns)
     assert base64.b64decode(result["binaryData"]["k"]) == b"new"
     again = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
@@ -126,15 +125,15 @@ async def test_stale_status_write_is_a_conflict(setup: tuple[KubeClient, Workflo
     """A status computed from an old resourceVersion is not written: the outcome is CONFLICT
     (the controller re-reads and runs the core again)."""
     client, wf = setup
-    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+    executor = PlanExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
                             involved=involved_workflow)
     ns = wf.metadata.namespace or ""
     await client.patch(WORKFLOWS, "wf", {"metadata": {"labels": {"touched": "yes"}}},
                        namespace=ns)
-    plan: TierPlan[Any] = TierPlan(resource_version=wf.metadata.resource_version or "",
+    plan: Plan[Any] = Plan(resource_version=wf.metadata.resource_version or "",
                                    status=attrs.evolve(wf.status, namespace=ns))
     outcome = await executor.apply(wf, plan)
-    assert outcome.kind == TierOutcomeKind.CONFLICT
+    assert outcome.kind == OutcomeKind.CONFLICT
 
 
 async def test_no_create_for_a_stale_copy(setup: tuple[KubeClient, Workflow]) -> None:
@@ -142,12 +141,12 @@ async def test_no_create_for_a_stale_copy(setup: tuple[KubeClient, Workflow]) ->
     CONFLICT, a deleted object (a cache that missed the deletion) or a replaced one (another
     uid) is GONE, and in neither case is anything created."""
     client, wf = setup
-    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+    executor = PlanExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
                             involved=involved_workflow)
     ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
 
-    def plan(of: Workflow, name: str) -> TierPlan[Any]:
-        return TierPlan(resource_version=of.metadata.resource_version or "",
+    def plan(of: Workflow, name: str) -> Plan[Any]:
+        return Plan(resource_version=of.metadata.resource_version or "",
                         creates=(_create(_cm(name, ns, owner=uid)),))
 
     async def exists(name: str) -> bool:
@@ -156,14 +155,14 @@ async def test_no_create_for_a_stale_copy(setup: tuple[KubeClient, Workflow]) ->
 
     await client.patch(WORKFLOWS, "wf", {"metadata": {"labels": {"touched": "yes"}}},
                        namespace=ns)
-    assert (await executor.apply(wf, plan(wf, "behind"))).kind == TierOutcomeKind.CONFLICT
+    assert (await executor.apply(wf, plan(wf, "behind"))).kind == OutcomeKind.CONFLICT
     assert not await exists("behind")
     served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
     assert (await executor.apply(served, plan(served, "current"))).kind == \
-        TierOutcomeKind.APPLIED
+        OutcomeKind.APPLIED
     assert await exists("current")
     await client.delete(WORKFLOWS, "wf", namespace=ns)
-    assert (await executor.apply(served, plan(served, "gone"))).kind == TierOutcomeKind.GONE
+    assert (await executor.apply(served, plan(served, "gone"))).kind == OutcomeKind.GONE
     assert not await exists("gone")
     body = {"apiVersion": L.API_VERSION, "kind": "Workflow",
             "metadata": {"name": "wf", "namespace": ns},
@@ -171,18 +170,21 @@ async def test_no_create_for_a_stale_copy(setup: tuple[KubeClient, Workflow]) ->
                 "runtimeRef": {"name": "rt"}}}}}, "orchestration": {}}}
     await client.create(WORKFLOWS, body, namespace=ns)
     assert (await executor.apply(served, plan(served, "replaced"))).kind == \
-        TierOutcomeKind.GONE
+        OutcomeKind.GONE
     assert not await exists("replaced")
 
 
 def test_kind_batches_keep_dependency_kinds_first_and_plan_order() -> None:
-    """Creates split by kind in the order kinds first appear; each batch keeps plan order."""
+    """Creates split by kind in the order kinds first appear (a replace of a kind apart from
+    its creates); each batch keeps plan order."""
     def mk(kind: str, name: str) -> Create:
         return Create(api_version="v1", kind=kind, namespace="ns", name=name, body={})
     plan = [mk("TrainingRuntime", "rt-0"), mk("Job", "j-0"), mk("TrainingRuntime", "rt-1"),
             mk("Job", "j-1"), mk("ConfigMap", "cm")]
-    assert [[c.name for c in b] for b in kind_batches(plan)] == [
-        ["rt-0", "rt-1"], ["j-0", "j-1"], ["cm"]]
+    upsert = Create(api_version="v1", kind="ConfigMap", namespace="ns", name="r", body={},
+                    replace=True)
+    assert [[c.name for c in b] for b in kind_batches([*plan, upsert])] == [
+        ["rt-0", "rt-1"], ["j-0", "j-1"], ["cm"], ["r"]]
     assert kind_batches([]) == []
 
 
@@ -192,24 +194,24 @@ async def test_many_creates_of_a_kind_land_in_plan_order_with_foreign_holders_na
     order; a foreign holder among them is named and stops the plan before its status."""
     client, wf = setup
     ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
-    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+    executor = PlanExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
                             involved=involved_workflow)
     names = [f"cm-{i:02d}" for i in range(40)]
-    plan: TierPlan[Any] = TierPlan(
+    plan: Plan[Any] = Plan(
         resource_version=wf.metadata.resource_version or "",
         creates=tuple(_create(_cm(n, ns, owner=uid)) for n in names))
     outcome = await executor.apply(wf, plan)
-    assert outcome.kind == TierOutcomeKind.APPLIED
+    assert outcome.kind == OutcomeKind.APPLIED
     assert [c["metadata"]["name"] for c in outcome.created] == names
     await client.create(CONFIGMAPS, _cm("foreign", ns, owner=None), namespace=ns)
     served = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
-    mixed: TierPlan[Any] = TierPlan(
+    mixed: Plan[Any] = Plan(
         resource_version=served.metadata.resource_version or "",
         creates=tuple(_create(_cm(n, ns, owner=uid)) for n in ["x-1", "foreign", "x-2"]),
         status=attrs.evolve(served.status, namespace="elsewhere"))
     outcome = await executor.apply(served, mixed)
-    assert outcome.kind == TierOutcomeKind.CREATE_CONFLICTS
-    assert outcome.conflicts == ("ConfigMap/foreign",)
+    assert outcome.kind == OutcomeKind.CREATE_CONFLICTS
+    assert [(c.kind, c.name) for c in outcome.conflicts] == [("ConfigMap", "foreign")]
     assert sorted(c["metadata"]["name"] for c in outcome.created) == ["x-1", "x-2"]
     again = from_dict(await client.get(WORKFLOWS, "wf", namespace=ns))
     assert again.status.namespace is None  # the status was not written
@@ -217,22 +219,22 @@ async def test_many_creates_of_a_kind_land_in_plan_order_with_foreign_holders_na
 
 async def test_a_refused_create_stops_the_plan_and_is_reported(
         setup: tuple[KubeClient, Workflow], shared_emulator: Emulator) -> None:
-    """A create the API server refuses for good (422) stops the plan before the upserts and
-    the status and comes back as a CreateError carrying the code, reason and API message."""
+    """A create the API server refuses for good (422) stops the plan before the status and
+    comes back as a CreateError carrying the code, reason and API message."""
     client, wf = setup
     ns, uid = wf.metadata.namespace or "", wf.metadata.uid or ""
-    executor = TierExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
+    executor = PlanExecutor(client, EventRecorder(client, component="test"), owner=WORKFLOWS,
                             involved=involved_workflow)
     name = f"refused-{ns}"
     shared_emulator.faults.refuse_create("configmaps", 422, "runtime policy says no",
                                          name=name, times=1)
-    plan: TierPlan[Any] = TierPlan(
+    plan: Plan[Any] = Plan(
         resource_version=wf.metadata.resource_version or "",
         creates=(_create(_cm(name, ns, owner=uid)),),
         status=attrs.evolve(wf.status, namespace="never-written"))
     outcome = await executor.apply(wf, plan)
-    assert outcome.kind == TierOutcomeKind.CREATE_REFUSED
-    (refused,) = outcome.refused
+    assert outcome.kind == OutcomeKind.CREATE_REJECTED
+    (refused,) = outcome.rejections
     assert (refused.kind, refused.name, refused.namespace, refused.code, refused.reason) == (
         "ConfigMap", name, ns, 422, "Invalid")
     assert refused.message == f'ConfigMap "{name}" is invalid: runtime policy says no'

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.testing.controlplane.allreal import Stack, start_stack
 from cre.testing.controlplane.build import Unavailable
 from cre.testing.controlplane.plane import CRE_CRDS, _running
@@ -17,7 +18,6 @@ from cre.testing.controlplane.pytest_fixtures import (
     kwok_or_skip,
     workloads_or_skip,
 )
-from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
 
 def all_real_stack() -> Iterator[Stack]:

@@ -1,7 +1,7 @@
 """CRE's Job tier end to end on the all-real stack: no simulator between CRE and the cluster.
 
 etcd + kube-apiserver + kube-controller-manager + kube-scheduler + KWOK (two fake ``aws-h100``
-nodes whose kubelet log side is :class:`~cre.testing.controlplane.kubelet_logs.KubeletLogs`)
+nodes whose kubelet log side is :class:`~cre.testing.cluster.kubelet_logs.KubeletLogs`)
 + the real JobSet v0.11.1 and Trainer v2.2.0 controllers, with CRE's Job controller on top.
 The rendered MPI all-reduce Job and its TrainingRuntime (``goldens/render``) run twice, the
 launcher's pod template annotated for KWOK: exit 0 after 3 s (the CRE Job Succeeds), exit 1

@@ -120,7 +120,7 @@ def test_concurrent_builds_build_once(tmp_path: Path, monkeypatch: pytest.Monkey
     results: dict[str, bool] = {}
 
     def builder() -> None:
-        results[threading.current_thread().name] = build._build_into(
+        results[threading.current_thread().name] = build.build_into(
             final, outputs, links=(), stamp="digest", jobs=1, label="x", log=False)
 
     first = threading.Thread(target=builder, name="first")

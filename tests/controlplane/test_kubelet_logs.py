@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 
 from cre.testing.apiserver.emulator import make_certificates
-from cre.testing.controlplane.kubelet_logs import KubeletLogs
+from cre.testing.cluster.kubelet_logs import KubeletLogs
 
 
 @pytest.fixture

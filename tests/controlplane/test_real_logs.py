@@ -2,7 +2,7 @@
 
 The path CRE's failure capture takes on a cluster (``GET .../pods/{name}/log`` on the API
 server, which calls the kubelet of the pod's node) runs here for real: the node's status points
-at :class:`~cre.testing.controlplane.kubelet_logs.KubeletLogs`, and the answer comes back
+at :class:`~cre.testing.cluster.kubelet_logs.KubeletLogs`, and the answer comes back
 through kube-apiserver with its query parameters honoured.
 """
 

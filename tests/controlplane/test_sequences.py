@@ -17,10 +17,9 @@ from cre.api.watch import WatchEventType
 from cre.testing.cluster.engine import ROLES, parse_roles
 from cre.testing.controlplane import ControlPlane
 from cre.testing.controlplane.pytest_fixtures import workloads_or_skip
-from cre.testing.controlplane.sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS
+from cre.testing.controlplane.sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS, Allowed
 from cre.testing.controlplane.sequences import (
     SKIPS,
-    Allowed,
     Recorder,
     compare,
     compare_scenarios,

@@ -1,7 +1,7 @@
 """The build of the real JobSet and Trainer controllers: pins, cache layout, skip reasons.
 
 These need no Go: they check what the build reads (the two ``go.mod`` pins, which must match
-the CRDs ``cre.testing.crds`` vendors and share one Kubernetes library version) and that a
+the CRDs ``cre._vendor.crds`` vendors and share one Kubernetes library version) and that a
 machine without the toolchain or the proxy gets an error naming it.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.testing.controlplane import workload_build
-from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
 
 def test_versions_match_the_vendored_crds() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.core.workload import inject_pod_labels, workload_name
 from cre.testing.cluster.jobset import child_job
 from cre.testing.cluster.trainer import build_jobset, hostfile_configmap
@@ -31,7 +32,6 @@ from cre.testing.controlplane.plane import CRE_CRDS, _running, start, wait_for
 from cre.testing.controlplane.pytest_fixtures import binaries_or_skip, workloads_or_skip
 from cre.testing.controlplane.workloads import WorkloadControllers
 from cre.testing.controlplane.workloads import start as start_workloads
-from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
 GOLDEN = REPO / "goldens" / "render" / "all-reduce-onprem-b200.json"
 NODES = ("node-01", "node-02")

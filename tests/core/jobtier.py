@@ -33,10 +33,18 @@ from cre.core.classify import group_nodes
 from cre.core.job import is_terminal, reconcile_job
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.observed import NodeView, PodView
-from cre.core.plan import Observation
+from cre.core.plan import CreateError, Feedback, Observation, ReadEvents
 from cre.core.trio import true_member
 from cre.core.workload import reference, workload_name
-from cre.testing.strategies.job import apply_plan, make_job, pod, terminated, trainjob
+from cre.testing.strategies.job import (
+    apply_plan,
+    live_pods,
+    make_job,
+    pod,
+    terminated,
+    trainjob,
+    workload_absence,
+)
 
 
 class Story(enum.StrEnum):
@@ -99,17 +107,21 @@ def _observation(job: Job, story: Story, *, bad: str, start: datetime) -> Observ
     elif story in (Story.SUCCEEDED, Story.HARDWARE, Story.TIMED_OUT):
         launchers = (_launcher(job, bad, created=start),)
     obs = Observation(trainjob=view, nodes=nodes, launcher_pods=launchers,
-                      pods_read_live=True)
+                      feedback=Feedback(answered=live_pods(name)))
     if story == Story.CREATE_REJECTED:
-        obs = Observation(nodes=nodes, create_rejected='admission webhook "policy.example" '
-                                                      "denied the request: TrainJob refused")
+        refused = CreateError(kind="TrainJob", name=f"{name}-workload", namespace="ns", code=403,
+                              reason="Forbidden", message='admission webhook "policy.example" '
+                              "denied the request: TrainJob refused")
+        obs = Observation(nodes=nodes, feedback=Feedback(create_rejections=(refused,)))
     elif story == Story.NAME_COLLISION:
         obs = Observation(nodes=nodes, trainjob=attrs.evolve(
             trainjob(job_name=name, owned=False, created=start), uid="foreign"))
     elif story == Story.WORKLOAD_DELETED:
-        obs = Observation(nodes=nodes, workload_absence_confirmed=True, pods_read_live=True)
+        obs = Observation(nodes=nodes, feedback=Feedback(
+            answered=(workload_absence(name), *live_pods(name))))
     elif story == Story.STARTUP_STALLED:
-        obs = Observation(nodes=nodes, trainjob=view, workload_events=())
+        obs = Observation(nodes=nodes, trainjob=view, feedback=Feedback(
+            answered=(ReadEvents(kind="TrainJob", name=view.name),)))
     elif story == Story.INVALID_SPEC:
         obs = Observation(nodes=nodes)
     elif story == Story.THRESHOLD_MISSED:
@@ -183,7 +195,9 @@ def _run_story(job: Job, now: datetime, story: Story, *, node: str | None) -> Jo
         plan = reconcile_job(job, obs, now)
         job, obs = apply_plan(job, obs, plan, now=now)
         if story == Story.WORKLOAD_DELETED:
-            obs = attrs.evolve(obs, trainjob=None, workload_absence_confirmed=True)
+            obs = attrs.evolve(obs, trainjob=None, feedback=attrs.evolve(
+                obs.feedback, answered=(*obs.feedback.answered,
+                                        workload_absence(job.metadata.name or ""))))
         if is_terminal(job) and (story != Story.THRESHOLD_MISSED or any(
                 c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions)):
             return job.status

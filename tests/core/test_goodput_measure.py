@@ -22,6 +22,7 @@ from cre.core.goodputlog import compile_goodput_profile
 from cre.core.goodputmeasure import (
     GoodputObservation,
     GoodputPlan,
+    GoodputReadRequest,
     GoodputReadResult,
     is_complete,
     reconcile_goodput,
@@ -29,6 +30,7 @@ from cre.core.goodputmeasure import (
 from cre.core.goodputprofiles import megatron_profile
 from cre.core.jobmeasure import JOB_UID_ANNOTATION
 from cre.core.measurement import WindowFilter
+from cre.core.plan import ConfirmAbsent, Feedback
 from cre.core.trio import set_exclusive
 from cre.testing.strategies.job import at, make_job, pod, running_status
 from tests.core.test_goodput import RUN_1, RUN_2, log, stamp, training_logs
@@ -59,12 +61,23 @@ def _job(*, restarts: int = 0, end: str | None = None, end_at: float = 500) -> J
     return attrs.evolve(make_job(), status=status)
 
 
+def _read(plan: GoodputPlan) -> GoodputReadRequest | None:
+    """The log read ``plan`` asks for, if any."""
+    return next((a for a in plan.asks if isinstance(a, GoodputReadRequest)), None)
+
+
+def _completes(plan: GoodputPlan) -> bool:
+    """Whether ``plan`` writes the Complete status."""
+    return plan.status is not None and is_complete(attrs.evolve(_gm(), status=plan.status))
+
+
 def _answer(plan: GoodputPlan, lines: list[str], worker: object = WORKER) -> GoodputReadResult:
     """What the shell does: the window filter, then the parser, over ``lines``."""
-    assert plan.read is not None
-    window = WindowFilter(anchor=plan.read.anchor, skip_lines=plan.read.skip_lines)
+    read = _read(plan)
+    assert read is not None
+    window = WindowFilter(anchor=read.anchor, skip_lines=read.skip_lines)
     kept = [line for line in lines if window.admit(line)]
-    return GoodputReadResult(request=plan.read,
+    return GoodputReadResult(request=read,
                              events=tuple(e for e in map(PARSER.parse, kept) if e is not None),
                              lines=len(kept), last_stamp=window.last_stamp,
                              lines_at_last=window.lines_at_last)
@@ -74,7 +87,7 @@ def _pass(gm: GoodputMeasurement, obs: GoodputObservation, now: datetime, lines:
           ) -> tuple[GoodputMeasurement, GoodputPlan]:
     """One reconcile through its read (as converge does), the status written."""
     plan = reconcile_goodput(gm, obs, now)
-    if plan.read is not None:
+    if _read(plan) is not None:
         plan = reconcile_goodput(gm, attrs.evolve(obs, read=_answer(plan, lines)), now)
     if plan.status is not None:
         gm = attrs.evolve(gm, status=plan.status)
@@ -94,12 +107,12 @@ def test_sampling_reads_from_the_anchor_and_counts_each_line_once() -> None:
     """A running Job: the first read has no anchor; the next starts at the last stamp read
     and only new lines count, so two samples give what one whole read gives."""
     gm, job = _gm(), _job()
-    gm, plan = _pass(gm, _obs(job), _t(40), RUN_1[:4])
-    assert plan.publish and gm.status.current_step == 30
+    gm, _ = _pass(gm, _obs(job), _t(40), RUN_1[:4])
+    assert gm.status.last_sample_time == _t(40) and gm.status.current_step == 30
     assert gm.status.conditions[0].reason == MeasurementReason.JOB_RUNNING
     later = reconcile_goodput(gm, _obs(job), _t(45))
-    assert later.read is None and later.requeue_after == 5.0  # throttled by sampleInterval
-    gm, plan = _pass(gm, _obs(job), _t(90), RUN_1)
+    assert _read(later) is None and later.requeue_after == 5.0  # throttled by sampleInterval
+    gm, _ = _pass(gm, _obs(job), _t(90), RUN_1)
     once, _ = _pass(_gm(), _obs(job), _t(90), RUN_1)
     assert gm.status.tally == once.status.tally and gm.status.result == once.status.result
 
@@ -111,7 +124,7 @@ def test_no_read_while_the_container_waits_and_no_profile_is_a_condition() -> No
     waiting = attrs.evolve(WORKER, container_statuses=tuple(
         attrs.evolve(c, state=crashloop()) for c in WORKER.container_statuses))
     plan = reconcile_goodput(_gm(), _obs(_job(), waiting), _t(10))
-    assert plan.read is None and plan.status is not None
+    assert _read(plan) is None and plan.status is not None
     missing = reconcile_goodput(_gm(), GoodputObservation(job=_job(), profile_missing=True),
                                 _t(10))
     assert missing.status is not None
@@ -168,7 +181,7 @@ def test_a_peer_worker_of_the_same_run_is_not_a_new_run() -> None:
     gm, _ = _pass(gm, _obs(restarted, new0, new1), _t(200), RUN_2)
     done = _job(restarts=1, end="ok", end_at=205)
     gm, plan = _pass(gm, _obs(done, new0, new1), _t(210), RUN_2)
-    assert plan.terminal
+    assert _completes(plan)
     assert (gm.status.interruption_count, gm.status.tally.run) == (1, 2)
     assert gm.status.conditions[0].message.endswith("2 run(s) with 1 interruption(s)")
     # Only the restart's interruption: the lost work is run 1's since its checkpoint.
@@ -179,7 +192,7 @@ def _complete_run(end: str) -> tuple[GoodputMeasurement, GoodputObservation]:
     gm, _ = _pass(_gm(), _obs(_job()), _t(60), RUN_1[:6])
     obs = _obs(_job(end=end, end_at=300))
     gm, plan = _pass(gm, obs, _t(400), RUN_1)
-    assert plan.terminal and is_complete(gm)
+    assert _completes(plan) and is_complete(gm)
     return gm, obs
 
 
@@ -208,29 +221,30 @@ def test_complete_is_frozen_and_regenerates_byte_identically() -> None:
             conditions=tuple(c for c in gm.status.conditions
                              if c.type != ConditionType.COMPLETE)))
         again, plan = _pass(stripped, obs, _t(9999), RUN_1)
-        assert plan.terminal
+        assert _completes(plan)
         assert json.dumps(to_dict(again), sort_keys=True) == frozen
 
 
 def test_no_training_line_is_no_data() -> None:
     """A Job that succeeded without one parsed line completes NoDataCollected."""
     gm, plan = _pass(_gm(), _obs(_job(end="ok")), _t(10), ["2026-01-01T00:00:01Z hello"])
-    assert plan.terminal
+    assert _completes(plan)
     assert {c.reason for c in gm.status.conditions} == {MeasurementReason.NO_DATA_COLLECTED}
 
 
 def test_job_gone_or_replaced() -> None:
     """Job absent: confirm live first; never seen -> wait; seen -> LogsUnavailable."""
-    assert reconcile_goodput(_gm(), GoodputObservation(), _t(0)).confirm_job_absence
-    confirmed = GoodputObservation(job_absence_confirmed=True)
+    asked = reconcile_goodput(_gm(), GoodputObservation(), _t(0)).asks
+    assert asked == (ConfirmAbsent(kind="Job", name="j1"),)
+    confirmed = GoodputObservation(feedback=Feedback(answered=asked))
     assert reconcile_goodput(_gm(), confirmed, _t(0)).status is None
     seen = _gm(GoodputMeasurementStatus(start_time=_t(0)))
     plan = reconcile_goodput(seen, confirmed, _t(5))
-    assert plan.terminal and plan.status is not None
+    assert _completes(plan) and plan.status is not None
     assert plan.status.conditions[-1].reason == MeasurementReason.LOGS_UNAVAILABLE
     other = attrs.evolve(_job(), metadata=attrs.evolve(_job().metadata, uid="other"))
     replaced = reconcile_goodput(seen, GoodputObservation(job=other, parser=PARSER), _t(5))
-    assert replaced.terminal
+    assert _completes(replaced)
 
 
 @settings(max_examples=40, deadline=None)
@@ -247,7 +261,7 @@ def test_any_run_completes_frozen(steps: list[tuple[float, str]], samples: list[
         gm, _ = _pass(gm, _obs(job), _t(t), [ln for ln in lines if ln < stamp(t)])
     obs = _obs(_job(end=end, end_at=600))
     gm, plan = _pass(gm, obs, _t(700), lines)
-    assert plan.terminal and is_complete(gm)
+    assert _completes(plan) and is_complete(gm)
     if gm.status.result is not None:
         assert 0.0 <= float(gm.status.result) <= 1.0
     stripped = attrs.evolve(gm, status=attrs.evolve(

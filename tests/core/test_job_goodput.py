@@ -111,7 +111,7 @@ def test_stalled_training_fails_with_the_trainers_tail() -> None:
     hung workload."""
     job, gm = _job(), _gm(last_step=100)
     ask = reconcile_job(job, _stalled_obs(gm, with_tail=False), at(200))
-    assert [r.pod for r in ask.log_reads] == ["j1-workload-node-0-0-aaaaa"]
+    assert [r.pod for r in ask.asks] == ["j1-workload-node-0-0-aaaaa"]
     plan = reconcile_job(job, _stalled_obs(gm, with_tail=True), at(200))
     assert plan.status is not None
     member = true_member(plan.status.conditions)

@@ -9,7 +9,7 @@ from cre.api.job import FailureLog, Job
 from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER, MANAGED_BY
 from cre.api.meta import ConditionStatus
 from cre.core.job import reconcile_job
-from cre.core.plan import EventSeverity, Observation, Plan
+from cre.core.plan import CreateError, EventSeverity, Feedback, Observation, Plan
 from cre.core.trio import true_member
 from cre.core.workload import workload_name
 from cre.testing.strategies.job import (
@@ -17,12 +17,15 @@ from cre.testing.strategies.job import (
     apply_plan,
     at,
     crashloop,
+    live_pods,
     make_job,
+    name_taken,
     pod,
     running_status,
     tail,
     terminated,
     trainjob,
+    workload_absence,
 )
 
 L1 = "j1-workload-launcher-0-0-aaaaa"
@@ -50,12 +53,13 @@ def _run_to_rest(job: Job, obs: Observation, *, now_s: float = 60) -> tuple[Job,
 
 
 def test_finalizer_is_added_alone() -> None:
-    """A Job without the finalizer gets only a finalizer patch with a resourceVersion guard."""
+    """A Job without the finalizer gets only a finalizer patch, guarded by the plan's
+    resourceVersion."""
     plan = reconcile_job(make_job(finalizer=False), Observation(), at(0))
     assert plan.status is None and not plan.creates
     (patch,) = plan.patches
     assert patch.body == {"metadata": {"finalizers": [JOB_FINALIZER]}}
-    assert patch.resource_version == "100"
+    assert plan.resource_version == "100"
 
 
 def test_new_job_creates_owned_labelled_trainjob() -> None:
@@ -95,7 +99,7 @@ def test_launcher_label_only_when_runtime_patches_a_launcher() -> None:
 
 def test_already_exists_own_holder_is_adopted() -> None:
     """AlreadyExists with a holder the Job controls adopts it (WorkloadAdopted)."""
-    plan = reconcile_job(make_job(), Observation(create_conflict=trainjob()), at(1))
+    plan = reconcile_job(make_job(), Observation(feedback=name_taken(trainjob())), at(1))
     assert not plan.creates
     assert _true(plan) == ("InProgress", "WorkloadAdopted")
     assert plan.status is not None and plan.status.workload_ref is not None
@@ -104,7 +108,7 @@ def test_already_exists_own_holder_is_adopted() -> None:
 
 def test_foreign_holder_is_terminal_name_collision() -> None:
     """A foreign holder of the name fails the Job as a ControlPlane name collision."""
-    plan = reconcile_job(make_job(), Observation(create_conflict=trainjob(owned=False)), at(1))
+    plan = reconcile_job(make_job(), Observation(feedback=name_taken(trainjob(owned=False))), at(1))
     assert _true(plan) == ("Failed", "WorkloadNameCollision")
     assert plan.status is not None and plan.status.failure_class is not None
     assert plan.status.failure_class.scope == FailureScope.CONTROL_PLANE
@@ -114,8 +118,8 @@ def test_foreign_holder_is_terminal_name_collision() -> None:
 
 def test_foreign_holder_terminating_waits() -> None:
     """A foreign holder that is already terminating is waited for, not treated as a collision."""
-    plan = reconcile_job(make_job(), Observation(create_conflict=trainjob(owned=False,
-                                                                          deleting=True)), at(1))
+    plan = reconcile_job(make_job(), Observation(
+        feedback=name_taken(trainjob(owned=False, deleting=True))), at(1))
     assert plan.status is None and plan.requeue_after is not None and not plan.creates
 
 
@@ -146,7 +150,7 @@ def test_early_capture_reads_then_writes_once_with_in_progress() -> None:
     launcher = pod(L1, launcher=True, state=terminated(finished=at(8)))
     obs = Observation(trainjob=trainjob(), launcher_pods=(launcher,))
     first = reconcile_job(job, obs, at(9))
-    assert [(r.pod, r.container, r.tail_lines, r.limit_bytes) for r in first.log_reads] == [
+    assert [(r.pod, r.container, r.tail_lines, r.limit_bytes) for r in first.asks] == [
         (L1, "node", 800, 8 * 32768)]
     assert not first.writes
     second = reconcile_job(job, attrs.evolve(obs, log_tails=(tail(launcher),)), at(9))
@@ -227,7 +231,7 @@ def test_failed_without_record_reads_launcher_on_same_second_tie() -> None:
     worker = pod(W0, state=terminated(exit_code=255, finished=at(10)))
     obs = Observation(trainjob=trainjob(state="failed"), launcher_pods=(launcher,),
                       worker_pods=(worker,))
-    assert [r.pod for r in reconcile_job(job, obs, at(11)).log_reads] == [L1]
+    assert [r.pod for r in reconcile_job(job, obs, at(11)).asks] == [L1]
 
 
 def test_failed_with_nothing_left_says_pod_not_found() -> None:
@@ -241,7 +245,7 @@ def test_failed_with_nothing_left_says_pod_not_found() -> None:
 def test_missing_workload_is_confirmed_live_first() -> None:
     """A cache miss of the workload asks for a live read before anything irreversible."""
     plan = reconcile_job(make_job(status=running_status()), Observation(), at(60))
-    assert plan.confirm_workload_absence and not plan.writes
+    assert plan.asks == (workload_absence(),) and not plan.writes
 
 
 def test_workload_gone_keeps_pods_and_replaces_record() -> None:
@@ -249,7 +253,8 @@ def test_workload_gone_keeps_pods_and_replaces_record() -> None:
     earlier launcher record, as a ControlPlane failure that blames no node."""
     job = make_job(status=attrs.evolve(running_status(), failure_log=RECORDED))
     worker = pod(W0, state=terminated(exit_code=2, finished=at(40)))
-    obs = Observation(workload_absence_confirmed=True, worker_pods=(worker,))
+    obs = Observation(feedback=Feedback(answered=(workload_absence(),)),
+                      worker_pods=(worker,))
     job, _ = _run_to_rest(job, obs)
     cond = true_member(job.status.conditions)
     assert cond is not None and (cond.type, cond.reason) == ("Failed", "WorkloadFailed")
@@ -267,9 +272,9 @@ def test_timeout_reads_launcher_first_and_deletes_workload() -> None:
     launcher = pod(L1, launcher=True)
     worker = pod(W0)
     obs = Observation(trainjob=trainjob(), launcher_pods=(launcher,), worker_pods=(worker,))
-    assert reconcile_job(job, obs, at(599)).log_reads == ()
+    assert reconcile_job(job, obs, at(599)).asks == ()
     first = reconcile_job(job, obs, at(600))
-    assert [r.pod for r in first.log_reads] == [L1]
+    assert [r.pod for r in first.asks] == [L1]
     final = reconcile_job(job, attrs.evolve(obs, log_tails=(tail(launcher),)), at(600))
     assert _true(final) == ("Failed", "JobTimedOut")
     assert final.status is not None and final.status.failure_log is not None
@@ -301,8 +306,9 @@ def test_checkpoint_restart_clears_record_and_recreates_later() -> None:
     job = attrs.evolve(job, status=status)
     going = trainjob(state="failed", deleting=True)
     assert not reconcile_job(job, Observation(trainjob=going), at(61)).writes
-    assert reconcile_job(job, Observation(), at(62)).confirm_workload_absence
-    again = reconcile_job(job, Observation(workload_absence_confirmed=True), at(62))
+    assert reconcile_job(job, Observation(), at(62)).asks == (workload_absence(),)
+    again = reconcile_job(job, Observation(feedback=Feedback(answered=(workload_absence(),))),
+                         at(62))
     assert [c.name for c in again.creates] == ["j1-workload"]
     assert again.status is not None and again.status.workload_ref is not None
     assert again.status.workload_ref.uid is None
@@ -347,9 +353,10 @@ def test_deletion_drains_pods_bounded_then_drops_finalizer() -> None:
     assert [p.body for p in done.patches] == [{"metadata": {"finalizers": []}}]
     drained = attrs.evolve(obs, worker_pods=())
     asked = reconcile_job(job, drained, at(20))
-    assert asked.confirm_pods_live and not asked.writes
-    assert reconcile_job(job, attrs.evolve(drained, pods_read_live=True), at(20)).patches
-    still_running = attrs.evolve(obs, pods_read_live=True)
+    assert asked.asks == live_pods() and not asked.writes
+    listed = Feedback(answered=live_pods())
+    assert reconcile_job(job, attrs.evolve(drained, feedback=listed), at(20)).patches
+    still_running = attrs.evolve(obs, feedback=listed)
     assert not reconcile_job(job, still_running, at(20)).patches
 
 
@@ -364,7 +371,7 @@ def test_suspension_after_start_is_not_charged_to_the_timeout() -> None:
     assert resumed.status is not None and resumed.status.workload_start_time == at(300)
     assert resumed.status.scheduling_blocked_since is None
     job = attrs.evolve(job, status=resumed.status)
-    assert reconcile_job(job, Observation(trainjob=trainjob()), at(850)).log_reads == ()
+    assert reconcile_job(job, Observation(trainjob=trainjob()), at(850)).asks == ()
     assert _true(reconcile_job(job, Observation(trainjob=trainjob()), at(900))) == (
         "Failed", "JobTimedOut")
 
@@ -402,7 +409,7 @@ def test_failed_launcher_before_workload_exists_is_not_captured() -> None:
     """With no workload yet, a stray failed launcher is not recorded: the Job creates first."""
     stray = pod(L1, launcher=True, state=terminated(finished=at(5)))
     plan = reconcile_job(make_job(), Observation(launcher_pods=(stray,)), at(9))
-    assert plan.creates and plan.log_reads == ()
+    assert plan.creates and plan.asks == ()
     assert plan.status is not None and plan.status.failure_log is None
 
 
@@ -420,7 +427,7 @@ def test_single_pod_workload_captures_its_worker_early() -> None:
     job = make_job(launcher=False, status=running_status())
     worker = pod(W0, state=terminated(finished=at(8)))
     obs = Observation(trainjob=trainjob(), worker_pods=(worker,))
-    assert [r.pod for r in reconcile_job(job, obs, at(9)).log_reads] == [W0]
+    assert [r.pod for r in reconcile_job(job, obs, at(9)).asks] == [W0]
 
 
 def test_launcher_workload_does_not_capture_workers_early() -> None:
@@ -440,10 +447,10 @@ def test_crashlooping_worker_is_recorded_from_its_previous_run() -> None:
                  last_state=terminated(exit_code=1, finished=at(30)))
     obs = Observation(trainjob=trainjob(state="failed"), worker_pods=(worker,))
     first = reconcile_job(job, obs, at(60))
-    assert [(r.pod, r.container, r.previous) for r in first.log_reads] == [(W0, "node", True)]
+    assert [(r.pod, r.container, r.previous) for r in first.asks] == [(W0, "node", True)]
     # A tail of the current run does not answer the request for the previous one.
     current = attrs.evolve(obs, log_tails=(tail(worker, text="current run\n"),))
-    assert reconcile_job(job, current, at(60)).log_reads == first.log_reads
+    assert reconcile_job(job, current, at(60)).asks == first.asks
     answered = attrs.evolve(obs, log_tails=(tail(worker, text="sshd exited\n", previous=True),))
     plan = reconcile_job(job, answered, at(60))
     assert _true(plan) == ("Failed", "WorkloadFailed")
@@ -505,7 +512,10 @@ def test_previous_generation_disruption_is_not_node_evidence() -> None:
 def test_workload_refused_for_good_is_platform_failure() -> None:
     """A create the API server refused for good fails the Job with WorkloadCreationError, a
     Platform AdmissionRejected class, no blamed node and a Warning event."""
-    obs = Observation(create_rejected='admission webhook "v.trainer" denied the request: bad')
+    refused = CreateError(kind="TrainJob", name="j1-workload", namespace="ns", code=403,
+                          reason="Forbidden",
+                          message='admission webhook "v.trainer" denied the request: bad')
+    obs = Observation(feedback=Feedback(create_rejections=(refused,)))
     plan = reconcile_job(make_job(), obs, at(0))
     assert _true(plan) == ("Failed", "WorkloadCreationError")
     assert plan.status is not None and plan.status.failure_class is not None

@@ -29,6 +29,7 @@ from cre.core.measurement import (
 )
 from cre.core.ncclparse import NcclLineParser, SizeAggregate
 from cre.core.observed import ContainerState, ContainerStatusView, PodView
+from cre.core.plan import ConfirmAbsent, Feedback
 from cre.core.trio import set_exclusive
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -91,14 +92,19 @@ def _answer(request: ReadRequest, log: list[str], *, error: str | None = None) -
                       lines_at_last=window.lines_at_last, transports=tuple(parser.transports))
 
 
+def _read(plan: MeasurementPlan) -> ReadRequest | None:
+    """The (single) log read ``plan`` asks for, if any."""
+    return next((a for a in plan.asks if isinstance(a, ReadRequest)), None)
+
+
 def _pass(bm: BandwidthMeasurement, obs: MeasurementObservation, now: datetime,
           log: list[str], *, error: str | None = None) -> tuple[BandwidthMeasurement,
                                                                MeasurementPlan]:
     plan = reconcile_measurement(bm, obs, now)
-    if plan.read is not None:
-        obs = attrs.evolve(obs, read=_answer(plan.read, log, error=error))
+    if _read(plan) is not None:
+        obs = attrs.evolve(obs, read=_answer(_read(plan), log, error=error))
         plan = reconcile_measurement(bm, obs, now)
-        assert plan.read is None
+        assert _read(plan) is None
     if plan.status is not None:
         bm = attrs.evolve(bm, status=plan.status)
     return bm, plan
@@ -120,11 +126,11 @@ def test_provisional_windows_never_double_count() -> None:
     assert [(r.size_bytes, r.samples) for r in bm.status.results] == [(1024, 1), (2048, 1)]
     assert bm.status.sampled_through == "2026-12-01T10:00:01.200000000Z"
     assert _cond(bm, ConditionType.MEASURING) == ("True", MeasurementReason.JOB_RUNNING)
-    assert [g.size_bytes for g in plan.gauges] == [1024, 2048]
+    assert plan.status is not None and plan.requeue_after == 30.0
     # The next read starts at the anchor's second and re-sees both lines: they are skipped.
     log += _log([("2026-12-01T10:00:01.200000000Z", 4096, 40.0),
                  ("2026-12-01T10:00:40Z", 1024, 30.0)])
-    request = reconcile_measurement(bm, RUNNING, at(40)).read
+    request = _read(reconcile_measurement(bm, RUNNING, at(40)))
     assert request is not None and request.since_time == at(1)
     assert request.anchor == "2026-12-01T10:00:01.200000000Z" and request.skip_lines == 1
     bm, _ = _pass(bm, RUNNING, at(40), log)
@@ -136,14 +142,14 @@ def test_sample_interval_throttles() -> None:
     """No read before sampleInterval has passed since the last sample."""
     bm, _ = _pass(_bm(), RUNNING, at(5), [])
     plan = reconcile_measurement(bm, RUNNING, at(20))
-    assert plan.read is None and plan.requeue_after == 15.0
+    assert _read(plan) is None and plan.requeue_after == 15.0
 
 
 def test_no_read_while_container_waits() -> None:
     """A crash-looping launcher is not read; the anchor stays."""
     obs = attrs.evolve(RUNNING, pods=(_launcher(waiting=True, restarts=2),))
     plan = reconcile_measurement(_bm(sampled_through="2026-12-01T10:00:01Z"), obs, at(5))
-    assert plan.read is None
+    assert _read(plan) is None
     assert plan.status is not None and plan.status.sampled_through == "2026-12-01T10:00:01Z"
 
 
@@ -171,7 +177,7 @@ def test_final_read_replaces_provisional() -> None:
         (1024, "11.00", 2)]
     assert _cond(bm, ConditionType.COMPLETE) == ("True", MeasurementReason.JOB_SUCCEEDED)
     assert bm.status.completion_time == at(50)
-    assert plan.clear_gauges and plan.terminal
+    assert plan.status is not None and plan.status.completion_time == at(50)
 
 
 def test_no_data_collected() -> None:
@@ -210,14 +216,14 @@ def test_first_terminal_write_wins() -> None:
     later = attrs.evolve(obs, job=_job(ConditionType.SUCCEEDED,
                                        reason=JobReason.WORKLOAD_COMPLETED))
     plan = reconcile_measurement(bm, later, at(90))
-    assert plan.status is None and plan.read is None
+    assert plan.status is None and _read(plan) is None
 
 
 def test_job_gone_or_replaced() -> None:
     """A vanished Job is confirmed live; one seen before ends LogsUnavailable; a new uid too."""
     plan = reconcile_measurement(_bm(start_time=T0), MeasurementObservation(), at(5))
-    assert plan.confirm_job_absence
-    gone = MeasurementObservation(job_absence_confirmed=True)
+    assert plan.asks == (ConfirmAbsent(kind="Job", name="j1"),)
+    gone = MeasurementObservation(feedback=Feedback(answered=plan.asks))
     waiting, plan = _pass(_bm(), gone, at(5), [])  # never saw it: waits, visibly
     assert _cond(waiting, ConditionType.MEASURING) == ("False", MeasurementReason.JOB_NOT_FOUND)
     assert _cond(waiting, ConditionType.COMPLETE) is None and plan.requeue_after == 15.0
@@ -258,7 +264,8 @@ def test_job_ref_of_another_kind_fails_saying_which() -> None:
     done, plan = _pass(wrong, RUNNING, at(1), [])
     assert _cond(done, ConditionType.COMPLETE) == ("True", MeasurementReason.INVALID_JOB_REF)
     cond = next(c for c in done.status.conditions if c.type == ConditionType.COMPLETE)
-    assert "'batch'" in cond.message and "Job 'j1'" in cond.message and plan.terminal
+    assert "'batch'" in cond.message and "Job 'j1'" in cond.message
+    assert plan.status is not None
 
 
 def test_missing_job_waits_bounded() -> None:
@@ -266,7 +273,8 @@ def test_missing_job_waits_bounded() -> None:
     naming it), then the measurement completes JobNotFound."""
     from cre.core.measurement import JOB_WAIT_BOUND
 
-    gone = MeasurementObservation(job_absence_confirmed=True, profile=PROFILE)
+    gone = MeasurementObservation(feedback=Feedback(answered=(
+        ConfirmAbsent(kind="Job", name="j1"),)), profile=PROFILE)
     bm, _ = _pass(_bm(), gone, at(0), [])
     bm, _ = _pass(bm, gone, at(JOB_WAIT_BOUND.total_seconds() - 1), [])
     assert _cond(bm, ConditionType.COMPLETE) is None

@@ -21,6 +21,7 @@ from cre.core.logprofile import NCCL_LOOPBACK, compile_profile, shipped_profiles
 from cre.core.measurement import (
     MeasurementObservation,
     MeasurementPlan,
+    ReadRequest,
     ReadResult,
     pods_per_node,
     reconcile_measurement,
@@ -59,10 +60,11 @@ def _final(bus: dict[int, float], *, errors: dict[int, str] | None = None
                                  profile=LOOPBACK, pods=pods)
     bm = attrs.evolve(_bm(), spec=attrs.evolve(_bm().spec, log_profile_ref=NCCL_LOOPBACK))
     plan = reconcile_measurement(bm, obs, at(20))
-    assert plan.read is None and len(plan.reads) == len(bus)
+    reads = [a for a in plan.asks if isinstance(a, ReadRequest) and a.per_node]
+    assert len(reads) == len(plan.asks) == len(bus)
     logs = _logs(bus)
     answers: list[ReadResult] = []
-    for req in plan.reads:
+    for req in reads:
         index = int(req.pod_uid.split("-")[1])
         answers.append(_answer(req, logs[req.pod_uid],
                                error=(errors or {}).get(index)))
@@ -83,7 +85,7 @@ def test_pods_per_node_takes_the_newest_attempt_of_each_index() -> None:
 
 def test_final_read_keeps_one_result_per_node() -> None:
     _, plan = _final({0: 480.0, 1: 480.0, 2: 192.0})
-    assert plan.terminal and plan.status is not None
+    assert plan.status is not None and plan.status.completion_time is not None
     status = plan.status
     done = next(c for c in status.conditions if c.type == ConditionType.COMPLETE)
     assert done.reason == MeasurementReason.JOB_SUCCEEDED
@@ -97,7 +99,7 @@ def test_final_read_keeps_one_result_per_node() -> None:
 
 def test_a_node_read_that_fails_is_retried_not_judged() -> None:
     _, plan = _final({0: 480.0, 1: 480.0}, errors={1: "connection reset"})
-    assert not plan.terminal and plan.status is not None
+    assert plan.status is not None and plan.status.completion_time is None
     measuring = next(c for c in plan.status.conditions if c.type == ConditionType.MEASURING)
     assert measuring.reason == MeasurementReason.FINAL_READ_PENDING
     assert "pod j1-workload-node-0-1-0: connection reset" in measuring.message

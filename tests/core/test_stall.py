@@ -13,7 +13,7 @@ from cre.api.job import Job
 from cre.api.validate import validate
 from cre.core.job import reconcile_job
 from cre.core.observed import ContainerState, ObjectEvent, PodCondition, PodView
-from cre.core.plan import Observation, Plan
+from cre.core.plan import Feedback, Observation, Plan, ReadEvents
 from cre.core.trio import true_member
 from cre.testing.strategies.job import T0, at, make_job, node, pod, running_status, trainjob
 
@@ -87,13 +87,16 @@ def test_a_trainjob_that_never_starts_fails_with_its_events() -> None:
     Job WorkloadStalled with them (Platform class, no node blamed, workload deleted)."""
     job = make_job(status=running_status())
     early = reconcile_job(job, Observation(trainjob=trainjob()), at(1199))
-    assert not early.read_workload_events and early.status is None  # still running
+    assert not early.asks and early.status is None  # still running
     asks = reconcile_job(job, Observation(trainjob=trainjob()), at(1200))
-    assert asks.read_workload_events and not asks.writes
+    assert asks.asks == (ReadEvents(kind="TrainJob", name="j1-workload"),)
+    assert not asks.writes
     events = (ObjectEvent(type="Warning", reason="TrainJobResourcesCreationFailed",
                           message="TrainJob resources reconciliation failed: "
                                   "TrainingRuntime mpi-runtime not found", count=7),)
-    plan = reconcile_job(job, Observation(trainjob=trainjob(), workload_events=events), at(1200))
+    answered = Feedback(answered=asks.asks)
+    plan = reconcile_job(job, Observation(trainjob=trainjob(), workload_events=events,
+                                          feedback=answered), at(1200))
     reason, message = _current(plan)
     assert reason == "WorkloadStalled"
     assert "did not start within startupStallTimeoutSeconds 1200s" in message
@@ -112,7 +115,7 @@ def test_a_suspended_trainjob_is_not_a_startup_stall() -> None:
     """A suspended (queued) TrainJob without pods is pending, however long it waits."""
     job = make_job(status=running_status())
     plan = reconcile_job(job, Observation(trainjob=trainjob(state="suspended")), at(7200))
-    assert not plan.read_workload_events
+    assert not plan.asks
     assert _current(plan)[0] == "WorkloadPending"
 
 
@@ -122,7 +125,7 @@ def test_a_workload_whose_jobset_was_built_is_no_startup_stall() -> None:
     job = make_job(status=running_status())
     built = attrs.evolve(trainjob(), jobs_built=True)
     plan = reconcile_job(job, Observation(trainjob=built), at(7200))
-    assert not plan.read_workload_events and plan.status is None
+    assert not plan.asks and plan.status is None
 
 
 def test_unschedulable_past_the_stall_timeout_fails_platform_unschedulable() -> None:

@@ -25,7 +25,12 @@ from cre.core import deferral as D
 from cre.core.job import reconcile_job
 from cre.core.jobmeasure import bandwidth_manifest
 from cre.core.logprofile import compile_profile, shipped_profiles
-from cre.core.measurement import MeasurementObservation, ReadResult, reconcile_measurement
+from cre.core.measurement import (
+    MeasurementObservation,
+    ReadRequest,
+    ReadResult,
+    reconcile_measurement,
+)
 from cre.core.ncclparse import SizeResult
 from cre.core.observed import ContainerState, ContainerStatusView, PodView
 from cre.core.plan import Observation
@@ -73,10 +78,11 @@ class Run:
         obs = MeasurementObservation(job=job, profile=None if self.found == "noprofile"
                                      else PROFILE, pods=(_launcher(self.job_name),))
         plan = reconcile_measurement(self.bm, obs, now)
-        if plan.read is not None:
+        read = next((a for a in plan.asks if isinstance(a, ReadRequest)), None)
+        if read is not None:
             rows = () if self.found == "nodata" else (SizeResult(
                 size_bytes=1 << 30, alg_bw="1.00", bus_bw=f"{self.found:.2f}", samples=1),)
-            answer = ReadResult(request=plan.read, results=rows, rows=len(rows))
+            answer = ReadResult(request=read, results=rows, rows=len(rows))
             plan = reconcile_measurement(self.bm, attrs.evolve(obs, read=answer), now)
         if plan.status is not None:
             self.bm = attrs.evolve(self.bm, status=plan.status)

@@ -23,8 +23,8 @@ from cre.api.meta import Condition, ConditionStatus
 from cre.core import noderesults as NR
 from cre.core.classify import group_nodes
 from cre.core.observed import NodeView
-from cre.core.workflow import WorkflowSettings, reconcile_workflow
-from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING
+from cre.core.workflow import WorkflowSettings, live_read
+from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING, reconcile_workflow
 from tests.core.jobtier import Story, check_emittable
 from tests.core.tierworld import (
     WorkflowWorld,
@@ -266,7 +266,7 @@ def test_health_monitor_node_is_failed_and_the_rerun_judges_the_rest() -> None:
     relaunch = next(p for p in world.plans
                     if any(c.name.endswith("-retry-1") and c.kind == "Job" for c in p.creates)
                     or any(d.kind == "Job" and "group-1" in d.name for d in p.deletes))
-    assert any(u.name == failed_cm for u in relaunch.upserts)
+    assert any(c.name == failed_cm and c.replace for c in relaunch.creates)
     retry = next(j for j in world.jobs.values() if (j.metadata.name or "").endswith("-retry-1"))
     assert group_nodes(retry) == ("gpu-03", "gpu-04")
     assert _records(world, NR.FAILED) == {"gpu-05"}
@@ -489,7 +489,7 @@ def test_missing_job_needs_a_live_read_then_is_a_user_interrupt() -> None:
     world.step(at(1))
     world.jobs.clear()
     plan = reconcile_workflow(world.wf, world.observe(), at(2))
-    assert plan.confirm_live and not plan.writes
+    assert plan.asks == (live_read(world.wf.metadata.name or ""),) and not plan.writes
     world.step(at(2))
     group = world.wf.status.groups[0]
     assert group.failure_class is not None
@@ -635,7 +635,7 @@ def test_a_refused_dependency_create_fails_the_workflow_with_the_api_message() -
     """The shell reports a TrainingRuntime create refused for good (422): the Workflow fails
     DependencyCreationError at once with the API's message, creating nothing more (no retry
     loop); a refused Job create fails JobCreationError the same way."""
-    from cre.core.tierplan import CreateError
+    from cre.core.plan import CreateError, Feedback
 
     world = _world(4, nodesPerJob=2)
     plan = world.step(at(0))
@@ -648,7 +648,7 @@ def test_a_refused_dependency_create_fails_the_workflow_with_the_api_message() -
             'value')
     refused = CreateError(kind="TrainingRuntime", name=runtime.name, namespace="team-a",
                           code=422, reason="Invalid", message=said)
-    obs = attrs.evolve(world.observe(), create_errors=(refused,))
+    obs = attrs.evolve(world.observe(), feedback=Feedback(create_rejections=(refused,)))
     failed_plan = reconcile_workflow(world.wf, obs, at(1), settings=world.settings)
     assert failed_plan.creates == ()
     world.apply(failed_plan)
@@ -661,7 +661,8 @@ def test_a_refused_dependency_create_fails_the_workflow_with_the_api_message() -
     other.step(at(1))  # discovery, groups, first creates
     job_refused = attrs.evolve(refused, kind="Job", name="wf-g0-iter-0", code=403,
                                reason="Forbidden", message="denied")
-    obs2 = attrs.evolve(other.observe(), create_errors=(job_refused,))
+    obs2 = attrs.evolve(other.observe(),
+                        feedback=Feedback(create_rejections=(job_refused,)))
     other.apply(reconcile_workflow(other.wf, obs2, at(2), settings=other.settings))
     assert other.condition("Failed").reason == WorkflowReason.JOB_CREATION_ERROR
     assert "(403 Forbidden): denied" in other.condition("Failed").message

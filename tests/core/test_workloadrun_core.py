@@ -8,12 +8,13 @@ from typing import Any
 import attrs
 
 from cre.api.conditions import ConditionType, Phase, WorkflowReason, WorkloadRunReason
-from cre.api.converter import structure
+from cre.api.converter import structure, to_dict
 from cre.api.goodput import GoodputMeasurement
 from cre.api.meta import Condition, ConditionStatus, NamespacedName, OwnerReference
 from cre.api.workflow import OrchestrationStatus, Workflow
 from cre.api.workloadrun import JobGoodput, WorkloadRun
 from cre.core.observed import NodeView
+from cre.core.plan import ConfirmAbsent, CreateConflict, Feedback
 from cre.core.trio import set_exclusive
 from cre.core.workloadrun import (
     RunObservation,
@@ -132,8 +133,9 @@ def test_suspected_outage_is_copied_from_the_workflow() -> None:
 def test_missing_workflow_is_confirmed_live_before_failing() -> None:
     """A Workflow absent from the cache is read live first; gone live -> WorkflowDeleted."""
     run, _ = started(run_of(), nodes(2))
-    assert reconcile(run, RunObservation(nodes=nodes(2))).confirm_live
-    plan = reconcile(run, RunObservation(nodes=nodes(2), read_live=True))
+    asked = reconcile(run, RunObservation(nodes=nodes(2))).asks
+    assert asked == (ConfirmAbsent(kind="Workflow", name=run.metadata.name or ""),)
+    plan = reconcile(run, RunObservation(nodes=nodes(2), feedback=Feedback(answered=asked)))
     assert reason(plan)[0] == WorkloadRunReason.WORKFLOW_DELETED
 
 
@@ -146,7 +148,10 @@ def test_foreign_workflow_of_the_same_name_fails_the_run() -> None:
                        uid="other", controller=True),)))
     plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=foreign))
     assert reason(plan)[0] == WorkloadRunReason.WORKFLOW_NAME_COLLISION
-    plan = reconcile(run, RunObservation(nodes=nodes(2), create_conflict=True))
+    held = CreateConflict(kind="Workflow", name=run.metadata.name or "",
+                          holder=to_dict(foreign))
+    plan = reconcile(run, RunObservation(nodes=nodes(2),
+                                         feedback=Feedback(create_conflicts=(held,))))
     assert reason(plan)[0] == WorkloadRunReason.WORKFLOW_NAME_COLLISION
 
 

@@ -27,15 +27,16 @@ from cre.core.certification import (
 )
 from cre.core.certification_build import build_workflow, discover_for
 from cre.core.discovery import Discovery
-from cre.core.observed import NodeTaint, NodeView
-from cre.core.tierplan import ObjectView
+from cre.core.observed import NodeTaint, NodeView, ObjectView
+from cre.core.plan import Feedback
 from cre.core.trio import set_exclusive
 from cre.core.workflow import (
     WorkflowObservation,
     WorkflowPlan,
     WorkflowSettings,
-    reconcile_workflow,
+    live_read,
 )
+from cre.core.workflow_run import reconcile_workflow
 from tests.core.jobtier import Story, check_emittable, job_tier_status
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -157,15 +158,17 @@ class WorkflowWorld:
     uid_counter: int = 0
 
     def observe(self, *, read_live: bool = False) -> WorkflowObservation:
+        answered = (live_read(self.wf.metadata.name or ""),) if read_live else ()
         return WorkflowObservation(nodes=self.nodes, jobs=tuple(self.jobs.values()),
                                    dependencies=tuple(self.deps.values()),
-                                   config_maps=dict(self.config_maps), read_live=read_live)
+                                   config_maps=dict(self.config_maps),
+                                   feedback=Feedback(answered=answered))
 
     def step(self, now: datetime) -> WorkflowPlan:
         """One reconcile (with a live re-read when asked), applied."""
         plan = reconcile_workflow(self.wf, self.observe(), now, settings=self.settings)
-        if plan.confirm_live:
-            assert not plan.writes, "a confirm_live plan carries no writes"
+        if plan.asks:
+            assert not plan.writes, "a plan that asks carries no writes"
             plan = reconcile_workflow(self.wf, self.observe(read_live=True), now,
                                       settings=self.settings)
         self.apply(plan)
@@ -188,6 +191,10 @@ class WorkflowWorld:
                 assert obj is not None and obj.uid == d.uid, d
                 del self.deps[(d.kind, d.name)]
         for c in plan.creates:
+            if c.replace:  # a node-result ConfigMap
+                self.config_maps[c.name] = {k: base64.b64decode(v)
+                                            for k, v in c.body["binaryData"].items()}
+                continue
             self.created.append((c.kind, c.name))
             self.uid_counter += 1
             uid = f"uid-{self.uid_counter}"
@@ -203,9 +210,6 @@ class WorkflowWorld:
                 self.deps[(c.kind, c.name)] = ObjectView(
                     api_version=c.api_version, kind=c.kind, name=c.name,
                     namespace=c.namespace, uid=uid)
-        for u in plan.upserts:
-            self.config_maps[u.name] = {k: base64.b64decode(v)
-                                        for k, v in u.body["binaryData"].items()}
         if plan.status is not None:
             wf = attrs.evolve(wf, status=plan.status)
         self.events += [(e.reason, e.message) for e in plan.events]
@@ -260,8 +264,8 @@ class CertificationWorld:
     def step(self, now: datetime) -> CertificationPlan:
         obs = CertificationObservation(nodes=self.nodes, workflows=tuple(self.workflows.values()))
         plan = reconcile_certification(self.cert, obs, now, catalog=catalog())
-        if plan.confirm_live:
-            obs = attrs.evolve(obs, read_live=True)
+        if plan.asks:
+            obs = attrs.evolve(obs, feedback=Feedback(answered=plan.asks))
             plan = reconcile_certification(self.cert, obs, now, catalog=catalog())
         self.plans.append(plan)
         cert = self.cert

@@ -21,7 +21,7 @@ from kube_emu import (
 from cre.api import labels as L
 from cre.api.watch import WatchEventType
 from cre.core.observed import PodView
-from cre.core.plan import LogRequest
+from cre.core.plan import ReadLog
 from cre.core.projections import pod_view
 from cre.kube.client import PODS
 from cre.kube.factory import InformerFactory
@@ -179,11 +179,11 @@ async def test_live_reads_and_log_tail() -> None:
         listed = await live_list_pods(client, label_selector=L.JOB, namespace="cre", page_size=1)
         assert [p.name for p in listed] == ["w-0"]
         emu.append_log("cre", "w-0", "node", "".join(f"line {i}\n" for i in range(10)))
-        tail = await read_pod_log(client, LogRequest(namespace="cre", pod="w-0", container="node",
+        tail = await read_pod_log(client, ReadLog(namespace="cre", pod="w-0", container="node",
                                                      pod_uid="u-w0", tail_lines=2))
         assert (tail.text, tail.error, tail.pod_uid, tail.previous) == (
             "line 8\nline 9\n", None, "u-w0", False)
-        missing = await read_pod_log(client, LogRequest(namespace="cre", pod="gone",
+        missing = await read_pod_log(client, ReadLog(namespace="cre", pod="gone",
                                                         container="node", previous=True))
         assert missing.text == "" and missing.error == "pod cre/gone not found"
         assert missing.previous, "the tail says which run it was read for"

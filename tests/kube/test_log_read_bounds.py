@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cre.core.logtext import FORBIDDEN
-from cre.core.plan import LIMIT_BYTES, LogRequest
+from cre.core.plan import LIMIT_BYTES, ReadLog
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.pods import read_pod_log
 from cre.testing.apiserver import serve
@@ -33,7 +33,7 @@ async def test_a_server_ignoring_limit_bytes_is_cut_at_the_limit(tmp_path: Path)
                                           limit_bytes=100_001)
             assert len(text.encode()) == 100_000  # the split character dropped, not replaced
             assert set(text) == {"é"}
-            tail = await read_pod_log(client, LogRequest(namespace="n", pod="p",
+            tail = await read_pod_log(client, ReadLog(namespace="n", pod="p",
                                                          container="c"))
             assert tail.error is None and len(tail.text.encode()) == LIMIT_BYTES
         finally:
@@ -51,7 +51,7 @@ async def test_emulator_log_with_escapes_and_no_newline_is_kept_clean_and_bounde
                 namespace="n")
             body = "\x1b]0;pwned\x07\x1b[31m" + "#" * (3 * 1024 * 1024) + "\rEND\x00"
             emu.append_log("n", "p", "c", body)
-            tail = await read_pod_log(client, LogRequest(namespace="n", pod="p", container="c"))
+            tail = await read_pod_log(client, ReadLog(namespace="n", pod="p", container="c"))
             assert tail.error is None
             assert len(tail.text.encode()) <= LIMIT_BYTES
             assert not FORBIDDEN & set(tail.text)

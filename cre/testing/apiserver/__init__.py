@@ -5,7 +5,10 @@ with the ``kube_emulator`` fixture, or as a process with ``python -m cre.testing
 See ``docs/design/003-api-emulator.md`` for its scope.
 """
 
+from ._cel import Program as CelProgram
+from ._cel import compile_expression as compile_cel
 from .emulator import Clock, Emulator, Objects, serve
 from .faults import Faults
 
-__all__ = ["Clock", "Emulator", "Faults", "Objects", "serve"]
+# The CEL compiler of CRD rules is exported for the offline schema checks (cre.testing.schemas).
+__all__ = ["CelProgram", "Clock", "Emulator", "Faults", "Objects", "compile_cel", "serve"]

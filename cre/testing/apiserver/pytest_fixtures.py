@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cre.testing import crds as upstream_crds
+from cre._vendor import crds as upstream_crds
 
 from .emulator import Emulator, serve
 

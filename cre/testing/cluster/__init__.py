@@ -10,8 +10,9 @@ from cre.testing.cluster.clock import SimClock
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.memory import MemoryCluster
 from cre.testing.cluster.profiles import PROFILES, Profile, get_profile, node_manifest
+from cre.testing.cluster.program import Role
 from cre.testing.cluster.runtime import SimulatedCluster, simulate
-from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.cluster.stubs import Behaviour, Override
 
 __all__ = [
     "PROFILES",

@@ -30,10 +30,11 @@ from cre.kube.client import KubeClient
 from cre.testing.cluster import engine
 from cre.testing.cluster.clock import SimClock
 from cre.testing.cluster.config import SimConfig
+from cre.testing.cluster.kubelet_logs import KubeletLogs
 from cre.testing.cluster.profiles import PROFILES, get_profile
+from cre.testing.cluster.program import Role
 from cre.testing.cluster.runtime import HttpLogSink, LogSink, SimulatedCluster
-from cre.testing.cluster.stubs import Behaviour, Override, Role
-from cre.testing.controlplane.kubelet_logs import KubeletLogs
+from cre.testing.cluster.stubs import Behaviour, Override
 
 # What a failing launcher prints: the NCCL InfiniBand completion error of a broken link.
 FAILURE_MESSAGE: Final = (

@@ -59,7 +59,8 @@ from cre.testing.cluster.model import (
     ns_of,
     uid_of,
 )
-from cre.testing.cluster.stubs import Override, Program, Role, StubContext, choose, override_matches
+from cre.testing.cluster.program import Program, Role, StubContext
+from cre.testing.cluster.stubs import Override, choose, override_matches
 
 TERMINAL = ("Succeeded", "Failed")
 

@@ -50,7 +50,8 @@ from cre.testing.cluster.model import (
     key_of,
 )
 from cre.testing.cluster.profiles import node_manifest
-from cre.testing.cluster.stubs import Behaviour, Override, Role
+from cre.testing.cluster.program import Role
+from cre.testing.cluster.stubs import Behaviour, Override
 
 log = logging.getLogger("cre.testing.cluster")
 RETRY_WALL_MIN = 0.02  # seconds before retrying after a failed write (simulated 1 s if longer)
@@ -396,7 +397,7 @@ async def simulate(emu: Any = None, *, kubeconfig: str | None = None, profile: s
 
     ``logs`` replaces the default log sink (the emulator's), and ``node_status`` adds node
     status fields, e.g. a real kube-apiserver's way to
-    :class:`~cre.testing.controlplane.kubelet_logs.KubeletLogs`.
+    :class:`~cre.testing.cluster.kubelet_logs.KubeletLogs`.
 
     ``async with simulate(emu, profile="aws-h100", nodes=2, scale=50) as cluster:`` -- the
     nodes exist and every mirror has synced when the block starts; leaving it stops the

@@ -29,7 +29,7 @@ from __future__ import annotations
 import shlex
 from typing import Final
 
-from cre.testing.cluster.stubs import Program, StubContext, TimedLine
+from cre.testing.cluster.program import Program, StubContext, TimedLine
 
 MARKERS: Final = ("pretrain_gpt", "megatron", "cre-stub-trainer")
 

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "up":
             crds = args.crds
             if args.workloads and crds is None:
-                from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+                from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
                 crds = [JOBSET_OLDEST, TRAINER_OLDEST, plane.CRE_CRDS]
             running = plane.start(workdir=args.dir.resolve(), crds=crds, detach=True,
@@ -92,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                                   scheduler=args.scheduler)
             try:
                 if args.kwok:
-                    running.start_kwok(detach=True)
+                    from .kwok import start_kwok
+
+                    start_kwok(running, detach=True)
                 if args.workloads:
                     from . import workloads
 

@@ -10,8 +10,8 @@ into batch Jobs, the real Job controller into pods, the scheduler binds them to 
 and KWOK runs them.
 
 KWOK pods have no processes and so no logs. The fake nodes therefore carry ``InternalIP
-127.0.0.1`` and the port of a :class:`~.kubelet_logs.KubeletLogs` server in
-``status.daemonEndpoints`` (KWOK's node stages here only patch conditions, nodeInfo and phase,
+127.0.0.1`` and the port of a :class:`~cre.testing.cluster.kubelet_logs.KubeletLogs` server
+in ``status.daemonEndpoints`` (KWOK's node stages here only patch conditions, nodeInfo and phase,
 so both fields stay), and :class:`LauncherLogs` writes a launcher's output into that server the
 moment its pod appears, long before KWOK terminates it: kube-apiserver's pod-log proxy then
 serves it to CRE exactly as a kubelet would.
@@ -43,11 +43,11 @@ from cre.kube.client import (
     KubeClient,
     Resource,
 )
+from cre.testing.cluster.kubelet_logs import KubeletLogs
 from cre.testing.cluster.profiles import get_profile
 
 from . import kwok as K
 from .backend import RealBackend
-from .kubelet_logs import KubeletLogs
 from .plane import ControlPlane, ControlPlaneError, start
 from .workloads import WorkloadControllers
 from .workloads import start as start_workloads

@@ -2,9 +2,9 @@
 
 The Job harness (:mod:`cre.testing.jobharness`) and ``python -m bench capture`` need two things
 from their API server: a kubeconfig and a way to give a container a log. On the real server the
-log half is :class:`~.kubelet_logs.KubeletLogs`, reached through the nodes' status, so
-:func:`real_logs_backend` starts it and registers the named nodes with the status that points
-kube-apiserver at it; everything else goes through the real API.
+log half is :class:`~cre.testing.cluster.kubelet_logs.KubeletLogs`, reached through the nodes'
+status, so :func:`real_logs_backend` starts it and registers the named nodes with the status that
+points kube-apiserver at it; everything else goes through the real API.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import attrs
 
 from cre.kube.client import NODES, ApiError, KubeClient
+from cre.testing.cluster.kubelet_logs import KubeletLogs
 
-from .kubelet_logs import KubeletLogs
 from .plane import ControlPlane
 
 

@@ -105,7 +105,8 @@ class KwokBuildReport:
     bin_bytes: int
 
 
-def _require(go_mod: Path, module: str) -> str:
+def required_version(go_mod: Path, module: str) -> str:
+    """The version ``go_mod`` requires of ``module``; :class:`Unavailable` when it names none."""
     text = go_mod.read_text(encoding="utf-8")
     match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
     if match is None:
@@ -117,8 +118,8 @@ def versions() -> Versions:
     """The pinned versions, read from the ``go.mod`` files."""
     if not TOOLS.is_dir():
         raise Unavailable(f"{TOOLS} is missing (the control plane builds from a source checkout)")
-    return Versions(kubernetes=_require(KUBE_MODULE / "go.mod", "k8s.io/kubernetes"),
-                    etcd=_require(ETCD_MODULE / "go.mod", "go.etcd.io/etcd/server/v3"))
+    return Versions(kubernetes=required_version(KUBE_MODULE / "go.mod", "k8s.io/kubernetes"),
+                    etcd=required_version(ETCD_MODULE / "go.mod", "go.etcd.io/etcd/server/v3"))
 
 
 def cache_root() -> Path:
@@ -130,7 +131,8 @@ def cache_root() -> Path:
     return Path(xdg) / "cre" / "controlplane"
 
 
-def _digest(modules: tuple[Path, ...], ldflags: str) -> str:
+def modules_digest(modules: tuple[Path, ...], ldflags: str) -> str:
+    """A digest of the modules' go.mod, go.sum and main.go and the link flags (a build stamp)."""
     digest = hashlib.sha256()
     for module in modules:
         for name in ("go.mod", "go.sum", "main.go"):
@@ -143,7 +145,7 @@ def _digest(modules: tuple[Path, ...], ldflags: str) -> str:
 
 def source_digest() -> str:
     """A hash of everything the etcd and kube builds read from the repository."""
-    return _digest((KUBE_MODULE, ETCD_MODULE), _ldflags(versions()))
+    return modules_digest((KUBE_MODULE, ETCD_MODULE), _ldflags(versions()))
 
 
 KWOK_LDFLAGS = "-s -w"
@@ -153,12 +155,12 @@ def kwok_version() -> str:
     """The pinned ``sigs.k8s.io/kwok`` version, read from ``tools/controlplane/kwok/go.mod``."""
     if not KWOK_MODULE.is_dir():
         raise Unavailable(f"{KWOK_MODULE} is missing (KWOK builds from a source checkout)")
-    return _require(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok")
+    return required_version(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok")
 
 
 def kwok_digest() -> str:
     """A hash of everything the KWOK build reads from the repository."""
-    return _digest((KWOK_MODULE,), KWOK_LDFLAGS)
+    return modules_digest((KWOK_MODULE,), KWOK_LDFLAGS)
 
 
 def _kwok_bin_dir(version: str) -> Path:
@@ -220,16 +222,16 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> BuildReport:
     found = locate()
     if found is not None:
         return BuildReport(binaries=found, built=False, seconds=0.0,
-                           bin_bytes=_size(found.bin_dir))
+                           bin_bytes=folder_bytes(found.bin_dir))
     pinned = versions()
     final = cache_root() / pinned.label / "bin"
-    built = _build_into(final, [(ETCD_MODULE, "etcd", "-s -w"),
+    built = build_into(final, [(ETCD_MODULE, "etcd", "-s -w"),
                                 (KUBE_MODULE, "kube", _ldflags(pinned))],
                         links=COMPONENTS, stamp=source_digest(), jobs=jobs, label=pinned.label,
                         log=log)
     binaries = Binaries(bin_dir=final, versions=pinned)
     return BuildReport(binaries=binaries, built=built, seconds=time.monotonic() - started,
-                       bin_bytes=_size(final))
+                       bin_bytes=folder_bytes(final))
 
 
 def ensure_kwok_built(*, jobs: int = 2, log: bool = False) -> KwokBuildReport:
@@ -243,7 +245,7 @@ def ensure_kwok_built(*, jobs: int = 2, log: bool = False) -> KwokBuildReport:
                                bin_bytes=found.path.stat().st_size)
     version = kwok_version()
     final = _kwok_bin_dir(version)
-    built = _build_into(final, [(KWOK_MODULE, "kwok", KWOK_LDFLAGS)], links=(),
+    built = build_into(final, [(KWOK_MODULE, "kwok", KWOK_LDFLAGS)], links=(),
                         stamp=kwok_digest(), jobs=jobs, label=f"kwok-{version}", log=log)
     kwok = KwokBinary(path=final / "kwok", version=version)
     return KwokBuildReport(kwok=kwok, built=built, seconds=time.monotonic() - started,
@@ -270,7 +272,7 @@ def _current(final: Path, outputs: list[tuple[Path, str, str]], stamp: str) -> b
         and all((final / output).is_file() for _, output, _ in outputs)
 
 
-def _build_into(final: Path, outputs: list[tuple[Path, str, str]], *, links: tuple[str, ...],
+def build_into(final: Path, outputs: list[tuple[Path, str, str]], *, links: tuple[str, ...],
                 stamp: str, jobs: int, label: str, log: bool) -> bool:
     """``go build`` each (module, output, ldflags) into a staging folder next to ``final``,
     add the ``links`` to the last output and the stamp, then swap the folder into place.
@@ -322,5 +324,6 @@ def _ldflags(pinned: Versions) -> str:
     return " ".join(flags)
 
 
-def _size(folder: Path) -> int:
+def folder_bytes(folder: Path) -> int:
+    """The bytes of the regular files directly in ``folder`` (links not counted)."""
     return sum(p.stat().st_size for p in folder.iterdir() if p.is_file() and not p.is_symlink())

@@ -31,8 +31,8 @@ from typing import Any
 import attrs
 from ruamel.yaml import YAML
 
+from cre._vendor.crds import LATEST as UPSTREAM_CRDS
 from cre.testing.apiserver.emulator import make_certificates
-from cre.testing.crds import LATEST as UPSTREAM_CRDS
 
 from .build import REPO, Binaries, Unavailable, ensure_built
 
@@ -117,7 +117,7 @@ class ControlPlane:
     @property
     def serving_cert(self) -> tuple[Path, Path]:
         """(certificate, key) for 127.0.0.1 signed by the plane's CA (which kube-apiserver
-        also trusts for kubelets: :mod:`.kubelet_logs` serves logs with it)."""
+        also trusts for kubelets: :mod:`cre.testing.cluster.kubelet_logs` serves logs with it)."""
         return self.workdir / "pki" / "server.crt", self.workdir / "pki" / "server.key"
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -260,13 +260,6 @@ class ControlPlane:
         return self.start_component("kube-scheduler", [
             f"--kubeconfig={self.kubeconfig}", "--secure-port=0", "--leader-elect=false",
         ], detach=detach)
-
-    def start_kwok(self, *, detach: bool = False) -> Component:
-        """KWOK playing the kubelets of the ``type=kwok`` nodes with CRE's stages (:mod:`.kwok`:
-        fake GPU nodes, pods scripted by annotations)."""
-        from .kwok import start_kwok
-
-        return start_kwok(self, detach=detach)
 
     def stop(self) -> None:
         """Stop every component, newest first; remove the scratch folder if it made it."""

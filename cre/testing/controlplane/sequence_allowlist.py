@@ -8,9 +8,26 @@ without saying why.
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Final
 
-from .sequences import Allowed
+import attrs
+
+
+@attrs.frozen
+class Allowed:
+    """A difference that is understood: scenarios and object keys (fnmatch patterns) it
+    covers, which side of the comparison (``sequence`` or ``collected``) and why."""
+
+    scenario: str
+    obj: str
+    where: str
+    reason: str
+
+    def covers(self, scenario: str, *, where: str, obj: str) -> bool:
+        """Whether this entry explains a difference of ``obj`` on side ``where``."""
+        return (fnmatch.fnmatchcase(scenario, self.scenario) and where == self.where
+                and fnmatch.fnmatchcase(obj, self.obj))
 
 ALLOWED: Final[tuple[Allowed, ...]] = (
     Allowed(scenario="*", obj="*.nodeName", where="collected",

@@ -24,7 +24,6 @@ runs' sequences are compared per object, and so is the scenario's collected gold
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import json
 import re
 import time
@@ -39,9 +38,10 @@ from cre.api.watch import WatchEventType
 from cre.kube.client import BATCH_JOBS, JOBSETS, PODS, TRAINJOBS, KubeClient, Resource
 from cre.kube.informer import Informer, ReflectorConfig
 from cre.testing.cluster.clock import SimClock
+from cre.testing.cluster.kubelet_logs import KubeletLogs
 
-from .kubelet_logs import KubeletLogs
 from .plane import Component, ControlPlane
+from .sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS, Allowed
 
 SIM_ROLES_WITH_REAL: Final = frozenset({"trainer", "jobset", "nodelifecycle", "kubelet"})
 SIM_ROLES_WITH_WORKLOADS: Final = frozenset({"nodelifecycle", "kubelet"})
@@ -65,21 +65,6 @@ SKIPS_WITH_WORKLOADS: Final[Mapping[str, str]] = {
                        "on a RestartJobSet failure policy), so the wait never ends",
 }
 SETTLE_BOUND: Final = 90.0  # wall seconds at most spent waiting for a run's deletions
-
-
-@attrs.frozen
-class Allowed:
-    """A difference that is understood: scenarios and object keys (fnmatch patterns) it
-    covers, which side of the comparison (``sequence`` or ``collected``) and why."""
-
-    scenario: str
-    obj: str
-    where: str
-    reason: str
-
-    def covers(self, scenario: str, diff: Difference) -> bool:
-        return (fnmatch.fnmatchcase(scenario, self.scenario) and diff.where == self.where
-                and fnmatch.fnmatchcase(diff.obj, self.obj))
 
 
 @attrs.frozen
@@ -339,7 +324,7 @@ def compare(scenario: str, sim: tuple[Mapping[str, list[Any]], Any],
             diffs.append(Difference("collected", path, flat_a.get(path), flat_b.get(path)))
     out = []
     for d in diffs:
-        entry = next((e for e in allowed if e.covers(scenario, d)), None)
+        entry = next((e for e in allowed if e.covers(scenario, where=d.where, obj=d.obj)), None)
         out.append(attrs.evolve(d, reason=entry.reason) if entry else d)
     if not out:
         return "equal", ()
@@ -431,7 +416,7 @@ def workload_plane() -> ControlPlane:
     """A plane for ``workloads=True``: the JobSet and Trainer CRDs at the versions the real
     controllers are built at (the default plane installs the newest vendored ones), CRE's
     CRDs, and the garbage-collector and namespace controllers."""
-    from cre.testing.crds import JOBSET_OLDEST, TRAINER_OLDEST
+    from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 
     from .plane import CRE_CRDS, start
 
@@ -456,8 +441,6 @@ def compare_scenarios(plane: ControlPlane, names: Sequence[str], *,
 
     ``plane`` must run the garbage collector and namespace controllers (as
     ``real_control_plane`` does) and not the Job controller or kube-scheduler."""
-    from .sequence_allowlist import ALLOWED, ALLOWED_WITH_WORKLOADS
-
     allow = (ALLOWED_WITH_WORKLOADS if workloads else ALLOWED) if allowed is None else allowed
     runnable, results = [], {}
     skips = SKIPS_WITH_WORKLOADS if workloads else SKIPS

@@ -21,7 +21,15 @@ from pathlib import Path
 
 import attrs
 
-from .build import TOOLS, Unavailable, _build_into, _digest, _require, _size, cache_root
+from .build import (
+    TOOLS,
+    Unavailable,
+    build_into,
+    cache_root,
+    folder_bytes,
+    modules_digest,
+    required_version,
+)
 
 WORKLOADS = TOOLS / "workloads"
 JOBSET_MODULE = WORKLOADS / "jobset"
@@ -70,8 +78,8 @@ def versions() -> WorkloadVersions:
     if not WORKLOADS.is_dir():
         raise Unavailable(f"{WORKLOADS} is missing (the controllers build from a source checkout)")
     return WorkloadVersions(
-        jobset=_require(JOBSET_MODULE / "go.mod", "sigs.k8s.io/jobset"),
-        trainer=_require(TRAINER_MODULE / "go.mod", "github.com/kubeflow/trainer/v2"))
+        jobset=required_version(JOBSET_MODULE / "go.mod", "sigs.k8s.io/jobset"),
+        trainer=required_version(TRAINER_MODULE / "go.mod", "github.com/kubeflow/trainer/v2"))
 
 
 LDFLAGS = "-s -w"
@@ -79,7 +87,7 @@ LDFLAGS = "-s -w"
 
 def source_digest() -> str:
     """A hash of everything the build reads from the repository."""
-    return _digest((JOBSET_MODULE, TRAINER_MODULE), LDFLAGS)
+    return modules_digest((JOBSET_MODULE, TRAINER_MODULE), LDFLAGS)
 
 
 def locate() -> WorkloadBinaries | None:
@@ -104,14 +112,14 @@ def ensure_built(*, jobs: int = 2, log: bool = False) -> WorkloadBuildReport:
     found = locate()
     if found is not None:
         return WorkloadBuildReport(binaries=found, built=False, seconds=0.0,
-                                   bin_bytes=_size(found.bin_dir))
+                                   bin_bytes=folder_bytes(found.bin_dir))
     pinned = versions()
     final = cache_root() / pinned.label / "bin"
     # Trainer first: its graph holds JobSet's API package, the JobSet build then reuses it.
-    built = _build_into(final, [(TRAINER_MODULE, "trainer", LDFLAGS),
+    built = build_into(final, [(TRAINER_MODULE, "trainer", LDFLAGS),
                                 (JOBSET_MODULE, "jobset", LDFLAGS)],
                         links=(), stamp=source_digest(), jobs=jobs, label=pinned.label, log=log)
     binaries = WorkloadBinaries(bin_dir=final, versions=pinned)
     return WorkloadBuildReport(binaries=binaries, built=built, seconds=time.monotonic() - started,
-                               bin_bytes=_size(final))
+                               bin_bytes=folder_bytes(final))
 

@@ -194,7 +194,7 @@ def start(plane: ControlPlane, *, jobset: bool = True, trainer: bool = True,
     they cannot be built here and :class:`ControlPlaneError` when one fails to come up.
     ``detach``: the processes outlive this one (the CLI's ``up``; ``down`` stops them).
 
-    The plane should serve the CRDs of the pinned versions (``cre.testing.crds`` vendors
+    The plane should serve the CRDs of the pinned versions (``cre._vendor.crds`` vendors
     ``jobset-v0.11.1`` and ``trainer-v2.2.0``)."""
     binaries = binaries or ensure_built().binaries
     pki = plane.workdir / "pki"

@@ -22,6 +22,7 @@ from cre.api.conditions import ConditionType, JobReason, Phase
 from cre.api.job import CheckpointSpec, FailureLog, Job, JobSpec, JobStatus, WorkloadSpec
 from cre.api.labels import GROUP_NODES, JOB, JOB_FINALIZER, LAUNCHER
 from cre.api.meta import ObjectMeta
+from cre.core.job import JobPlan
 from cre.core.observed import (
     ContainerState,
     ContainerStatusView,
@@ -33,7 +34,14 @@ from cre.core.observed import (
     PodView,
     TrainJobView,
 )
-from cre.core.plan import Observation, Plan
+from cre.core.plan import (
+    ConfirmAbsent,
+    CreateConflict,
+    Feedback,
+    ListLive,
+    Observation,
+    ReadLog,
+)
 from cre.core.trio import set_exclusive
 from cre.core.workload import TRAINJOB_KIND, reference, workload_name
 
@@ -128,6 +136,44 @@ def trainjob(
                         deletion_timestamp=at(1) if deleting else None)
 
 
+def trainjob_object(view: TrainJobView) -> dict[str, Any]:
+    """The served TrainJob whose slim view is ``view`` (a create conflict's live holder)."""
+    def stamp(when: datetime | None) -> str | None:
+        return when.isoformat() if when is not None else None
+
+    meta: dict[str, Any] = {
+        "name": view.name, "namespace": view.namespace, "uid": view.uid,
+        "labels": dict(view.labels), "creationTimestamp": stamp(view.creation_timestamp),
+        "ownerReferences": [{"apiVersion": r.api_version, "kind": r.kind, "name": r.name,
+                             "uid": r.uid, "controller": r.controller}
+                            for r in view.owner_refs]}
+    if view.deletion_timestamp is not None:
+        meta["deletionTimestamp"] = stamp(view.deletion_timestamp)
+    conditions = [{k: v for k, v in (("type", c.type), ("status", c.status),
+                                     ("reason", c.reason), ("message", c.message))
+                   if v is not None} for c in view.conditions]
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": TRAINJOB_KIND,
+            "metadata": meta, "spec": {"suspend": view.suspended},
+            "status": {"conditions": conditions}}
+
+
+def name_taken(view: TrainJobView) -> Feedback:
+    """The feedback of a workload create whose name ``view``'s TrainJob holds."""
+    return Feedback(create_conflicts=(CreateConflict(kind=TRAINJOB_KIND, name=view.name,
+                                                     holder=trainjob_object(view)),))
+
+
+def live_pods(job_name: str = JOB_NAME) -> tuple[ListLive, ListLive]:
+    """The asks for a Job's worker and launcher pods, listed live."""
+    return (ListLive(kind="Pod", selector=f"{JOB}={job_name}"),
+            ListLive(kind="Pod", selector=f"{LAUNCHER}={job_name}"))
+
+
+def workload_absence(job_name: str = JOB_NAME) -> ConfirmAbsent:
+    """The ask: is the Job's workload really gone?"""
+    return ConfirmAbsent(kind=TRAINJOB_KIND, name=workload_name(job_name))
+
+
 def terminated(*, exit_code: int = 1, reason: str = "Error", finished: datetime | None = None
                ) -> ContainerState:
     """A terminated container state."""
@@ -197,7 +243,7 @@ def tail(p: PodView, container: str = "node", *, text: str | None = None,
 # --- what the shell does with a Plan --------------------------------------------------------
 
 
-def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
+def apply_plan(job: Job, obs: Observation, plan: JobPlan, *, now: datetime,
                logs: Mapping[str, str] | None = None) -> tuple[Job, Observation]:
     """The Job and Observation after the shell carried out ``plan`` in an otherwise still world.
 
@@ -215,7 +261,7 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
     job = attrs.evolve(job, metadata=attrs.evolve(meta, resource_version=version),
                        status=plan.status if plan.status is not None else job.status)
     trainjob_view = obs.trainjob
-    confirmed = obs.workload_absence_confirmed
+    answered = list(obs.feedback.answered)
     for create in plan.creates:
         if create.kind == TRAINJOB_KIND:
             trainjob_view = trainjob(job_name=job.metadata.name or "",
@@ -225,13 +271,14 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
         if delete.kind == TRAINJOB_KIND and trainjob_view is not None and (
             trainjob_view.uid == delete.uid
         ):
-            trainjob_view, confirmed = None, True
-    if plan.confirm_workload_absence and trainjob_view is None:
-        confirmed = True
-    pods_live = obs.pods_read_live or plan.confirm_pods_live
+            trainjob_view = None
+            answered.append(workload_absence(job.metadata.name or ""))
+    for ask in plan.asks:
+        if not isinstance(ask, ConfirmAbsent) or trainjob_view is None:
+            answered.append(ask)
     pods = {p.name: p for p in obs.launcher_pods + obs.worker_pods}
     tails = list(obs.log_tails)
-    for req in plan.log_reads:
+    for req in (a for a in plan.asks if isinstance(a, ReadLog)):
         if req.pod in pods:
             text = (logs or {}).get(req.pod, f"log of {req.pod}/{req.container}\n")
             tails.append(LogTail(namespace=req.namespace, pod=req.pod, container=req.container,
@@ -240,12 +287,11 @@ def apply_plan(job: Job, obs: Observation, plan: Plan, *, now: datetime,
             tails.append(LogTail(namespace=req.namespace, pod=req.pod, container=req.container,
                                  error=f'pods "{req.pod}" not found', pod_uid=req.pod_uid,
                                  previous=req.previous))
-    events = obs.workload_events
-    if plan.read_workload_events and events is None:
-        events = ()  # the workload's Events, as the shell reads them: none in a still world
-    return job, attrs.evolve(obs, trainjob=trainjob_view, workload_absence_confirmed=confirmed,
-                             create_conflict=None, log_tails=tuple(tails),
-                             pods_read_live=pods_live, workload_events=events)
+    # The workload's Events, as the shell reads them: none in a still world.
+    feedback = Feedback(answered=tuple(answered),
+                        create_rejections=obs.feedback.create_rejections)
+    return job, attrs.evolve(obs, trainjob=trainjob_view, log_tails=tuple(tails),
+                             feedback=feedback)
 
 
 # --- hypothesis strategies --------------------------------------------------------------------
@@ -304,11 +350,14 @@ def observations(draw: st.DrawFn, job: Job) -> Observation:
         conflict = trainjob(job_name=job.metadata.name or "", job_uid=job.metadata.uid or "",
                             uid="tj-conflict", owned=draw(st.booleans()),
                             deleting=draw(st.booleans()))
+    name = job.metadata.name or ""
+    answered = (*((workload_absence(name),) if draw(st.booleans()) else ()),
+                *(live_pods(name) if draw(st.booleans()) else ()))
+    feedback = Feedback(answered=answered) if conflict is None else attrs.evolve(
+        name_taken(conflict), answered=answered)
     return Observation(
         trainjob=view,
-        workload_absence_confirmed=draw(st.booleans()),
-        pods_read_live=draw(st.booleans()),
-        create_conflict=conflict,
+        feedback=feedback,
         launcher_pods=draw(pods(launcher=True, prefix="j1-workload-launcher-0-0")),
         worker_pods=draw(pods(launcher=False, prefix="j1-workload-node-0")),
         nodes=nodes,
@@ -343,7 +392,7 @@ def times() -> st.SearchStrategy[datetime]:
     return _seconds.map(at)
 
 
-def plan_summary(plan: Plan) -> dict[str, Any]:
+def plan_summary(plan: JobPlan) -> dict[str, Any]:
     """A compact, comparable view of a plan (for assertion messages)."""
     return {
         "creates": [c.name for c in plan.creates],
@@ -351,10 +400,8 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
         "patches": [dict(p.body) for p in plan.patches],
         "status": plan.status is not None,
         "events": [(e.type, e.reason) for e in plan.events],
-        "log_reads": [(r.pod, r.container) for r in plan.log_reads],
-        "confirm": plan.confirm_workload_absence,
-        "confirm_pods": plan.confirm_pods_live,
-        "read_events": plan.read_workload_events,
+        "asks": [type(a).__name__ for a in plan.asks],
+        "log_reads": [(a.pod, a.container) for a in plan.asks if isinstance(a, ReadLog)],
     }
 
 

@@ -15,8 +15,8 @@ from typing import Any, Final
 
 import attrs
 
-from cre.testing.crds import ALL as BUNDLED_CRD_DIRS
-from cre.testing.crds import JOBSET_LATEST, TRAINER_LATEST
+from cre._vendor.crds import ALL as BUNDLED_CRD_DIRS
+from cre._vendor.crds import JOBSET_LATEST, TRAINER_LATEST
 from cre.testing.golden.jsonpath import JsonPathError
 from cre.testing.golden.jsonpath import parse as parse_jsonpath
 
