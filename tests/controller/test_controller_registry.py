@@ -107,16 +107,24 @@ async def test_controllers_share_one_informer_and_one_watch_per_query(
         asked = [i for ctl in c.values() for i in ctl.informers]
         assert len({id(i) for i in asked}) == len(factory.informers) < len(asked)
         since = shared_emulator.audit.seq
+
+        def watches(resource: str) -> int:
+            return sum(r.verb == "watch" and r.resource == resource
+                       and r.namespace in ("", namespace)
+                       for r in shared_emulator.audit.since(since))
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(factory.run)
             with anyio.fail_after(20):
                 for ctl in c.values():
                     await ctl.wait_synced()
+                # Every reflector has listed; wait until their watches reached the server.
+                while watches(NODES.plural) < 1 or watches(PODS.plural) < 2:  # noqa: ASYNC110
+                    await anyio.sleep(0.05)
             assert factory.has_synced()
+            await anyio.sleep(0.5)  # a duplicate informer's watch would have arrived by now
             tg.cancel_scope.cancel()
-        watches = [r for r in shared_emulator.audit.since(since) if r.verb == "watch"]
-        assert sum(r.resource == NODES.plural for r in watches) == 1
-        assert sum(r.resource == PODS.plural and r.namespace == namespace
-                   for r in watches) == 2
+        assert watches(NODES.plural) == 1
+        assert watches(PODS.plural) == 2
     finally:
         await client.close()
