@@ -217,7 +217,9 @@ class CertificationStatus:
     conditions: tuple[Condition, ...] = attrs.field(
         default=(), metadata=c(list_map_keys=("type",), doc=(
             "Latest observations of the object's state (InProgress, Succeeded, Failed and "
-            "kind-specific types), keyed by type.")))
+            "kind-specific types), keyed by type. CleanedUp (once terminal): True/"
+            "WorkloadsReleased when every TrainJob of the run and its pods are gone; False/"
+            "WorkloadsRemaining naming the Workflows that still hold workloads and why.")))
     phase: Phase | None = attrs.field(default=None, metadata=c(doc=(
         "One-word summary of the True condition: Pending, Running, Succeeded or Failed.")))
     observed_generation: int | None = attrs.field(

@@ -2,8 +2,9 @@
 
 Every lifecycle tier (Certification, Workflow, Job, WorkloadRun) carries the exclusive trio
 InProgress / Succeeded / Failed: exactly one is True, the other two are False with reason
-``NotApplicable`` (``Superseded`` on WorkloadRun). ``ValidationFailed`` and ``HardwareFailed`` are
-additive and independent of the trio. ``status.phase`` mirrors the True trio member as a
+``NotApplicable`` (``Superseded`` on WorkloadRun). ``ValidationFailed``, ``HardwareFailed``,
+``WorkloadReleased`` (Job) and ``CleanedUp`` (Workflow, Certification) are additive and
+independent of the trio. ``status.phase`` mirrors the True trio member as a
 single word for ``kubectl get``. Reasons are ``StrEnum`` members so they compare equal to the
 plain strings read back from the server.
 """
@@ -29,6 +30,12 @@ class ConditionType(enum.StrEnum):
     # Workflow (copied to Certification and WorkloadRun): at least 2 groups and at least
     # failurePolicy.outageThresholdPercent of one iteration's groups ended infra-aborted.
     SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
+    # Job: its finished workload (TrainJob, and with it JobSet, batch Jobs, pods) was deleted
+    # and confirmed gone (True), or why it is still there (False).
+    WORKLOAD_RELEASED = "WorkloadReleased"
+    # Workflow / Certification, once terminal: every workload of the run is gone (True), or
+    # which remain and why (False).
+    CLEANED_UP = "CleanedUp"
 
 
 # Exactly one of these is True at any time on a lifecycle tier.
@@ -39,6 +46,8 @@ ADDITIVE: Final = (
     ConditionType.HARDWARE_FAILED,
     ConditionType.INCOMPLETE,
     ConditionType.SUSPECTED_CLUSTER_OUTAGE,
+    ConditionType.WORKLOAD_RELEASED,
+    ConditionType.CLEANED_UP,
 )
 
 
@@ -125,6 +134,22 @@ class JobReason(enum.StrEnum):
     IMAGE_PULL_FAILED = "ImagePullFailed"
     # Pods of the workload stayed unschedulable past schedulingStallTimeout.
     WORKLOAD_UNSCHEDULABLE = "WorkloadUnschedulable"
+
+
+class ReleaseReason(enum.StrEnum):
+    """Reasons of a finished Job's ``WorkloadReleased`` condition (cre.core.release)."""
+
+    RELEASED = "Released"  # True: the TrainJob and the Job's pods are gone (or never existed)
+    MEASUREMENT_PENDING = "MeasurementPending"  # a measurement still needs the pods' logs
+    RELEASING = "Releasing"  # the TrainJob was deleted; it or the Job's pods are still there
+    HELD_BY_FINALIZER = "HeldByFinalizer"  # the TrainJob's deletion waits on a finalizer
+
+
+class CleanupReason(enum.StrEnum):
+    """Reasons of the ``CleanedUp`` condition of a finished Workflow or Certification."""
+
+    WORKLOADS_RELEASED = "WorkloadsReleased"
+    WORKLOADS_REMAINING = "WorkloadsRemaining"
 
 
 class FailedNodeReason(enum.StrEnum):

@@ -7,6 +7,7 @@ opaque JSON: CRE patches it through the renderer, and the Trainer CRD owns its s
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
@@ -35,6 +36,15 @@ from cre.api.meta import (
 # The longest imagePullGraceSeconds accepted: one hour (a registry that has not answered in an
 # hour will not answer within a certification run).
 IMAGE_PULL_GRACE_MAX = 3600
+
+
+class WorkloadRetention(enum.StrEnum):
+    """What happens to a finished Job's workload (TrainJob, and under it JobSet, batch Jobs,
+    pods): kept until the Job is deleted, or released once nothing needs its pods
+    (``cre.core.release``)."""
+
+    RETAIN = "Retain"
+    RELEASE = "Release"
 
 
 @attrs.frozen(kw_only=True)
@@ -193,6 +203,14 @@ class JobSpec:
     timeout_per_job: str | None = attrs.field(default=None, metadata=duration_field(doc=(
         "Fail with JobTimedOut this long after the workload was first seen running, a Go "
         "duration such as 90s or 1h30m. Unset: no limit.")))
+    workload_retention: WorkloadRetention | None = attrs.field(default=None, metadata=c(doc=(
+        "What happens to the workload once the Job is finished. Retain (unset): it stays "
+        "until the Job is deleted (a workload that timed out or ran on a node found broken is "
+        "deleted at once either way). Release: once its failure log is captured and its "
+        "measurements completed (at most measurementTimeout and 30s after the Job ended), the "
+        "TrainJob is deleted and its pods are awaited; the WorkloadReleased condition says "
+        "when, or what keeps them. A Workflow sets Release on its group Jobs unless its "
+        "jobTemplate says otherwise.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -244,7 +262,10 @@ class JobStatus:
         default=(), metadata=c(list_map_keys=("type",), doc=(
             "Latest observations of the object's state (InProgress, Succeeded, Failed and "
             "kind-specific types), keyed by type. HardwareFailed and ValidationFailed may be "
-            "True next to the execution state.")))
+            "True next to the execution state. WorkloadReleased (workloadRetention Release, "
+            "once finished): True/Released when the TrainJob and the Job's pods are confirmed "
+            "gone; False with MeasurementPending, Releasing or HeldByFinalizer saying what "
+            "keeps them.")))
     phase: Phase | None = attrs.field(default=None, metadata=c(doc=(
         "One-word summary of the True condition: Pending, Running, Succeeded or Failed.")))
     failed_nodes: tuple[FailedNode, ...] = attrs.field(

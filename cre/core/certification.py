@@ -61,6 +61,7 @@ from cre.core.certification_build import (
     entry_name,
     precheck,
 )
+from cre.core.cleanup import with_cleanup, workflow_remains
 from cre.core.conditions import set_additive, set_trio
 from cre.core.discovery import DiscoveryFailure, describe_target, waiting_detail
 from cre.core.observed import NodeView
@@ -128,6 +129,13 @@ def reconcile_certification(
     ctx = _Ctx(cert=cert, obs=observation, now=now, catalog=catalog, settings=settings)
     if cert.metadata.deletion_timestamp is not None:
         return _deletion(ctx)
+    owned = (w for w in ctx.obs.workflows if ctx.owns(w))
+    return with_cleanup(_reconcile(ctx), cert.status, (workflow_remains(w) for w in owned),
+                        noun="Workflow", now=now, generation=cert.metadata.generation)
+
+
+def _reconcile(ctx: _Ctx) -> CertificationPlan:
+    cert, catalog = ctx.cert, ctx.catalog
     if L.CERTIFICATION_FINALIZER not in cert.metadata.finalizers:
         body = {"metadata": {"finalizers": [*cert.metadata.finalizers,
                                             L.CERTIFICATION_FINALIZER]}}

@@ -12,6 +12,8 @@ For each group and iteration this module:
   labels ``cre.dev/job`` / ``cre.dev/launcher`` and the spread anti-affinity to the Job's name,
   references to the group's own copies of job-scoped dependencies;
 * tolerates exactly the target's ``taintSelectors`` when they are set;
+* sets ``workloadRetention: Release`` unless the template sets it (the finished group's
+  workload is deleted once nothing needs its pods, cre.core.release);
 * copies ``timeoutPerJob`` (the Job tier enforces it and captures the timeout log, launcher
   first), the thresholds and ``measurementTimeout``;
 * sets the Workflow's ``nodeHealthMonitor`` when it has one; else keeps the default node-health
@@ -30,6 +32,7 @@ from typing import Any, Final
 
 from cre.api import labels as L
 from cre.api.converter import unstructure
+from cre.api.job import WorkloadRetention
 from cre.api.workflow import Workflow
 from cre.core.deps import rewrite
 from cre.core.discovery import admits_cordoned
@@ -162,6 +165,9 @@ def group_job(
                                                 renames=renames,
                                                 tolerations=_tolerations(workflow))
     spec["workload"] = workload
+    # The verdict is the Workflow's; once a group's Job is finished and its logs and
+    # measurements are read, its workload goes (cre.core.release), unless the template says.
+    spec.setdefault("workloadRetention", WorkloadRetention.RELEASE.value)
     execution = workflow.spec.orchestration.execution
     if execution is not None and execution.timeout_per_job:
         spec["timeoutPerJob"] = execution.timeout_per_job

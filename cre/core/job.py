@@ -29,7 +29,7 @@ import attrs
 
 from cre.api.conditions import ConditionType, JobReason, Phase
 from cre.api.errors import describe
-from cre.api.job import FailureLog, Job, JobStatus
+from cre.api.job import FailureLog, Job, JobStatus, WorkloadRetention
 from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
@@ -60,6 +60,7 @@ from cre.core.plan import (
     ReadLog,
 )
 from cre.core.projections import trainjob_view
+from cre.core.release import is_released, release
 from cre.core.timeouts import parse_duration, resume_clock, seconds_left
 from cre.core.trio import bound_note, set_exclusive, true_member
 from cre.core.workload import (
@@ -75,13 +76,6 @@ from cre.core.workload import (
 )
 
 _TERMINAL_POD_PHASES: Final = ("Succeeded", "Failed")
-# Failures that delete the workload (it would hold its GPUs) and their condition reasons.
-_DELETE_ON_FAILURE: Final = (Cause.TIMEOUT, Cause.HARDWARE_FAILED, Cause.STARTUP_STALLED,
-                              Cause.TRAINING_STALLED, Cause.IMAGE_PULL_FAILED,
-                              Cause.UNSCHEDULABLE)
-_DELETE_ON_FAILURE_REASONS: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED,
-                                     JobReason.WORKLOAD_STALLED, JobReason.IMAGE_PULL_FAILED,
-                                     JobReason.WORKLOAD_UNSCHEDULABLE)
 # metav1.Condition.message is at most 32768 characters; keep the status writable.
 CONDITION_MESSAGE_LIMIT: Final = 32768
 JobPlan = Plan[JobStatus]
@@ -144,19 +138,33 @@ def reconcile_job(
     if current is not None and current.type == ConditionType.SUCCEEDED:
         return _judge(ctx, ctx.job.status, None)
     if current is not None and current.type == ConditionType.FAILED:
-        return _terminal(ctx, current.reason)
+        return _terminal(ctx)
     return _lifecycle(ctx)
 
 
-def _terminal(ctx: _Ctx, reason: str) -> JobPlan:
-    """A finished Job: nothing to do, except that a timed-out workload still holds its GPUs
-    until it is deleted, and the delete that followed the Failed write may have failed."""
-    view = ctx.obs.trainjob
-    ref = ctx.job.status.workload_ref
-    if (reason in _DELETE_ON_FAILURE_REASONS and view is not None and ref is not None
-            and owned_by(view, ctx.job) and view.uid == ref.uid):
-        return ctx.plan(deletes=_delete_workload(view))
-    return ctx.plan()
+def _terminal(ctx: _Ctx) -> JobPlan:
+    """A finished Job: release its workload once nothing needs its pods (cre.core.release)."""
+    return _released(ctx, ctx.job.status, events=())
+
+
+def _released(ctx: _Ctx, status: JobStatus, *, events: tuple[EventSpec, ...],
+              requeue_after: float | None = None) -> JobPlan:
+    """The Plan of a finished Job whose new status is ``status`` (``events``: those of this
+    pass), with the release step added; live confirmations are asked for only on a pass that
+    writes nothing else (a Plan carrying a request carries no writes)."""
+    quiet = status == ctx.job.status and not events
+    step = release(ctx.job, status, ctx.obs, ctx.now, verify=quiet,
+                   absence=ctx.workload_absence, live_pods=ctx.live_pods)
+    if step.asks:
+        return ctx.plan(asks=step.asks)
+    if ctx.job.spec.workload_retention == WorkloadRetention.RELEASE and not is_released(
+            step.status):
+        poll = ctx.settings.drain_poll_interval
+        requeue_after = poll if requeue_after is None else min(requeue_after, poll)
+    changed = step.status != ctx.job.status
+    every = (*events, *((step.event,) if step.event is not None else ()))
+    return ctx.plan(status=step.status if changed else None, events=every if changed else (),
+                    deletes=step.deletes, requeue_after=requeue_after)
 
 
 # --- status helpers ---------------------------------------------------------------------------
@@ -536,9 +544,7 @@ def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> JobPlan:
                                 timeout=parse_duration(job.spec.measurement_timeout or "5m"),
                                 cap=ctx.settings.poll_interval)
     events = tuple(e for e in (event, judged.event) if e is not None)
-    changed = judged.status != ctx.job.status
-    return ctx.plan(status=judged.status if changed else None,
-                    events=events if changed else (), requeue_after=judged.requeue_after)
+    return _released(ctx, judged.status, events=events, requeue_after=judged.requeue_after)
 
 
 def _early_capture(
@@ -632,10 +638,10 @@ def _fail(
     )
     new, event = _with_condition(ctx, status, member=ConditionType.FAILED, reason=reason,
                                  message=message)
-    # A timed-out workload, or one on a node the monitor flagged, still holds its GPUs: delete
-    # it (UID precondition).
-    deletes = _delete_workload(view) if cause in _DELETE_ON_FAILURE else ()
-    return _finish(ctx, new, event, deletes=deletes)
+    # The workload is released in the same write when nothing needs its pods; a timed-out
+    # workload, or one on a node the monitor flagged, still holds its GPUs and is deleted at
+    # once (cre.core.release).
+    return _released(ctx, new, events=(event,) if event is not None else ())
 
 
 # --- deletion ---------------------------------------------------------------------------------

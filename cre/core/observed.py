@@ -182,6 +182,8 @@ class TrainJobView:
     resource_version: str = ""
     # ``status.jobsStatus`` is non-empty: Trainer built the JobSet (the workload started once).
     jobs_built: bool = False
+    # ``metadata.finalizers``: what a deletion of the workload waits for.
+    finalizers: tuple[str, ...] = ()
 
     def label(self, key: str) -> str | None:
         """The value of one label, or ``None``."""

@@ -345,6 +345,8 @@ def trainjob_view(obj: JSON) -> TrainJobView:
         or "",
         # Trainer mirrors its JobSet's replicated jobs here once it built them.
         jobs_built=bool(status.get("jobsStatus")),
+        finalizers=tuple(_s(_str(obj, f, f"metadata.finalizers[{i}]") or "") for i, f in
+                         enumerate(_list(obj, meta.get("finalizers"), "metadata.finalizers"))),
     )
 
 

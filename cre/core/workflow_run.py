@@ -39,6 +39,7 @@ from cre.api.workflow import (
 )
 from cre.core import deferral as D
 from cre.core import noderesults as NR
+from cre.core.cleanup import job_remains, with_cleanup
 from cre.core.conditions import set_additive
 from cre.core.deps import suffix
 from cre.core.groupjob import workload_tolerations
@@ -87,6 +88,13 @@ def reconcile_workflow(
     ctx = WorkflowCtx(wf=wf, obs=observation, now=now, settings=settings)
     if wf.metadata.deletion_timestamp is not None:
         return deletion_plan(ctx)
+    remaining = (job_remains(j) for j in observation.jobs)
+    return with_cleanup(_reconcile(ctx), wf.status, remaining,
+                        noun="Job", now=now, generation=ctx.generation)
+
+
+def _reconcile(ctx: WorkflowCtx) -> WorkflowPlan:
+    wf, observation = ctx.wf, ctx.obs
     if L.WORKFLOW_FINALIZER not in wf.metadata.finalizers:
         body = {"metadata": {"finalizers": [*wf.metadata.finalizers, L.WORKFLOW_FINALIZER]}}
         return ctx.plan(patches=(Patch(body=body),))

@@ -40,6 +40,7 @@ from cre.api import labels as L
 from cre.api.common import TargetSpec
 from cre.api.converter import unstructure
 from cre.api.durations import duration_seconds
+from cre.api.job import WorkloadRetention
 from cre.api.workloadrun import RunTestScale, WorkloadRun
 from cre.render import runplatform as RP
 from cre.render import scripts
@@ -399,8 +400,11 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
                  "trainer": trainer,
                  "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {
                      "template": {"spec": {"replicatedJobs": replicated}}}}]}
+    # The user's own workload: its pods, and their logs, stay for the user to read until the
+    # WorkloadRun is deleted (a Certification's runs release theirs: cre.core.release).
     job_spec: dict[str, Any] = {"workload": {"trainJob": train_job},
-                                "nodeHealthMonitor": {"cel": {"expression": NODE_HEALTH_CEL}}}
+                                "nodeHealthMonitor": {"cel": {"expression": NODE_HEALTH_CEL}},
+                                "workloadRetention": WorkloadRetention.RETAIN.value}
     labels = dict(spec.workload_metadata.labels) if spec.workload_metadata else {}
     if gang is not None:
         labels[gang.queue_label_key] = gang.queue

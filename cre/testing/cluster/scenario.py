@@ -27,6 +27,7 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - nodeNotReady: {node: aws-h100-node-1}       # also: nodeReady
       - cordon: {node: aws-h100-node-1}             # spec.unschedulable (also: uncordon)
       - delete: {kind: TrainJob, name: ar-workload}
+      - patch: {kind: TrainJob, name: ar-workload, body: {metadata: {finalizers: [x/y]}}}
       - apiFault: {errors: [{code: 500, verb: create, resource: pods, rate: 1.0}]}
       - refuseCreate: {resource: trainjobs, code: 403,   # as admission would (400/403/409/422)
                        message: 'admission webhook "x" denied the request: ...'}
@@ -40,6 +41,7 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar, fields: [status]}
       - {kind: Pod, labels: {cre.dev/launcher: ar}, fields: [metadata.name, status.phase]}
       - nodeResults: wf         # a Workflow's node-result ConfigMaps, decoded
+      - report: c               # what `cre report -o json` prints for Certification c
       - facts: {kind: GoodputMeasurement, name: j-goodput, checks: ["status.result < 1"]}
                                 # comparisons on run-dependent numbers (cluster.facts)
 
@@ -314,6 +316,12 @@ class ScenarioRun:
         elif action == "delete":
             res = resource_for(arg, where=where)
             await self.client.delete(res, str(arg["name"]), namespace=self.namespace)
+        elif action == "patch":
+            # A JSON merge patch, as `kubectl patch --type merge` sends it (e.g. a finalizer
+            # another controller puts on a workload).
+            res = resource_for(arg, where=where)
+            await self.client.patch(res, str(arg["name"]), dict(arg["body"]),
+                                    namespace=self.namespace)
         elif action == "apiFault":
             if self.emu is None:
                 raise ScenarioError(f"{where}: apiFault needs an in-process emulator")
@@ -379,6 +387,13 @@ class ScenarioRun:
                 raise ScenarioError(f"{where}.facts: no object matches {dict(spec)}")
             return {"facts": check_facts(objs[0], list(spec.get("checks") or []),
                                          where=f"{where}.facts")}
+        if "report" in item:
+            # What `cre report -o json` prints for the Certification, read from the cluster.
+            from cre.cli.cluster import get_certification, snapshot
+            from cre.cli.report import build_report, report_json
+
+            cert = await get_certification(self.client, str(item["report"]), self.namespace)
+            return {"report": report_json(build_report(await snapshot(self.client, cert)))}
         if "logs" in item:
             spec = item["logs"]
             pod = (await self.pods(spec))[int(spec.get("index", 0))]

@@ -19,7 +19,15 @@ import attrs
 from hypothesis import strategies as st
 
 from cre.api.conditions import ConditionType, JobReason, Phase
-from cre.api.job import CheckpointSpec, FailureLog, Job, JobSpec, JobStatus, WorkloadSpec
+from cre.api.job import (
+    CheckpointSpec,
+    FailureLog,
+    Job,
+    JobSpec,
+    JobStatus,
+    WorkloadRetention,
+    WorkloadSpec,
+)
 from cre.api.labels import GROUP_NODES, JOB, JOB_FINALIZER, LAUNCHER
 from cre.api.meta import ObjectMeta
 from cre.core.job import JobPlan
@@ -383,8 +391,11 @@ def jobs(draw: st.DrawFn) -> Job:
             reason="Error", finished_at=at(3), tail="earlier"))
     if draw(st.booleans()):
         status = attrs.evolve(status, scheduling_blocked_since=at(draw(st.integers(0, 600))))
-    return make_job(status=status, max_restarts=restarts, timeout=timeout, launcher=launcher,
-                    deleting_at=at(30) if stage == "deleting" else None)
+    job = make_job(status=status, max_restarts=restarts, timeout=timeout, launcher=launcher,
+                   deleting_at=at(30) if stage == "deleting" else None)
+    # A Workflow's group Job releases its workload once finished (cre.core.release).
+    retention = draw(st.sampled_from([None, WorkloadRetention.RELEASE]))
+    return attrs.evolve(job, spec=attrs.evolve(job.spec, workload_retention=retention))
 
 
 def times() -> st.SearchStrategy[datetime]:
