@@ -26,9 +26,8 @@ import anyio
 from bench.capture import delay_summary
 from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.api.labels import LAUNCHER
-from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
-from cre.kube.client import PODS, TRAINING_RUNTIMES
+from cre.kube.client import JOBS, PODS, TRAINING_RUNTIMES
 from cre.kube.informer import Informer
 from cre.testing.controlplane.allreal import (
     JOBSET_LABEL,

@@ -31,8 +31,8 @@ from typing import Any
 import anyio
 
 from cre.api.watch import WatchEventType
-from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
+from cre.kube.client import JOBS
 from cre.kube.informer import Informer
 from cre.testing import controlplane
 from cre.testing.apiserver import serve

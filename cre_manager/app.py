@@ -20,14 +20,13 @@ from cre.kube.client import KubeClient
 from cre.kube.leader import LeaderElector
 from cre_manager.checks import check_api, check_catalog, check_resources
 from cre_manager.config import ManagerConfig, parse_config
-from cre_manager.controllers import CONTROLLERS, required_resources
+from cre_manager.controllers import required_resources, runnables
 from cre_manager.errors import ConfigError, ExitCode, StartupError
 from cre_manager.gcstats import freeze_heap, install_pause_metrics
 from cre_manager.logs import setup_logging
 from cre_manager.manager import Manager
 from cre_manager.registry import manager_registry
 from cre_manager.retry import StartupBudget
-from cre_manager.runnable import Supervised
 
 log = logging.getLogger("cre_manager")
 
@@ -62,11 +61,10 @@ async def run_manager(config: ManagerConfig, registry: CollectorRegistry | None 
         await check_api(client, budget=budget)
         await check_resources(client, required_resources(config.controllers),
                               namespaces=config.namespaces, budget=budget)
-        runnables = [Supervised(name, CONTROLLERS[name].build(client, config, registry),
-                                CONTROLLERS[name].restart) for name in config.controllers]
         elector = (LeaderElector(client, config.leader_election)
                    if config.leader_election is not None else None)
-        code = await Manager(config=config, runnables=runnables, elector=elector,
+        code = await Manager(config=config, runnables=runnables(client, config, registry),
+                             elector=elector,
                              on_synced=freeze_heap, registry=registry).run()
     except StartupError as exc:
         log.error(exc.message, extra={"exitCode": int(exc.code)})
@@ -81,7 +79,7 @@ async def run_manager(config: ManagerConfig, registry: CollectorRegistry | None 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        config = parse_config(argv, known_controllers=tuple(CONTROLLERS))
+        config = parse_config(argv)
     except ConfigError as exc:
         print(f"cre-manager: {exc.message}", file=sys.stderr)
         return int(exc.code)

@@ -24,6 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from cre import __version__
+from cre.controller.registry import BY_NAME
 from cre.kube.leader import JITTER_FACTOR, LeaderElectionConfig
 from cre_manager.errors import ConfigError
 from cre_manager.logs import LogFormat
@@ -352,7 +353,7 @@ def _csv(r: _Resolver, flag: str, default: str, *, allowed: Sequence[str] | None
 
 
 def parse_config(argv: Sequence[str] | None, env: Mapping[str, str] | None = None, *,
-                 known_controllers: Sequence[str] = ("job", "workflow", "certification")
+                 known_controllers: Sequence[str] = tuple(BY_NAME)
                  ) -> ManagerConfig:
     """Parse and validate; :class:`ConfigError` names the offending flag."""
     env = os.environ if env is None else env

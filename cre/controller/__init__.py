@@ -11,7 +11,9 @@ same runtime, as does :class:`cre.controller.workloadrun.WorkloadRunController`;
 :mod:`cre.controller.tiershell`), the Workflow's views and live reads are in
 :mod:`cre.controller.workflowshell`. The BandwidthMeasurement and GoodputMeasurement controllers
 (:mod:`~cre.controller.measurement`, :mod:`~cre.controller.goodput`) share
-:class:`cre.controller.logmeasure.LogMeasurementController`.
+:class:`cre.controller.logmeasure.LogMeasurementController`. All of them stand on
+:class:`cre.kube.runtime.CoreReconciler` (queue, caches from an informer factory, run and stop),
+and :mod:`cre.controller.registry` lists them once for the manager and the scenario runner.
 """
 
 from cre.controller.certification import CertificationController

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
@@ -34,7 +34,7 @@ from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
 from cre.controller.jobshell import involved_object
 from cre.controller.tiershell import TierController
-from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
+from cre.controller.workflowshell import workflow_from_dict
 from cre.core.certification import (
     DEFAULT_CERTIFICATION_SETTINGS,
     CertificationObservation,
@@ -46,23 +46,19 @@ from cre.core.observed import NodeView
 from cre.core.plan import Ask
 from cre.core.projections import node_view
 from cre.core.trio import true_member
-from cre.kube.client import NODES, KubeClient, Resource
+from cre.kube.client import CERTIFICATIONS, NODES, WORKFLOWS, KubeClient
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.metrics import metrics_for
-from cre.kube.runtime import WatchEvent, enqueue_mapped, enqueue_owner, key_of
+from cre.kube.runtime import WatchEvent, enqueue_mapped, key_of
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
-CERTIFICATIONS: Final = Resource(L.GROUP, L.VERSION, "certifications", kind="Certification")
 CONTROLLER: Final = "certification"
 COMPONENT: Final = "cre.dev/certification-controller"
 INDEX_CERTIFICATION: Final = "certification"
 
 __all__ = ["CERTIFICATIONS", "CertificationController", "certification_from_dict"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def certification_from_dict(raw: dict[str, Any]) -> Certification:
@@ -90,35 +86,29 @@ class CertificationController(TierController[Certification, CertificationObserva
     the categories of ``catalog``."""
 
     def __init__(self, client: KubeClient, *, catalog: Catalog,
-                 namespaces: Sequence[str] | None = None, max_concurrent_reconciles: int = 2,
+                 namespaces: Sequence[str] | None = None,
+                 informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
                  settings: CertificationSettings = DEFAULT_CERTIFICATION_SETTINGS,
-                 clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None,
-                 nodes: Informer[NodeView] | None = None) -> None:
-        """``nodes``: a GPU node cache another controller runs in this process (default: this
-        controller builds and runs its own)."""
-        kube = metrics_for(registry)
+                 clock: Callable[[], datetime] = utcnow,
+                 registry: CollectorRegistry | None = None) -> None:
+        """``informers``: the process's shared informer factory (then its namespaces apply)."""
         super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=CERTIFICATIONS,
                          decode=certification_from_dict, involved=involved_certification,
-                         workers=max_concurrent_reconciles, metrics=kube, clock=clock,
-                         shared=() if nodes is None else (nodes,))
+                         workers=max_concurrent_reconciles, clock=clock, informers=informers,
+                         namespaces=namespaces, registry=registry)
         self.catalog = catalog
         self.settings = settings
-        ns = list(namespaces) if namespaces is not None else None
-        self.certifications: Informer[Certification] = Informer(
-            client, CERTIFICATIONS, transform=certification_from_dict, namespace=ns,
-            metrics=kube, name="cre-certifications")
-        self.workflows: Informer[Workflow] = Informer(
-            client, WORKFLOWS, transform=workflow_from_dict, namespace=ns,
-            label_selector=L.CERTIFICATION,
-            indexers={INDEX_CERTIFICATION: _certification_index}, metrics=kube,
+        self.certifications: Informer[Certification] = self.cache(
+            CERTIFICATIONS, transform=certification_from_dict, name="cre-certifications")
+        self.workflows: Informer[Workflow] = self.cache(
+            WORKFLOWS, transform=workflow_from_dict, label_selector=L.CERTIFICATION,
+            indexers={INDEX_CERTIFICATION: _certification_index},
             name="certification-workflows")
-        self.nodes: Informer[NodeView] = nodes or Informer(
-            client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
-            name="certification-gpu-nodes", metrics=kube)
-        self.watch_own(self.certifications)
-        self.connect(self.workflows, enqueue_owner(kind="Certification", group=L.GROUP))
-        self.connect(self.nodes, enqueue_mapped(self._in_progress_keys), node_changed)
+        self.nodes: Informer[NodeView] = self.cache(
+            NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
+            name="gpu-nodes")
+        (self.managed_for(self.certifications).owns(self.workflows)
+            .watches(self.nodes, enqueue_mapped(self._in_progress_keys), node_changed))
 
     def _in_progress_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event

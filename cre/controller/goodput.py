@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import attrs
@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.goodput import GoodputMeasurement
 from cre.controller.goodputmetrics import GoodputMetrics, goodput_metrics_for
-from cre.controller.jobshell import GOODPUTMEASUREMENTS, goodput_from_dict
+from cre.controller.jobshell import goodput_from_dict
 from cre.controller.logmeasure import LogMeasurementController, Wiring
 from cre.core.goodputlog import GoodputParser, LogEvent, compile_goodput_profile
 from cre.core.goodputmeasure import (
@@ -39,9 +39,10 @@ from cre.core.goodputmeasure import (
 )
 from cre.core.jobgoodput import goodput_name
 from cre.core.plan import Ask, ConfirmAbsent
-from cre.kube.client import KubeClient
-from cre.kube.metrics import metrics_for
+from cre.kube.client import GOODPUTMEASUREMENTS, KubeClient
+from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,7 @@ COMPONENT: Final = "cre.dev/goodput-controller"
 _WIRING: Final = Wiring(resource=GOODPUTMEASUREMENTS, decode=goodput_from_dict,
                         measurement_name=goodput_name, controller=CONTROLLER,
                         component=COMPONENT, cache_prefix="goodput",
-                        profiles_cache="goodput-logprofiles", what="goodput measurement")
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+                        what="goodput measurement")
 
 
 class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObservation,
@@ -65,19 +62,20 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
     metrics: GoodputMetrics
 
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
-                 max_concurrent_reconciles: int = 2, log_timeout: float = 120.0,
-                 clock: Callable[[], datetime] = _utcnow,
+                 informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
+                 log_timeout: float = 120.0,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         if time_scale <= 0:
             raise ValueError(f"GoodputController: time_scale must be positive, got {time_scale}")
         # Seconds of ``clock`` per wall second (a simulated clock runs faster): requeues are
         # in clock seconds, the workqueue waits in wall seconds.
         self.time_scale = time_scale
-        kube = metrics_for(registry)
         super().__init__(client, wiring=_WIRING, compile_profile=compile_goodput_profile,
-                         metrics=goodput_metrics_for(registry), kube=kube,
-                         namespaces=namespaces, workers=max_concurrent_reconciles,
-                         log_timeout=log_timeout, clock=clock)
+                         metrics=goodput_metrics_for(registry), registry=registry,
+                         namespaces=namespaces, informers=informers,
+                         workers=max_concurrent_reconciles, log_timeout=log_timeout,
+                         clock=clock)
 
     def series(self, name: str, job: str) -> str:
         return name

@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from typing import Any, Final
+from datetime import datetime
+from typing import Final
 
-import anyio
 import attrs
+from anyio.abc import TaskGroup
 from prometheus_client import CollectorRegistry
 
 from cre.api.goodput import GoodputMeasurement
-from cre.api.job import Job
-from cre.api.labels import GPU_PRESENT, GROUP, JOB
+from cre.api.job import Job, JobStatus
+from cre.api.labels import GPU_PRESENT, JOB
 from cre.api.measurement import BandwidthMeasurement
 from cre.controller.jobevents import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.jobshell import (
-    BANDWIDTHMEASUREMENTS,
-    GOODPUTMEASUREMENTS,
-    JOBS,
     JobReads,
     bandwidth_from_dict,
     by_creation,
@@ -70,11 +67,17 @@ from cre.core.plan import (
 )
 from cre.core.projections import node_view, trainjob_view
 from cre.core.workload import TRAINJOB_KIND, workload_name
-from cre.kube.client import NODES, TRAINJOBS, KubeClient
-from cre.kube.events import EventRecorder
+from cre.kube.client import (
+    BANDWIDTHMEASUREMENTS,
+    GOODPUTMEASUREMENTS,
+    JOBS,
+    NODES,
+    TRAINJOBS,
+    KubeClient,
+)
 from cre.kube.executor import CreateFailed, Outcome, answer, refused_again
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.metrics import metrics_for
 from cre.kube.pods import (
     INDEX_JOB,
     INDEX_LAUNCHER,
@@ -84,16 +87,14 @@ from cre.kube.pods import (
 from cre.kube.runtime import (
     DONE,
     Again,
-    Controller,
-    OwnStatusEcho,
+    CoreReconciler,
     Result,
     converge,
     enqueue_mapped,
-    enqueue_owner,
     key_of,
     object_key,
 )
-from cre.kube.workqueue import WorkQueue
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +110,6 @@ MAX_DEPARTED_WORKERS: Final = 16
 _MEASUREMENT_KINDS: Final = (BANDWIDTH_KIND, GOODPUT_KIND)
 
 __all__ = ["JOBS", "JobController", "job_from_dict", "job_group_nodes"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def job_group_nodes(job: Job) -> tuple[str, ...]:
@@ -142,104 +139,64 @@ def _absorb(obs: Observation, outcome: Outcome) -> Observation:
     return obs
 
 
-class JobController(JobEvents):
+class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
     """Reconciles ``cre.dev/v1alpha1`` Jobs in ``namespaces`` (``None``: all namespaces).
 
+    ``informers``: the process's shared informer factory (then its namespaces apply);
     ``registry``: where the metrics go (default: prometheus-client's default registry).
     ``run()`` until cancelled; ``stop()`` drains; ``queue`` and ``has_synced()`` serve the
     manager's supervision.
     """
 
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
+                 informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 4, settings: JobSettings = DEFAULT_SETTINGS,
-                 log_timeout: float = 10.0, clock: Callable[[], datetime] = _utcnow,
+                 log_timeout: float = 10.0, clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
-        if max_concurrent_reconciles < 1:
-            raise ValueError("JobController: max_concurrent_reconciles must be at least 1, got "
-                             f"{max_concurrent_reconciles}")
         if time_scale <= 0:
             raise ValueError(f"JobController: time_scale must be positive, got {time_scale}")
+        super().__init__(client, name=CONTROLLER, component=COMPONENT,
+                         workers=max_concurrent_reconciles, clock=clock, informers=informers,
+                         namespaces=namespaces, registry=registry)
         # Seconds of ``clock`` per wall second (a simulated clock runs faster): the core's
         # requeues are in clock seconds (its deadlines, e.g. the threshold verdict's, are read
         # on that clock), the workqueue waits in wall seconds.
         self.time_scale = time_scale
-        self.client = client
         self.settings = settings
         self.max_concurrent_reconciles = max_concurrent_reconciles
-        self._clock = clock
-        kube = metrics_for(registry)
         self.metrics = job_metrics_for(registry)
-        ns = list(namespaces) if namespaces is not None else None
-        self.jobs: Informer[Job] = Informer(
-            client, JOBS, transform=job_from_dict, namespace=ns, metrics=kube,
-            indexers={INDEX_GROUP_NODE: job_group_nodes}, name="cre-jobs")
-        self.trainjobs: Informer[TrainJobView] = Informer(
-            client, TRAINJOBS, transform=trainjob_view, namespace=ns, label_selector=JOB,
-            name="cre-trainjobs", metrics=kube)
-        self.workers = worker_pod_informer(client, ns, metrics=kube)
-        self.launchers = launcher_pod_informer(client, ns, metrics=kube)
-        self.measurements: Informer[BandwidthMeasurement] = Informer(
-            client, BANDWIDTHMEASUREMENTS, transform=bandwidth_from_dict, namespace=ns,
-            label_selector=JOB, name="cre-bandwidthmeasurements", metrics=kube)
-        self.goodputs: Informer[GoodputMeasurement] = Informer(
-            client, GOODPUTMEASUREMENTS, transform=goodput_from_dict, namespace=ns,
-            label_selector=JOB, name="cre-goodputmeasurements", metrics=kube)
-        self.nodes: Informer[NodeView] = Informer(
-            client, NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true",
-            name="gpu-nodes", metrics=kube)
+        self.jobs: Informer[Job] = self.cache(
+            JOBS, transform=job_from_dict, indexers={INDEX_GROUP_NODE: job_group_nodes},
+            name="cre-jobs")
+        self.trainjobs: Informer[TrainJobView] = self.cache(
+            TRAINJOBS, transform=trainjob_view, label_selector=JOB, name="cre-trainjobs")
+        self.workers = worker_pod_informer(self.informer_factory)
+        self.launchers = launcher_pod_informer(self.informer_factory)
+        self.measurements: Informer[BandwidthMeasurement] = self.cache(
+            BANDWIDTHMEASUREMENTS, transform=bandwidth_from_dict, label_selector=JOB,
+            name="cre-bandwidthmeasurements")
+        self.goodputs: Informer[GoodputMeasurement] = self.cache(
+            GOODPUTMEASUREMENTS, transform=goodput_from_dict, label_selector=JOB,
+            name="cre-goodputmeasurements")
+        self.nodes: Informer[NodeView] = self.cache(
+            NODES, transform=node_view, label_selector=f"{GPU_PRESENT}=true", name="gpu-nodes")
         # Failed pods deleted before the Job's failure was recorded, by Job key (tombstones).
         self.departed_launchers = Tombstones(per_job=MAX_DEPARTED)
         self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.reads = JobReads(client, self.prefetcher, log_timeout=log_timeout)
-        self.recorder = EventRecorder(client, component=COMPONENT, metrics=kube)
         self.executor = job_executor(client, self.recorder, clock=clock)
-        self.status_echo = OwnStatusEcho()
-        self.controller = Controller(CONTROLLER, self, workers=max_concurrent_reconciles,
-                                     metrics=kube)
-        self.controller.watch(self.jobs, self.on_job, self.status_echo)
-        self.controller.watch(self.trainjobs, enqueue_owner(kind="Job", group=GROUP))
-        self.controller.watch(self.measurements, enqueue_owner(kind="Job", group=GROUP))
-        # Each goodput sample brings the Job back: stall detection reads its step times.
-        self.controller.watch(self.goodputs, enqueue_owner(kind="Job", group=GROUP))
-        self.controller.watch(self.workers, self.on_worker)
-        self.controller.watch(self.launchers, self.on_launcher)
-        self.controller.watch(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed)
+        # Each goodput sample brings the Job back (``owns``): stall detection reads its steps.
+        (self.managed().for_(self.jobs, self.on_job)
+            .owns(self.trainjobs, self.measurements, self.goodputs)
+            .watches(self.workers, self.on_worker)
+            .watches(self.launchers, self.on_launcher)
+            .watches(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed))
 
-    @property
-    def queue(self) -> WorkQueue[str]:
-        """The controller's workqueue of Job keys."""
-        return self.controller.queue
-
-    @property
-    def informers(self) -> tuple[Informer[Any], ...]:
-        return (self.jobs, self.trainjobs, self.workers, self.launchers, self.nodes,
-                self.measurements, self.goodputs)
-
-    def has_synced(self) -> bool:
-        """True once every cache holds its first full list."""
-        return self.controller.has_synced()
-
-    async def wait_synced(self) -> None:
-        """Return once every cache holds its first full list."""
-        await self.controller.wait_synced()
-
-    async def run(self) -> None:
-        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue."""
-        async with anyio.create_task_group() as tg:
-            self.prefetcher.bind(tg)
-            self.recorder.bind(tg)  # events are queued and retried in the background
-            try:
-                await self.controller.run()
-            finally:
-                self.prefetcher.bind(None)
-                self.recorder.bind(None)
-                tg.cancel_scope.cancel()
-
-    def stop(self) -> None:
-        """Take no new keys; finish the reconciles in flight and what is queued, then let
-        :meth:`run` return."""
-        self.controller.stop()
+    def bind(self, tg: TaskGroup | None) -> None:
+        """Log prefetches and events run in the background while the controller runs."""
+        self.prefetcher.bind(tg)
+        self.recorder.bind(tg)
 
     # --- the Reconciler -----------------------------------------------------------------------
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from cre.api.converter import structure
 from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
-from cre.api.labels import API_VERSION, GROUP, JOB, LAUNCHER, VERSION
+from cre.api.labels import API_VERSION, JOB, LAUNCHER
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import ObjectMeta
 from cre.controller.prefetch import LogPrefetcher
@@ -26,17 +26,16 @@ from cre.core.observed import LogTail, ObjectEvent, PodView, TrainJobView
 from cre.core.plan import ReadLog
 from cre.core.projections import trainjob_view
 from cre.core.workload import TRAINJOB_KIND, workload_name
-from cre.kube.client import TRAINJOBS, ApiError, KubeClient, Resource
+from cre.kube.client import (
+    JOBS,
+    TRAINJOBS,
+    ApiError,
+    KubeClient,
+)
 from cre.kube.events import EventRecorder
 from cre.kube.executor import PlanExecutor
 from cre.kube.objectevents import read_object_events
 from cre.kube.pods import live_list_pods, read_pod_log
-
-JOBS: Final = Resource(GROUP, VERSION, "jobs", kind="Job")
-BANDWIDTHMEASUREMENTS: Final = Resource(GROUP, VERSION, "bandwidthmeasurements",
-                                        kind="BandwidthMeasurement")
-GOODPUTMEASUREMENTS: Final = Resource(GROUP, VERSION, "goodputmeasurements",
-                                      kind="GoodputMeasurement")
 
 
 def job_from_dict(raw: dict[str, Any]) -> Job:

@@ -31,31 +31,29 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-import anyio
 import attrs
-from prometheus_client import Counter
+from anyio.abc import TaskGroup
+from prometheus_client import CollectorRegistry, Counter
 
 from cre.api.converter import structure
 from cre.api.job import Job
-from cre.api.labels import GROUP, JOB, LAUNCHER, VERSION
+from cre.api.labels import JOB, LAUNCHER
 from cre.api.measurement import LogProfile
 from cre.api.meta import ObjectMeta
-from cre.controller.jobshell import JOBS, involved_object, job_from_dict
+from cre.controller.jobshell import involved_object, job_from_dict
 from cre.core.logprofile import ProfileError
 from cre.core.logwindow import WindowFilter
 from cre.core.observed import PodView
 from cre.core.plan import Plan, StreamLog
-from cre.kube.client import ApiError, KubeClient, Resource
-from cre.kube.events import EventRecorder
+from cre.kube.client import JOBS, LOGPROFILES, ApiError, KubeClient, Resource
 from cre.kube.executor import OutcomeKind, PlanExecutor, WithFeedback, answer
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.metrics import KubeMetrics
 from cre.kube.pods import live_list_pods, stream_pod_log
 from cre.kube.runtime import (
     DONE,
     Again,
-    Controller,
-    OwnStatusEcho,
+    CoreReconciler,
     Result,
     WatchEvent,
     converge,
@@ -64,9 +62,7 @@ from cre.kube.runtime import (
     object_key,
     split_key,
 )
-from cre.kube.workqueue import WorkQueue
 
-LOGPROFILES: Final = Resource(GROUP, VERSION, "logprofiles", namespaced=False, kind="LogProfile")
 #: The replicated job whose pods carry ``cre.dev/launcher=<job>`` (the others: ``cre.dev/job``).
 LAUNCHER_JOB: Final = "launcher"
 MAX_PASSES: Final = 6
@@ -152,12 +148,11 @@ class Wiring(Generic[M]):
     measurement_name: Callable[[str], str]  # a Job's name -> its measurement's name
     controller: str  # the controller's name
     component: str  # the events' source
-    cache_prefix: str  # the measurement and Job caches are ``<prefix>-<plural>``
-    profiles_cache: str  # the LogProfile cache's name
+    cache_prefix: str  # the measurement cache is ``<prefix>-<plural>``
     what: str  # names a measurement in a reconcile error
 
 
-class LogMeasurementController(abc.ABC, Generic[M, B, C]):
+class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
     """The shell of one measurement kind ``M`` whose core reads observations ``B`` and
     profiles compiled to ``C`` (module doc)."""
 
@@ -165,62 +160,36 @@ class LogMeasurementController(abc.ABC, Generic[M, B, C]):
 
     def __init__(self, client: KubeClient, *, wiring: Wiring[M],
                  compile_profile: Callable[[LogProfile], C], metrics: Series,
-                 kube: KubeMetrics, namespaces: Sequence[str] | None, workers: int,
+                 registry: CollectorRegistry | None, namespaces: Sequence[str] | None,
+                 informers: InformerFactory | None, workers: int,
                  log_timeout: float, clock: Callable[[], datetime]) -> None:
-        self.client = client
+        super().__init__(client, name=wiring.controller, component=wiring.component,
+                         workers=workers, clock=clock, informers=informers,
+                         namespaces=namespaces, registry=registry)
         self.log_timeout = log_timeout
-        self._clock = clock
         self._wiring = wiring
         self._compile = compile_profile
         self.metrics = metrics
-        ns = list(namespaces) if namespaces is not None else None
-        self.measurements: Informer[M] = Informer(
-            client, wiring.resource, transform=wiring.decode, namespace=ns,
-            name=f"{wiring.cache_prefix}-{wiring.resource.plural}", metrics=kube)
-        self.jobs: Informer[Job] = Informer(client, JOBS, transform=job_from_dict, namespace=ns,
-                                            name=f"{wiring.cache_prefix}-jobs", metrics=kube)
-        self.profiles: Informer[LogProfile] = Informer(
-            client, LOGPROFILES, transform=profile_from_dict, name=wiring.profiles_cache,
-            metrics=kube)
-        self.recorder = EventRecorder(client, component=wiring.component)
+        self.measurements: Informer[M] = self.cache(
+            wiring.resource, transform=wiring.decode,
+            name=f"{wiring.cache_prefix}-{wiring.resource.plural}")
+        self.jobs: Informer[Job] = self.cache(JOBS, transform=job_from_dict, name="cre-jobs")
+        self.profiles: Informer[LogProfile] = self.cache(
+            LOGPROFILES, transform=profile_from_dict, name="logprofiles")
         self.executor = PlanExecutor(client, self.recorder, owner=wiring.resource, clock=clock,
                                      involved=lambda m: involved_object(wiring.resource.kind,
                                                                         m.metadata))
-        self.status_echo = OwnStatusEcho()
         self._compiled: dict[str, C | ProfileError] = {}
-        self.controller = Controller(wiring.controller, self, workers=workers, metrics=kube)
-        self.controller.watch_own(self.measurements, self.status_echo, on_deleted=self._clear)
-        self.controller.watch(self.jobs, enqueue_mapped(self._for_job))
-        self.controller.watch(self.profiles, enqueue_mapped(self._for_profile))
+        (self.managed().for_(self.measurements, on_deleted=self._clear)
+            .watches(self.jobs, enqueue_mapped(self._for_job))
+            .watches(self.profiles, enqueue_mapped(self._for_profile)))
 
     # --- wiring -------------------------------------------------------------------------------
 
-    @property
-    def queue(self) -> WorkQueue[str]:
-        return self.controller.queue
-
-    @property
-    def informers(self) -> tuple[Informer[Any], ...]:
-        return (self.measurements, self.jobs, self.profiles)
-
-    def has_synced(self) -> bool:
-        return self.controller.has_synced()
-
-    async def wait_synced(self) -> None:
-        await self.controller.wait_synced()
-
-    async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            # Events are queued and written in the background: a worker never waits on one.
-            self.recorder.bind(tg)
-            try:
-                await self.controller.run()
-            finally:
-                self.recorder.bind(None)
-                tg.cancel_scope.cancel()
-
-    def stop(self) -> None:
-        self.controller.stop()
+    def bind(self, tg: TaskGroup | None) -> None:
+        """Events are queued and written in the background while the controller runs: a
+        worker never waits on one."""
+        self.recorder.bind(tg)
 
     def _for_job(self, event: WatchEvent[Job]) -> Iterable[str]:
         job = event.obj

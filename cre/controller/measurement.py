@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import attrs
 from prometheus_client import CollectorRegistry
 
 from cre.api.measurement import BandwidthMeasurement
-from cre.controller.jobshell import BANDWIDTHMEASUREMENTS, bandwidth_from_dict
-from cre.controller.logmeasure import LOGPROFILES, LogMeasurementController, Wiring
+from cre.controller.jobshell import bandwidth_from_dict
+from cre.controller.logmeasure import LogMeasurementController, Wiring
 from cre.controller.measurementmetrics import MeasurementMetrics, measurement_metrics_for
 from cre.core.jobmeasure import bandwidth_name, job_name_of
 from cre.core.logprofile import CompiledProfile, compile_profile
@@ -43,25 +43,21 @@ from cre.core.measurement import (
 )
 from cre.core.ncclparse import NcclLineParser, SizeAggregate, compile_row_pattern
 from cre.core.plan import Ask, ConfirmAbsent
-from cre.kube.client import KubeClient
-from cre.kube.metrics import metrics_for
+from cre.kube.client import BANDWIDTHMEASUREMENTS, KubeClient
+from cre.kube.factory import InformerFactory
 from cre.kube.runtime import Again, Result
+from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
 
 CONTROLLER: Final = "bandwidthmeasurement"
 COMPONENT: Final = "cre.dev/measurement-controller"
 
-__all__ = ["LOGPROFILES", "MeasurementController"]
+__all__ = ["MeasurementController"]
 
 _WIRING: Final = Wiring(resource=BANDWIDTHMEASUREMENTS, decode=bandwidth_from_dict,
                         measurement_name=bandwidth_name, controller=CONTROLLER,
-                        component=COMPONENT, cache_prefix="measurement",
-                        profiles_cache="logprofiles", what="measurement")
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+                        component=COMPONENT, cache_prefix="measurement", what="measurement")
 
 
 class MeasurementController(LogMeasurementController[BandwidthMeasurement,
@@ -71,14 +67,15 @@ class MeasurementController(LogMeasurementController[BandwidthMeasurement,
     metrics: MeasurementMetrics
 
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
+                 informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 2, log_timeout: float = 120.0,
-                 clock: Callable[[], datetime] = _utcnow,
+                 clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None) -> None:
-        kube = metrics_for(registry)
         super().__init__(client, wiring=_WIRING, compile_profile=compile_profile,
-                         metrics=measurement_metrics_for(registry), kube=kube,
-                         namespaces=namespaces, workers=max_concurrent_reconciles,
-                         log_timeout=log_timeout, clock=clock)
+                         metrics=measurement_metrics_for(registry), registry=registry,
+                         namespaces=namespaces, informers=informers,
+                         workers=max_concurrent_reconciles, log_timeout=log_timeout,
+                         clock=clock)
 
     def series(self, name: str, job: str) -> str:
         return job_name_of(name) or job

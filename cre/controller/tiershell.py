@@ -1,8 +1,8 @@
 """The tier controllers' shell (Workflow, Certification, WorkloadRun).
 
-:class:`TierController` is what the tier controllers share: the runtime plumbing (queue, sync,
-run and stop, with caches another controller runs in the same process followed through
-:func:`follow`) and the step around the core: a plan that asks is answered by the controller
+:class:`TierController` is what the tier controllers share on top of
+:class:`cre.kube.runtime.CoreReconciler` (queue, caches, run and stop): the step around the
+core: a plan that asks is answered by the controller
 (:meth:`TierController.answer`, live reads), any other is applied by the one
 :class:`cre.kube.executor.PlanExecutor` in its documented order, and the outcome goes back to
 the core the way :func:`cre.kube.executor.answer` says (a create whose name a foreign object
@@ -18,34 +18,27 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
+
+from prometheus_client import CollectorRegistry
 
 from cre.api.meta import ObjectMeta
-from cre.api.watch import WatchEventType
 from cre.core.plan import Ask, Plan
 from cre.kube.client import KubeClient, Resource
-from cre.kube.events import EventRecorder
 from cre.kube.executor import PlanExecutor, WithFeedback, answer, refused_again
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.metrics import KubeMetrics
 from cre.kube.runtime import (
     DONE,
     Again,
-    Controller,
-    EventHandler,
-    OwnStatusEcho,
-    Predicate,
+    Builder,
+    CoreReconciler,
     Result,
-    WatchEvent,
     converge,
     key_of,
 )
-from cre.kube.workqueue import WorkQueue
 
 # --- the controller shell ---------------------------------------------------------------------
-
-T = TypeVar("T")
-
 
 class TierObject(Protocol):
     """What the shell reads of a tier object (a Workflow, Certification, WorkloadRun)."""
@@ -61,94 +54,31 @@ B = TypeVar("B", bound=WithFeedback)
 MAX_PASSES: Final = 8
 
 
-def follow(controller: Controller, informer: Informer[T], handler: EventHandler[T],
-           *predicates: Predicate[T]) -> None:
-    """Pass ``informer``'s changes to ``handler`` with ``controller``'s queue, like
-    ``Controller.watch``, for an informer some other controller runs."""
-    def dispatch(etype: WatchEventType, old: T | None, new: T | None) -> None:
-        event = WatchEvent(etype, old, new)
-        if all(accept(event) for accept in predicates):
-            handler(event, controller.queue)
-
-    informer.add_handler(dispatch)
-
-
-class TierController(abc.ABC, Generic[K, B]):
+class TierController(CoreReconciler[K, B, Any]):
     """The shell of one tier kind ``K`` whose core reads observations ``B`` and returns a
-    :class:`cre.core.plan.Plan`. A subclass builds its caches after ``__init__`` here,
-    registers them with :meth:`watch_own` / :meth:`connect`, and says how to observe, plan
-    and answer."""
+    :class:`cre.core.plan.Plan`. A subclass asks for its caches after ``__init__`` here, wires
+    them starting with :meth:`managed_for`, and says how to observe, plan and answer."""
 
     def __init__(self, client: KubeClient, *, name: str, component: str, owner: Resource,
                  decode: Callable[[dict[str, Any]], K], involved: Callable[[Any], dict[str, Any]],
-                 workers: int, metrics: KubeMetrics,
-                 clock: Callable[[], datetime],
-                 shared: Sequence[Informer[Any]] = ()) -> None:
-        """``name`` names the controller (metrics, logs, errors); ``shared``: caches another
-        controller runs in this process (followed, not run; waited for before running)."""
-        if workers < 1:
-            raise ValueError(f"{type(self).__name__}: max_concurrent_reconciles must be at "
-                             f"least 1, got {workers}")
-        self.client = client
-        self._clock = clock
+                 workers: int, clock: Callable[[], datetime],
+                 informers: InformerFactory | None, namespaces: Sequence[str] | None,
+                 registry: CollectorRegistry | None) -> None:
+        """``name`` names the controller (metrics, logs, errors)."""
+        super().__init__(client, name=name, component=component, workers=workers, clock=clock,
+                         informers=informers, namespaces=namespaces, registry=registry)
         self._name = name
         self._decode = decode
-        self._shared: tuple[Informer[Any], ...] = tuple(shared)
-        self.recorder = EventRecorder(client, component=component)
         self.executor = PlanExecutor(client, self.recorder, owner=owner, involved=involved,
                                      clock=clock)
-        self.status_echo = OwnStatusEcho()
-        self.controller = Controller(name, self, workers=workers, metrics=metrics,
-                                     recorder=self.recorder)
         self._involved = involved
         self._owners: Informer[K] | None = None
 
-    def watch_own(self, owners: Informer[K]) -> None:
-        """Reconcile the objects of ``owners`` (their own status writes echo quietly)."""
+    def managed_for(self, owners: Informer[K]) -> Builder[K]:
+        """Reconcile the objects of ``owners`` (their own status writes echo quietly); the
+        builder to wire the other caches with."""
         self._owners = owners
-        self.controller.watch_own(owners, self.status_echo)
-
-    def connect(self, informer: Informer[T], handler: EventHandler[T],
-                *predicates: Predicate[T]) -> None:
-        """``Controller.watch`` for a cache this controller runs, :func:`follow` for a shared
-        one."""
-        if any(informer is s for s in self._shared):
-            follow(self.controller, informer, handler, *predicates)
-        else:
-            self.controller.watch(informer, handler, *predicates)
-
-    # --- runtime plumbing ------------------------------------------------------------------
-
-    @property
-    def queue(self) -> WorkQueue[str]:
-        """The controller's workqueue of object keys."""
-        return self.controller.queue
-
-    @property
-    def informers(self) -> tuple[Informer[Any], ...]:
-        """The caches this controller runs (shared ones are not among them)."""
-        return tuple(self.controller.informers)
-
-    def has_synced(self) -> bool:
-        """True once every cache (shared ones included) holds its first full list."""
-        return self.controller.has_synced() and all(i.has_synced() for i in self._shared)
-
-    async def wait_synced(self) -> None:
-        """Return once every cache (shared ones included) holds its first full list."""
-        await self.controller.wait_synced()
-        for informer in self._shared:
-            await informer.wait_synced()
-
-    async def run(self) -> None:
-        """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (once
-        the shared caches, run by their owner, have synced)."""
-        for informer in self._shared:
-            await informer.wait_synced()
-        await self.controller.run()
-
-    def stop(self) -> None:
-        """Take no new keys; finish what is in flight and queued, then let :meth:`run` return."""
-        self.controller.stop()
+        return self.managed().for_(owners)
 
     # --- what a tier says ------------------------------------------------------------------
 
@@ -171,7 +101,7 @@ class TierController(abc.ABC, Generic[K, B]):
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the object ``namespace/name``."""
-        assert self._owners is not None, "watch_own was not called"
+        assert self._owners is not None, "managed_for was not called"
         obj = self._owners.store.get(key)
         if obj is None:
             return DONE

@@ -14,14 +14,15 @@ and pods live and runs the core again; a create whose name a foreign object hold
 refused for good, goes back in ``feedback``; a status write that conflicts re-reads the Workflow
 live. Plans are applied by :class:`cre.kube.executor.PlanExecutor` in the order it documents
 (node-result ConfigMaps before the status); the lifecycle and the step around the core are
-:class:`cre.controller.tiershell.TierController`'s.
+:class:`cre.controller.tiershell.TierController`'s. Every cache comes from the informer
+factory, so the pod and node caches are the Job controller's own when both run in one process.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import attrs
@@ -33,12 +34,11 @@ from cre.api.job import Job
 from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
 from cre.controller.jobevents import node_changed
-from cre.controller.jobshell import JOBS, job_from_dict
-from cre.controller.tiershell import MAX_PASSES, TierController, follow
+from cre.controller.jobshell import job_from_dict
+from cre.controller.tiershell import MAX_PASSES, TierController
 from cre.controller.workflowshell import (
     CACHED_KINDS,
     INDEX_WORKFLOW,
-    WORKFLOWS,
     Owned,
     WorkflowReads,
     active_count,
@@ -61,17 +61,17 @@ from cre.core.workflow import (
     WorkflowSettings,
 )
 from cre.core.workflow_run import reconcile_workflow
-from cre.kube.client import CONFIGMAPS, NODES, TRAINING_RUNTIMES, KubeClient
+from cre.kube.client import CONFIGMAPS, JOBS, NODES, TRAINING_RUNTIMES, WORKFLOWS, KubeClient
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.metrics import metrics_for
 from cre.kube.pods import INDEX_JOB, INDEX_LAUNCHER, launcher_pod_informer, worker_pod_informer
 from cre.kube.runtime import (
     WatchEvent,
     enqueue_mapped,
-    enqueue_owner,
     key_of,
     object_key,
 )
+from cre.kube.runtime.base import utcnow
 from cre.kube.store import namespaced_label_indexer
 
 log = logging.getLogger(__name__)
@@ -79,28 +79,12 @@ log = logging.getLogger(__name__)
 CONTROLLER: Final = "workflow"
 COMPONENT: Final = "cre.dev/workflow-controller"
 
-__all__ = ["MAX_PASSES", "WORKFLOWS", "SharedCaches", "WorkflowController", "follow",
-           "workflow_from_dict"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+__all__ = ["MAX_PASSES", "WORKFLOWS", "WorkflowController", "workflow_from_dict"]
 
 
 def _namespace(wf: Workflow) -> str:
     """Where the Workflow's Jobs and dependencies live (the core's rule)."""
     return wf.status.namespace or wf.spec.namespace or wf.metadata.namespace or ""
-
-
-@attrs.frozen(kw_only=True)
-class SharedCaches:
-    """Caches another controller already runs (the Job controller's label-scoped pod caches
-    and its GPU node cache): this controller reads and follows them but does not run them, so
-    a manager running both keeps one copy of each."""
-
-    workers: Informer[PodView]
-    launchers: Informer[PodView]
-    nodes: Informer[NodeView]
 
 
 def _settled(wf: Workflow) -> bool:
@@ -117,57 +101,42 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
     """
 
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
+                 informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 4,
                  settings: WorkflowSettings = DEFAULT_WORKFLOW_SETTINGS,
-                 clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None,
-                 shared: SharedCaches | None = None) -> None:
-        """``shared``: the Job controller's pod and node caches, when it runs in the same
-        process (default: this controller builds and runs its own)."""
-        kube = metrics_for(registry)
+                 clock: Callable[[], datetime] = utcnow,
+                 registry: CollectorRegistry | None = None) -> None:
+        """``informers``: the process's shared informer factory (then its namespaces apply;
+        the pod and node caches are the Job controller's when it runs too)."""
         super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=WORKFLOWS,
                          decode=workflow_from_dict, involved=involved_workflow,
-                         workers=max_concurrent_reconciles, metrics=kube, clock=clock,
-                         shared=() if shared is None else
-                         (shared.workers, shared.launchers, shared.nodes))
+                         workers=max_concurrent_reconciles, clock=clock, informers=informers,
+                         namespaces=namespaces, registry=registry)
         self.settings = settings
-        ns = list(namespaces) if namespaces is not None else None
         by_wf = {INDEX_WORKFLOW: namespaced_label_indexer(L.WORKFLOW)}
-        self.workflows: Informer[Workflow] = Informer(
-            client, WORKFLOWS, transform=workflow_from_dict, namespace=ns, metrics=kube,
-            name="cre-workflows")
-        self.jobs: Informer[Job] = Informer(
-            client, JOBS, transform=job_from_dict, namespace=ns, label_selector=L.WORKFLOW,
-            indexers={INDEX_WORKFLOW: job_workflow_index}, metrics=kube,
-            name="workflow-jobs")
-        self.runtimes: Informer[Owned] = Informer(
-            client, TRAINING_RUNTIMES, transform=runtime_view, namespace=ns,
-            label_selector=L.WORKFLOW, indexers=dict(by_wf), metrics=kube,
-            name="workflow-runtimes")
-        self.configmaps: Informer[Owned] = Informer(
-            client, CONFIGMAPS, transform=configmap_view, namespace=ns,
-            label_selector=L.WORKFLOW, indexers=dict(by_wf), metrics=kube,
-            name="workflow-configmaps")
-        self.shared = shared
-        if shared is not None:
-            self.workers, self.launchers, self.nodes = \
-                shared.workers, shared.launchers, shared.nodes
-        else:
-            self.workers = worker_pod_informer(client, ns, metrics=kube,
-                                               name="workflow-workers")
-            self.launchers = launcher_pod_informer(client, ns, metrics=kube,
-                                                   name="workflow-launchers")
-            self.nodes = Informer(client, NODES, transform=node_view,
-                                  label_selector=f"{L.GPU_PRESENT}=true",
-                                  name="workflow-gpu-nodes", metrics=kube)
+        self.workflows: Informer[Workflow] = self.cache(
+            WORKFLOWS, transform=workflow_from_dict, name="cre-workflows")
+        self.jobs: Informer[Job] = self.cache(
+            JOBS, transform=job_from_dict, label_selector=L.WORKFLOW,
+            indexers={INDEX_WORKFLOW: job_workflow_index}, name="workflow-jobs")
+        self.runtimes: Informer[Owned] = self.cache(
+            TRAINING_RUNTIMES, transform=runtime_view, label_selector=L.WORKFLOW,
+            indexers=dict(by_wf), name="workflow-runtimes")
+        self.configmaps: Informer[Owned] = self.cache(
+            CONFIGMAPS, transform=configmap_view, label_selector=L.WORKFLOW,
+            indexers=dict(by_wf), name="workflow-configmaps")
+        self.workers = worker_pod_informer(self.informer_factory)
+        self.launchers = launcher_pod_informer(self.informer_factory)
+        self.nodes: Informer[NodeView] = self.cache(
+            NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
+            name="gpu-nodes")
         self.reads = WorkflowReads(client)
-        self.watch_own(self.workflows)
-        self.connect(self.jobs, enqueue_owner(kind="Workflow", group=L.GROUP))
-        self.connect(self.runtimes, enqueue_mapped(self._owner_of))
-        self.connect(self.configmaps, enqueue_mapped(self._owner_of))
-        self.connect(self.workers, enqueue_mapped(self._pod_workflow))
-        self.connect(self.launchers, enqueue_mapped(self._pod_workflow))
-        self.connect(self.nodes, enqueue_mapped(self._waiting_for_nodes), node_changed)
+        (self.managed_for(self.workflows).owns(self.jobs)
+            .watches(self.runtimes, enqueue_mapped(self._owner_of))
+            .watches(self.configmaps, enqueue_mapped(self._owner_of))
+            .watches(self.workers, enqueue_mapped(self._pod_workflow))
+            .watches(self.launchers, enqueue_mapped(self._pod_workflow))
+            .watches(self.nodes, enqueue_mapped(self._waiting_for_nodes), node_changed))
 
     # --- event mapping ---------------------------------------------------------------------
 

@@ -29,14 +29,13 @@ from cre.api import labels as L
 from cre.api.converter import structure
 from cre.api.job import Job
 from cre.api.workflow import Workflow
-from cre.controller.jobshell import JOBS, involved_object, job_from_dict
+from cre.controller.jobshell import involved_object, job_from_dict
 from cre.core import noderesults as NR
 from cre.core.observed import ObjectView, PodView
-from cre.kube.client import CONFIGMAPS, TRAINING_RUNTIMES, ApiError, KubeClient, Resource
+from cre.kube.client import CONFIGMAPS, JOBS, TRAINING_RUNTIMES, ApiError, KubeClient
 from cre.kube.executor import resource_for
 from cre.kube.pods import live_list_pods
 
-WORKFLOWS: Final = Resource(L.GROUP, L.VERSION, "workflows", kind="Workflow")
 #: Index of the Workflow-labelled caches: ``namespace/<cre.dev/workflow value>``.
 INDEX_WORKFLOW: Final = "workflow"
 #: Dependency kinds held in a cache (the others are listed live when a Workflow uses them).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
@@ -34,9 +34,9 @@ from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog.model import Catalog
 from cre.controller.jobevents import node_changed
-from cre.controller.jobshell import GOODPUTMEASUREMENTS, goodput_from_dict, involved_object
+from cre.controller.jobshell import goodput_from_dict, involved_object
 from cre.controller.tiershell import TierController
-from cre.controller.workflowshell import WORKFLOWS, workflow_from_dict
+from cre.controller.workflowshell import workflow_from_dict
 from cre.core.observed import NodeView
 from cre.core.plan import Ask
 from cre.core.projections import node_view
@@ -48,23 +48,26 @@ from cre.core.workloadrun import (
     RunSettings,
     reconcile_run,
 )
-from cre.kube.client import NODES, ApiError, KubeClient, Resource
+from cre.kube.client import (
+    GOODPUTMEASUREMENTS,
+    NODES,
+    WORKFLOWS,
+    WORKLOADRUNS,
+    ApiError,
+    KubeClient,
+)
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.metrics import metrics_for
-from cre.kube.runtime import WatchEvent, enqueue_mapped, enqueue_owner, key_of
+from cre.kube.runtime import WatchEvent, enqueue_mapped, key_of
+from cre.kube.runtime.base import utcnow
 from cre.render.workloadrun import WORKLOAD_RUN_LABEL
 
 log = logging.getLogger(__name__)
 
-WORKLOADRUNS: Final = Resource(L.GROUP, L.VERSION, "workloadruns", kind="WorkloadRun")
 CONTROLLER: Final = "workloadrun"
 COMPONENT: Final = "cre.dev/workloadrun-controller"
 
 __all__ = ["WORKLOADRUNS", "WorkloadRunController", "workloadrun_from_dict"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def workloadrun_from_dict(raw: dict[str, Any]) -> WorkloadRun:
@@ -92,37 +95,32 @@ class WorkloadRunController(TierController[WorkloadRun, RunObservation]):
     """Reconciles ``cre.dev/v1alpha1`` WorkloadRuns in ``namespaces`` (``None``: all)."""
 
     def __init__(self, client: KubeClient, *, catalog: Catalog,
-                 namespaces: Sequence[str] | None = None, max_concurrent_reconciles: int = 2,
+                 namespaces: Sequence[str] | None = None,
+                 informers: InformerFactory | None = None, max_concurrent_reconciles: int = 2,
                  settings: RunSettings = DEFAULT_RUN_SETTINGS,
-                 clock: Callable[[], datetime] = _utcnow,
-                 registry: CollectorRegistry | None = None,
-                 nodes: Informer[NodeView] | None = None) -> None:
-        """``nodes``: a GPU node cache another controller runs in this process (default: this
-        controller builds and runs its own)."""
-        kube = metrics_for(registry)
+                 clock: Callable[[], datetime] = utcnow,
+                 registry: CollectorRegistry | None = None) -> None:
+        """``informers``: the process's shared informer factory (then its namespaces apply)."""
         super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=WORKLOADRUNS,
                          decode=workloadrun_from_dict, involved=involved_run,
-                         workers=max_concurrent_reconciles, metrics=kube, clock=clock,
-                         shared=() if nodes is None else (nodes,))
+                         workers=max_concurrent_reconciles, clock=clock, informers=informers,
+                         namespaces=namespaces, registry=registry)
         self.catalog = catalog
         self.settings = settings
-        ns = list(namespaces) if namespaces is not None else None
-        self.runs: Informer[WorkloadRun] = Informer(
-            client, WORKLOADRUNS, transform=workloadrun_from_dict, namespace=ns,
-            metrics=kube, name="cre-workloadruns")
-        self.workflows: Informer[Workflow] = Informer(
-            client, WORKFLOWS, transform=workflow_from_dict, namespace=ns,
-            label_selector=WORKLOAD_RUN_LABEL, metrics=kube, name="workloadrun-workflows")
-        self.goodputs: Informer[GoodputMeasurement] = Informer(
-            client, GOODPUTMEASUREMENTS, transform=goodput_from_dict, namespace=ns,
-            label_selector=L.JOB, metrics=kube, name="workloadrun-goodputmeasurements")
-        self.nodes: Informer[NodeView] = nodes or Informer(
-            client, NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
-            name="workloadrun-gpu-nodes", metrics=kube)
-        self.watch_own(self.runs)
-        self.connect(self.workflows, enqueue_owner(kind="WorkloadRun", group=L.GROUP))
-        self.connect(self.goodputs, enqueue_mapped(self._measured_keys))
-        self.connect(self.nodes, enqueue_mapped(self._waiting_keys), node_changed)
+        self.runs: Informer[WorkloadRun] = self.cache(
+            WORKLOADRUNS, transform=workloadrun_from_dict, name="cre-workloadruns")
+        self.workflows: Informer[Workflow] = self.cache(
+            WORKFLOWS, transform=workflow_from_dict, label_selector=WORKLOAD_RUN_LABEL,
+            name="workloadrun-workflows")
+        self.goodputs: Informer[GoodputMeasurement] = self.cache(
+            GOODPUTMEASUREMENTS, transform=goodput_from_dict, label_selector=L.JOB,
+            name="cre-goodputmeasurements")
+        self.nodes: Informer[NodeView] = self.cache(
+            NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
+            name="gpu-nodes")
+        (self.managed_for(self.runs).owns(self.workflows)
+            .watches(self.goodputs, enqueue_mapped(self._measured_keys))
+            .watches(self.nodes, enqueue_mapped(self._waiting_keys), node_changed))
 
     def _waiting_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event

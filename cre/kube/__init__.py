@@ -1,15 +1,18 @@
 """cre.kube: the I/O edge — HTTP client, informers with slim stores, scoped pod reads, workqueue.
 
 The informer layer is a library in its own right: :class:`Informer` (list + watch with 410
-relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots), the pure projections
-from :mod:`cre.core` as transforms, the two scoped pod caches in :mod:`cre.kube.pods` and the
-:class:`WorkQueue`. The generic controller runtime every controller runs on (Controller,
-Reconciler, event handlers, predicates, the bounded core/shell loop) is :mod:`cre.kube.runtime`.
+relists and backoff), :class:`Store` (keyed, indexed, immutable snapshots),
+:class:`InformerFactory` (one shared informer per query for every controller of a process),
+the pure projections from :mod:`cre.core` as transforms, the two scoped pod caches in
+:mod:`cre.kube.pods` and the :class:`WorkQueue`. The generic controller runtime every controller
+runs on (the controller base, Controller, Reconciler, event handlers, predicates, the bounded
+core/shell loop) is :mod:`cre.kube.runtime`.
 Metrics live in :mod:`cre.kube.metrics`, on a registry the caller chooses; importing this
 package registers none.
 """
 
 from cre.api.watch import WatchEventType
+from cre.kube.factory import InformerFactory
 from cre.kube.guard import UnscopedPodRead
 from cre.kube.informer import (
     Backoff,
@@ -32,6 +35,7 @@ __all__ = [
     "Backoff",
     "Handler",
     "Informer",
+    "InformerFactory",
     "ItemExponentialRateLimiter",
     "MaxOfRateLimiter",
     "QueueShutDown",

@@ -36,6 +36,9 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from cre.api.kinds import BY_KIND
+from cre.api.labels import GROUP, VERSION
+
 JSON = dict[str, Any]
 # client-go's rest.Request default (maxRetries 10), and a cap on a single Retry-After wait.
 MAX_RETRIES: Final = 10
@@ -151,6 +154,21 @@ CLUSTER_TRAINING_RUNTIMES = Resource("trainer.kubeflow.org", "v1alpha1",
                                      "clustertrainingruntimes", namespaced=False,
                                      kind="ClusterTrainingRuntime")
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", kind="JobSet")
+
+
+def cre_resource(kind: str) -> Resource:
+    """The served resource of the CRE kind ``kind``, from its entry in :mod:`cre.api.kinds`."""
+    info = BY_KIND[kind]
+    return Resource(GROUP, VERSION, info.plural, namespaced=info.namespaced, kind=kind)
+
+
+CERTIFICATIONS = cre_resource("Certification")
+WORKFLOWS = cre_resource("Workflow")
+JOBS = cre_resource("Job")
+WORKLOADRUNS = cre_resource("WorkloadRun")
+BANDWIDTHMEASUREMENTS = cre_resource("BandwidthMeasurement")
+GOODPUTMEASUREMENTS = cre_resource("GoodputMeasurement")
+LOGPROFILES = cre_resource("LogProfile")
 
 
 def _query_pairs(query: Query | None) -> list[tuple[str, str]]:

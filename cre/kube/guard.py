@@ -19,7 +19,7 @@ import inspect
 from cre.kube.client import PODS, Resource
 
 # Frames inside these modules are plumbing, not "the caller".
-_PLUMBING = ("cre.kube.guard", "cre.kube.informer")
+_PLUMBING = ("cre.kube.guard", "cre.kube.informer", "cre.kube.factory")
 #: module -> why it may list or watch every Pod. Keep this short: every entry is a hole.
 WAIVED_CALLERS: dict[str, str] = {
     "cre.testing.cluster.runtime": "the cluster simulator plays the kubelet and the scheduler, "

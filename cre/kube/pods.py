@@ -3,8 +3,9 @@
 Caching every pod of a large GPU cluster is what made the reference controller's memory
 unbounded. CRE needs two kinds of pod only: worker pods, labelled ``cre.dev/job``, and MPI
 launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are needed). This module
-builds exactly those two informers, in all namespaces or a configured list, the uncached reads
-the Job controller confirms irreversible decisions with, and container log tails (one
+asks an :class:`cre.kube.factory.InformerFactory` for exactly those two informers (in its
+namespaces; every controller asking gets the same two), the uncached reads the Job controller
+confirms irreversible decisions with, and container log tails (one
 :class:`cre.core.plan.ReadLog` in, one tail out). Every Pod list and watch goes through
 :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails if any
 other module lists or watches Pods.
@@ -25,9 +26,9 @@ from cre.core.observed import LogTail, PodView
 from cre.core.plan import LIMIT_BYTES, ReadLog
 from cre.core.projections import pod_view
 from cre.kube.client import PODS, ApiError, KubeClient
+from cre.kube.factory import InformerFactory
 from cre.kube.guard import require_pod_scope
 from cre.kube.informer import Informer, ReflectorConfig
-from cre.kube.metrics import KubeMetrics
 from cre.kube.store import (
     Indexer,
     namespaced_label_indexer,
@@ -59,25 +60,22 @@ def job_key(pod: PodView) -> str | None:
     return f"{pod.namespace}/{value}" if value else None
 
 
-def worker_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
-                        config: ReflectorConfig | None = None, name: str = "worker-pods",
-                        metrics: KubeMetrics | None = None) -> Informer[PodView]:
-    """The worker-pod cache: pods with a ``cre.dev/job`` label (indexes job, node, owner)."""
-    return Informer(client, PODS, transform=pod_view, namespace=namespaces,
-                    label_selector=WORKER_SELECTOR, indexers=_indexers(L.JOB, INDEX_JOB),
-                    name=name, config=config, caller=f"{__name__}.worker_pod_informer",
-                    metrics=metrics)
+def worker_pod_informer(informers: InformerFactory, *, name: str = "worker-pods"
+                        ) -> Informer[PodView]:
+    """The worker-pod cache: pods with a ``cre.dev/job`` label (indexes job, node, owner),
+    shared by every controller asking ``informers`` for it."""
+    return informers.informer(PODS, transform=pod_view, label_selector=WORKER_SELECTOR,
+                              indexers=_indexers(L.JOB, INDEX_JOB), name=name,
+                              caller=f"{__name__}.worker_pod_informer")
 
 
-def launcher_pod_informer(client: KubeClient, namespaces: Sequence[str] | None = None, *,
-                          config: ReflectorConfig | None = None, name: str = "launcher-pods",
-                          metrics: KubeMetrics | None = None) -> Informer[PodView]:
+def launcher_pod_informer(informers: InformerFactory, *, name: str = "launcher-pods"
+                          ) -> Informer[PodView]:
     """The launcher-pod cache: pods with a ``cre.dev/launcher`` label (indexes launcher, node,
-    owner)."""
-    return Informer(client, PODS, transform=pod_view, namespace=namespaces,
-                    label_selector=LAUNCHER_SELECTOR,
-                    indexers=_indexers(L.LAUNCHER, INDEX_LAUNCHER), name=name, config=config,
-                    caller=f"{__name__}.launcher_pod_informer", metrics=metrics)
+    owner), shared by every controller asking ``informers`` for it."""
+    return informers.informer(PODS, transform=pod_view, label_selector=LAUNCHER_SELECTOR,
+                              indexers=_indexers(L.LAUNCHER, INDEX_LAUNCHER), name=name,
+                              caller=f"{__name__}.launcher_pod_informer")
 
 
 def scoped_pod_informer(client: KubeClient, *, label_selector: str,

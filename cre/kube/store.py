@@ -83,6 +83,20 @@ class Store(Generic[T]):
         """The keys (a snapshot, safe to iterate while the informer writes)."""
         return iter(tuple(self._items))
 
+    def add_indexers(self, indexers: Mapping[str, Indexer[T]]) -> None:
+        """Maintain the indexes of ``indexers`` whose names are new (over the stored objects
+        too); a name the store already has keeps its function (a shared informer's index name
+        means one thing)."""
+        for name, fn in indexers.items():
+            if name in self._indexers:
+                continue
+            self._indexers[name] = fn
+            index: dict[str, set[str]] = {}
+            self._indexes[name] = index
+            for key, obj in self._items.items():
+                for value in fn(obj):
+                    index.setdefault(value, set()).add(key)
+
     # -- writes (the owning informer only) --------------------------------------------------
 
     def _put(self, key: str, obj: T, resource_version: str) -> T | None:

@@ -33,10 +33,9 @@ from cre.api.labels import (
 )
 from cre.api.meta import format_time
 from cre.controller.job import JobController
-from cre.controller.jobshell import JOBS
 from cre.core.plan import DEFAULT_SETTINGS, JobSettings
 from cre.core.workload import workload_name
-from cre.kube.client import EVENTS, NAMESPACES, NODES, PODS, TRAINJOBS, ApiError, KubeClient
+from cre.kube.client import EVENTS, JOBS, NAMESPACES, NODES, PODS, TRAINJOBS, ApiError, KubeClient
 
 AppendLog = Callable[[str, str, str, str], None]
 

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from cre.api.labels import API_VERSION
-from cre.controller.jobshell import JOBS
-from cre.kube.client import CRDS, ApiError, KubeClient
+from cre.kube.client import CRDS, JOBS, ApiError, KubeClient
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
 from cre.testing.jobharness import JobHarness, condition, is_true, running_harness

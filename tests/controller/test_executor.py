@@ -10,11 +10,10 @@ import pytest
 
 from cre.api.labels import API_VERSION, JOB_FINALIZER
 from cre.controller.job import JobController, job_from_dict
-from cre.controller.jobshell import JOBS
 from cre.core.job import reconcile_job
 from cre.core.plan import Delete, EventSeverity, EventSpec, Observation, Plan
 from cre.core.workload import TRAINJOB_API_VERSION, workload_name
-from cre.kube.client import EVENTS, NAMESPACES, TRAINJOBS, ApiError
+from cre.kube.client import EVENTS, JOBS, NAMESPACES, TRAINJOBS, ApiError
 from cre.kube.executor import OutcomeKind
 from cre.testing.apiserver import Emulator
 from cre.testing.jobharness import JobHarness, condition

@@ -23,8 +23,7 @@ from hypothesis_jsonschema import from_schema
 from ruamel.yaml import YAML
 
 from cre.api.labels import API_VERSION
-from cre.controller.jobshell import JOBS
-from cre.kube.client import ApiError
+from cre.kube.client import JOBS, ApiError
 from cre.testing.jobharness import JobHarness, condition, is_true
 from cre.testing.procs import CRE_CRDS
 

@@ -9,10 +9,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from cre.api.watch import WatchEventType
-from cre.controller.jobshell import JOBS
 from cre.core.projections import pod_view
 from cre.core.workload import workload_name
-from cre.kube.client import ApiError
+from cre.kube.client import JOBS, ApiError
 from cre.kube.informer import Informer
 from cre.testing.apiserver import Emulator
 from cre.testing.jobharness import JobHarness, condition, is_true

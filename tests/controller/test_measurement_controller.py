@@ -13,10 +13,16 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.converter import to_dict
 from cre.api.labels import API_VERSION
-from cre.controller.jobshell import BANDWIDTHMEASUREMENTS, JOBS
-from cre.controller.measurement import LOGPROFILES, MeasurementController
+from cre.controller.measurement import MeasurementController
 from cre.core.logprofile import shipped_profiles
-from cre.kube.client import ApiError, KubeClient, Resource
+from cre.kube.client import (
+    BANDWIDTHMEASUREMENTS,
+    JOBS,
+    LOGPROFILES,
+    ApiError,
+    KubeClient,
+    Resource,
+)
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster.stubs import nccl_table
 from cre.testing.jobharness import JobHarness, condition, is_true

@@ -10,8 +10,7 @@ import pytest
 
 from cre.api.labels import API_VERSION, GROUP_NODES
 from cre.controller.job import JobController
-from cre.controller.jobshell import JOBS
-from cre.kube.client import NAMESPACES, NODES, ApiError, KubeClient
+from cre.kube.client import JOBS, NAMESPACES, NODES, ApiError, KubeClient
 from cre.testing.jobharness import JobHarness
 
 pytestmark = pytest.mark.anyio

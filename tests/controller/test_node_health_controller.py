@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from cre.api.labels import API_VERSION, GROUP_NODES
-from cre.controller.jobshell import JOBS
-from cre.kube.client import NODES
+from cre.kube.client import JOBS, NODES
 from cre.testing.jobharness import JobHarness, condition, is_true
 
 pytestmark = pytest.mark.anyio

@@ -18,13 +18,21 @@ from cre.api import labels as L
 from cre.api.conditions import ConditionType
 from cre.api.converter import from_dict
 from cre.api.meta import ConditionStatus
-from cre.controller.certification import CERTIFICATIONS
-from cre.controller.jobshell import BANDWIDTHMEASUREMENTS, GOODPUTMEASUREMENTS, JOBS
-from cre.controller.workflowshell import WORKFLOWS
-from cre.controller.workloadrun import WORKLOADRUNS
 from cre.core.logmeasure import set_condition
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec, Patch, Plan
-from cre.kube.client import CONFIGMAPS, EVENTS, NAMESPACES, KubeClient, Resource
+from cre.kube.client import (
+    BANDWIDTHMEASUREMENTS,
+    CERTIFICATIONS,
+    CONFIGMAPS,
+    EVENTS,
+    GOODPUTMEASUREMENTS,
+    JOBS,
+    NAMESPACES,
+    WORKFLOWS,
+    WORKLOADRUNS,
+    KubeClient,
+    Resource,
+)
 from cre.kube.events import EventRecorder
 from cre.kube.executor import OutcomeKind, PlanExecutor
 from cre.testing.apiserver import Emulator

@@ -18,13 +18,21 @@ import pytest
 from cre.api import labels as L
 from cre.api.converter import to_dict
 from cre.catalog import load_catalog
-from cre.controller.certification import CERTIFICATIONS, CertificationController
-from cre.controller.jobshell import JOBS
-from cre.controller.workflow import WORKFLOWS, WorkflowController
+from cre.controller.certification import CertificationController
+from cre.controller.workflow import WorkflowController
 from cre.core.certification_build import build_workflow, discover_for
 from cre.core.discovery import Discovery
 from cre.core.projections import node_view
-from cre.kube.client import NAMESPACES, NODES, TRAINING_RUNTIMES, ApiError, KubeClient
+from cre.kube.client import (
+    CERTIFICATIONS,
+    JOBS,
+    NAMESPACES,
+    NODES,
+    TRAINING_RUNTIMES,
+    WORKFLOWS,
+    ApiError,
+    KubeClient,
+)
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster.profiles import get_profile, node_manifest
 from tests.core.tierworld import certification

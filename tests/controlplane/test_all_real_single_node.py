@@ -23,11 +23,17 @@ import anyio
 import pytest
 
 from cre.api import labels as L
-from cre.controller.certification import CERTIFICATIONS
-from cre.controller.jobshell import JOBS
-from cre.controller.workflowshell import WORKFLOWS
 from cre.core import noderesults as R
-from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINJOBS, ApiError, KubeClient
+from cre.kube.client import (
+    CERTIFICATIONS,
+    CONFIGMAPS,
+    JOBS,
+    NAMESPACES,
+    TRAINJOBS,
+    WORKFLOWS,
+    ApiError,
+    KubeClient,
+)
 from cre.testing.cluster.stubs import dcgm_program
 from cre.testing.controlplane.allreal import NodeScript, Stack, logging_nodes
 from cre.testing.procs import Stack as Processes

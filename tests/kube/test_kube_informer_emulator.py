@@ -24,6 +24,7 @@ from cre.core.observed import PodView
 from cre.core.plan import ReadLog
 from cre.core.projections import pod_view
 from cre.kube.client import PODS
+from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import (
     INDEX_JOB,
@@ -129,7 +130,8 @@ async def test_relabelled_pod_leaves_and_rejoins_the_cache() -> None:
     """Removing the selector label deletes the pod from the cache; adding it back re-adds it."""
     async with emulator() as (_emu, client):
         await create_pod(client, "w-0", WORKER)
-        inf = worker_pod_informer(client, ["cre"], config=FAST, name="t-scope")
+        inf = worker_pod_informer(InformerFactory(client, namespaces=["cre"], config=FAST),
+                                  name="t-scope")
         rec = Recorder()
         inf.add_handler(rec)
         async with anyio.create_task_group() as tg:
@@ -154,8 +156,9 @@ async def test_worker_and_launcher_caches_are_disjoint_and_namespace_scoped() ->
         await create_pod(client, "w2", {L.JOB: "j"}, namespace="team-a")
         await create_pod(client, "w3", {L.JOB: "j"}, namespace="elsewhere")
         await create_pod(client, "plain", {"app": "x"})
-        workers = worker_pod_informer(client, ["cre", "team-a"], config=FAST, name="t-w")
-        launchers = launcher_pod_informer(client, None, config=FAST, name="t-l")
+        workers = worker_pod_informer(
+            InformerFactory(client, namespaces=["cre", "team-a"], config=FAST), name="t-w")
+        launchers = launcher_pod_informer(InformerFactory(client, config=FAST), name="t-l")
         async with anyio.create_task_group() as tg:
             tg.start_soon(workers.run)
             tg.start_soon(launchers.run)

@@ -6,8 +6,9 @@ the manager (cre_manager/) and the benchmarks (bench/). The exemptions are narro
 server, the kubelet and the scheduler, which do see every pod; two benchmarks measure a bare
 watch as the floor the informer is compared to. The scanner flags:
 a call to ``list`` / ``stream_lines`` / ``Informer`` / ``Reflector`` / ``scoped_pod_informer``
-that mentions ``PODS``; ``PODS.path(...)`` without ``name=`` (a collection path); a string or
-f-string that ends in a ``/pods`` collection; kubernetes-asyncio's ``list_*pod*`` calls.
+(or an informer factory's ``informer``) that mentions ``PODS``; ``PODS.path(...)`` without
+``name=`` (a collection path); a string or f-string that ends in a ``/pods`` collection;
+kubernetes-asyncio's ``list_*pod*`` calls.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ EXEMPT: dict[str, str] = {
 }
 SCANNED = ("cre", "cre_manager", "bench")
 _LIST_CALLS = {"list", "stream_lines", "Informer", "Reflector", "_Reflector", "request",
-               "scoped_pod_informer", "watch"}
+               "scoped_pod_informer", "watch", "informer"}
 _COLLECTION = re.compile(r"/pods/?(\?.*)?$")
 
 

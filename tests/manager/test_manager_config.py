@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cre.controller.registry import CONTROLLERS
 from cre_manager.config import BindAddress, parse_bind_address, parse_config, parse_duration
 from cre_manager.errors import ConfigError, ExitCode
 from cre_manager.logs import LogFormat
@@ -16,7 +17,8 @@ def _env(kubeconfig: Path, **extra: str) -> dict[str, str]:
 
 
 def test_defaults(kubeconfig: Path) -> None:
-    """Without flags the manager watches all namespaces, serves :8080/:8081, logs JSON."""
+    """Without flags the manager watches all namespaces, serves :8080/:8081, logs JSON and
+    runs every controller of the registry."""
     cfg = parse_config([], _env(kubeconfig))
     assert cfg.kubeconfig == str(kubeconfig)
     assert cfg.namespaces == ()
@@ -27,7 +29,7 @@ def test_defaults(kubeconfig: Path) -> None:
     assert cfg.log_format is LogFormat.JSON
     assert cfg.log_level == "info"
     assert cfg.shutdown_grace_period == 30.0
-    assert cfg.controllers == ("job", "workflow", "certification")
+    assert cfg.controllers == tuple(e.name for e in CONTROLLERS)  # every registered one
     assert cfg.infra_scoped_fail_fast is True
 
 

@@ -10,9 +10,10 @@ import pytest
 from ruamel.yaml import YAML
 
 from cre.api.crdgen import render_all
+from cre.controller.registry import BY_NAME
 from cre.testing.procs import REPO, Stack
 from cre_manager.config import parse_config
-from cre_manager.controllers import CONTROLLERS, required_resources
+from cre_manager.controllers import required_resources
 
 DEPLOY = REPO / "deploy"
 
@@ -138,7 +139,7 @@ def test_rbac_covers_what_the_start_up_checks_list(default: list[dict[str, Any]]
     """Every resource the enabled controllers require is listable (the start-up check lists
     each; what else is needed is proved by the calls made in integration/e2e/test_e2e_rbac)."""
     by_resource = {(g, r): v for g, r, v in _rules(_one(default, "ClusterRole"))}
-    for res in required_resources(tuple(CONTROLLERS)):
+    for res in required_resources(tuple(BY_NAME)):
         assert "list" in by_resource[(res.group, res.plural)], res.crd_name
 
 

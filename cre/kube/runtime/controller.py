@@ -21,9 +21,11 @@ loop, so every controller gets the same guarantees:
   and the worker lives on. Only cancellation, ``KeyboardInterrupt``, ``SystemExit`` and
   ``GeneratorExit`` propagate: they are about the process, not the object.
 
-Wiring a controller is: build the informers, ``watch`` each with a handler (and predicates),
-then ``run()``. :meth:`Controller.stop` drains: no new key is taken, the queued and in-flight
-ones finish, then ``run()`` returns.
+Wiring a controller is: ask an :class:`cre.kube.factory.InformerFactory` for the informers,
+``watch`` each with a handler (and predicates), run the factory, then ``run()``: the controller
+never runs an informer (several controllers share one), it waits for those it watches to sync.
+:meth:`Controller.stop` drains: no new key is taken, the queued and in-flight ones finish, then
+``run()`` returns.
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ class Controller:
     def watch(self, informer: Informer[T], handler: EventHandler[T],
               *predicates: Predicate[T]) -> None:
         """Pass every change ``informer`` sees that all ``predicates`` accept to ``handler``
-        with this controller's queue; the informer runs with the controller."""
+        with this controller's queue; :meth:`run` waits for the informer to sync (its owner,
+        the informer factory, runs it)."""
         if informer not in self._informers:
             self._informers.append(informer)
 
@@ -140,20 +143,16 @@ class Controller:
     # --- life cycle -----------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run the informers and, once they have synced, the workers; until cancelled or until
+        """Once the watched informers have synced, run the workers; until cancelled or until
         :meth:`stop` drained the queue."""
         if self.queue.shutting_down and not self._stop_requested:
             self.queue = self._new_queue()  # restarted by a supervisor after a failure
         try:
-            async with anyio.create_task_group() as tg:
-                for informer in self._informers:
-                    tg.start_soon(informer.run, name=f"informer {informer.name}")
-                await self.wait_synced()
-                async with anyio.create_task_group() as workers:
-                    for i in range(self.workers):
-                        workers.start_soon(self._worker, name=f"{self.name} worker {i}")
-                # The workers return only once stop() shut the queue and it drained.
-                tg.cancel_scope.cancel()
+            await self.wait_synced()
+            async with anyio.create_task_group() as workers:
+                for i in range(self.workers):
+                    workers.start_soon(self._worker, name=f"{self.name} worker {i}")
+            # The workers return only once stop() shut the queue and it drained.
         finally:
             self.queue.shutdown()
 

@@ -60,13 +60,14 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 import attrs
+from anyio.abc import TaskGroup
 
 from cre.kube.client import (
     BATCH_JOBS,
@@ -495,9 +496,8 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
                         config=cfg, clock=clock, logs=logs, node_status=node_status
                         ) as cluster, anyio.create_task_group() as tg:
         run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
-        for name in spec.get("controllers") or []:
-            await _start_controller(tg, str(name), cluster, namespace,
-                                    dict(spec.get("managerArgs") or {}))
+        await start_controllers(tg, [str(n) for n in spec.get("controllers") or []], cluster,
+                                 namespace, dict(spec.get("managerArgs") or {}))
         node_names = [f"{cfg.profile.name}-node-{i}" for i in range(nodes)]
         await apply_objects(cluster.client, list(spec.get("apply") or []), namespace=namespace,
                             profile_name=cfg.profile.name, nodes=node_names)
@@ -516,75 +516,56 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
     return out
 
 
-async def _start_controller(tg: Any, name: str, cluster: SimulatedCluster, namespace: str,
-                            args: Mapping[str, Any]) -> None:
-    """Run one of CRE's controllers in-process on the simulated clock; ``args`` are the
+async def start_controllers(tg: TaskGroup, names: Sequence[str], cluster: SimulatedCluster,
+                             namespace: str, args: Mapping[str, Any]) -> None:
+    """Run CRE's controllers ``names`` in-process on the simulated clock, built from the
+    registry the manager builds from (over one shared informer factory); ``args`` are the
     manager settings a scenario may set (``infraScopedFailFast``)."""
+    from cre.controller.registry import BY_NAME
+
     unknown = set(args) - {"infraScopedFailFast"}
     if unknown:
         raise ScenarioError(f"managerArgs: unknown {sorted(unknown)} (known: "
                             "['infraScopedFailFast'])")
+    for name in names:
+        if name not in BY_NAME:
+            raise ScenarioError(f"controllers: unknown controller {name!r} (known: "
+                                f"{sorted(BY_NAME)})")
+    from prometheus_client import CollectorRegistry
+
+    from cre.api.converter import to_dict
+    from cre.api.measurement import LogProfile
+    from cre.controller.registry import ControllerContext
+    from cre.core.goodputprofiles import megatron_profile
+    from cre.core.logprofile import shipped_profiles
+    from cre.core.workflow import WorkflowSettings
+    from cre.kube.client import LOGPROFILES
+    from cre.kube.factory import InformerFactory
+    from cre.kube.metrics import metrics_for
+
     clock = cluster.clock
 
     def now() -> datetime:
         return datetime.fromtimestamp(clock.now(), tz=UTC)
 
-    ctrl: Any
-    if name == "measurement":
-        # The measurement controller and the LogProfiles CRE ships (as deploy/logprofiles).
-        from prometheus_client import CollectorRegistry
-
-        from cre.api.converter import to_dict
-        from cre.controller.measurement import LOGPROFILES, MeasurementController
-        from cre.core.logprofile import shipped_profiles
-
-        for profile in shipped_profiles():
+    registry = CollectorRegistry()
+    informers = InformerFactory(cluster.client, namespaces=[namespace],
+                                metrics=metrics_for(registry))
+    ctx = ControllerContext(
+        client=cluster.client, informers=informers, registry=registry, clock=now,
+        time_scale=clock.scale, workflow_settings=WorkflowSettings(
+            infra_scoped_fail_fast=bool(args.get("infraScopedFailFast", True))))
+    # The LogProfiles CRE ships (as deploy/logprofiles) for the measurements to read with.
+    shipped: dict[str, Callable[[], Iterable[LogProfile]]] = {
+        "measurement": shipped_profiles, "goodput": lambda: (megatron_profile(),)}
+    built = []
+    for name in names:
+        for profile in shipped[name]() if name in shipped else ():
             await cluster.client.create(LOGPROFILES, to_dict(profile))
-        ctrl = MeasurementController(cluster.client, namespaces=[namespace],
-                                     registry=CollectorRegistry(), clock=now)
-    elif name == "goodput":
-        # The goodput controller and the goodput LogProfile CRE ships.
-        from prometheus_client import CollectorRegistry
-
-        from cre.api.converter import to_dict
-        from cre.controller.goodput import GoodputController
-        from cre.controller.measurement import LOGPROFILES
-        from cre.core.goodputprofiles import megatron_profile
-
-        await cluster.client.create(LOGPROFILES, to_dict(megatron_profile()))
-        ctrl = GoodputController(cluster.client, namespaces=[namespace],
-                                 registry=CollectorRegistry(), clock=now,
-                                 time_scale=clock.scale)
-    elif name == "job":
-        from cre.controller.job import JobController
-
-        ctrl = JobController(cluster.client, namespaces=[namespace], clock=now,
-                             time_scale=clock.scale)
-    elif name == "workflow":
-        from cre.controller.workflow import WorkflowController
-        from cre.core.workflow import WorkflowSettings
-
-        settings = WorkflowSettings(
-            infra_scoped_fail_fast=bool(args.get("infraScopedFailFast", True)))
-        ctrl = WorkflowController(cluster.client, namespaces=[namespace], clock=now,
-                                  settings=settings)
-    elif name == "certification":
-        from cre.catalog.loader import load_catalog
-        from cre.controller.certification import CertificationController
-
-        ctrl = CertificationController(cluster.client, catalog=load_catalog(),
-                                       namespaces=[namespace], clock=now)
-    elif name == "workloadrun":
-        from cre.catalog.loader import load_catalog
-        from cre.controller.workloadrun import WorkloadRunController
-
-        ctrl = WorkloadRunController(cluster.client, catalog=load_catalog(),
-                                     namespaces=[namespace], clock=now)
-    else:
-        raise ScenarioError(f"controllers: unknown controller {name!r} (known: "
-                            "['certification', 'goodput', 'job', 'measurement', 'workflow', "
-                            "'workloadrun'])")
-    tg.start_soon(ctrl.run)
+        built.append(BY_NAME[name].build(ctx))
+    tg.start_soon(informers.run)
+    for ctrl in built:
+        tg.start_soon(ctrl.run)
 
 
 def run_case(case_dir: Path, data: dict[str, Any]) -> Any:

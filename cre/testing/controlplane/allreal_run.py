@@ -23,9 +23,8 @@ import anyio
 import attrs
 
 from cre.api.labels import GROUP_NODES
-from cre.controller.jobshell import JOBS
 from cre.core.plan import JobSettings
-from cre.kube.client import NAMESPACES, TRAINING_RUNTIMES, ApiError, KubeClient
+from cre.kube.client import JOBS, NAMESPACES, TRAINING_RUNTIMES, ApiError, KubeClient
 from cre.kube.informer import Informer
 from cre.testing.jobharness import running_harness
 

@@ -27,9 +27,8 @@ from typing import Any, Final
 
 import anyio
 
-from cre.controller.jobshell import JOBS
 from cre.core.workload import TRAINJOB_API_VERSION, workload_name
-from cre.kube.client import TRAINJOBS, ApiError
+from cre.kube.client import JOBS, TRAINJOBS, ApiError
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources
 from cre.testing.jobharness import JobHarness, condition, is_true, running_harness

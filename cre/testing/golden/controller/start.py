@@ -3,7 +3,8 @@
 Three shapes are supported, told apart by what the case names and what the factory returns:
 
 * ``factory: module:callable`` returning something with an async ``run()`` (a
-  :class:`cre.kube.runtime.Controller` wired with its watches, or any object like it): it runs
+  :class:`cre.kube.runtime.CoreReconciler`, which runs its informers when it owns them, or any
+  object like it): it runs
   until the case ends; ``wait_synced()`` is awaited when it has one;
 * ``factory: module:callable`` returning an awaitable, or an ``async def`` factory: a plain
   asyncio program, run as a task and cancelled when the case ends;
@@ -125,7 +126,7 @@ async def _start_factory(spec: ControllerSpec, *, emu: Any, client: KubeClient,
     if run is None or not inspect.iscoroutinefunction(run):
         raise ControllerCaseError(
             f"{at}: {spec.factory} returned {type(made).__name__}; expected a controller "
-            f"with an async run() (e.g. cre.kube.runtime.Controller) or an awaitable")
+            f"with an async run() (e.g. a cre.kube.runtime.CoreReconciler) or an awaitable")
     tg.start_soon(run, name=f"controller {spec.factory}")
     wait_synced = getattr(made, "wait_synced", None)
     if wait_synced is not None and inspect.iscoroutinefunction(wait_synced):
