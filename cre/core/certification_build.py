@@ -236,10 +236,12 @@ def build_workflow(
         "orchestration": orchestration,
         "dependencies": [dict(d) for d in rendered.dependencies()],
     }
-    if options.thresholds or options.measurement_timeout:
+    if options.thresholds or options.measurement_timeout or options.relative_threshold:
         perf: dict[str, Any] = {"enabled": True}
         if options.thresholds:
             perf["thresholds"] = {"thresholds": dict(options.thresholds)}
+        if options.relative_threshold is not None:
+            perf["relativeThreshold"] = unstructure(options.relative_threshold)
         if options.measurement_timeout:
             perf["measurementTimeout"] = options.measurement_timeout
         spec["validation"] = {"performance": perf}

@@ -534,7 +534,7 @@ def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> JobPlan:
     job = attrs.evolve(ctx.job, status=status)
     judged = validate_succeeded(job, ctx.obs.bandwidth_measurement, ctx.now,
                                 timeout=parse_duration(job.spec.measurement_timeout or "5m"),
-                                cap=ctx.settings.poll_interval)
+                                cap=ctx.settings.poll_interval, nodes=ctx.obs.nodes)
     events = tuple(e for e in (event, judged.event) if e is not None)
     changed = judged.status != ctx.job.status
     return ctx.plan(status=judged.status if changed else None,
