@@ -32,11 +32,20 @@ fleet of equal values has none.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
 from cre.api.conditions import OutlierBasis
+
+
+def _quantile(at: Callable[[int], float], n: int, q: float) -> float:
+    """The ``q`` quantile of ``n`` sorted values read through ``at`` (type 7)."""
+    h = q * (n - 1)
+    lo = math.floor(h)
+    if lo + 1 >= n:
+        return at(n - 1)
+    return at(lo) + (h - lo) * (at(lo + 1) - at(lo))
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -46,17 +55,18 @@ def percentile(values: Sequence[float], q: float) -> float:
         raise ValueError("percentile of no values")
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile {q} outside [0, 1]")
-    ordered = sorted(values)
-    h = q * (len(ordered) - 1)
-    lo = math.floor(h)
-    if lo + 1 >= len(ordered):
-        return ordered[-1]
-    return ordered[lo] + (h - lo) * (ordered[lo + 1] - ordered[lo])
+    return _quantile(sorted(values).__getitem__, len(values), q)
 
 
 def median(values: Sequence[float]) -> float:
     """The median of ``values`` (the mean of the two middle values for an even count)."""
     return percentile(values, 0.5)
+
+
+def _quantile_without(ordered: Sequence[float], skip: int, q: float) -> float:
+    """The ``q`` quantile of sorted ``ordered`` with the value at index ``skip`` left out:
+    a node's peers without sorting them again (one sort per domain, not one per node)."""
+    return _quantile(lambda k: ordered[k if k < skip else k + 1], len(ordered) - 1, q)
 
 
 @attrs.frozen(kw_only=True)
@@ -84,19 +94,29 @@ class Outlier:
 def find_outliers(values: Mapping[str, float], *, domains: Mapping[str, str | None],
                   percent: int, min_peers: int) -> tuple[Outlier, ...]:
     """The outliers among ``values`` (node -> measured value), sorted by node; ``domains`` maps
-    a node to its topology domain (missing or ``None``: no domain)."""
+    a node to its topology domain (missing or ``None``: no domain). O(n log n): each group of
+    nodes is sorted once and a node's peers are that order without the node."""
+    groups: dict[str | None, list[str]] = {None: list(values)}
+    for node in values:
+        domain = domains.get(node)
+        if domain is not None:
+            groups.setdefault(domain, []).append(node)
+    ordered: dict[str | None, list[float]] = {}
+    rank: dict[tuple[str | None, str], int] = {}
+    for key, members in groups.items():
+        members.sort(key=lambda n: (values[n], n))
+        ordered[key] = [values[n] for n in members]
+        rank.update({(key, n): i for i, n in enumerate(members)})
     out: list[Outlier] = []
     for node in sorted(values):
-        value = values[node]
-        others = [n for n in values if n != node]
-        domain = domains.get(node)
-        same = [values[n] for n in others if domain is not None and domains.get(n) == domain]
-        if domain is not None and len(same) >= min_peers:
-            basis, peers, reference = OutlierBasis.PEER_MEDIAN, len(same), median(same)
-        elif len(others) >= min_peers:
-            basis, peers = OutlierBasis.FLEET_P10, len(others)
-            reference = percentile([values[n] for n in others], 0.1)
-            domain = None
+        value, domain = values[node], domains.get(node)
+        peers = len(groups[domain]) - 1 if domain is not None else 0
+        if domain is not None and peers >= min_peers:
+            basis = OutlierBasis.PEER_MEDIAN
+            reference = _quantile_without(ordered[domain], rank[(domain, node)], 0.5)
+        elif len(values) - 1 >= min_peers:
+            basis, peers, domain = OutlierBasis.FLEET_P10, len(values) - 1, None
+            reference = _quantile_without(ordered[None], rank[(None, node)], 0.1)
         else:
             continue
         if value < percent / 100 * reference:

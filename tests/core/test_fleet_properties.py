@@ -129,6 +129,38 @@ def test_adding_a_fast_node_never_clears_an_outlier(values: dict[str, float], pe
     assert before <= _outliers(grown, percent=percent, min_peers=min_peers)
 
 
+def _naive(values: dict[str, float], domains: dict[str, str | None], percent: int,
+           min_peers: int) -> list[tuple[str, float, str]]:
+    """The rule as the design record words it, peers listed and sorted for every node."""
+    out = []
+    for node, value in sorted(values.items()):
+        others = [n for n in values if n != node]
+        domain = domains.get(node)
+        same = [values[n] for n in others if domain is not None and domains.get(n) == domain]
+        if domain is not None and len(same) >= min_peers:
+            reference, basis = median(same), "PeerMedian"
+        elif len(others) >= min_peers:
+            reference, basis = percentile([values[n] for n in others], 0.1), "FleetP10"
+        else:
+            continue
+        if value < percent / 100 * reference:
+            out.append((node, reference, basis))
+    return out
+
+
+@given(FLEET, PERCENT, MIN_PEERS,
+       st.dictionaries(st.text("abcdefgh", min_size=1, max_size=4),
+                       st.sampled_from(["r1", "r2", None])))
+def test_the_sorted_once_rule_equals_the_worded_rule(values: dict[str, float], percent: int,
+                                                     min_peers: int,
+                                                     domains: dict[str, str | None]) -> None:
+    """find_outliers (each group sorted once) flags the same nodes, against the same
+    references and bases, as the rule computed naively from every node's peer list."""
+    found = find_outliers(values, domains=domains, percent=percent, min_peers=min_peers)
+    assert [(o.node, o.reference, str(o.basis)) for o in found] == _naive(
+        values, domains, percent, min_peers)
+
+
 @given(st.integers(min_value=1, max_value=30), VALUE, PERCENT, MIN_PEERS)
 def test_a_uniform_fleet_has_no_outlier(n: int, value: float, percent: int,
                                         min_peers: int) -> None:
