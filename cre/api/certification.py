@@ -15,6 +15,7 @@ import attrs
 from cre.api.common import (
     QUALIFIED_NAME,
     GangSchedulerSpec,
+    RelativeThreshold,
     TargetSpec,
     TestScale,
     WorkloadMetadata,
@@ -106,6 +107,10 @@ class CategoryOptions:
         "Pass criteria: metric name (busBandwidthGBps, algBandwidthGBps, goodputRatio, "
         "avgTFLOPsPerGPU, avgStepTimeSec) to a CEL expression over `value`, e.g. `value >= 400`."
         " A whole map replaces the global one.")))
+    relative_threshold: RelativeThreshold | None = attrs.field(default=None, metadata=c(doc=(
+        "Fleet-relative rule on per-node busBW (per-node measurements such as nccl-loopback): "
+        "flags nodes far below their peers as Outliers. Needs a busBandwidthGBps threshold (the "
+        "absolute floor). Unset: no relative rule.")))
     max_concurrent: int | None = attrs.field(default=None, metadata=_int(0, doc=(
         "Jobs that may run at the same time within the category's Workflow; 0 means no limit. "
         "Unset: 0.")))

@@ -182,3 +182,31 @@ class TestScale(enum.StrEnum):
     INTRA_RACK = "intra-rack"
     DIAGNOSE = "diagnose"
     FULL_SCALE = "full-scale"
+
+
+class RelativeAction(enum.StrEnum):
+    """What a fleet-relative outlier does to its node."""
+
+    REPORT = "Report"
+    FAIL = "Fail"
+
+
+@attrs.frozen(kw_only=True)
+class RelativeThreshold:
+    """Fleet-relative rule on per-node busBW: a node far below its peers is an Outlier."""
+
+    percent: int = attrs.field(default=80, metadata=c(minimum=1, maximum=100, int_format="int32",
+                                                      doc=(
+        "A node whose peak busBW is below this percentage of its reference (the median of its "
+        "topology-domain peers, else the 10th percentile of every other measured node) is an "
+        "Outlier.")))
+    min_peers: int = attrs.field(default=4, metadata=c(minimum=1, int_format="int32", doc=(
+        "Fewest peers a comparison needs: a domain with fewer falls back to the fleet's 10th "
+        "percentile, and a measurement with fewer other measured nodes judges nobody.")))
+    topology_key: str | None = attrs.field(
+        default=None, metadata=c(max_length=317, pattern=QUALIFIED_NAME, doc=(
+            "Node label whose value is a node's topology domain (e.g. "
+            "nvidia.com/gpu.clique). Unset: every node is compared with the whole fleet.")))
+    action: RelativeAction = attrs.field(default=RelativeAction.REPORT, metadata=c(doc=(
+        "Report lists outliers in status.outliers and the report and changes no verdict; Fail "
+        "also fails each outlier node (ThresholdViolation).")))

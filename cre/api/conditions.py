@@ -160,6 +160,13 @@ class FailedNodeReason(enum.StrEnum):
     WORKLOAD_FAILED = "WorkloadFailed"
 
 
+class OutlierBasis(enum.StrEnum):
+    """What a fleet-relative outlier was compared with (``status.outliers[].basis``)."""
+
+    PEER_MEDIAN = "PeerMedian"
+    FLEET_P10 = "FleetP10"
+
+
 class FailureScope(enum.StrEnum):
     """Whom a Job failure is attributed to (``status.failureClass.scope``)."""
 

@@ -16,12 +16,13 @@ import attrs
 
 from cre.api.common import (
     CEL_MAX_LENGTH,
+    RelativeThreshold,
     TaintEffect,
     WorkloadMetadata,
     duration_field,
     threshold_values,
 )
-from cre.api.conditions import FailedNodeReason, FailureScope, Phase
+from cre.api.conditions import FailedNodeReason, FailureScope, OutlierBasis, Phase
 from cre.api.fields import c
 from cre.api.labels import API_VERSION
 from cre.api.measurement import BandwidthMeasurementSpec
@@ -195,6 +196,9 @@ class JobSpec:
     thresholds: Mapping[str, str] = attrs.field(factory=dict, metadata=threshold_values(doc=(
         "Pass criteria: metric name (busBandwidthGBps, algBandwidthGBps, goodputRatio, "
         "avgTFLOPsPerGPU, avgStepTimeSec) to a CEL expression over `value`, e.g. `value >= 400`.")))
+    relative_threshold: RelativeThreshold | None = attrs.field(default=None, metadata=c(doc=(
+        "Fleet-relative rule on the per-node busBW of a per-node measurement, judged with the "
+        "thresholds; needs a busBandwidthGBps threshold. Unset: no relative rule.")))
     measurement_timeout: str = attrs.field(default="5m", metadata=duration_field(doc=(
         "How long the Job waits for its measurement to complete after the workload succeeded, a "
         "Go duration such as 90s or 1h30m.")))
@@ -221,6 +225,24 @@ class FailedNode:
     reason: FailedNodeReason = attrs.field(metadata=c(doc=(
         "HardwareFailureDetected, ThresholdViolation or WorkloadFailed.")))
     message: str = attrs.field(default="", metadata=c(doc="Why the node is blamed."))
+
+
+@attrs.frozen(kw_only=True)
+class NodeOutlier:
+    """A node the fleet-relative rule flagged: its value and what it was compared with."""
+
+    node_name: str = attrs.field(metadata=c(min_length=1, doc="Node name."))
+    bus_bw: str = attrs.field(metadata=c(json_name="busBW", pattern=r"^[0-9]+(\.[0-9]+)?$", doc=(
+        "The node's peak busBW, GB/s.")))
+    reference: str = attrs.field(metadata=c(pattern=r"^[0-9]+(\.[0-9]+)?$", doc=(
+        "The figure it was compared with, GB/s: its peers' median or the fleet's 10th "
+        "percentile.")))
+    basis: OutlierBasis = attrs.field(metadata=c(doc="PeerMedian or FleetP10."))
+    peers: int = attrs.field(metadata=c(minimum=1, int_format="int32", doc=(
+        "How many peers the reference was computed from.")))
+    domain: str | None = attrs.field(default=None, metadata=c(doc=(
+        "The topology domain of the peers (PeerMedian only).")))
+    message: str = attrs.field(default="", metadata=c(doc="The comparison in words."))
 
 
 @attrs.frozen(kw_only=True)
@@ -294,6 +316,10 @@ class JobStatus:
     # When the finalizer started waiting for the workload's pods to drain (bounded wait).
     drain_start_time: datetime | None = attrs.field(default=None, metadata=c(doc=(
         "When deletion started waiting for the workload's pods to go (a bounded wait).")))
+    outliers: tuple[NodeOutlier, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("nodeName",), doc=(
+            "Nodes the fleet-relative rule (spec.relativeThreshold) flagged as Outliers, with "
+            "their busBW and the peer figure they were compared with.")))
     # The final measured bus bandwidth (max over message sizes, GB/s, "%.2f"): what the
     # thresholds were judged on, shown next to the verdict (printer column BusBW).
     bus_bandwidth_gbps: str | None = attrs.field(

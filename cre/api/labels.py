@@ -21,6 +21,8 @@ CERTIFICATION: Final = "cre.dev/certification"
 GROUP_LABEL: Final = "cre.dev/group"
 # Annotation on a Job: comma-separated nodes the group is pinned to (failed-node attribution).
 GROUP_NODES: Final = "cre.dev/group-nodes"
+# On a Workflow whose thresholds are the catalog entry's defaults: where the figures come from.
+THRESHOLDS_SOURCE: Final = "cre.dev/thresholds-source"
 
 JOB_FINALIZER: Final = "cre.dev/finalizer"
 WORKFLOW_FINALIZER: Final = "cre.dev/workflow-finalizer"

@@ -262,6 +262,15 @@ def _check_requirement(model: NodeSelectorRequirement, path: str) -> Iterator[Fi
         yield FieldError(path=join(path, "values"), message=f"{model.operator} takes no values")
 
 
+def _relative_floor(relative: object, thresholds: Mapping[str, str] | None,
+                    path: str) -> Iterator[FieldError]:
+    """A fleet-relative rule judges busBW next to an absolute floor: it needs a
+    ``busBandwidthGBps`` threshold (the Job waits for that key's final per-node values)."""
+    if relative is not None and "busBandwidthGBps" not in (thresholds or {}):
+        yield FieldError(path=path, message="needs a busBandwidthGBps threshold (the absolute "
+                         "floor, e.g. value > 0)")
+
+
 def _check_monitor(model: NodeHealthMonitor, path: str) -> Iterator[FieldError]:
     """A ``nodeHealthMonitor`` (on a Job, a Workflow or a Certification) whose CEL compiles."""
     cel = model.cel
@@ -275,6 +284,8 @@ def _check_monitor(model: NodeHealthMonitor, path: str) -> Iterator[FieldError]:
 
 def _check_job_spec(model: JobSpec, path: str) -> Iterator[FieldError]:
     yield from _thresholds(model.thresholds, join(path, "thresholds"))
+    yield from _relative_floor(model.relative_threshold, model.thresholds,
+                               join(path, "relativeThreshold"))
     if model.stall_multiplier is not None and model.goodput_measurement is None:
         yield FieldError(
             path=join(path, "stallMultiplier"),
@@ -304,6 +315,10 @@ def _check_workflow_spec(model: WorkflowSpec, path: str) -> Iterator[FieldError]
         yield from _thresholds(
             perf.thresholds.thresholds, join(path, "validation.performance.thresholds.thresholds")
         )
+    if perf is not None:
+        yield from _relative_floor(
+            perf.relative_threshold, perf.thresholds.thresholds if perf.thresholds else None,
+            join(path, "validation.performance.relativeThreshold"))
 
 
 def _check_template_nodes(model: WorkflowSpec, path: str) -> Iterator[FieldError]:
@@ -486,6 +501,21 @@ def _check_thresholds_attr(model: Any, path: str) -> Iterator[FieldError]:
         yield from _thresholds(model.thresholds, join(path, "thresholds"))
 
 
+def _check_certification_relative(model: Any, path: str) -> Iterator[FieldError]:
+    """Each category's relative rule (its own, else the global one) meets a busBW threshold
+    (its own map, else the global one: a per-category value replaces the global)."""
+    for i, category in enumerate(model.categories):
+        own = category.options
+        relative = (own.relative_threshold if own is not None
+                    and own.relative_threshold is not None else model.relative_threshold)
+        thresholds = (own.thresholds if own is not None and own.thresholds is not None
+                      else model.thresholds)
+        where = (join(join(join(path, "categories"), i), "options.relativeThreshold")
+                 if own is not None and own.relative_threshold is not None
+                 else join(path, "relativeThreshold"))
+        yield from _relative_floor(relative, thresholds, where)
+
+
 def _check_meta(model: ObjectMeta, path: str) -> Iterator[FieldError]:
     if model.name is None and model.generate_name is None:
         yield FieldError(path=join(path, "name"), message="name or generateName is required")
@@ -521,7 +551,7 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         CategoryResources: (_check_resources,),
         LogPattern: (_check_log_pattern,),
         CategoryOptions: (_check_thresholds_attr,),
-        CertificationSpec: (_check_thresholds_attr,),
+        CertificationSpec: (_check_thresholds_attr, _check_certification_relative),
         WorkloadRunSpec: (_check_thresholds_attr,),
     }
 

@@ -18,6 +18,7 @@ import attrs
 from cre.api.common import (
     GangSchedulerSpec,
     Placement,
+    RelativeThreshold,
     TargetSpec,
     duration_field,
     threshold_values,
@@ -217,6 +218,9 @@ class PerformanceSpec:
             "Configuration of the plugin, as opaque JSON.")))
     thresholds: ThresholdsSpec | None = attrs.field(default=None, metadata=c(doc=(
         "Pass criteria copied into each Job.")))
+    relative_threshold: RelativeThreshold | None = attrs.field(default=None, metadata=c(doc=(
+        "Fleet-relative rule on per-node busBW copied into each Job; needs a busBandwidthGBps "
+        "threshold.")))
     measurement_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
         "How long each Job waits for its measurement after the workload succeeded, a Go duration"
         " such as 90s or 1h30m. Unset: 5m.")))

@@ -71,6 +71,24 @@ class OverrideBlock:
 
 
 @attrs.frozen
+class ThresholdBlock:
+    """One ``thresholds:`` block of an entry: default pass criteria for the platforms and
+    architectures it selects, and where the figures come from (``source``)."""
+
+    label: str
+    platform: Selector | None
+    arch: Selector | None
+    thresholds: Mapping[str, str]
+    source: str
+
+    def applies(self, platform: str, arch: str) -> bool:
+        """Whether this block is selected for (platform, arch)."""
+        return (self.platform is None or self.platform.matches(platform)) and (
+            self.arch is None or self.arch.matches(arch)
+        )
+
+
+@attrs.frozen
 class Parameter:
     """A value a user may override; its type is the type of its default."""
 
@@ -110,6 +128,23 @@ class CatalogEntry:
     platforms: frozenset[str] | None
     spec: Mapping[str, Any]
     overrides: tuple[OverrideBlock, ...]
+    # Default thresholds per platform / architecture, applied when a Certification names none.
+    threshold_defaults: tuple[ThresholdBlock, ...] = ()
+
+    def default_thresholds(self, platform: str, arch: str) -> tuple[dict[str, str],
+                                                                    tuple[str, ...]]:
+        """The default thresholds for (platform, arch) and the sources they come from: the
+        selected blocks merged key by key in file order (a later block wins a key)."""
+        merged: dict[str, str] = {}
+        picked: dict[str, ThresholdBlock] = {}
+        for block in self.threshold_defaults:
+            if block.applies(platform, arch):
+                merged.update(block.thresholds)
+                picked.update({key: block for key in block.thresholds})
+        used = {id(b) for b in picked.values()}  # the blocks that gave a key, in file order
+        sources = tuple(dict.fromkeys(b.source for b in self.threshold_defaults
+                                      if id(b) in used))
+        return merged, sources
 
     @property
     def variant(self) -> str:

@@ -2,8 +2,9 @@
 
 Parsing is pure over ``{relative path: text}`` so tests feed broken files without touching
 the disk. Every problem raises CatalogError with the file, the key path and what is wrong:
-bad YAML, unknown keys, wrong types, unknown platforms or architectures in selectors, and
-``${...}`` references to parameters the entry never declared.
+bad YAML, unknown keys, wrong types, unknown platforms or architectures in selectors,
+``${...}`` references to parameters the entry never declared, and default ``thresholds`` blocks
+with an unknown metric key, CEL that does not compile, or no ``source``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import attrs
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from cre.api.cel import CelError, compile_cel
+from cre.api.common import CEL_MAX_LENGTH, THRESHOLD_KEYS
 from cre.catalog.errors import CatalogError
 from cre.catalog.model import (
     BUILTINS,
@@ -27,6 +30,7 @@ from cre.catalog.model import (
     PlatformData,
     RuntimeShape,
     Selector,
+    ThresholdBlock,
 )
 from cre.catalog.shape import SPEC, check
 from cre.catalog.template import Scalar, TemplateError, references
@@ -295,7 +299,8 @@ def _parse_blocks(
 
 
 def _check_selector_names(
-    block: OverrideBlock, *, file: str, platforms: frozenset[str], archs: frozenset[str]
+    block: OverrideBlock | ThresholdBlock, *, file: str, platforms: frozenset[str],
+    archs: frozenset[str],
 ) -> None:
     where = block.label.split(":", 1)[1]
     for sel, known, what in ((block.platform, platforms, "platform"), (block.arch, archs, "arch")):
@@ -307,6 +312,50 @@ def _check_selector_names(
                 f"{where}.{what}",
                 f"unknown {what} {name!r} (known: {', '.join(sorted(known))})",
             )
+
+
+def _parse_threshold_blocks(value: Any, *, file: str, platforms: frozenset[str],
+                            archs: frozenset[str]) -> tuple[ThresholdBlock, ...]:
+    """``thresholds: [{platform?, arch?, thresholds: {key: CEL}, source}]``, each checked as
+    admission checks a Certification's thresholds (known key, CEL that compiles)."""
+    if not isinstance(value, list):
+        raise CatalogError(file, "thresholds", "expected a list of blocks")
+    blocks = []
+    for i, raw in enumerate(value):
+        path = f"thresholds[{i}]"
+        raw = _mapping(raw, file=file, path=path)
+        _keys(raw, file=file, path=path, required=["thresholds", "source"],
+              optional=["platform", "arch"])
+        if "platform" not in raw and "arch" not in raw:
+            raise CatalogError(file, path, "a block needs a platform or arch selector")
+        source = _str(raw["source"], file=file, path=f"{path}.source")
+        if not source.strip():
+            raise CatalogError(file, f"{path}.source", "name where the figures come from")
+        values = _mapping(raw["thresholds"], file=file, path=f"{path}.thresholds")
+        if not values:
+            raise CatalogError(file, f"{path}.thresholds", "expected at least one threshold")
+        for key, expr in values.items():
+            where = f"{path}.thresholds.{key}"
+            if key not in THRESHOLD_KEYS:
+                raise CatalogError(file, where, "unknown threshold key (expected one of "
+                                   f"{', '.join(sorted(THRESHOLD_KEYS))})")
+            expr = _str(expr, file=file, path=where)
+            if not expr.strip() or len(expr) > CEL_MAX_LENGTH:
+                raise CatalogError(file, where, "expected a CEL expression over value")
+            try:
+                compile_cel(expr)
+            except CelError as exc:
+                raise CatalogError(file, where, f"invalid CEL expression: {exc}") from None
+        block = ThresholdBlock(
+            label=f"{file}:{path}",
+            platform=_parse_selector(raw["platform"], file=file, path=f"{path}.platform")
+            if "platform" in raw else None,
+            arch=_parse_selector(raw["arch"], file=file, path=f"{path}.arch")
+            if "arch" in raw else None,
+            thresholds=dict(values), source=source)
+        _check_selector_names(block, file=file, platforms=platforms, archs=archs)
+        blocks.append(block)
+    return tuple(blocks)
 
 
 def _check_references(node: Any, *, file: str, path: str, declared: Iterable[str]) -> None:
@@ -368,7 +417,7 @@ def _parse_entry(
         file=file,
         path="",
         required=["description", "runtime", "spec"],
-        optional=["fabric", "parameters", "measurement", "platforms", "when"],
+        optional=["fabric", "parameters", "measurement", "platforms", "when", "thresholds"],
     )
     try:
         runtime = RuntimeShape(doc["runtime"])
@@ -418,6 +467,10 @@ def _parse_entry(
                 raw.get("sampleInterval", "30s"), file=file, path="measurement.sampleInterval"
             ),
         )
+    defaults = _parse_threshold_blocks(doc.get("thresholds", []), file=file,
+                                       platforms=platforms, archs=archs)
+    if defaults and measurement is None:
+        raise CatalogError(file, "thresholds", "default thresholds need a measurement to judge")
     supported = None
     if "platforms" in doc:
         sel = _parse_selector(doc["platforms"], file=file, path="platforms")
@@ -437,4 +490,5 @@ def _parse_entry(
         platforms=supported,
         spec=spec,
         overrides=tuple(blocks),
+        threshold_defaults=defaults,
     )

@@ -6,7 +6,8 @@ category with one series per group: bus bandwidth against message size on a log-
 the ``busBandwidthGBps`` threshold as a dashed line. When nodes were measured one by one (a
 per-node measurement such as ``nccl-loopback``, or one Job per node) a second chart draws one
 bar per node with the threshold and the median, and marks the outliers (below the threshold,
-or under :data:`OUTLIER_FRACTION` of the median): an aggregate curve hides a slow node.
+flagged by the Certification's fleet-relative rule, or, without one, under
+:data:`OUTLIER_FRACTION` of the median): an aggregate curve hides a slow node.
 
 The page opens with the headline (the Certification's verdict message, which names the most
 severe genuine failure) and that failure's key log lines, linked to the full log. Failed
@@ -254,12 +255,15 @@ def node_bars(category: CategoryReport) -> tuple[NodeBar, ...]:
     measured = [bw for _, _, bw, _ in raw if bw is not None]
     median = statistics.median(measured) if measured else None
     bound = category.threshold_gbps
+    judged = {n.node: n.outlier for n in category.nodes if n.outlier is not None}
     out = []
     for node, group, bw, message in sorted(raw):
         why = []
         if bw is not None and bound is not None and bw < bound:
             why.append(f"below the threshold {bound:g}")
-        if bw is not None and median and len(measured) > 1 and bw < OUTLIER_FRACTION * median:
+        if node in judged:  # the relative rule's own finding, with its reference
+            why.append(judged[node].message)
+        elif bw is not None and median and len(measured) > 1 and bw < OUTLIER_FRACTION * median:
             why.append(f"{bw / median:.0%} of the median {median:.2f}")
         out.append(NodeBar(node=node, group=group, bus_bw=bw, message=message,
                            outlier="; ".join(why) or None))

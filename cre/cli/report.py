@@ -10,7 +10,9 @@ for the reason given there; otherwise a Succeeded group passes its nodes, a Fail
 them with the group's failure reason, a Cancelled or InfraAborted group leaves them
 Incomplete (not certified), and a group still running shows its phase. busBW is the Job's
 measured peak (the largest ``busBW`` over message sizes, what a ``busBandwidthGBps``
-threshold is judged on); the threshold line is the bound of a ``value >= N`` expression.
+threshold is judged on); the threshold line is the bound of a ``value >= N`` expression. A node
+the fleet-relative rule flagged (the Job's ``status.outliers``) carries the comparison
+(``outlier``), whatever its verdict: with ``action: Report`` it passes and is still shown.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, Final
 import attrs
 
 from cre.api.conditions import ConditionType, FailedNodeReason, GroupPhase, Verdict
-from cre.api.job import FailureClass, Job
+from cre.api.job import FailureClass, Job, NodeOutlier
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition
 from cre.api.workflow import GroupStatus, Workflow
@@ -96,6 +98,8 @@ class NodeReport:
     reason: str | None
     failure_class: FailureClass | None
     bus_bw: float | None
+    # The fleet-relative rule's finding on this node, if it flagged it.
+    outlier: NodeOutlier | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -148,6 +152,12 @@ class Report:
     def all_nodes(self) -> tuple[str, ...]:
         """Every node any category ran on, sorted."""
         return tuple(sorted({n.node for c in self.categories for n in c.nodes}))
+
+    @property
+    def outlier_nodes(self) -> tuple[str, ...]:
+        """Nodes the fleet-relative rule flagged in any category, sorted."""
+        return tuple(sorted({n.node for c in self.categories for n in c.nodes
+                             if n.outlier is not None}))
 
 
 # A log line that explains a failure: NCCL's own warnings and errors, and error words; NCCL
@@ -270,6 +280,7 @@ def node_bandwidth(bm: BandwidthMeasurement | None) -> dict[str, float]:
 def _nodes(group: GroupReport, job: Job | None,
            bm: BandwidthMeasurement | None = None) -> list[NodeReport]:
     failed = {f.name: f for f in job.status.failed_nodes} if job else {}
+    outliers = {o.node_name: o for o in job.status.outliers} if job else {}
     own = node_bandwidth(bm)
     # A per-node threshold miss blames the nodes listed; the other nodes of the group passed.
     per_node = bool(own) and bool(failed) and all(
@@ -290,7 +301,8 @@ def _nodes(group: GroupReport, job: Job | None,
             verdict = group.phase
         out.append(NodeReport(node=node, group=group.name, verdict=verdict, reason=reason,
                               failure_class=group.failure_class if verdict != Verdict.PASSED
-                              else None, bus_bw=own.get(node, group.bus_bw_peak)))
+                              else None, bus_bw=own.get(node, group.bus_bw_peak),
+                              outlier=outliers.get(node)))
     return out
 
 
@@ -346,6 +358,13 @@ def _failure_class(fc: FailureClass | None) -> dict[str, str] | None:
     return {"scope": str(fc.scope), "reason": fc.reason, "message": fc.message}
 
 
+def _outlier(o: NodeOutlier | None) -> dict[str, Any] | None:
+    if o is None:
+        return None
+    return {"busBW": o.bus_bw, "reference": o.reference, "basis": str(o.basis),
+            "peers": o.peers, "domain": o.domain, "message": o.message}
+
+
 def _gbps(value: float | None) -> str | None:
     return None if value is None else f"{value:.2f}"
 
@@ -368,6 +387,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "categoriesPassed": passed,
             "nodes": len(report.all_nodes),
             "failedNodes": list(report.failed_nodes),
+            "outlierNodes": list(report.outlier_nodes),
         },
         "categories": [
             {
@@ -397,7 +417,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 "nodes": [
                     {"node": n.node, "group": n.group, "verdict": n.verdict, "reason": n.reason,
                      "failureClass": _failure_class(n.failure_class),
-                     "busBWGBps": _gbps(n.bus_bw)}
+                     "busBWGBps": _gbps(n.bus_bw), "outlier": _outlier(n.outlier)}
                     for n in c.nodes
                 ],
             }

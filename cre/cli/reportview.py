@@ -28,7 +28,8 @@ def category_rows(category: CategoryReport, *, wide: bool) -> list[list[str]]:
     rows = [list(WIDE_COLUMNS if wide else COLUMNS)]
     for n in category.nodes:
         fc = n.failure_class
-        row = [n.node, n.group, n.verdict, n.reason or "-",
+        reason = n.reason or ("Outlier" if n.outlier is not None else "-")
+        row = [n.node, n.group, n.verdict, reason,
                f"{fc.scope}: {fc.reason}" if fc else "-",
                "-" if n.bus_bw is None else f"{n.bus_bw:.2f}"]
         if wide:
@@ -46,7 +47,8 @@ def report_lines(report: Report, *, wide: bool) -> list[str]:
     passed = sum(1 for c in report.categories if c.verdict == "Passed")
     out = [f"Certification {report.namespace}/{report.name}  result {report.result}  "
            f"categories passed {passed}/{len(report.categories)}  "
-           f"failed nodes {len(report.failed_nodes)}"]
+           f"failed nodes {len(report.failed_nodes)}"
+           + (f"  outliers {len(report.outlier_nodes)}" if report.outlier_nodes else "")]
     if report.verdict == "Failed" and report.message:
         out.append(f"{report.reason}: {report.message}")
     if report.failure_lines:

@@ -236,10 +236,16 @@ def build_workflow(
         "orchestration": orchestration,
         "dependencies": [dict(d) for d in rendered.dependencies()],
     }
-    if options.thresholds or options.measurement_timeout:
+    # A Certification that names no thresholds gets the entry's defaults for the detected
+    # platform and architecture (an explicit empty map opts out).
+    thresholds, sources = ((dict(options.thresholds), ()) if options.thresholds is not None
+                           else entry.default_thresholds(found.platform, found.architecture))
+    if thresholds or options.measurement_timeout or options.relative_threshold:
         perf: dict[str, Any] = {"enabled": True}
-        if options.thresholds:
-            perf["thresholds"] = {"thresholds": dict(options.thresholds)}
+        if thresholds:
+            perf["thresholds"] = {"thresholds": thresholds}
+        if options.relative_threshold is not None:
+            perf["relativeThreshold"] = unstructure(options.relative_threshold)
         if options.measurement_timeout:
             perf["measurementTimeout"] = options.measurement_timeout
         spec["validation"] = {"performance": perf}
@@ -251,6 +257,7 @@ def build_workflow(
         spec["nodeHealthMonitor"] = unstructure(options.node_health_monitor)
     if cert.spec.max_nodes is not None:
         spec["maxNodes"] = cert.spec.max_nodes
+    annotations = {L.THRESHOLDS_SOURCE: "; ".join(sources)} if sources else {}
     return {
         "apiVersion": L.API_VERSION,
         "kind": "Workflow",
@@ -260,6 +267,7 @@ def build_workflow(
             "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE,
                        L.CERTIFICATION: cert.metadata.name or "",
                        CATEGORY_DOMAIN: category.domain, CATEGORY_VARIANT: category.variant},
+            **({"annotations": annotations} if annotations else {}),
             "ownerReferences": [{
                 "apiVersion": L.API_VERSION, "kind": "Certification",
                 "name": cert.metadata.name or "", "uid": cert.metadata.uid or "",

@@ -175,6 +175,8 @@ def group_job(
     if perf is not None:
         if perf.thresholds is not None and perf.thresholds.thresholds:
             spec["thresholds"] = dict(perf.thresholds.thresholds)
+        if perf.relative_threshold is not None:
+            spec["relativeThreshold"] = unstructure(perf.relative_threshold)
         if perf.measurement_timeout:
             spec["measurementTimeout"] = perf.measurement_timeout
     target = workflow.spec.orchestration.target

@@ -33,24 +33,34 @@ as the printer column ``BusBW``). A per-node measurement (``nccl-loopback``) is 
 ``busBandwidthGBps`` is then the **lowest** node's peak (the number that explains a miss), and
 each node that missed is listed in ``status.failedNodes`` with reason ``ThresholdViolation``, so
 the Workflow blames only those nodes.
+
+With ``spec.relativeThreshold`` the per-node values are also compared with each other when the
+verdict is given (:mod:`cre.core.fleet`; node domains from the observed nodes' labels): the
+outliers are written to ``status.outliers`` whatever the action; ``Report`` changes nothing
+else, ``Fail`` lists each outlier the thresholds passed in ``failedNodes``
+(``ThresholdViolation``, the comparison as message) and the verdict is ``ThresholdViolated``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 import attrs
 
+from cre.api.common import RelativeAction
 from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope, JobReason
-from cre.api.job import FailedNode, Job, JobStatus
+from cre.api.job import FailedNode, Job, JobStatus, NodeOutlier
 from cre.api.labels import GROUP
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition, TypedLocalObjectReference
 from cre.core import logmeasure
+from cre.core.fleet import Outlier, find_outliers
 from cre.core.logmeasure import JOB_UID_ANNOTATION as JOB_UID_ANNOTATION
 from cre.core.logmeasure import belongs_to as belongs_to
 from cre.core.logmeasure import child_manifest, child_writes
+from cre.core.observed import NodeView
 from cre.core.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.thresholds import (
     MetricKey,
@@ -121,11 +131,28 @@ def has_verdict(job: Job) -> bool:
     return any(c.type == ConditionType.VALIDATION_FAILED for c in job.status.conditions)
 
 
+def outliers_of(job: Job, per_node: dict[str, dict[str, float]] | None,
+                nodes: Sequence[NodeView]) -> tuple[Outlier, ...]:
+    """The fleet-relative outliers of a final per-node measurement (none without
+    ``spec.relativeThreshold``); a node without a busBW value is never one."""
+    rule = job.spec.relative_threshold
+    if rule is None or per_node is None:
+        return ()
+    values = {n: v[MetricKey.BUS_BANDWIDTH] for n, v in per_node.items()
+              if MetricKey.BUS_BANDWIDTH in v}
+    key = rule.topology_key
+    domains = {n.name: n.label(key) for n in nodes} if key else {}
+    return find_outliers(values, domains=domains, percent=rule.percent,
+                         min_peers=rule.min_peers)
+
+
 def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime, *,
-                       timeout: timedelta, cap: float) -> Validation:
+                       timeout: timedelta, cap: float,
+                       nodes: Sequence[NodeView] = ()) -> Validation:
     """The threshold verdict of a Succeeded Job (status unchanged while it waits);
     ``timeout`` is the Job's ``measurementTimeout``, ``cap`` the longest requeue while it
-    waits (seconds of the injected clock)."""
+    waits (seconds of the injected clock), ``nodes`` the observed nodes (their labels are the
+    topology domains of the relative rule)."""
     status = job.status
     own = own_measurement(job, bm)
     values = measured_values(own)
@@ -142,15 +169,22 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
     member = true_member(status.conditions)
     succeeded_at = (member.last_transition_time if member is not None
                     and member.last_transition_time is not None else now)
+    outliers = outliers_of(job, per_node, nodes)
+    rule = job.spec.relative_threshold
+    failing = ({o.node: o.message for o in outliers}
+               if rule is not None and rule.action == RelativeAction.FAIL else {})
     verdict = _verdict(job, own, values, per_node, succeeded_at=succeeded_at, now=now,
-                       timeout=timeout)
+                       timeout=timeout, outliers=failing)
     if not isinstance(verdict, Verdict):
         left = max((verdict.deadline - now).total_seconds(), 0.0)
         return Validation(status=status, requeue_after=min(left, cap))
     cond = Condition(type=ConditionType.VALIDATION_FAILED, status=verdict.status,
                      reason=verdict.reason, message=verdict.message, last_transition_time=now,
                      observed_generation=job.metadata.generation)
-    status = attrs.evolve(status, conditions=(*status.conditions, cond))
+    status = attrs.evolve(status, conditions=(*status.conditions, cond), outliers=tuple(
+        NodeOutlier(node_name=o.node, bus_bw=f"{o.value:.2f}", reference=f"{o.reference:.2f}",
+                    basis=o.basis, peers=o.peers, domain=o.domain, message=o.message)
+        for o in outliers))
     if verdict.failure_class is not None and status.failure_class is None:
         status = attrs.evolve(status, failure_class=verdict.failure_class)
     if verdict.nodes:
@@ -180,7 +214,7 @@ def _unmeasurable(job: Job, own: BandwidthMeasurement | None) -> str:
 
 def _verdict(job: Job, own: BandwidthMeasurement | None, values: dict[str, float],
              per_node: dict[str, dict[str, float]] | None, *, succeeded_at: datetime,
-             now: datetime, timeout: timedelta) -> Verdict | Wait:
+             now: datetime, timeout: timedelta, outliers: dict[str, str]) -> Verdict | Wait:
     thresholds = job.spec.thresholds
     # The user's own mistakes in the thresholds come first (judged without any value).
     early = judge(thresholds, {}, succeeded_at=succeeded_at, now=succeeded_at,
@@ -199,7 +233,8 @@ def _verdict(job: Job, own: BandwidthMeasurement | None, values: dict[str, float
                        scope=FailureScope.CONFIGURATION)
     if per_node is not None and own is not None:
         return judge_nodes(thresholds, per_node, why_missing={
-            n.node_name: n.message for n in own.status.node_results if n.message})
+            n.node_name: n.message for n in own.status.node_results if n.message},
+            outliers=outliers)
     return judge(thresholds, values, succeeded_at=succeeded_at, now=now, timeout=timeout,
                  state=measurement_state(own), completed=measurement_completed(own),
                  no_data=no_data_scope(own))

@@ -253,8 +253,11 @@ MESSAGE_NODES: Final = 5
 
 
 def judge_nodes(thresholds: Mapping[str, str], nodes: Mapping[str, Mapping[str, float]], *,
-                why_missing: Mapping[str, str] | None = None) -> Verdict:
-    """The verdict on ``thresholds`` for every node of a final per-node measurement."""
+                why_missing: Mapping[str, str] | None = None,
+                outliers: Mapping[str, str] | None = None) -> Verdict:
+    """The verdict on ``thresholds`` for every node of a final per-node measurement;
+    ``outliers`` (node -> why) fail too when the thresholds pass them (the fleet-relative rule
+    with ``action: Fail``, cre.core.fleet)."""
     blamed: list[tuple[str, str]] = []
     for node in sorted(nodes):
         values = nodes[node]
@@ -272,6 +275,8 @@ def judge_nodes(thresholds: Mapping[str, str], nodes: Mapping[str, Mapping[str, 
                                                          f" violated on node {node}:")))
         elif verdict.failed:
             return verdict  # unknown key / invalid expression: the same for every node
+        elif outliers and node in outliers:
+            blamed.append((node, outliers[node]))
     if blamed:
         shown = "; ".join(m for _, m in blamed[:MESSAGE_NODES])
         more = len(blamed) - MESSAGE_NODES

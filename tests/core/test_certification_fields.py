@@ -6,10 +6,10 @@ recursively, camelCase as on the wire), an example value and where it must show.
 to the model without an entry fails :func:`test_every_spec_field_has_an_entry`; an entry whose
 value changes nothing, or shows elsewhere, fails :func:`test_each_field_changes_what_is_built`.
 Objects handed down whole to the Workflow (``target``, ``gangScheduler``, ``failurePolicy``,
-``nodeHealthMonitor``, ``imagePullSecrets`` items) are one entry each: the lower tier's own
-tests cover their fields. ``deadline`` is not part of the Workflow body ``build_workflow``
-makes: the Certification core hands each Workflow what is left of it at creation, so its
-entry checks the time left (``deadline_left``) instead.
+``nodeHealthMonitor``, ``imagePullSecrets`` items, ``relativeThreshold``) are one entry each:
+the lower tier's own tests cover their fields. ``deadline`` is not part of the Workflow body
+``build_workflow`` makes: the Certification core hands each Workflow what is left of it at
+creation, so its entry checks the time left (``deadline_left``) instead.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import attrs
 import pytest
 
 from cre.api.certification import Certification, CertificationSpec
-from cre.api.common import GangSchedulerSpec, TargetSpec
+from cre.api.common import GangSchedulerSpec, RelativeThreshold, TargetSpec
 from cre.api.converter import from_dict, to_dict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.job import NodeHealthMonitor
@@ -37,7 +37,7 @@ from tests.core.tierworld import catalog, certification, nodes
 
 #: Handed to the Workflow as a whole (not walked into).
 WHOLE: frozenset[type] = frozenset({TargetSpec, GangSchedulerSpec, FailurePolicy,
-                                    LocalObjectReference, NodeHealthMonitor})
+                                    LocalObjectReference, NodeHealthMonitor, RelativeThreshold})
 NODES = nodes(4)
 
 Built = Mapping[str, Any]
@@ -150,6 +150,9 @@ CASES: dict[str, Case] = {
     "thresholds": Case({"busBandwidthGBps": "value >= 1"}, lambda wf: wf["spec"]["validation"]
                        ["performance"]["thresholds"]["thresholds"]
                        == {"busBandwidthGBps": "value >= 1"}),
+    "relativeThreshold": Case({"percent": 70, "action": "Fail"}, lambda wf: wf["spec"]
+                              ["validation"]["performance"]["relativeThreshold"]
+                              == {"percent": 70, "minPeers": 4, "action": "Fail"}),
     "maxConcurrent": Case(2, lambda wf: wf["spec"]["orchestration"]["execution"]
                           ["maxConcurrent"] == 2),
     "timeoutPerJob": Case("7m", lambda wf: wf["spec"]["orchestration"]["execution"]

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from cre.api import common, conditions, meta
 from cre.api.certification import (
     RESOURCE_QUANTITY,
+    CategoryOptions,
     CategoryResources,
+    CertificationSpec,
     ResourceValues,
 )
 from cre.api.common import NodeSelectorOperator, NodeSelectorRequirement, WorkloadMetadata
@@ -33,7 +35,13 @@ from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.api.schema import unwrap_optional
-from cre.api.workflow import OrchestrationSpec, OverrideSpec, TemplateMetadata, WorkflowSpec
+from cre.api.workflow import (
+    OrchestrationSpec,
+    OverrideSpec,
+    PerformanceSpec,
+    TemplateMetadata,
+    WorkflowSpec,
+)
 from cre.api.workloadrun import ConfigSpec, ExecSpec, FrameworkSpec, MpiSpec, TorchSpec
 
 T = TypeVar("T")
@@ -394,10 +402,35 @@ def _torch() -> st.SearchStrategy[TorchSpec]:
     )
 
 
+_FLOOR = "busBandwidthGBps"
+
+
 def _fix_job_spec(spec: JobSpec) -> JobSpec:
     if spec.stall_multiplier is not None and spec.goodput_measurement is None:
-        return attrs.evolve(spec, stall_multiplier=None)
+        spec = attrs.evolve(spec, stall_multiplier=None)
+    if _FLOOR not in spec.thresholds:  # a relative rule needs the absolute floor
+        spec = attrs.evolve(spec, relative_threshold=None)
     return spec
+
+
+def _fix_performance(spec: PerformanceSpec) -> PerformanceSpec:
+    if spec.thresholds is None or _FLOOR not in spec.thresholds.thresholds:
+        return attrs.evolve(spec, relative_threshold=None)
+    return spec
+
+
+def _fix_certification_spec(spec: CertificationSpec) -> CertificationSpec:
+    """Relative rules only where the category's thresholds (its own, else the global ones)
+    carry the busBW floor."""
+    def floor(own: CategoryOptions | None) -> bool:
+        mine = own.thresholds if own is not None else None
+        return _FLOOR in (mine if mine is not None else spec.thresholds or {})
+
+    categories = tuple(c if c.options is None or floor(c.options) else attrs.evolve(
+        c, options=attrs.evolve(c.options, relative_threshold=None)) for c in spec.categories)
+    everywhere = all(floor(c.options) for c in categories)
+    return attrs.evolve(spec, categories=categories,
+                        relative_threshold=spec.relative_threshold if everywhere else None)
 
 
 def _fix_orchestration(spec: OrchestrationSpec) -> OrchestrationSpec:
@@ -431,6 +464,8 @@ def _fix_cluster_scoped(obj: LogProfile) -> LogProfile:
 _FIXUPS: dict[type, Callable[[Any], Any]] = {
     LogProfile: _fix_cluster_scoped,
     JobSpec: _fix_job_spec,
+    PerformanceSpec: _fix_performance,
+    CertificationSpec: _fix_certification_spec,
     OrchestrationSpec: _fix_orchestration,
     ConfigSpec: _fix_config,
 }
