@@ -9,10 +9,11 @@ The catalog the categories come from is loaded once by the caller (the manager's
 
 One reconcile is :func:`cre.kube.runtime.converge` around
 :func:`cre.core.certification.reconcile_certification`, applied by
-:class:`cre.controller.tiershell.TierExecutor`, with the same feedback as the Workflow
-controller (both are a :class:`cre.controller.tiershell.TierController`): ``confirm_live`` is
-answered by listing the Certification's Workflows live, a Workflow name a foreign object holds
-goes back as ``create_conflicts``, a status write that conflicts re-reads the Certification.
+:class:`cre.kube.executor.PlanExecutor`, with the same feedback as the Workflow controller (both
+are a :class:`cre.controller.tiershell.TierController`): a ``ListLive`` ask is answered by
+listing the Certification's Workflows live, a Workflow name a foreign object holds goes back as
+a ``CreateConflict`` in the Observation's ``feedback``, a status write that conflicts re-reads
+the Certification.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ hardware defaults (GPUs and NICs per node).
 
 One reconcile is :func:`cre.kube.runtime.converge` around
 :func:`cre.core.workloadrun.reconcile_run`, applied by
-:class:`cre.controller.tiershell.TierExecutor` (a :class:`cre.controller.tiershell.TierController`,
-as the Workflow's): ``confirm_live`` is answered by reading the Workflow live, a Workflow name a
-foreign object holds goes back as ``create_conflict``, a status write that conflicts re-reads the
-run. The Workflow it creates carries the generated TrainingRuntime, ConfigMap and PVC as
+:class:`cre.kube.executor.PlanExecutor` (a :class:`cre.controller.tiershell.TierController`, as
+the Workflow's): a ``ConfirmAbsent`` ask is answered by reading the Workflow live, a Workflow name
+a foreign object holds goes back as a ``CreateConflict`` in the Observation's ``feedback``, a
+status write that conflicts re-reads the run. The Workflow it creates carries the generated TrainingRuntime, ConfigMap and PVC as
 dependencies, so the Workflow controller creates them (owned by the Workflow, which the run
 owns).
 """
