@@ -7,8 +7,8 @@ drives it through :mod:`cre.testing.jobharness` (a scripted cluster side for tes
 benchmarks). :class:`cre.controller.workflow.WorkflowController` and
 :class:`cre.controller.certification.CertificationController` run the two tiers above it on the
 same runtime, as does :class:`cre.controller.workloadrun.WorkloadRunController`; the three share
-:class:`cre.controller.tiershell.TierController` (their plans are applied by
-:mod:`cre.controller.tiershell`), the Workflow's views and live reads are in
+:class:`cre.controller.tiershell.TierController` (every plan is applied by
+:class:`cre.kube.executor.PlanExecutor`), the Workflow's views and live reads are in
 :mod:`cre.controller.workflowshell`. The BandwidthMeasurement and GoodputMeasurement controllers
 (:mod:`~cre.controller.measurement`, :mod:`~cre.controller.goodput`) share
 :class:`cre.controller.logmeasure.LogMeasurementController`. All of them stand on

@@ -11,9 +11,9 @@ One reconcile is :func:`cre.kube.runtime.converge` around
 :class:`cre.kube.executor.PlanExecutor` (a :class:`cre.controller.tiershell.TierController`, as
 the Workflow's): a ``ConfirmAbsent`` ask is answered by reading the Workflow live, a Workflow name
 a foreign object holds goes back as a ``CreateConflict`` in the Observation's ``feedback``, a
-status write that conflicts re-reads the run. The Workflow it creates carries the generated TrainingRuntime, ConfigMap and PVC as
-dependencies, so the Workflow controller creates them (owned by the Workflow, which the run
-owns).
+status write that conflicts re-reads the run. The Workflow it creates carries the generated
+TrainingRuntime, ConfigMap and PVC as dependencies, so the Workflow controller creates them
+(owned by the Workflow, which the run owns).
 """
 
 from __future__ import annotations
