@@ -120,6 +120,7 @@ TIERS: dict[str, tuple[Tier, str]] = {
     "tests/test_docs_roles.py": (E2E, "the docs' role extension through griffe (runs git)"),
     "tests/test_examples.py": (E2E, "the examples' golden suites in their own pytest"),
     "tests/test_layers.py": (E2E, "lint-imports as a process"),
+    "tests/test_kind_contract.py": (E2E, "lint-imports as a process on a copy of the tree"),
     "tests/test_packaging.py": (E2E, "mypy and fresh interpreters"),
     "tests/test_readme.py": (E2E, "the README's scripts as processes"),
     "tests/test_tiers.py": (E2E, "collects the whole suite in a pytest process"),

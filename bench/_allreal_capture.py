@@ -26,7 +26,7 @@ import anyio
 from bench.capture import delay_summary
 from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
 from cre.api.labels import LAUNCHER
-from cre.core.plan import JobSettings
+from cre.core.common.plan import JobSettings
 from cre.kube.client import JOBS, PODS, TRAINING_RUNTIMES
 from cre.kube.informer import Informer
 from cre.testing.controlplane.allreal import (

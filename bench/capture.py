@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 
 from cre.api.watch import WatchEventType
-from cre.core.plan import JobSettings
+from cre.core.common.plan import JobSettings
 from cre.kube.client import JOBS
 from cre.kube.informer import Informer
 from cre.testing import controlplane

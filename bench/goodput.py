@@ -7,10 +7,10 @@ bound how cheaply a manager follows many runs. The generated log mixes kubelet t
 iteration lines with step time and TFLOP/s, checkpoint save/done lines every 500 iterations and
 unmatched chatter (``--noise`` lines per iteration line, default 4), to ``--mb`` megabytes
 (default 20). Reported, best of ``--rounds``: MB/s and lines/s of parsing alone
-(:meth:`cre.core.goodputlog.GoodputParser.parse` on every line) and of parse + fold in 2000-line
-windows as provisional samples deliver them (:func:`cre.core.goodput.fold`, then
-:func:`cre.core.goodput.summarise` per window), plus the final goodput ratio (a check that the
-work was real: every run of the same log gives the same figure).
+(:meth:`cre.core.measure.goodputlog.GoodputParser.parse` on every line) and of parse + fold in
+2000-line windows as provisional samples deliver them (:func:`cre.core.measure.goodputfold.fold`,
+then :func:`cre.core.measure.goodputfold.summarise` per window), plus the final goodput ratio (a
+check that the work was real: every run of the same log gives the same figure).
 
 Usage: ``python -m bench goodput [--mb 20] [--rounds 3] [--noise 4]``
 """
@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from cre.api.goodput import GoodputMeasurementStatus
-from cre.core import goodput as G
-from cre.core.goodputlog import compile_goodput_profile
-from cre.core.goodputprofiles import megatron_profile
+from cre.core.measure import goodputfold as G
+from cre.core.measure.goodputlog import compile_goodput_profile
+from cre.core.measure.goodputprofiles import megatron_profile
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WINDOW = 2000

@@ -52,7 +52,7 @@ import anyio
 
 from cre.api import labels as L
 from cre.api.watch import WatchEventType
-from cre.core.projections import pod_view
+from cre.core.common.projections import pod_view
 from cre.kube.client import KubeClient
 from cre.kube.informer import Informer, ReflectorConfig
 from cre.kube.pods import scoped_pod_informer

@@ -33,9 +33,9 @@ from typing import Any
 import aiohttp
 import anyio
 
-from cre.controller.prefetch import LogPrefetcher
-from cre.core.plan import LIMIT_BYTES, READ_LIMIT_BYTES, ReadLog
-from cre.core.projections import pod_view
+from cre.controller.job.prefetch import LogPrefetcher
+from cre.core.common.plan import LIMIT_BYTES, READ_LIMIT_BYTES, ReadLog
+from cre.core.common.projections import pod_view
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.pods import read_pod_log
 from cre.testing.apiserver.emulator import write_kubeconfig

@@ -5,14 +5,14 @@ BandwidthMeasurement parses it on every provisional sample and once more in full
 so the parser's speed bounds how often a manager can sample. The generated log mixes, as real
 ones do, kubelet timestamps, NCCL INFO chatter, warnings, banners, multi-line headers and table
 rows (several runs), to ``--mb`` megabytes (default 50). Reported: MB/s and lines/s for whole
-lines (:func:`cre.core.ncclparse.parse_lines`) and for 64 KiB chunks as a stream delivers them
-(:func:`cre.core.ncclparse.parse_chunks`), best of ``--rounds``, and the parser's peak
+lines (:func:`cre.core.measure.ncclparse.parse_lines`) and for 64 KiB chunks as a stream delivers
+them (:func:`cre.core.measure.ncclparse.parse_chunks`), best of ``--rounds``, and the parser's peak
 traced memory on the chunked path (tracemalloc; the log itself is generated chunk by chunk and
 never held whole on that path).
 
 Streaming (``--stream-mb``, default 10 and 50): the API emulator runs as a separate process
 holding a launcher pod whose log is the generated one; this process performs the
-BandwidthMeasurement controller's final read (:meth:`MeasurementController.read`: the log
+BandwidthMeasurement controller's final read (:meth:`BandwidthController.read`: the log
 streamed through ``pods/log`` with timestamps, the window filter and the parser) and reports
 the peak Python allocation above the baseline (tracemalloc) and the growth of the process's
 peak RSS during the read. Target: independent of the log's size, under 20 MiB.
@@ -33,7 +33,7 @@ from typing import Any
 import aiohttp
 import anyio
 
-from cre.core.ncclparse import NCCL_ROW_REGEX, parse_chunks, parse_lines
+from cre.core.measure.ncclparse import NCCL_ROW_REGEX, parse_chunks, parse_lines
 
 _HEADER = (
     "#                                                              out-of-place"
@@ -88,8 +88,8 @@ def generated(total_bytes: int, *, chunk: int = 64 * 1024, stamped: bool = True
 
 async def _stream_round(kubeconfig: str, server: str, mb: float, index: int) -> dict[str, Any]:
     """Feed a ``mb`` MB log to a fresh pod on the emulator, then measure one final read."""
-    from cre.controller.measurement import MeasurementController
-    from cre.core.measurement import FINAL_LIMIT_BYTES, ReadRequest
+    from cre.controller.measure.bandwidth import BandwidthController
+    from cre.core.measure.bandwidth import FINAL_LIMIT_BYTES, ReadRequest
     from cre.kube.client import PODS, KubeClient
 
     pod = f"bench-launcher-{index}"
@@ -115,7 +115,7 @@ async def _stream_round(kubeconfig: str, server: str, mb: float, index: int) -> 
                 async with http.post(f"{server}/_emulator/logs/default/{pod}/launcher",
                                      data=body) as resp:
                     resp.raise_for_status()
-        controller = MeasurementController(client, namespaces=["default"], log_timeout=600)
+        controller = BandwidthController(client, namespaces=["default"], log_timeout=600)
         request = ReadRequest(namespace="default", pod=pod, container="launcher", pod_uid="",
                               final=True, regex=NCCL_ROW_REGEX, limit_bytes=FINAL_LIMIT_BYTES)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -13,7 +13,7 @@ it in CI):
     The shipped test kit: the API emulator, the cluster simulator, the golden harness, hypothesis
     strategies, the demo (extras ``testing`` / ``demo`` / ``test``).
 ``cre.controller``
-    One controller per kind, e.g. :class:`cre.controller.job.JobController`.
+    One controller per kind, e.g. :class:`cre.controller.job.controller.JobController`.
 ``cre.kube``
     The I/O edge: API client, informers with slim stores, scoped pod reads, workqueue, executor.
 ``cre.core`` and ``cre.render``

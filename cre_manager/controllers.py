@@ -18,7 +18,7 @@ from cre.api.labels import GROUP
 from cre.catalog.loader import load_catalog
 from cre.catalog.model import Catalog
 from cre.controller.registry import BY_NAME, ControllerContext
-from cre.core.workflow import WorkflowSettings
+from cre.core.workflow.reconcile import WorkflowSettings
 from cre.kube.client import KubeClient, Resource
 from cre.kube.factory import InformerFactory
 from cre.kube.metrics import metrics_for

@@ -15,7 +15,7 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from cre.controller.metrics import job_metrics_for
+from cre.controller.job.metrics import job_metrics_for
 from cre.kube.metrics import metrics_for
 
 

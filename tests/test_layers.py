@@ -53,14 +53,14 @@ def test_the_source_tree_keeps_every_contract() -> None:
 
 
 @pytest.mark.parametrize(("module", "injected", "contract", "edge"), [
-    ("cre/core/plan.py", "import cre.controller.job", "CRE layers",
-     "cre.core.plan -> cre.controller.job"),
+    ("cre/core/common/plan.py", "import cre.controller.job.controller", "CRE layers",
+     "cre.core.common.plan -> cre.controller.job.controller"),
     ("cre/kube/workqueue.py", "import cre.testing.procs", "CRE layers",
      "cre.kube.workqueue -> cre.testing.procs"),
-    ("cre/render/job.py", "import cre.core.plan", "CRE layers",
-     "cre.render.job -> cre.core.plan"),
-    ("cre/core/classify.py", "import anyio", "Pure layers import no I/O",
-     "cre.core.classify -> anyio"),
+    ("cre/render/job.py", "import cre.core.common.plan", "CRE layers",
+     "cre.render.job -> cre.core.common.plan"),
+    ("cre/core/job/classify.py", "import anyio", "Pure layers import no I/O",
+     "cre.core.job.classify -> anyio"),
     ("cre_manager/app.py", "import hypothesis", "Production code imports no test-only",
      "cre_manager.app -> hypothesis"),
     ("cre/cli/report.py", "import cre.testing.procs", "CRE layers",

@@ -21,17 +21,11 @@ from cre.api.conditions import (
     Phase,
 )
 from cre.api.converter import from_dict, structure, to_dict, unstructure
+from cre.api.crdgen import build_crd
 from cre.api.errors import FieldError, ValidationError
 from cre.api.goodput import GoodputMeasurement
-from cre.api.job import (
-    FailedNode,
-    FailureClass,
-    FailureLog,
-    Job,
-    JobSpec,
-    JobStatus,
-    WorkloadSpec,
-)
+from cre.api.job import FailedNode, FailureClass, FailureLog, Job, JobSpec, JobStatus, WorkloadSpec
+from cre.api.kinds import KINDS
 from cre.api.measurement import BandwidthMeasurement, LogProfile
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, ObjectReference
 from cre.api.validate import validate, validated
@@ -39,6 +33,7 @@ from cre.api.workflow import Workflow, WorkflowSpec, WorkflowStatus
 from cre.api.workloadrun import WorkloadRun, WorkloadRunSpec, WorkloadRunStatus
 
 __all__ = [
+    "KINDS",
     "BandwidthMeasurement",
     "CategoryOptions",
     "Certification",
@@ -73,6 +68,7 @@ __all__ = [
     "WorkloadRunSpec",
     "WorkloadRunStatus",
     "WorkloadSpec",
+    "build_crd",
     "from_dict",
     "structure",
     "to_dict",

@@ -39,7 +39,8 @@ class ConditionType(enum.StrEnum):
 
 
 # Exactly one of these is True at any time on a lifecycle tier.
-EXCLUSIVE_TRIO: Final = (ConditionType.IN_PROGRESS, ConditionType.SUCCEEDED, ConditionType.FAILED)
+LIFECYCLE_CONDITIONS: Final = (ConditionType.IN_PROGRESS, ConditionType.SUCCEEDED,
+                               ConditionType.FAILED)
 # Independent of the trio.
 ADDITIVE: Final = (
     ConditionType.VALIDATION_FAILED,
@@ -137,7 +138,7 @@ class JobReason(enum.StrEnum):
 
 
 class ReleaseReason(enum.StrEnum):
-    """Reasons of a finished Job's ``WorkloadReleased`` condition (cre.core.release)."""
+    """Reasons of a finished Job's ``WorkloadReleased`` condition (cre.core.job.release)."""
 
     RELEASED = "Released"  # True: the TrainJob and the Job's pods are gone (or never existed)
     MEASUREMENT_PENDING = "MeasurementPending"  # a measurement still needs the pods' logs

@@ -3,7 +3,8 @@ and whether an infrastructure abort is deferred instead of counted as a test fai
 
 Kept in its own module because both the Workflow spec and the Certification's category
 options carry it (a Certification copies it into each Workflow it creates). The deferral
-rules themselves live in ``cre.core.deferral``; see docs/design/013-workflow-certification.md.
+rules themselves live in ``cre.core.workflow.deferral``; see
+docs/design/013-workflow-certification.md.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ t_re)`` (wall time, work lost to interruptions, resume time, reschedule time, ch
 time), step times with and without warmup, TFLOPs per GPU when the log prints them, and the
 checkpoint the Job's restart rule reads. Durations are ``"%.3f"`` second strings and the ratio a
 ``"%.4f"`` string, so a status is byte-stable; ``tally`` carries the exact integer-millisecond
-bookkeeping the pure core (``cre.core.goodput``) folds new log lines into.
+bookkeeping the pure core (``cre.core.measure.goodputfold``) folds new log lines into.
 """
 
 from __future__ import annotations

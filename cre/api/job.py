@@ -1,8 +1,8 @@
 """The ``Job`` kind: one workload execution on one node group.
 
 The spec is what the Workflow tier (or a user) asks for; the status is what the pure Job core
-(``cre.core.job``) computes. ``spec.workload.trainJob`` is a Kubeflow ``TrainJobSpec`` kept as
-opaque JSON: CRE patches it through the renderer, and the Trainer CRD owns its schema.
+(``cre.core.job.reconcile``) computes. ``spec.workload.trainJob`` is a Kubeflow ``TrainJobSpec``
+kept as opaque JSON: CRE patches it through the renderer, and the Trainer CRD owns its schema.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ IMAGE_PULL_GRACE_MAX = 3600
 class WorkloadRetention(enum.StrEnum):
     """What happens to a finished Job's workload (TrainJob, and under it JobSet, batch Jobs,
     pods): kept until the Job is deleted, or released once nothing needs its pods
-    (``cre.core.release``)."""
+    (``cre.core.job.release``)."""
 
     RETAIN = "Retain"
     RELEASE = "Release"

@@ -31,7 +31,7 @@ from cre.api.common import (
     WorkloadMetadata,
     is_reserved_label_key,
 )
-from cre.api.conditions import EXCLUSIVE_TRIO
+from cre.api.conditions import LIFECYCLE_CONDITIONS
 from cre.api.converter import emitted, from_dict, structure
 from cre.api.durations import duration_seconds
 from cre.api.errors import FieldError, ValidationError, describe, join, map_key
@@ -297,7 +297,7 @@ def _check_job_status(model: JobStatus, path: str) -> Iterator[FieldError]:
     true = [
         c.type
         for c in model.conditions
-        if c.type in EXCLUSIVE_TRIO and c.status is ConditionStatus.TRUE
+        if c.type in LIFECYCLE_CONDITIONS and c.status is ConditionStatus.TRUE
     ]
     if len(true) > 1:
         yield FieldError(

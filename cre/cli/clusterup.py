@@ -29,8 +29,8 @@ from cre.api.labels import GPU_PRESENT, GPU_PRODUCT
 from cre.catalog import Catalog
 from cre.cli.cluster import Connection, api_failure, connect
 from cre.cli.exitcodes import CliError, ExitCode
-from cre.core.discovery import DiscoveryFailure, discover, waiting_detail
-from cre.core.projections import node_view
+from cre.core.common.projections import node_view
+from cre.core.workflow.discovery import DiscoveryFailure, discover, waiting_detail
 from cre.kube.client import NODES, ApiError
 
 STATE = "state.json"

@@ -2,10 +2,10 @@
 
 Nothing is re-implemented here: the pure cores decide, exactly as the controllers would on a
 cluster whose GPU nodes are the ones given. For a Certification, each category is discovered
-and built into its Workflow (``cre.core.certification_build``); for each Workflow,
+and built into its Workflow (``cre.core.certification.build``); for each Workflow,
 ``reconcile_workflow`` runs twice over an empty world: the first pass discovers and partitions
 the nodes, the second launches the groups (the Jobs, and the per-Job copies of its
-dependencies); each Job's TrainJob is ``cre.core.workload.manifest``. The nodes are given by
+dependencies); each Job's TrainJob is ``cre.core.job.workload.manifest``. The nodes are given by
 name (``--nodes``/``--node-count``, made GPU nodes of ``--platform``/``--arch``) or as real
 Node objects (``--nodes-file``, e.g. ``kubectl get nodes -o yaml``).
 
@@ -33,13 +33,13 @@ from cre.api.job import Job
 from cre.api.workflow import Workflow
 from cre.catalog import Catalog
 from cre.cli.exitcodes import CliError, ExitCode
-from cre.core.certification_build import BuildError, build_workflow, discover_for
-from cre.core.discovery import DiscoveryFailure
-from cre.core.observed import NodeView
-from cre.core.projections import node_view
-from cre.core.workflow import WorkflowObservation
-from cre.core.workflow_run import reconcile_workflow
-from cre.core.workload import manifest
+from cre.core.certification.build import BuildError, build_workflow, discover_for
+from cre.core.common.observed import NodeView
+from cre.core.common.projections import node_view
+from cre.core.job.workload import manifest
+from cre.core.workflow.discovery import DiscoveryFailure
+from cre.core.workflow.reconcile import WorkflowObservation
+from cre.core.workflow.run import reconcile_workflow
 
 #: The UID the offline objects carry (names derived from a UID are stable across runs).
 OFFLINE_UID: Final = "00000000-0000-4000-8000-000000000000"

@@ -223,7 +223,7 @@ def validate(files: Sequence[str], versions: Sequence[str]) -> int:
       cre validate certification.yaml workflow.yaml --kubernetes-version 1.33
     """
     from cre.cli.validate import kube_versions, validate_files
-    from cre.core.wording import count
+    from cre.core.common.wording import count
 
     found = validate_files(files, versions=kube_versions(versions))
     for note in (p for p in found if p.note):

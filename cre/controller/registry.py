@@ -19,13 +19,13 @@ from prometheus_client import CollectorRegistry
 
 from cre.catalog.loader import load_catalog
 from cre.catalog.model import Catalog
-from cre.controller.certification import CertificationController
-from cre.controller.goodput import GoodputController
-from cre.controller.job import JobController
-from cre.controller.measurement import MeasurementController
-from cre.controller.workflow import WorkflowController
-from cre.controller.workloadrun import WorkloadRunController
-from cre.core.workflow import DEFAULT_WORKFLOW_SETTINGS, WorkflowSettings
+from cre.controller.certification.controller import CertificationController
+from cre.controller.job.controller import JobController
+from cre.controller.measure.bandwidth import BandwidthController
+from cre.controller.measure.goodput import GoodputController
+from cre.controller.workflow.controller import WorkflowController
+from cre.controller.workloadrun.controller import WorkloadRunController
+from cre.core.workflow.reconcile import DEFAULT_WORKFLOW_SETTINGS, WorkflowSettings
 from cre.kube.client import (
     BANDWIDTHMEASUREMENTS,
     CERTIFICATIONS,
@@ -102,7 +102,7 @@ def _workloadrun(ctx: ControllerContext) -> Controller:
 
 
 def _measurement(ctx: ControllerContext) -> Controller:
-    return MeasurementController(ctx.client, informers=ctx.informers, registry=ctx.registry,
+    return BandwidthController(ctx.client, informers=ctx.informers, registry=ctx.registry,
                                  clock=ctx.clock, max_concurrent_reconciles=ctx.workers(2))
 
 

@@ -13,7 +13,7 @@ The feedback contract (one path, every tier follows it; the shell's side is
 :func:`cre.kube.runtime.converge`):
 
 * The core never reads the cluster. When it needs something the caches cannot give, it *asks*
-  in its Plan (``Plan.asks``, typed, :mod:`cre.core.plan`): ``ReadLog`` (a container's log
+  in its Plan (``Plan.asks``, typed, :mod:`cre.core.common.plan`): ``ReadLog`` (a container's log
   tail), ``StreamLog`` (a log streamed through a measurement's parser), ``ConfirmAbsent`` (a
   live read before acting on "the object is gone"), ``ListLive`` (a live list before an
   irreversible step such as dropping a finalizer), ``ReadEvents`` (an object's Events, which no
@@ -34,8 +34,12 @@ The feedback contract (one path, every tier follows it; the shell's side is
   asking is an error and a backoff, not a spin.
 """
 
-from cre.core.job import reconcile_job
-from cre.core.observed import (
+from cre.core.certification.reconcile import (
+    CertificationObservation,
+    CertificationPlan,
+    reconcile_certification,
+)
+from cre.core.common.observed import (
     ContainerState,
     ContainerStatusView,
     Labels,
@@ -48,7 +52,7 @@ from cre.core.observed import (
     TrainJobView,
     label_value,
 )
-from cre.core.plan import (
+from cre.core.common.plan import (
     Ask,
     ConfirmAbsent,
     Create,
@@ -67,7 +71,7 @@ from cre.core.plan import (
     ReadLog,
     StreamLog,
 )
-from cre.core.projections import (
+from cre.core.common.projections import (
     POD_LABEL_KEYS,
     ProjectionError,
     node_view,
@@ -75,10 +79,25 @@ from cre.core.projections import (
     pod_view,
     trainjob_view,
 )
+from cre.core.job.reconcile import JobPlan, reconcile_job
+from cre.core.measure.bandwidth import BandwidthObservation, BandwidthPlan, reconcile_bandwidth
+from cre.core.measure.goodput import GoodputObservation, GoodputPlan, reconcile_goodput
+from cre.core.measure.logread import LogObservation
+from cre.core.workflow.reconcile import WorkflowObservation, WorkflowPlan
+from cre.core.workflow.run import reconcile_workflow
+from cre.core.workloadrun.reconcile import (
+    WorkloadRunObservation,
+    WorkloadRunPlan,
+    reconcile_workloadrun,
+)
 
 __all__ = [
     "POD_LABEL_KEYS",
     "Ask",
+    "BandwidthObservation",
+    "BandwidthPlan",
+    "CertificationObservation",
+    "CertificationPlan",
     "ConfirmAbsent",
     "ContainerState",
     "ContainerStatusView",
@@ -89,9 +108,13 @@ __all__ = [
     "EventSeverity",
     "EventSpec",
     "Feedback",
+    "GoodputObservation",
+    "GoodputPlan",
+    "JobPlan",
     "JobSettings",
     "Labels",
     "ListLive",
+    "LogObservation",
     "LogTail",
     "NodeView",
     "ObjectCondition",
@@ -106,11 +129,20 @@ __all__ = [
     "ReadLog",
     "StreamLog",
     "TrainJobView",
+    "WorkflowObservation",
+    "WorkflowPlan",
+    "WorkloadRunObservation",
+    "WorkloadRunPlan",
     "label_value",
     "node_view",
     "object_key",
     "pod_view",
+    "reconcile_bandwidth",
+    "reconcile_certification",
+    "reconcile_goodput",
     "reconcile_job",
+    "reconcile_workflow",
+    "reconcile_workloadrun",
     "trainjob_view",
 ]
 

@@ -12,15 +12,38 @@ package registers none.
 """
 
 from cre.api.watch import WatchEventType
+from cre.kube.client import (
+    BANDWIDTHMEASUREMENTS,
+    BATCH_JOBS,
+    CERTIFICATIONS,
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIGMAPS,
+    CRDS,
+    EVENTS,
+    GOODPUTMEASUREMENTS,
+    JOBS,
+    JOBSETS,
+    LEASES,
+    LOGPROFILES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    WORKFLOWS,
+    WORKLOADRUNS,
+    ApiError,
+    KubeClient,
+    Resource,
+    connect,
+)
+from cre.kube.events import EventRecorder
 from cre.kube.factory import InformerFactory
 from cre.kube.guard import UnscopedPodRead
-from cre.kube.informer import (
-    Backoff,
-    Handler,
-    Informer,
-    ReflectorConfig,
-    ReflectorState,
-)
+from cre.kube.informer import Backoff, Handler, Informer, ReflectorConfig, ReflectorState
+from cre.kube.metrics import KubeMetrics, metrics_for
 from cre.kube.ratelimit import (
     ItemExponentialRateLimiter,
     MaxOfRateLimiter,
@@ -28,27 +51,82 @@ from cre.kube.ratelimit import (
     TokenBucketRateLimiter,
     default_controller_rate_limiter,
 )
+from cre.kube.runtime.base import CoreReconciler
+from cre.kube.runtime.controller import Controller
+from cre.kube.runtime.feedback import converge
+from cre.kube.runtime.handlers import (
+    enqueue_by_label,
+    enqueue_mapped,
+    enqueue_object,
+    enqueue_owner,
+    key_of,
+)
+from cre.kube.runtime.predicates import OwnStatusEcho, generation_changed
+from cre.kube.runtime.reconcile import DONE, Reconciler, Result, TerminalError, split_key
 from cre.kube.store import Store, UnknownIndex
 from cre.kube.workqueue import QueueShutDown, WorkQueue
 
 __all__ = [
+    "BANDWIDTHMEASUREMENTS",
+    "BATCH_JOBS",
+    "CERTIFICATIONS",
+    "CLUSTER_TRAINING_RUNTIMES",
+    "CONFIGMAPS",
+    "CRDS",
+    "DONE",
+    "EVENTS",
+    "GOODPUTMEASUREMENTS",
+    "JOBS",
+    "JOBSETS",
+    "LEASES",
+    "LOGPROFILES",
+    "NAMESPACES",
+    "NODES",
+    "PODS",
+    "SECRETS",
+    "SERVICES",
+    "TRAINING_RUNTIMES",
+    "TRAINJOBS",
+    "WORKFLOWS",
+    "WORKLOADRUNS",
+    "ApiError",
     "Backoff",
+    "Controller",
+    "CoreReconciler",
+    "EventRecorder",
     "Handler",
     "Informer",
     "InformerFactory",
     "ItemExponentialRateLimiter",
+    "KubeClient",
+    "KubeMetrics",
     "MaxOfRateLimiter",
+    "OwnStatusEcho",
     "QueueShutDown",
     "RateLimiter",
+    "Reconciler",
     "ReflectorConfig",
     "ReflectorState",
+    "Resource",
+    "Result",
     "Store",
+    "TerminalError",
     "TokenBucketRateLimiter",
     "UnknownIndex",
     "UnscopedPodRead",
     "WatchEventType",
     "WorkQueue",
+    "connect",
+    "converge",
     "default_controller_rate_limiter",
+    "enqueue_by_label",
+    "enqueue_mapped",
+    "enqueue_object",
+    "enqueue_owner",
+    "generation_changed",
+    "key_of",
+    "metrics_for",
+    "split_key",
 ]
 
 

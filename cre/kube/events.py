@@ -31,7 +31,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from cre.api.meta import format_time
-from cre.core.trio import bound_note
+from cre.core.common.lifecycle import bound_note
 from cre.kube.client import EVENTS, ApiError, KubeClient
 from cre.kube.metrics import KubeMetrics, metrics_for
 

@@ -1,4 +1,4 @@
-"""Apply any kind's :class:`cre.core.plan.Plan` to the API server: the one executor.
+"""Apply any kind's :class:`cre.core.common.plan.Plan` to the API server: the one executor.
 
 Every controller (Job, Workflow, Certification, WorkloadRun, BandwidthMeasurement,
 GoodputMeasurement) hands its core's Plan to a :class:`PlanExecutor`, which writes it in one
@@ -10,9 +10,9 @@ order:
    live: a cache that kept a deleted owner (or an older copy of it) never gets children
    created for it. AlreadyExists is answered by reading the holder: one the owner controls (a
    create that worked on a pass whose status write then conflicted) counts as created; any
-   other is a :class:`cre.core.plan.CreateConflict`. A create refused for good (schema
+   other is a :class:`cre.core.common.plan.CreateConflict`. A create refused for good (schema
    validation 400/422, an admission webhook's 403 denial) is a
-   :class:`cre.core.plan.CreateError`. Either stops the plan after its kind's batch, before
+   :class:`cre.core.common.plan.CreateError`. Either stops the plan after its kind's batch, before
    anything below, and goes back to the core. A ``replace`` create (the node-result ConfigMaps)
    replaces what holds its name. A transient failure raises :class:`CreateFailed`.
    Creates come first because the status about to be written refers to them: a status must
@@ -47,7 +47,7 @@ import anyio
 import attrs
 
 from cre.api.converter import to_dict
-from cre.core.plan import Create, CreateConflict, CreateError, Delete, Feedback, Plan
+from cre.core.common.plan import Create, CreateConflict, CreateError, Delete, Feedback, Plan
 from cre.kube.client import (
     CONFIGMAPS,
     SECRETS,
@@ -314,7 +314,7 @@ class PlanExecutor:
 
 
 class WithFeedback(Protocol):
-    """An Observation: every kind's carries the :class:`cre.core.plan.Feedback` block."""
+    """An Observation: every kind's carries the :class:`cre.core.common.plan.Feedback` block."""
 
     @property
     def feedback(self) -> Feedback: ...

@@ -39,7 +39,7 @@ import attrs
 from prometheus_client import Counter
 
 from cre.api.watch import WatchEventType
-from cre.core.projections import ProjectionError, object_key
+from cre.core.common.projections import ProjectionError, object_key
 from cre.kube.client import JSON, ApiError, KubeClient, Resource
 from cre.kube.guard import require_pod_scope
 from cre.kube.metrics import KubeMetrics, metrics_for

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from cre.api.meta import parse_time
-from cre.core.observed import ObjectEvent
+from cre.core.common.observed import ObjectEvent
 from cre.kube.client import EVENTS, KubeClient
 
 LIMIT: Final = 20

@@ -6,7 +6,7 @@ launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are nee
 asks an :class:`cre.kube.factory.InformerFactory` for exactly those two informers (in its
 namespaces; every controller asking gets the same two), the uncached reads the Job controller
 confirms irreversible decisions with, and container log tails (one
-:class:`cre.core.plan.ReadLog` in, one tail out). Every Pod list and watch goes through
+:class:`cre.core.common.plan.ReadLog` in, one tail out). Every Pod list and watch goes through
 :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails if any
 other module lists or watches Pods.
 """
@@ -20,11 +20,11 @@ from typing import Final
 import anyio
 
 from cre.api import labels as L
-from cre.core.failurelog import ERROR_BYTES
-from cre.core.logtext import bounded_tail, first_bytes, sanitize
-from cre.core.observed import LogTail, PodView
-from cre.core.plan import LIMIT_BYTES, ReadLog
-from cre.core.projections import pod_view
+from cre.core.common.observed import LogTail, PodView
+from cre.core.common.plan import LIMIT_BYTES, ReadLog
+from cre.core.common.projections import pod_view
+from cre.core.job.failurelog import ERROR_BYTES
+from cre.core.job.logtext import bounded_tail, first_bytes, sanitize
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.guard import require_pod_scope
@@ -123,7 +123,7 @@ async def read_pod_log(client: KubeClient, request: ReadLog, *,
     ``request.previous``), at most ``request.tail_lines`` lines and ``request.limit_bytes``
     bytes (streamed and cut there whatever the server sends), within ``timeout`` seconds. The
     text kept is sanitized and its last ``keep_bytes`` only
-    (:func:`cre.core.logtext.bounded_tail`). Failures come back as ``LogTail.error``, not
+    (:func:`cre.core.job.logtext.bounded_tail`). Failures come back as ``LogTail.error``, not
     raised; the tail carries the request's pod UID and ``previous`` flag, so the core matches
     it to the container run it asked about."""
     namespace, pod, container = request.namespace, request.pod, request.container

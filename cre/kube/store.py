@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
-from cre.core.observed import OwnerRef
+from cre.core.common.observed import OwnerRef
 
 T = TypeVar("T")
 
@@ -135,7 +135,7 @@ class Store(Generic[T]):
                         del index[value]
 
 
-# -- ready-made index functions for the views in cre.core.observed --------------------------
+# -- ready-made index functions for the views in cre.core.common.observed --------------------------
 
 
 class _Labelled(Protocol):

@@ -401,7 +401,7 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
                  "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {
                      "template": {"spec": {"replicatedJobs": replicated}}}}]}
     # The user's own workload: its pods, and their logs, stay for the user to read until the
-    # WorkloadRun is deleted (a Certification's runs release theirs: cre.core.release).
+    # WorkloadRun is deleted (a Certification's runs release theirs: cre.core.job.release).
     job_spec: dict[str, Any] = {"workload": {"trainJob": train_job},
                                 "nodeHealthMonitor": {"cel": {"expression": NODE_HEALTH_CEL}},
                                 "workloadRetention": WorkloadRetention.RETAIN.value}

@@ -64,7 +64,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cre.api.labels import GPU_PRESENT
-from cre.core.workload import workload_name
+from cre.core.job.workload import workload_name
 from cre.testing.procs import REPO, Stack, StackError, wait_until
 
 CERT = "gpu-cert"

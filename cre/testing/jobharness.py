@@ -32,9 +32,9 @@ from cre.api.labels import (
     REPLICATED_JOB_NAME,
 )
 from cre.api.meta import format_time
-from cre.controller.job import JobController
-from cre.core.plan import DEFAULT_SETTINGS, JobSettings
-from cre.core.workload import workload_name
+from cre.controller.job.controller import JobController
+from cre.core.common.plan import DEFAULT_SETTINGS, JobSettings
+from cre.core.job.workload import workload_name
 from cre.kube.client import EVENTS, JOBS, NAMESPACES, NODES, PODS, TRAINJOBS, ApiError, KubeClient
 
 AppendLog = Callable[[str, str, str, str], None]

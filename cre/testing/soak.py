@@ -43,7 +43,7 @@ import sys
 import time
 from typing import Any, Final
 
-from cre.core.workload import workload_name
+from cre.core.job.workload import workload_name
 from cre.testing import soaktiers as tiers
 from cre.testing.procs import REPO, ManagerProc, Stack, StackError, wait_until
 from cre.testing.soakreport import RunResult, summarize

@@ -92,7 +92,7 @@ def test_logs_are_json_with_reconcile_context(cluster_stack: Stack) -> None:
     assert all(r.get("controller") == INFORMERS for r in from_controller
                if r["logger"].startswith("cre.kube.informer"))
     assert all(r.get("controller") == "job" for r in from_controller
-               if r["logger"].startswith("cre.controller.job"))
+               if r["logger"].startswith("cre.controller.job.controller"))
     assert "cre-emulator" not in manager.log_text()  # the kubeconfig's bearer token
 
 

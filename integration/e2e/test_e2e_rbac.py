@@ -32,8 +32,8 @@ from e2e_helpers import (
 from ruamel.yaml import YAML
 
 from cre.api.labels import JOB
-from cre.core.jobgoodput import goodput_name
-from cre.core.jobmeasure import JOB_UID_ANNOTATION, bandwidth_name
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION, bandwidth_name
+from cre.core.job.goodput import goodput_name
 from cre.testing.procs import REPO, Stack, wait_until
 
 SA = "system:serviceaccount:cre-system:cre-manager"

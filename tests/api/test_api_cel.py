@@ -11,7 +11,7 @@ from cre.api.cel import CelError, compile_cel
 from cre.api.converter import from_dict
 from cre.api.crdgen import render_all
 from cre.api.validate import validate
-from cre.core.job import spec_errors
+from cre.core.job.reconcile import spec_errors
 
 # A syntax error past column 65,535: the Rust CEL parser panics (pyo3 PanicException).
 PANICKING = "value > " + "(" * 65_600

@@ -6,7 +6,7 @@ import pytest
 
 from cre.api.conditions import (
     ADDITIVE,
-    EXCLUSIVE_TRIO,
+    LIFECYCLE_CONDITIONS,
     CommonReason,
     ConditionType,
     JobReason,
@@ -39,5 +39,5 @@ def test_vocabulary_is_plain_strings() -> None:
     lookup: dict[str, str] = {JobReason.WORKLOAD_FAILED: "job", CommonReason.NOT_APPLICABLE: "any"}
     assert lookup["WorkloadFailed"] == "job"
     assert lookup["NotApplicable"] == "any"
-    assert set(EXCLUSIVE_TRIO).isdisjoint(ADDITIVE)
-    assert {str(t) for t in EXCLUSIVE_TRIO} == {"InProgress", "Succeeded", "Failed"}
+    assert set(LIFECYCLE_CONDITIONS).isdisjoint(ADDITIVE)
+    assert {str(t) for t in LIFECYCLE_CONDITIONS} == {"InProgress", "Succeeded", "Failed"}

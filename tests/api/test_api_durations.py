@@ -13,11 +13,11 @@ from cre.api.job import Job, JobSpec, WorkloadSpec
 from cre.api.labels import JOB_FINALIZER
 from cre.api.meta import ObjectMeta
 from cre.api.validate import validate
-from cre.core.job import reconcile_job
-from cre.core.observed import OwnerRef, TrainJobView
-from cre.core.plan import Observation
-from cre.core.timeouts import parse_duration, timeout_of
-from cre.core.workload import reference, workload_name
+from cre.core.common.observed import OwnerRef, TrainJobView
+from cre.core.common.plan import Observation
+from cre.core.common.timeouts import parse_duration, timeout_of
+from cre.core.job.reconcile import reconcile_job
+from cre.core.job.workload import reference, workload_name
 
 
 def _job(**spec: Any) -> dict[str, Any]:

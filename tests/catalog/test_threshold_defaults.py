@@ -9,8 +9,8 @@ import pytest
 
 from cre.api import labels as L
 from cre.catalog import CatalogError, parse_catalog
-from cre.core.certification_build import build_workflow, discover_for
-from cre.core.discovery import DiscoveryFailure
+from cre.core.certification.build import build_workflow, discover_for
+from cre.core.workflow.discovery import DiscoveryFailure
 from tests.core.tierworld import certification, nodes
 
 from .texts import ENTRY, files

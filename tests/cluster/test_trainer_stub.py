@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from cre.core.goodputlog import EventKind, compile_goodput_profile
-from cre.core.goodputprofiles import megatron_profile
+from cre.core.measure.goodputlog import EventKind, compile_goodput_profile
+from cre.core.measure.goodputprofiles import megatron_profile
 from cre.testing.cluster.program import Role, StubContext
 from cre.testing.cluster.stubs import choose
 

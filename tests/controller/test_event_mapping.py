@@ -9,8 +9,8 @@ import attrs
 import pytest
 
 from cre.api.watch import WatchEventType
-from cre.controller.job import JobController
-from cre.core.observed import PodView
+from cre.controller.job.controller import JobController
+from cre.core.common.observed import PodView
 from cre.kube.informer import Informer
 from cre.testing.jobharness import JobHarness
 from cre.testing.strategies.job import (

@@ -9,10 +9,10 @@ import attrs
 import pytest
 
 from cre.api.labels import API_VERSION, JOB_FINALIZER
-from cre.controller.job import JobController, job_from_dict
-from cre.core.job import reconcile_job
-from cre.core.plan import Delete, EventSeverity, EventSpec, Observation, Plan
-from cre.core.workload import TRAINJOB_API_VERSION, workload_name
+from cre.controller.job.controller import JobController, job_from_dict
+from cre.core.common.plan import Delete, EventSeverity, EventSpec, Observation, Plan
+from cre.core.job.reconcile import reconcile_job
+from cre.core.job.workload import TRAINJOB_API_VERSION, workload_name
 from cre.kube.client import EVENTS, JOBS, NAMESPACES, TRAINJOBS, ApiError
 from cre.kube.executor import OutcomeKind
 from cre.testing.apiserver import Emulator

@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from cre.api.watch import WatchEventType
-from cre.core.projections import pod_view
-from cre.core.workload import workload_name
+from cre.core.common.projections import pod_view
+from cre.core.job.workload import workload_name
 from cre.kube.client import JOBS, ApiError
 from cre.kube.informer import Informer
 from cre.testing.apiserver import Emulator

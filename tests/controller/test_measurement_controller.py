@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.converter import to_dict
 from cre.api.labels import API_VERSION
-from cre.controller.measurement import MeasurementController
-from cre.core.logprofile import shipped_profiles
+from cre.controller.measure.bandwidth import BandwidthController
+from cre.core.measure.logprofile import shipped_profiles
 from cre.kube.client import (
     BANDWIDTHMEASUREMENTS,
     JOBS,
@@ -34,14 +34,14 @@ LAUNCHER = "j1-workload-launcher-0-0-aaaaa"
 
 @pytest.fixture
 async def both(job_harness: JobHarness, shared_emulator: Emulator
-               ) -> AsyncIterator[tuple[JobHarness, MeasurementController, CollectorRegistry]]:
-    """The Job controller's harness plus a MeasurementController on the same namespace."""
+               ) -> AsyncIterator[tuple[JobHarness, BandwidthController, CollectorRegistry]]:
+    """The Job controller's harness plus a BandwidthController on the same namespace."""
     h = job_harness
     for profile in shipped_profiles():
         with contextlib.suppress(ApiError):
             await h.client.create(LOGPROFILES, to_dict(profile))
     registry = CollectorRegistry()
-    mc = MeasurementController(h.client, namespaces=[h.namespace], registry=registry)
+    mc = BandwidthController(h.client, namespaces=[h.namespace], registry=registry)
     async with anyio.create_task_group() as tg:
         tg.start_soon(mc.run)
         with anyio.fail_after(20):
@@ -82,7 +82,7 @@ TABLE = nccl_table("all_reduce_perf", "all_reduce_perf -b 1M -e 1G -f 4 -g 8", b
     ("value >= 1", "False", "ThresholdsMet"),
     ("value >= 1000000", "True", "ThresholdViolated"),
 ])
-async def test_measured_and_judged(both: tuple[JobHarness, MeasurementController,
+async def test_measured_and_judged(both: tuple[JobHarness, BandwidthController,
                                                CollectorRegistry],
                                    expr: str, failed: str, reason: str) -> None:
     """Provisional gauges while running; the final read decides; the Job carries the verdict."""
@@ -135,7 +135,7 @@ async def _status_of(h: JobHarness, name: str, type_: str) -> dict[str, Any]:
 
 
 async def test_every_accepted_measurement_gets_a_status(
-        both: tuple[JobHarness, MeasurementController, CollectorRegistry]) -> None:
+        both: tuple[JobHarness, BandwidthController, CollectorRegistry]) -> None:
     """A measurement of a Job that does not exist waits visibly (Measuring=False / JobNotFound
     naming it); one whose jobRef names another kind completes InvalidJobRef saying which."""
     h, _, _ = both
@@ -173,7 +173,7 @@ async def test_an_event_write_does_not_hold_a_worker(job_harness: JobHarness) ->
     status: the Warning each emits waits in the background, not in the worker, and is written
     once the server takes Events again."""
     h = job_harness
-    mc = MeasurementController(h.client, namespaces=[h.namespace], max_concurrent_reconciles=1,
+    mc = BandwidthController(h.client, namespaces=[h.namespace], max_concurrent_reconciles=1,
                                registry=CollectorRegistry())
     events = _SlowEvents(h.client)
     mc.recorder.client = events  # type: ignore[assignment]

@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from cre.api.watch import WatchEventType
-from cre.controller.job import MAX_DEPARTED_WORKERS, JobController
-from cre.controller.prefetch import LogPrefetcher
-from cre.controller.tombstones import Tombstones
-from cre.core.plan import ReadLog
-from cre.core.projections import pod_view
+from cre.controller.job.controller import MAX_DEPARTED_WORKERS, JobController
+from cre.controller.job.prefetch import LogPrefetcher
+from cre.controller.job.tombstones import Tombstones
+from cre.core.common.plan import ReadLog
+from cre.core.common.projections import pod_view
 from cre.kube.informer import Informer
 from cre.testing.jobharness import JobHarness
 from cre.testing.strategies.job import at, make_job, pod, terminated

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from cre.api.labels import API_VERSION, GROUP_NODES
-from cre.controller.job import JobController
+from cre.controller.job.controller import JobController
 from cre.kube.client import JOBS, NAMESPACES, NODES, ApiError, KubeClient
 from cre.testing.jobharness import JobHarness
 

@@ -18,8 +18,8 @@ from cre.api import labels as L
 from cre.api.conditions import ConditionType
 from cre.api.converter import from_dict
 from cre.api.meta import ConditionStatus
-from cre.core.logmeasure import set_condition
-from cre.core.plan import Create, Delete, EventSeverity, EventSpec, Patch, Plan
+from cre.core.common.plan import Create, Delete, EventSeverity, EventSpec, Patch, Plan
+from cre.core.measure.logread import set_condition
 from cre.kube.client import (
     BANDWIDTHMEASUREMENTS,
     CERTIFICATIONS,

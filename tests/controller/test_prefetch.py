@@ -6,10 +6,10 @@ import anyio
 import attrs
 import pytest
 
-from cre.controller.jobevents import new_failures
-from cre.controller.prefetch import LogPrefetcher
-from cre.core.plan import ReadLog
-from cre.core.projections import pod_view
+from cre.controller.job.events import new_failures
+from cre.controller.job.prefetch import LogPrefetcher
+from cre.core.common.plan import ReadLog
+from cre.core.common.projections import pod_view
 from cre.testing.jobharness import JobHarness
 
 pytestmark = pytest.mark.anyio

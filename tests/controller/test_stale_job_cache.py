@@ -14,8 +14,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from cre.controller.job import JobController
-from cre.core.workload import workload_name
+from cre.controller.job.controller import JobController
+from cre.core.job.workload import workload_name
 from cre.kube.client import TRAINJOBS, ApiError
 from cre.testing.apiserver import Emulator
 from cre.testing.jobharness import JobHarness

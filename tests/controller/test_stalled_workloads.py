@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cre.api.labels import API_VERSION, GROUP_NODES
-from cre.core.plan import JobSettings
+from cre.core.common.plan import JobSettings
 from cre.kube.client import JOBS
 from cre.testing.apiserver import Emulator
 from cre.testing.jobharness import JobHarness, condition, is_true, running_harness

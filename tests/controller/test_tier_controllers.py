@@ -18,11 +18,11 @@ import pytest
 from cre.api import labels as L
 from cre.api.converter import to_dict
 from cre.catalog import load_catalog
-from cre.controller.certification import CertificationController
-from cre.controller.workflow import WorkflowController
-from cre.core.certification_build import build_workflow, discover_for
-from cre.core.discovery import Discovery
-from cre.core.projections import node_view
+from cre.controller.certification.controller import CertificationController
+from cre.controller.workflow.controller import WorkflowController
+from cre.core.certification.build import build_workflow, discover_for
+from cre.core.common.projections import node_view
+from cre.core.workflow.discovery import Discovery
 from cre.kube.client import (
     CERTIFICATIONS,
     JOBS,

@@ -15,8 +15,8 @@ import pytest
 from cre.api import labels as L
 from cre.api.converter import from_dict
 from cre.api.workflow import Workflow
-from cre.controller.workflowshell import involved_workflow, workflow_from_dict
-from cre.core.plan import Create, Plan
+from cre.controller.workflow.shell import involved_workflow, workflow_from_dict
+from cre.core.common.plan import Create, Plan
 from cre.kube.client import CONFIGMAPS, NAMESPACES, TRAINING_RUNTIMES, WORKFLOWS, KubeClient
 from cre.kube.events import EventRecorder
 from cre.kube.executor import (

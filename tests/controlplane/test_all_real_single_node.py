@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from cre.api import labels as L
-from cre.core import noderesults as R
+from cre.core.workflow import noderesults as R
 from cre.kube.client import (
     CERTIFICATIONS,
     CONFIGMAPS,

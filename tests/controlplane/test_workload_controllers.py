@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from cre._vendor.crds import JOBSET_OLDEST, TRAINER_OLDEST
-from cre.core.workload import inject_pod_labels, workload_name
+from cre.core.job.workload import inject_pod_labels, workload_name
 from cre.testing.cluster.jobset import child_job
 from cre.testing.cluster.trainer import build_jobset, hostfile_configmap
 from cre.testing.controlplane import ControlPlane

@@ -4,8 +4,8 @@ A Workflow test says *what happened* to a group's workload (a :class:`Story`: it
 container failed, the health monitor flagged a node, a node went NotReady, the API refused the
 create, a person deleted the TrainJob, ...). :func:`job_tier_status` builds the pods, nodes and
 TrainJob the Job tier would observe for that story and runs the real Job core
-(``cre.core.job.reconcile_job``) until the Job is terminal, so the status the Workflow core
-reads is one the Job tier really writes.
+(``cre.core.job.reconcile.reconcile_job``) until the Job is terminal, so the status the Workflow
+core reads is one the Job tier really writes.
 
 :func:`check_emittable` rejects a Job status the Job tier cannot produce: its signature (the
 True trio member and reason, the failure class, ``HardwareFailed``, the failed-node reasons)
@@ -29,13 +29,13 @@ from cre.api.measurement import (
     BandwidthResult,
 )
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjectReference
-from cre.core.classify import group_nodes
-from cre.core.job import is_terminal, reconcile_job
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
-from cre.core.observed import NodeView, PodView
-from cre.core.plan import CreateError, Feedback, Observation, ReadEvents
-from cre.core.trio import true_member
-from cre.core.workload import reference, workload_name
+from cre.core.common.lifecycle import true_member
+from cre.core.common.observed import NodeView, PodView
+from cre.core.common.plan import CreateError, Feedback, Observation, ReadEvents
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION
+from cre.core.job.classify import group_nodes
+from cre.core.job.reconcile import is_terminal, reconcile_job
+from cre.core.job.workload import reference, workload_name
 from cre.testing.strategies.job import (
     apply_plan,
     live_pods,
@@ -148,7 +148,7 @@ def _measured(job: Job, at: datetime) -> BandwidthMeasurement:
 
 def _running(job: Job, start: datetime) -> JobStatus:
     """The Job as the Job tier leaves it once its workload was created and seen running."""
-    from cre.core.conditions import set_trio
+    from cre.core.common.conditions import set_trio
 
     name = job.metadata.name or ""
     conditions, _ = set_trio((), member=ConditionType.IN_PROGRESS, reason="WorkloadRunning",

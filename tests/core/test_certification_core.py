@@ -17,8 +17,8 @@ from cre.api.conditions import (
 )
 from cre.api.meta import Condition, ConditionStatus, TypedLocalObjectReference
 from cre.api.workflow import GroupStatus
-from cre.core.certification import CertificationObservation, reconcile_certification
-from cre.core.certification_build import merged_options
+from cre.core.certification.build import merged_options
+from cre.core.certification.reconcile import CertificationObservation, reconcile_certification
 from tests.core.tierworld import (
     CertificationWorld,
     at,
@@ -354,7 +354,7 @@ def test_job_tier_bounds_pass_from_the_certification_to_every_group_job() -> Non
     """schedulingStallTimeout and imagePullGraceSeconds set on the Certification reach the
     Workflow's job template and, through it, every group Job; unset they stay the Job
     defaults (30m, 120 s)."""
-    from cre.core.groupjob import group_job
+    from cre.core.workflow.groupjob import group_job
 
     cert = certification(ALL_REDUCE, schedulingStallTimeout="5m", imagePullGraceSeconds=45)
     world = CertificationWorld(cert=cert, nodes=nodes(2))

@@ -30,9 +30,9 @@ from cre.api.converter import from_dict, to_dict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.job import NodeHealthMonitor
 from cre.api.meta import LocalObjectReference
-from cre.core.certification import deadline_left
-from cre.core.certification_build import BuildError, build_workflow, discover_for
-from cre.core.discovery import DiscoveryFailure
+from cre.core.certification.build import BuildError, build_workflow, discover_for
+from cre.core.certification.reconcile import deadline_left
+from cre.core.workflow.discovery import DiscoveryFailure
 from tests.core.tierworld import catalog, certification, nodes
 
 #: Handed to the Workflow as a whole (not walked into).

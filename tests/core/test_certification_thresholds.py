@@ -8,7 +8,7 @@ from typing import Any
 from cre.api.converter import from_dict
 from cre.api.job import Job
 from cre.api.validate import validate
-from cre.core.groupjob import group_job
+from cre.core.workflow.groupjob import group_job
 from tests.core.tierworld import nodes, workflow
 
 THRESHOLDS = {"busBandwidthGBps": "value >= 1", "algBandwidthGBps": "value > 0.5"}

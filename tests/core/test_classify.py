@@ -7,8 +7,8 @@ import pytest
 
 from cre.api.conditions import FailureScope
 from cre.api.job import FailureLog
-from cre.core.classify import Cause, classify
-from cre.core.observed import ContainerState, NodeView, PodCondition, PodView
+from cre.core.common.observed import ContainerState, NodeView, PodCondition, PodView
+from cre.core.job.classify import Cause, classify
 from cre.testing.strategies.job import NODES, at, make_job, node, pod, terminated
 
 ERROR_LOG = FailureLog(pod_name="l", exit_code=1, reason="Error", tail="boom")

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from cre.api.conditions import FailedNodeReason, FailureScope, GroupPhase, JobReason, Verdict
 from cre.api.failurepolicy import FailureMode, FailurePolicy
 from cre.api.job import FailureClass
-from cre.core import deferral as D
-from cre.core import noderesults as NR
-from cre.core.classify import ClassReason
-from cre.core.observed import NodeView
+from cre.core.common.observed import NodeView
+from cre.core.job.classify import ClassReason
+from cre.core.workflow import deferral as D
+from cre.core.workflow import noderesults as NR
 
 NODES = ("n1", "n2", "n3")
 ON = D.EffectivePolicy(mode=FailureMode.FAIL_FAST, infra_retries=1, retry_failed_groups=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cre.core.deps import DependencyError, when_matches
+from cre.core.workflow.deps import DependencyError, when_matches
 
 
 def test_expression_over_the_platform_values_decides() -> None:

@@ -9,14 +9,14 @@ from hypothesis import strategies as st
 
 from cre.api.common import NodeSelectorRequirement, TaintSelector, TargetSpec
 from cre.api.conditions import WorkflowReason
-from cre.core.discovery import (
+from cre.core.common.observed import NodeTaint, NodeView
+from cre.core.workflow.discovery import (
     Discovery,
     DiscoveryFailure,
     ExclusionReason,
     discover,
     majority_architecture,
 )
-from cre.core.observed import NodeTaint, NodeView
 from tests.core.tierworld import gpu_node, nodes
 
 A100 = "NVIDIA-A100-SXM4-80GB"

@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from cre.core import failurelog as fl
-from cre.core.observed import PodView
+from cre.core.common.observed import PodView
+from cre.core.job import failurelog as fl
 from cre.testing.strategies.job import T0, at, crashloop, pod, tail, terminated
 
 L1 = "j1-workload-launcher-0-0-aaaaa"

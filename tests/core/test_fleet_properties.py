@@ -1,4 +1,4 @@
-"""The fleet-relative rule (cre.core.fleet): the statistics, the rule's invariants under
+"""The fleet-relative rule (cre.core.job.fleet): the statistics, the rule's invariants under
 hypothesis, and the Job's verdict with ``relativeThreshold`` (Report changes no verdict, Fail
 blames only the outliers, a node without figures is never an outlier)."""
 
@@ -15,9 +15,9 @@ from cre.api.converter import from_dict
 from cre.api.job import Job
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.validate import validate
-from cre.core.fleet import find_outliers, median, percentile
-from cre.core.jobmeasure import validate_succeeded
-from cre.core.observed import NodeView
+from cre.core.common.observed import NodeView
+from cre.core.job.bandwidth import validate_succeeded
+from cre.core.job.fleet import find_outliers, median, percentile
 from tests.core.test_measurement_core import T0, _job, at
 from tests.core.test_pernode_measurement import _final
 

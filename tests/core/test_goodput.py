@@ -1,4 +1,5 @@
-"""The pure goodput fold (cre.core.goodput) and the training-log parser (cre.core.goodputlog)."""
+"""The pure goodput fold (cre.core.measure.goodputfold) and the training-log parser
+(cre.core.measure.goodputlog)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from ruamel.yaml import YAML
 from cre.api.converter import structure, to_dict
 from cre.api.goodput import GoodputMeasurementStatus
 from cre.api.measurement import LogPattern, LogPatterns, LogProfile, TimeUnit
-from cre.core import goodput as G
-from cre.core.goodputlog import EventKind, LogEvent, compile_goodput_profile, from_ms, to_ms
-from cre.core.goodputprofiles import MEGATRON_TRAINING, megatron_profile
-from cre.core.logprofile import ProfileError
+from cre.core.measure import goodputfold as G
+from cre.core.measure.goodputlog import EventKind, LogEvent, compile_goodput_profile, from_ms, to_ms
+from cre.core.measure.goodputprofiles import MEGATRON_TRAINING, megatron_profile
+from cre.core.measure.logprofile import ProfileError
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "logprofiles"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The GoodputMeasurement core (cre.core.goodputmeasure): sampling, restarts, terminal freeze."""
+"""The GoodputMeasurement core (cre.core.measure.goodput): sampling, restarts, terminal freeze."""
 
 from __future__ import annotations
 
@@ -18,8 +18,11 @@ from cre.api.goodput import (
 )
 from cre.api.job import Job
 from cre.api.meta import ConditionStatus, ObjectMeta, TypedLocalObjectReference
-from cre.core.goodputlog import compile_goodput_profile
-from cre.core.goodputmeasure import (
+from cre.core.common.lifecycle import set_exclusive
+from cre.core.common.plan import ConfirmAbsent, Feedback
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION
+from cre.core.measure.bandwidth import WindowFilter
+from cre.core.measure.goodput import (
     GoodputObservation,
     GoodputPlan,
     GoodputReadRequest,
@@ -27,11 +30,8 @@ from cre.core.goodputmeasure import (
     is_complete,
     reconcile_goodput,
 )
-from cre.core.goodputprofiles import megatron_profile
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
-from cre.core.measurement import WindowFilter
-from cre.core.plan import ConfirmAbsent, Feedback
-from cre.core.trio import set_exclusive
+from cre.core.measure.goodputlog import compile_goodput_profile
+from cre.core.measure.goodputprofiles import megatron_profile
 from cre.testing.strategies.job import at, make_job, pod, running_status
 from tests.core.test_goodput import RUN_1, RUN_2, log, stamp, training_logs
 

@@ -11,11 +11,11 @@ from cre.api.conditions import GroupPhase, Verdict, WorkflowReason
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
 from cre.api.workflow import ExcludedNodeReason
-from cre.core import noderesults as NR
-from cre.core.classify import group_nodes
-from cre.core.health import GROUP_GPUS
-from cre.core.observed import NodeTaint
-from cre.core.usable import blocking_taint, tolerates, usable_nodes
+from cre.core.common.observed import NodeTaint
+from cre.core.job.classify import group_nodes
+from cre.core.job.health import GROUP_GPUS
+from cre.core.workflow import noderesults as NR
+from cre.core.workflow.usable import blocking_taint, tolerates, usable_nodes
 from tests.core.jobtier import Story
 from tests.core.tierworld import (
     WorkflowWorld,

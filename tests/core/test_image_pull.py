@@ -11,10 +11,10 @@ from cre.api.conditions import FailureScope, JobReason
 from cre.api.converter import structure
 from cre.api.job import Job, JobSpec
 from cre.api.validate import validate
-from cre.core.job import reconcile_job
-from cre.core.observed import ContainerState, ContainerStatusView, PodView
-from cre.core.plan import Observation, Plan
-from cre.core.trio import true_member
+from cre.core.common.lifecycle import true_member
+from cre.core.common.observed import ContainerState, ContainerStatusView, PodView
+from cre.core.common.plan import Observation, Plan
+from cre.core.job.reconcile import reconcile_job
 from cre.testing.strategies.job import at, make_job, pod, running_status, trainjob
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"

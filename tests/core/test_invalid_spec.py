@@ -6,9 +6,9 @@ import attrs
 
 from cre.api.conditions import ConditionType, FailureScope
 from cre.api.job import Job
-from cre.core.job import reconcile_job, spec_errors
-from cre.core.plan import EventSeverity, Observation
-from cre.core.trio import true_member
+from cre.core.common.lifecycle import true_member
+from cre.core.common.plan import EventSeverity, Observation
+from cre.core.job.reconcile import reconcile_job, spec_errors
 from cre.testing.strategies.job import at, make_job, trainjob
 
 

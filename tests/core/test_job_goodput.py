@@ -1,4 +1,4 @@
-"""The Job's goodput side (cre.core.jobgoodput via the Job core): its GoodputMeasurement,
+"""The Job's goodput side (cre.core.job.goodput via the Job core): its GoodputMeasurement,
 training stall detection and the checkpoint-restart trigger."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from cre.api.goodput import (
 )
 from cre.api.job import CheckpointSpec, FailureLog, GoodputMeasurementRequest, Job
 from cre.api.meta import ObjectMeta, TypedLocalObjectReference
-from cre.core.classify import ClassReason
-from cre.core.job import reconcile_job
-from cre.core.jobgoodput import check_stall, goodput_manifest
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
-from cre.core.plan import Observation
-from cre.core.trio import true_member
+from cre.core.common.lifecycle import true_member
+from cre.core.common.plan import Observation
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION
+from cre.core.job.classify import ClassReason
+from cre.core.job.goodput import check_stall, goodput_manifest
+from cre.core.job.reconcile import reconcile_job
 from cre.testing.strategies.job import T0, at, make_job, pod, running_status, tail, trainjob
 
 

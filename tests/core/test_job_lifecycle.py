@@ -8,10 +8,10 @@ from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope, Ph
 from cre.api.job import FailureLog, Job
 from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER, MANAGED_BY
 from cre.api.meta import ConditionStatus
-from cre.core.job import reconcile_job
-from cre.core.plan import CreateError, EventSeverity, Feedback, Observation, Plan
-from cre.core.trio import true_member
-from cre.core.workload import workload_name
+from cre.core.common.lifecycle import true_member
+from cre.core.common.plan import CreateError, EventSeverity, Feedback, Observation, Plan
+from cre.core.job.reconcile import reconcile_job
+from cre.core.job.workload import workload_name
 from cre.testing.strategies.job import (
     NODES,
     apply_plan,

@@ -1,4 +1,5 @@
-"""The Job's bandwidth measurement and threshold verdict (cre.core.jobmeasure via the Job core)."""
+"""The Job's bandwidth measurement and threshold verdict (cre.core.job.bandwidth via the Job
+core)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from cre.api.measurement import (
     BandwidthResult,
 )
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjectReference
-from cre.core.job import reconcile_job
-from cre.core.jobmeasure import JOB_UID_ANNOTATION, bandwidth_manifest
-from cre.core.plan import DEFAULT_SETTINGS, Observation
-from cre.core.thresholds import COMPLETION_GRACE
-from cre.core.trio import set_exclusive
+from cre.core.common.lifecycle import set_exclusive
+from cre.core.common.plan import DEFAULT_SETTINGS, Observation
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION, bandwidth_manifest
+from cre.core.job.reconcile import reconcile_job
+from cre.core.job.thresholds import COMPLETION_GRACE
 from cre.testing.strategies.job import at, make_job, running_status, trainjob
 
 
@@ -173,7 +174,7 @@ def test_success_without_measurement_is_unchanged() -> None:
 def test_completion_grace_fits_in_the_workflow_wait() -> None:
     """The Workflow's safety bound lies past the Job tier's own deadline (measurementTimeout +
     COMPLETION_GRACE): it never cuts a verdict the Job tier is still allowed to give."""
-    from cre.core.workflow_run import VALIDATION_GRACE
+    from cre.core.workflow.run import VALIDATION_GRACE
 
     assert VALIDATION_GRACE.total_seconds() > DEFAULT_SETTINGS.poll_interval * 2
 

@@ -3,7 +3,7 @@ name keeps the variant (the end of the Workflow name), the group, iteration and 
 
 from __future__ import annotations
 
-from cre.core.groupjob import job_name, shorten_words
+from cre.core.workflow.groupjob import job_name, shorten_words
 from cre.render.workload import MAX_JOB_NAME
 
 WORKFLOW = "gpu-cert-communication-nccl-all-reduce"

@@ -8,12 +8,12 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cre.api.conditions import EXCLUSIVE_TRIO, ConditionType, FailedNodeReason, FailureScope
+from cre.api.conditions import LIFECYCLE_CONDITIONS, ConditionType, FailedNodeReason, FailureScope
 from cre.api.job import Job, JobStatus
 from cre.api.meta import ConditionStatus
-from cre.core.classify import group_nodes
-from cre.core.job import reconcile_job
-from cre.core.plan import Observation, Plan
+from cre.core.common.plan import Observation, Plan
+from cre.core.job.classify import group_nodes
+from cre.core.job.reconcile import reconcile_job
 from cre.testing.strategies.job import apply_plan, jobs, observations, plan_summary, times
 
 COMMON = settings(max_examples=150, deadline=None,
@@ -28,7 +28,7 @@ def worlds(draw: st.DrawFn) -> tuple[Job, Observation, datetime]:
 
 def _trio_true(status: JobStatus) -> list[str]:
     return [str(c.type) for c in status.conditions
-            if c.type in EXCLUSIVE_TRIO and c.status == ConditionStatus.TRUE]
+            if c.type in LIFECYCLE_CONDITIONS and c.status == ConditionStatus.TRUE]
 
 
 def _run(job: Job, obs: Observation, now: datetime) -> tuple[list[Plan], Job]:

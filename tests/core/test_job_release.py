@@ -1,4 +1,4 @@
-"""A finished Job's workload release (cre.core.release through the Job core): held while a
+"""A finished Job's workload release (cre.core.job.release through the Job core): held while a
 measurement reads the pods, deleted, verified gone, and said in ``WorkloadReleased``."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from cre.api.job import BandwidthMeasurementRequest, Job, WorkloadRetention
 from cre.api.measurement import BandwidthMeasurement, BandwidthMeasurementSpec
 from cre.api.measurement import BandwidthMeasurementStatus as BMStatus
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjectReference
-from cre.core.job import reconcile_job
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
-from cre.core.observed import TrainJobView
-from cre.core.plan import ConfirmAbsent, Feedback, Observation, Plan
-from cre.core.release import is_released
+from cre.core.common.observed import TrainJobView
+from cre.core.common.plan import ConfirmAbsent, Feedback, Observation, Plan
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION
+from cre.core.job.reconcile import reconcile_job
+from cre.core.job.release import is_released
 from cre.testing.strategies.job import (
     apply_plan,
     at,

@@ -10,8 +10,8 @@ from ruamel.yaml import YAML
 
 from cre.api.converter import structure, to_dict
 from cre.api.measurement import LogPattern, LogPatterns, LogProfile
-from cre.core.logprofile import ProfileError, compile_profile, shipped_profiles
-from cre.core.ncclparse import parse_lines
+from cre.core.measure.logprofile import ProfileError, compile_profile, shipped_profiles
+from cre.core.measure.ncclparse import parse_lines
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "logprofiles"
 

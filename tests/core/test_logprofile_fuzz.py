@@ -2,8 +2,8 @@
 
 Loading a LogProfile is what the measurement controller does with each one its informer
 serves: the object is structured into the model (the informer's transform) and then checked and
-compiled (:func:`cre.core.logprofile.compile_profile`), one profile at a time. Each bad profile
-must fail with a message naming the profile and the key at fault, with nothing but those two
+compiled (:func:`cre.core.measure.logprofile.compile_profile`), one profile at a time. Each bad
+profile must fail with a message naming the profile and the key at fault, with nothing but those two
 errors ever raised, and the good profiles of the same batch still load.
 """
 
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from cre.api.converter import structure, to_dict
 from cre.api.errors import ValidationError
 from cre.api.measurement import LogProfile
-from cre.core.logprofile import ProfileError, compile_profile, shipped_profiles
+from cre.core.measure.logprofile import ProfileError, compile_profile, shipped_profiles
 
 KEY = "spec.patterns.bandwidthResult"
 

@@ -1,4 +1,4 @@
-"""cre.core.logtext: what of a container log may reach a status (table and properties)."""
+"""cre.core.job.logtext: what of a container log may reach a status (table and properties)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cre.core import failurelog as fl
-from cre.core.logtext import FORBIDDEN, bounded_tail, first_bytes, last_bytes, sanitize
-from cre.core.observed import LogTail
+from cre.core.common.observed import LogTail
+from cre.core.job import failurelog as fl
+from cre.core.job.logtext import FORBIDDEN, bounded_tail, first_bytes, last_bytes, sanitize
 
 ESC = "\x1b"
 

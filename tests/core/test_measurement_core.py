@@ -15,22 +15,22 @@ from cre.api.measurement import (
     BandwidthResult,
 )
 from cre.api.meta import ObjectMeta, TypedLocalObjectReference
-from cre.core.jobmeasure import JOB_UID_ANNOTATION
-from cre.core.logprofile import compile_profile, shipped_profiles
-from cre.core.measurement import (
-    MeasurementObservation,
-    MeasurementPlan,
+from cre.core.common.lifecycle import set_exclusive
+from cre.core.common.observed import ContainerState, ContainerStatusView, PodView
+from cre.core.common.plan import ConfirmAbsent, Feedback
+from cre.core.job.bandwidth import JOB_UID_ANNOTATION
+from cre.core.measure.bandwidth import (
+    BandwidthObservation,
+    BandwidthPlan,
     ReadRequest,
     ReadResult,
     WindowFilter,
     choose_pod,
     merge_running,
-    reconcile_measurement,
+    reconcile_bandwidth,
 )
-from cre.core.ncclparse import NcclLineParser, SizeAggregate
-from cre.core.observed import ContainerState, ContainerStatusView, PodView
-from cre.core.plan import ConfirmAbsent, Feedback
-from cre.core.trio import set_exclusive
+from cre.core.measure.logprofile import compile_profile, shipped_profiles
+from cre.core.measure.ncclparse import NcclLineParser, SizeAggregate
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 PROFILE = compile_profile(shipped_profiles()[0])  # nccl-bandwidth: the launcher
@@ -92,18 +92,18 @@ def _answer(request: ReadRequest, log: list[str], *, error: str | None = None) -
                       lines_at_last=window.lines_at_last, transports=tuple(parser.transports))
 
 
-def _read(plan: MeasurementPlan) -> ReadRequest | None:
+def _read(plan: BandwidthPlan) -> ReadRequest | None:
     """The (single) log read ``plan`` asks for, if any."""
     return next((a for a in plan.asks if isinstance(a, ReadRequest)), None)
 
 
-def _pass(bm: BandwidthMeasurement, obs: MeasurementObservation, now: datetime,
+def _pass(bm: BandwidthMeasurement, obs: BandwidthObservation, now: datetime,
           log: list[str], *, error: str | None = None) -> tuple[BandwidthMeasurement,
-                                                               MeasurementPlan]:
-    plan = reconcile_measurement(bm, obs, now)
+                                                               BandwidthPlan]:
+    plan = reconcile_bandwidth(bm, obs, now)
     if _read(plan) is not None:
         obs = attrs.evolve(obs, read=_answer(_read(plan), log, error=error))
-        plan = reconcile_measurement(bm, obs, now)
+        plan = reconcile_bandwidth(bm, obs, now)
         assert _read(plan) is None
     if plan.status is not None:
         bm = attrs.evolve(bm, status=plan.status)
@@ -115,7 +115,7 @@ def _cond(bm: BandwidthMeasurement, type_: ConditionType) -> tuple[str, str] | N
     return None if c is None else (str(c.status), c.reason)
 
 
-RUNNING = MeasurementObservation(job=_job(), profile=PROFILE, pods=(_launcher(),))
+RUNNING = BandwidthObservation(job=_job(), profile=PROFILE, pods=(_launcher(),))
 
 
 def test_provisional_windows_never_double_count() -> None:
@@ -130,7 +130,7 @@ def test_provisional_windows_never_double_count() -> None:
     # The next read starts at the anchor's second and re-sees both lines: they are skipped.
     log += _log([("2026-12-01T10:00:01.200000000Z", 4096, 40.0),
                  ("2026-12-01T10:00:40Z", 1024, 30.0)])
-    request = _read(reconcile_measurement(bm, RUNNING, at(40)))
+    request = _read(reconcile_bandwidth(bm, RUNNING, at(40)))
     assert request is not None and request.since_time == at(1)
     assert request.anchor == "2026-12-01T10:00:01.200000000Z" and request.skip_lines == 1
     bm, _ = _pass(bm, RUNNING, at(40), log)
@@ -141,14 +141,14 @@ def test_provisional_windows_never_double_count() -> None:
 def test_sample_interval_throttles() -> None:
     """No read before sampleInterval has passed since the last sample."""
     bm, _ = _pass(_bm(), RUNNING, at(5), [])
-    plan = reconcile_measurement(bm, RUNNING, at(20))
+    plan = reconcile_bandwidth(bm, RUNNING, at(20))
     assert _read(plan) is None and plan.requeue_after == 15.0
 
 
 def test_no_read_while_container_waits() -> None:
     """A crash-looping launcher is not read; the anchor stays."""
     obs = attrs.evolve(RUNNING, pods=(_launcher(waiting=True, restarts=2),))
-    plan = reconcile_measurement(_bm(sampled_through="2026-12-01T10:00:01Z"), obs, at(5))
+    plan = reconcile_bandwidth(_bm(sampled_through="2026-12-01T10:00:01Z"), obs, at(5))
     assert _read(plan) is None
     assert plan.status is not None and plan.status.sampled_through == "2026-12-01T10:00:01Z"
 
@@ -215,15 +215,15 @@ def test_first_terminal_write_wins() -> None:
     bm, _ = _pass(_bm(), obs, at(60), [])
     later = attrs.evolve(obs, job=_job(ConditionType.SUCCEEDED,
                                        reason=JobReason.WORKLOAD_COMPLETED))
-    plan = reconcile_measurement(bm, later, at(90))
+    plan = reconcile_bandwidth(bm, later, at(90))
     assert plan.status is None and _read(plan) is None
 
 
 def test_job_gone_or_replaced() -> None:
     """A vanished Job is confirmed live; one seen before ends LogsUnavailable; a new uid too."""
-    plan = reconcile_measurement(_bm(start_time=T0), MeasurementObservation(), at(5))
+    plan = reconcile_bandwidth(_bm(start_time=T0), BandwidthObservation(), at(5))
     assert plan.asks == (ConfirmAbsent(kind="Job", name="j1"),)
-    gone = MeasurementObservation(feedback=Feedback(answered=plan.asks))
+    gone = BandwidthObservation(feedback=Feedback(answered=plan.asks))
     waiting, plan = _pass(_bm(), gone, at(5), [])  # never saw it: waits, visibly
     assert _cond(waiting, ConditionType.MEASURING) == ("False", MeasurementReason.JOB_NOT_FOUND)
     assert _cond(waiting, ConditionType.COMPLETE) is None and plan.requeue_after == 15.0
@@ -250,7 +250,7 @@ def test_missing_profile_is_not_terminal() -> None:
 def test_missing_profile_is_said_before_the_job_runs() -> None:
     """The profile problem does not wait for the workload: a Job still pending already gets
     its measurement's LogProfileNotFound (the Job tier reads it at once)."""
-    pending = MeasurementObservation(job=_job(reason=JobReason.WORKLOAD_PENDING), profile=None)
+    pending = BandwidthObservation(job=_job(reason=JobReason.WORKLOAD_PENDING), profile=None)
     bm, _ = _pass(_bm(), pending, at(1), [])
     assert _cond(bm, ConditionType.MEASURING) == ("False", "LogProfileNotFound")
 
@@ -271,9 +271,9 @@ def test_job_ref_of_another_kind_fails_saying_which() -> None:
 def test_missing_job_waits_bounded() -> None:
     """A Job that never existed is waited for JOB_WAIT_BOUND (Measuring=False / JobNotFound
     naming it), then the measurement completes JobNotFound."""
-    from cre.core.measurement import JOB_WAIT_BOUND
+    from cre.core.measure.bandwidth import JOB_WAIT_BOUND
 
-    gone = MeasurementObservation(feedback=Feedback(answered=(
+    gone = BandwidthObservation(feedback=Feedback(answered=(
         ConfirmAbsent(kind="Job", name="j1"),)), profile=PROFILE)
     bm, _ = _pass(_bm(), gone, at(0), [])
     bm, _ = _pass(bm, gone, at(JOB_WAIT_BOUND.total_seconds() - 1), [])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cre.core.ncclparse import (
+from cre.core.measure.ncclparse import (
     MAX_SIZES,
     BandwidthRow,
     LineSplitter,

@@ -16,11 +16,11 @@ from cre.api.job import (
 )
 from cre.api.meta import ConditionStatus
 from cre.api.validate import validate
-from cre.core.health import GROUP_GPUS, check_monitor, check_nodes, group_gpus, node_object
-from cre.core.job import reconcile_job, spec_errors
-from cre.core.observed import NodeCondition, NodeTaint, NodeView
-from cre.core.plan import Observation
-from cre.core.trio import true_member
+from cre.core.common.lifecycle import true_member
+from cre.core.common.observed import NodeCondition, NodeTaint, NodeView
+from cre.core.common.plan import Observation
+from cre.core.job.health import GROUP_GPUS, check_monitor, check_nodes, group_gpus, node_object
+from cre.core.job.reconcile import reconcile_job, spec_errors
 from cre.testing.strategies.job import NODES, at, make_job, node, running_status, trainjob
 
 CORDONED = "node.spec.unschedulable == true"

@@ -10,7 +10,7 @@ import attrs
 from cre.api.conditions import WorkflowReason
 from cre.api.converter import structure
 from cre.api.workflow import OverrideSpec, Workflow
-from cre.core.overrides import apply_overrides, merge_dependency, merge_patch
+from cre.core.workflow.overrides import apply_overrides, merge_dependency, merge_patch
 from tests.core.tierworld import WorkflowWorld, always_succeed, at, nodes, workflow
 
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cre.core.observed import NodeView
-from cre.core.partition import Group, PartitionError, partition
+from cre.core.common.observed import NodeView
+from cre.core.workflow.partition import Group, PartitionError, partition
 from tests.core.tierworld import gpu_node, nodes
 
 KEY = "nvidia.com/gpu.clique"

@@ -15,19 +15,19 @@ from cre.api.conditions import (
 )
 from cre.api.measurement import BandwidthMeasurement, NodeBandwidth
 from cre.api.meta import ConditionStatus
-from cre.core import deferral as D
-from cre.core.jobmeasure import validate_succeeded
-from cre.core.logprofile import NCCL_LOOPBACK, compile_profile, shipped_profiles
-from cre.core.measurement import (
-    MeasurementObservation,
-    MeasurementPlan,
+from cre.core.common.observed import ContainerState, ContainerStatusView, PodView
+from cre.core.job.bandwidth import validate_succeeded
+from cre.core.job.thresholds import judge_nodes, node_values
+from cre.core.measure.bandwidth import (
+    BandwidthObservation,
+    BandwidthPlan,
     ReadRequest,
     ReadResult,
     pods_per_node,
-    reconcile_measurement,
+    reconcile_bandwidth,
 )
-from cre.core.observed import ContainerState, ContainerStatusView, PodView
-from cre.core.thresholds import judge_nodes, node_values
+from cre.core.measure.logprofile import NCCL_LOOPBACK, compile_profile, shipped_profiles
+from cre.core.workflow import deferral as D
 from tests.core.test_measurement_core import T0, _answer, _bm, _job, _log, at
 
 LOOPBACK = compile_profile(next(p for p in shipped_profiles()
@@ -53,13 +53,13 @@ def _logs(bus: dict[int, float]) -> dict[str, list[str]]:
 
 
 def _final(bus: dict[int, float], *, errors: dict[int, str] | None = None
-           ) -> tuple[BandwidthMeasurement, MeasurementPlan]:
+           ) -> tuple[BandwidthMeasurement, BandwidthPlan]:
     pods = tuple(_node_pod(i) for i in bus)
-    obs = MeasurementObservation(job=_job(ConditionType.SUCCEEDED, when=10,
+    obs = BandwidthObservation(job=_job(ConditionType.SUCCEEDED, when=10,
                                           reason=JobReason.WORKLOAD_COMPLETED),
                                  profile=LOOPBACK, pods=pods)
     bm = attrs.evolve(_bm(), spec=attrs.evolve(_bm().spec, log_profile_ref=NCCL_LOOPBACK))
-    plan = reconcile_measurement(bm, obs, at(20))
+    plan = reconcile_bandwidth(bm, obs, at(20))
     reads = [a for a in plan.asks if isinstance(a, ReadRequest) and a.per_node]
     assert len(reads) == len(plan.asks) == len(bus)
     logs = _logs(bus)
@@ -68,7 +68,7 @@ def _final(bus: dict[int, float], *, errors: dict[int, str] | None = None
         index = int(req.pod_uid.split("-")[1])
         answers.append(_answer(req, logs[req.pod_uid],
                                error=(errors or {}).get(index)))
-    plan = reconcile_measurement(bm, attrs.evolve(obs, node_reads=tuple(answers)), at(20))
+    plan = reconcile_bandwidth(bm, attrs.evolve(obs, node_reads=tuple(answers)), at(20))
     return bm, plan
 
 

@@ -18,7 +18,7 @@ from cre.api.conditions import (
 )
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
-from cre.core import noderesults as NR
+from cre.core.workflow import noderesults as NR
 from tests.core.jobtier import Story
 from tests.core.tierworld import (
     CertificationWorld,

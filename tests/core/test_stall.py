@@ -11,10 +11,10 @@ import attrs
 from cre.api.conditions import FailureScope
 from cre.api.job import Job
 from cre.api.validate import validate
-from cre.core.job import reconcile_job
-from cre.core.observed import ContainerState, ObjectEvent, PodCondition, PodView
-from cre.core.plan import Feedback, Observation, Plan, ReadEvents
-from cre.core.trio import true_member
+from cre.core.common.lifecycle import true_member
+from cre.core.common.observed import ContainerState, ObjectEvent, PodCondition, PodView
+from cre.core.common.plan import Feedback, Observation, Plan, ReadEvents
+from cre.core.job.reconcile import reconcile_job
 from cre.testing.strategies.job import T0, at, make_job, node, pod, running_status, trainjob
 
 SCHEDULER = ("0/8 nodes are available: 8 node(s) didn't match Pod's node affinity/selector. "

@@ -1,7 +1,7 @@
 """One clock decides a threshold: in every order of "measurement done", "Job tier's deadline"
 and "Workflow's pass", a group with thresholds is Passed only on a measured value that met them.
 
-The three cores run for real: the measurement core (:func:`reconcile_measurement`) completes the
+The three cores run for real: the measurement core (:func:`reconcile_bandwidth`) completes the
 Job's own BandwidthMeasurement (created from :func:`bandwidth_manifest`), the Job core
 (:func:`reconcile_job`) gives the threshold verdict on its clock, and the Workflow core (through
 ``tests.core.tierworld``) tracks the group. Only the workload's Succeeded transition is given.
@@ -21,22 +21,22 @@ from cre.api.converter import from_dict
 from cre.api.job import Job
 from cre.api.labels import JOB_FINALIZER
 from cre.api.measurement import BandwidthMeasurement
-from cre.core import deferral as D
-from cre.core.job import reconcile_job
-from cre.core.jobmeasure import bandwidth_manifest
-from cre.core.logprofile import compile_profile, shipped_profiles
-from cre.core.measurement import (
-    MeasurementObservation,
+from cre.core.common.observed import ContainerState, ContainerStatusView, PodView
+from cre.core.common.plan import Observation
+from cre.core.job.bandwidth import bandwidth_manifest
+from cre.core.job.reconcile import reconcile_job
+from cre.core.job.thresholds import is_final
+from cre.core.measure.bandwidth import (
+    BandwidthObservation,
     ReadRequest,
     ReadResult,
-    reconcile_measurement,
+    reconcile_bandwidth,
 )
-from cre.core.ncclparse import SizeResult
-from cre.core.observed import ContainerState, ContainerStatusView, PodView
-from cre.core.plan import Observation
-from cre.core.thresholds import is_final
-from cre.core.workflow import WorkflowSettings
-from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING
+from cre.core.measure.logprofile import compile_profile, shipped_profiles
+from cre.core.measure.ncclparse import SizeResult
+from cre.core.workflow import deferral as D
+from cre.core.workflow.reconcile import WorkflowSettings
+from cre.core.workflow.run import VALIDATION_GRACE, VERDICT_MISSING
 from tests.core.tierworld import WorkflowWorld, at, nodes, succeeded, workflow
 
 THRESHOLD = 100.0
@@ -75,15 +75,15 @@ class Run:
         job = self.job
         if job is None:
             return
-        obs = MeasurementObservation(job=job, profile=None if self.found == "noprofile"
+        obs = BandwidthObservation(job=job, profile=None if self.found == "noprofile"
                                      else PROFILE, pods=(_launcher(self.job_name),))
-        plan = reconcile_measurement(self.bm, obs, now)
+        plan = reconcile_bandwidth(self.bm, obs, now)
         read = next((a for a in plan.asks if isinstance(a, ReadRequest)), None)
         if read is not None:
             rows = () if self.found == "nodata" else (SizeResult(
                 size_bytes=1 << 30, alg_bw="1.00", bus_bw=f"{self.found:.2f}", samples=1),)
             answer = ReadResult(request=read, results=rows, rows=len(rows))
-            plan = reconcile_measurement(self.bm, attrs.evolve(obs, read=answer), now)
+            plan = reconcile_bandwidth(self.bm, attrs.evolve(obs, read=answer), now)
         if plan.status is not None:
             self.bm = attrs.evolve(self.bm, status=plan.status)
 
@@ -214,7 +214,7 @@ def test_no_data_is_judged_by_its_cause() -> None:
     """ThresholdNoData reaches the Workflow by its cause: a measurement that never completed
     (ControlPlane) defers the group as infrastructure (nodes not Failed); no rows in the log
     (Workload) fails it as a threshold miss."""
-    from cre.core.workflow_run import _unmeasured_cause
+    from cre.core.workflow.run import _unmeasured_cause
 
     late = _start(250.0)  # the measurement never runs: never completes
     late.judge(at(10 + 300 + 31))

@@ -14,7 +14,7 @@ from cre.api.measurement import (
     BandwidthResult,
 )
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta, TypedLocalObjectReference
-from cre.core.thresholds import Verdict, Wait, judge, measured_values, measurement_state
+from cre.core.job.thresholds import Verdict, Wait, judge, measured_values, measurement_state
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 

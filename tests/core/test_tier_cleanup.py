@@ -1,5 +1,5 @@
-"""``CleanedUp`` on a finished Workflow and Certification (cre.core.cleanup): written with the
-verdict, kept up to date from the Jobs' ``WorkloadReleased`` (the Workflows' ``CleanedUp``),
+"""``CleanedUp`` on a finished Workflow and Certification (cre.core.workflow.cleanup): written with
+the verdict, kept up to date from the Jobs' ``WorkloadReleased`` (the Workflows' ``CleanedUp``),
 True once nothing of the run holds a workload."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import attrs
 from cre.api.conditions import CleanupReason, ConditionType, ReleaseReason, Verdict
 from cre.api.job import Job, WorkloadRetention
 from cre.api.meta import Condition, ConditionStatus
-from cre.core.conditions import set_additive
-from cre.core.groupjob import group_job
+from cre.core.common.conditions import set_additive
+from cre.core.workflow.groupjob import group_job
 from tests.core.tierworld import (
     CertificationWorld,
     WorkflowWorld,

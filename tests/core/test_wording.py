@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cre.core.wording import count, every, plural
+from cre.core.common.wording import count, every, plural
 
 
 @pytest.mark.parametrize(("n", "noun", "expected"), [

@@ -20,11 +20,11 @@ from cre.api.conditions import (
 from cre.api.job import Job, JobStatus
 from cre.api.labels import GROUP_LABEL
 from cre.api.meta import Condition, ConditionStatus
-from cre.core import noderesults as NR
-from cre.core.classify import group_nodes
-from cre.core.observed import NodeView
-from cre.core.workflow import WorkflowSettings, live_read
-from cre.core.workflow_run import VALIDATION_GRACE, VERDICT_MISSING, reconcile_workflow
+from cre.core.common.observed import NodeView
+from cre.core.job.classify import group_nodes
+from cre.core.workflow import noderesults as NR
+from cre.core.workflow.reconcile import WorkflowSettings, live_read
+from cre.core.workflow.run import VALIDATION_GRACE, VERDICT_MISSING, reconcile_workflow
 from tests.core.jobtier import Story, check_emittable
 from tests.core.tierworld import (
     WorkflowWorld,
@@ -635,7 +635,7 @@ def test_a_refused_dependency_create_fails_the_workflow_with_the_api_message() -
     """The shell reports a TrainingRuntime create refused for good (422): the Workflow fails
     DependencyCreationError at once with the API's message, creating nothing more (no retry
     loop); a refused Job create fails JobCreationError the same way."""
-    from cre.core.plan import CreateError, Feedback
+    from cre.core.common.plan import CreateError, Feedback
 
     world = _world(4, nodesPerJob=2)
     plan = world.step(at(0))

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from cre.api.conditions import GroupPhase, Verdict
 from cre.api.job import Job, JobStatus
-from cre.core import noderesults as NR
-from cre.core.classify import group_nodes
-from cre.core.workflow import WorkflowSettings
-from cre.core.workflow_run import active_nodes, reconcile_workflow
+from cre.core.job.classify import group_nodes
+from cre.core.workflow import noderesults as NR
+from cre.core.workflow.reconcile import WorkflowSettings
+from cre.core.workflow.run import active_nodes, reconcile_workflow
 from tests.core.jobtier import Story, job_tier_status
 from tests.core.tierworld import WorkflowWorld, at, nodes, succeeded, workflow
 

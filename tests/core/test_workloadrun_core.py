@@ -13,15 +13,15 @@ from cre.api.goodput import GoodputMeasurement
 from cre.api.meta import Condition, ConditionStatus, NamespacedName, OwnerReference
 from cre.api.workflow import OrchestrationStatus, Workflow
 from cre.api.workloadrun import JobGoodput, WorkloadRun
-from cre.core.observed import NodeView
-from cre.core.plan import ConfirmAbsent, CreateConflict, Feedback
-from cre.core.trio import set_exclusive
-from cre.core.workloadrun import (
-    RunObservation,
-    RunPlan,
+from cre.core.common.lifecycle import set_exclusive
+from cre.core.common.observed import NodeView
+from cre.core.common.plan import ConfirmAbsent, CreateConflict, Feedback
+from cre.core.workloadrun.reconcile import (
+    WorkloadRunObservation,
+    WorkloadRunPlan,
     detect_nic,
     merge_goodput,
-    reconcile_run,
+    reconcile_workloadrun,
 )
 from tests.core.tierworld import T0, at, catalog, gpu_node, nodes
 
@@ -36,19 +36,19 @@ def run_of(**spec: Any) -> WorkloadRun:
                                **spec}}, WorkloadRun)
 
 
-def reason(plan: RunPlan, type_: ConditionType = ConditionType.FAILED) -> tuple[str, str]:
+def reason(plan: WorkloadRunPlan, type_: ConditionType = ConditionType.FAILED) -> tuple[str, str]:
     assert plan.status is not None
     c = next(c for c in plan.status.conditions if c.type == type_)
     assert c.status == ConditionStatus.TRUE
     return c.reason, c.message or ""
 
 
-def reconcile(run: WorkloadRun, obs: RunObservation, seconds: float = 1) -> RunPlan:
-    return reconcile_run(run, obs, at(seconds), catalog=catalog())
+def reconcile(run: WorkloadRun, obs: WorkloadRunObservation, seconds: float = 1) -> WorkloadRunPlan:
+    return reconcile_workloadrun(run, obs, at(seconds), catalog=catalog())
 
 
 def started(run: WorkloadRun, found: tuple[NodeView, ...]) -> tuple[WorkloadRun, Workflow]:
-    plan = reconcile(run, RunObservation(nodes=found))
+    plan = reconcile(run, WorkloadRunObservation(nodes=found))
     assert plan.status is not None and len(plan.creates) == 1
     wf = structure(dict(plan.creates[0].body), Workflow)
     return attrs.evolve(run, status=plan.status), wf
@@ -77,7 +77,7 @@ def test_builds_the_workflow_once_and_goes_in_progress() -> None:
     assert member.reason == WorkloadRunReason.WORKFLOW_CREATED
     assert {c.reason for c in run.status.conditions if c.status != ConditionStatus.TRUE} == {
         "Superseded"}
-    again = reconcile(run, RunObservation(nodes=nodes(4), workflow=wf))
+    again = reconcile(run, WorkloadRunObservation(nodes=nodes(4), workflow=wf))
     assert again.creates == ()
 
 
@@ -91,14 +91,14 @@ def test_validation_failed_is_mirrored_before_the_terminal_mirror() -> None:
                         last_transition_time=T0)
     wf = with_trio(wf, ConditionType.FAILED, WorkflowReason.JOB_VALIDATION_FAILED,
                    "1 group failed validation", invalid)
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=wf))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=wf))
     assert reason(plan) == (WorkloadRunReason.WORKFLOW_VALIDATION_FAILED,
                             "1 group failed validation")
     assert reason(plan, ConditionType.VALIDATION_FAILED) == (
         WorkloadRunReason.THRESHOLD_VIOLATION, "busbw 10 < 400")
     # Succeeded with a threshold miss recorded: still mirrored.
     ok = with_trio(wf, ConditionType.SUCCEEDED, "AllIterationsSucceeded", "done", invalid)
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=ok))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=ok))
     assert reason(plan, ConditionType.SUCCEEDED)[0] == WorkloadRunReason.WORKFLOW_SUCCEEDED
     assert reason(plan, ConditionType.VALIDATION_FAILED)[0] == \
         WorkloadRunReason.THRESHOLD_VIOLATION
@@ -108,12 +108,12 @@ def test_terminal_mirrors_copy_the_workflow_message() -> None:
     """Workflow Failed -> run Failed WorkflowFailed with its message; a terminal run stays."""
     run, wf = started(run_of(), nodes(2))
     wf = with_trio(wf, ConditionType.FAILED, "IterationsFailed", "2 groups failed")
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=wf))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=wf))
     assert reason(plan) == (WorkloadRunReason.WORKFLOW_FAILED, "2 groups failed")
     assert plan.status is not None and plan.status.phase == Phase.FAILED
     assert plan.status.detected_platform == "aws"
     done = attrs.evolve(run, status=plan.status)
-    assert reconcile(done, RunObservation(nodes=nodes(2), workflow=wf)).status is None
+    assert reconcile(done, WorkloadRunObservation(nodes=nodes(2), workflow=wf)).status is None
 
 
 def test_suspected_outage_is_copied_from_the_workflow() -> None:
@@ -124,7 +124,7 @@ def test_suspected_outage_is_copied_from_the_workflow() -> None:
                        reason="SuspectedClusterOutage", message="2 of 2 groups aborted",
                        last_transition_time=T0)
     wf = with_trio(wf, ConditionType.SUCCEEDED, "JobCompleted", "done", outage)
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=wf))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=wf))
     assert reason(plan, ConditionType.SUSPECTED_CLUSTER_OUTAGE) == (
         WorkloadRunReason.SUSPECTED_CLUSTER_OUTAGE, "2 of 2 groups aborted")
     assert reason(plan, ConditionType.SUCCEEDED)[0] == WorkloadRunReason.WORKFLOW_SUCCEEDED
@@ -133,9 +133,9 @@ def test_suspected_outage_is_copied_from_the_workflow() -> None:
 def test_missing_workflow_is_confirmed_live_before_failing() -> None:
     """A Workflow absent from the cache is read live first; gone live -> WorkflowDeleted."""
     run, _ = started(run_of(), nodes(2))
-    asked = reconcile(run, RunObservation(nodes=nodes(2))).asks
+    asked = reconcile(run, WorkloadRunObservation(nodes=nodes(2))).asks
     assert asked == (ConfirmAbsent(kind="Workflow", name=run.metadata.name or ""),)
-    plan = reconcile(run, RunObservation(nodes=nodes(2), feedback=Feedback(answered=asked)))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), feedback=Feedback(answered=asked)))
     assert reason(plan)[0] == WorkloadRunReason.WORKFLOW_DELETED
 
 
@@ -146,11 +146,11 @@ def test_foreign_workflow_of_the_same_name_fails_the_run() -> None:
     foreign = attrs.evolve(wf, metadata=attrs.evolve(wf.metadata, owner_references=(
         OwnerReference(api_version="cre.dev/v1alpha1", kind="WorkloadRun", name="x",
                        uid="other", controller=True),)))
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=foreign))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=foreign))
     assert reason(plan)[0] == WorkloadRunReason.WORKFLOW_NAME_COLLISION
     held = CreateConflict(kind="Workflow", name=run.metadata.name or "",
                           holder=to_dict(foreign))
-    plan = reconcile(run, RunObservation(nodes=nodes(2),
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2),
                                          feedback=Feedback(create_conflicts=(held,))))
     assert reason(plan)[0] == WorkloadRunReason.WORKFLOW_NAME_COLLISION
 
@@ -158,24 +158,24 @@ def test_foreign_workflow_of_the_same_name_fails_the_run() -> None:
 def test_build_failed_names_the_field() -> None:
     """More nodes per group than eligible nodes, or an unknown architecture without
     gpusPerNode, fail BuildFailed naming the field; nothing is created."""
-    plan = reconcile(run_of(numNodes=3), RunObservation(nodes=nodes(2)))
+    plan = reconcile(run_of(numNodes=3), WorkloadRunObservation(nodes=nodes(2)))
     why, message = reason(plan)
     assert why == WorkloadRunReason.BUILD_FAILED and message.startswith("spec.numNodes:")
     assert plan.creates == ()
     odd = tuple(gpu_node(f"g{i}", product="NVIDIA-X9-1") for i in range(2))
-    why, message = reason(reconcile(run_of(), RunObservation(nodes=odd)))
+    why, message = reason(reconcile(run_of(), WorkloadRunObservation(nodes=odd)))
     assert why == WorkloadRunReason.BUILD_FAILED and message.startswith("spec.gpusPerNode:")
-    plan = reconcile(run_of(gpusPerNode=2), RunObservation(nodes=odd))
+    plan = reconcile(run_of(gpusPerNode=2), WorkloadRunObservation(nodes=odd))
     assert plan.creates and plan.status is not None
     assert plan.status.resolved_gpus_per_node == 2
 
 
 def test_waits_for_nodes_then_fails_naming_the_target() -> None:
     """No eligible node: WaitingForNodes for five minutes, then BuildFailed on spec.target."""
-    plan = reconcile(run_of(), RunObservation(), seconds=10)
+    plan = reconcile(run_of(), WorkloadRunObservation(), seconds=10)
     assert reason(plan, ConditionType.IN_PROGRESS)[0] == WorkloadRunReason.WAITING_FOR_NODES
     assert plan.requeue_after is not None and plan.requeue_after > 0
-    why, message = reason(reconcile(run_of(), RunObservation(), seconds=301))
+    why, message = reason(reconcile(run_of(), WorkloadRunObservation(), seconds=301))
     assert why == WorkloadRunReason.BUILD_FAILED and message.startswith("spec.target:")
 
 
@@ -195,11 +195,11 @@ def test_a_running_workflow_writes_the_run_once() -> None:
     pass over the same state writes nothing (no status churn every requeue)."""
     run, wf = started(run_of(), nodes(2))
     wf = with_trio(wf, ConditionType.IN_PROGRESS, "GroupsRunning", "running")
-    first = reconcile(run, RunObservation(nodes=nodes(2), workflow=wf))
+    first = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=wf))
     assert reason(first, ConditionType.IN_PROGRESS)[0] == WorkloadRunReason.WORKFLOW_RUNNING
     assert first.status is not None
     again = reconcile(attrs.evolve(run, status=first.status),
-                      RunObservation(nodes=nodes(2), workflow=wf), seconds=30)
+                      WorkloadRunObservation(nodes=nodes(2), workflow=wf), seconds=30)
     assert again.status is None and again.requeue_after is not None
 
 
@@ -234,17 +234,17 @@ def test_goodput_is_mirrored_while_running_and_after_the_verdict() -> None:
     run, wf = started(run_of(), nodes(2))
     running = with_trio(wf, ConditionType.IN_PROGRESS, "IterationRunning", "running")
     gm = goodput_of("wr-job", result="0.8203", complete=True)
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=running, goodput=(gm,)))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=running, goodput=(gm,)))
     assert plan.status is not None and plan.status.goodput == (
         JobGoodput(job="wr-job", goodput_ratio="0.8203"),)
     ok = with_trio(wf, ConditionType.SUCCEEDED, "AllIterationsSucceeded", "done")
-    plan = reconcile(run, RunObservation(nodes=nodes(2), workflow=ok))
+    plan = reconcile(run, WorkloadRunObservation(nodes=nodes(2), workflow=ok))
     assert plan.status is not None and plan.status.goodput == ()
     done = attrs.evolve(run, status=plan.status)
-    late = reconcile(done, RunObservation(nodes=nodes(2), workflow=ok, goodput=(gm,)))
+    late = reconcile(done, WorkloadRunObservation(nodes=nodes(2), workflow=ok, goodput=(gm,)))
     assert late.status == attrs.evolve(done.status, goodput=(
         JobGoodput(job="wr-job", goodput_ratio="0.8203"),))
     assert late.events == () and late.creates == ()
     final = attrs.evolve(done, status=late.status)
-    assert reconcile(final, RunObservation(nodes=nodes(2), workflow=ok, goodput=(gm,))
+    assert reconcile(final, WorkloadRunObservation(nodes=nodes(2), workflow=ok, goodput=(gm,))
                      ).status is None

@@ -20,23 +20,23 @@ from cre.api.meta import Condition
 from cre.api.workflow import Workflow
 from cre.catalog import load_catalog
 from cre.catalog.model import Catalog
-from cre.core.certification import (
+from cre.core.certification.build import build_workflow, discover_for
+from cre.core.certification.reconcile import (
     CertificationObservation,
     CertificationPlan,
     reconcile_certification,
 )
-from cre.core.certification_build import build_workflow, discover_for
-from cre.core.discovery import Discovery
-from cre.core.observed import NodeTaint, NodeView, ObjectView
-from cre.core.plan import Feedback
-from cre.core.trio import set_exclusive
-from cre.core.workflow import (
+from cre.core.common.lifecycle import set_exclusive
+from cre.core.common.observed import NodeTaint, NodeView, ObjectView
+from cre.core.common.plan import Feedback
+from cre.core.workflow.discovery import Discovery
+from cre.core.workflow.reconcile import (
     WorkflowObservation,
     WorkflowPlan,
     WorkflowSettings,
     live_read,
 )
-from cre.core.workflow_run import reconcile_workflow
+from cre.core.workflow.run import reconcile_workflow
 from tests.core.jobtier import Story, check_emittable, job_tier_status
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from cre.api.job import Job
 from cre.api.meta import ObjectMeta, OwnerReference
 from cre.api.watch import WatchEventType
-from cre.core.observed import OwnerRef, TrainJobView
+from cre.core.common.observed import OwnerRef, TrainJobView
 from cre.kube.metrics import metrics_for
 from cre.kube.runtime import (
     DONE,

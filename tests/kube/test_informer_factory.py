@@ -7,7 +7,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from cre.core.projections import node_view, pod_view
+from cre.core.common.projections import node_view, pod_view
 from cre.kube.client import NODES, PODS
 from cre.kube.factory import InformerFactory
 from cre.kube.metrics import metrics_for

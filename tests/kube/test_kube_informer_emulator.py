@@ -20,9 +20,9 @@ from kube_emu import (
 
 from cre.api import labels as L
 from cre.api.watch import WatchEventType
-from cre.core.observed import PodView
-from cre.core.plan import ReadLog
-from cre.core.projections import pod_view
+from cre.core.common.observed import PodView
+from cre.core.common.plan import ReadLog
+from cre.core.common.projections import pod_view
 from cre.kube.client import PODS
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer

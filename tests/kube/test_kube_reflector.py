@@ -15,8 +15,8 @@ from kube_fakes import FakeClock
 from kube_pods import pod
 
 from cre.api.watch import WatchEventType
-from cre.core.observed import PodView
-from cre.core.projections import node_view, pod_view
+from cre.core.common.observed import PodView
+from cre.core.common.projections import node_view, pod_view
 from cre.kube.client import NODES, PODS, ApiError
 from cre.kube.informer import Informer, ReflectorConfig, ReflectorState
 

@@ -9,8 +9,14 @@ import pytest
 from kube_pods import pod
 
 from cre.api import labels as L
-from cre.core.observed import PodCondition, PodView
-from cre.core.projections import ProjectionError, node_view, object_key, pod_view, trainjob_view
+from cre.core.common.observed import PodCondition, PodView
+from cre.core.common.projections import (
+    ProjectionError,
+    node_view,
+    object_key,
+    pod_view,
+    trainjob_view,
+)
 from cre.kube.store import (
     Store,
     UnknownIndex,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cre.core.logtext import FORBIDDEN
-from cre.core.plan import LIMIT_BYTES, ReadLog
+from cre.core.common.plan import LIMIT_BYTES, ReadLog
+from cre.core.job.logtext import FORBIDDEN
 from cre.kube.client import NAMESPACES, PODS, KubeClient
 from cre.kube.pods import read_pod_log
 from cre.testing.apiserver import serve

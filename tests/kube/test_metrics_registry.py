@@ -7,9 +7,10 @@ import sys
 import textwrap
 
 SCRIPT = textwrap.dedent("""
-    import cre.kube, cre.kube.runtime, cre.controller, cre.controller.job, cre_manager.app
+    import cre.kube, cre.kube.runtime
+    import cre.controller, cre.controller.job.controller, cre_manager.app
     from prometheus_client import REGISTRY, CollectorRegistry, Gauge
-    from cre.controller.job import JobController
+    from cre.controller.job.controller import JobController
 
     # A library user's own collector with a controller-runtime name: no clash on import.
     mine = Gauge("workqueue_depth", "the user's own queue", ["name"])

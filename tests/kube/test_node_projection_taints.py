@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cre.core.observed import NodeTaint
-from cre.core.projections import ProjectionError, node_view
+from cre.core.common.observed import NodeTaint
+from cre.core.common.projections import ProjectionError, node_view
 
 
 def test_taints_and_extended_resources_are_kept() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cre.core.projections import pod_view
+from cre.core.common.projections import pod_view
 from cre.kube.client import NODES, PODS
 from cre.kube.guard import UnscopedPodRead, require_pod_scope
 from cre.kube.informer import Informer

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cre.controller.certification import CertificationController
-from cre.controller.job import JobController
+from cre.controller.certification.controller import CertificationController
+from cre.controller.job.controller import JobController
 from cre.controller.registry import CONTROLLERS
-from cre.controller.workflow import WorkflowController
+from cre.controller.workflow.controller import WorkflowController
 from cre.kube.client import NODES, KubeClient
 from cre.kube.factory import InformerFactory
 from cre_manager.config import parse_config

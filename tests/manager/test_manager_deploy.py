@@ -53,8 +53,8 @@ def test_default_ships_the_log_profiles(default: list[dict[str, Any]]) -> None:
     """The real ``kubectl kustomize deploy/default`` carries every LogProfile CRE ships,
     exactly as shipped_profiles() serialises them, without a namespace (cluster-scoped)."""
     from cre.api.converter import to_dict
-    from cre.core.goodputprofiles import megatron_profile
-    from cre.core.logprofile import shipped_profiles
+    from cre.core.measure.goodputprofiles import megatron_profile
+    from cre.core.measure.logprofile import shipped_profiles
 
     rendered = {d["metadata"]["name"]: d for d in default if d["kind"] == "LogProfile"}
     shipped = [*shipped_profiles(), megatron_profile()]

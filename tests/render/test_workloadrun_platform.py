@@ -12,7 +12,7 @@ from cre.api.converter import structure, unstructure
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog import load_catalog
-from cre.core.overrides import apply_overrides
+from cre.core.workflow.overrides import apply_overrides
 from cre.render import RenderOptions, render_workload
 from cre.render.workload import claim_template, compute_domain
 from cre.render.workloadrun import CLIQUE_KEY, RunEnvironment, build_run

@@ -1,10 +1,10 @@
 """Griffe extension: turn the docstrings' Sphinx roles into mkdocstrings cross-references.
 
 CRE's docstrings are prose with reST inline markup: ``code`` in double backticks (which Markdown
-renders as code too) and roles such as :class:`Plan`, :func:`~cre.core.job.reconcile_job` or
-:mod:`.sequences`. mkdocstrings renders Markdown, where a role would show as raw text. Rather
+renders as code too) and roles such as :class:`Plan`, :func:`~cre.core.job.reconcile.reconcile_job`
+or :mod:`.sequences`. mkdocstrings renders Markdown, where a role would show as raw text. Rather
 than rewrite every docstring in the house, this extension rewrites each role, once the package
-is loaded, into an autorefs link ``[`Plan`][cre.core.plan.Plan]``, the name resolved the way
+is loaded, into an autorefs link ``[`Plan`][cre.core.common.plan.Plan]``, the name resolved the way
 Python would see it from the documented object (its members, its module's imports, its parents).
 
 Strictness, so `make docs` (``mkdocs build --strict``) fails on a broken reference:

@@ -358,7 +358,7 @@ class ScenarioRun:
     async def node_results(self, workflow: str) -> dict[str, Any]:
         """A Workflow's node-result ConfigMaps, decoded (their names carry the Workflow's UID,
         so the golden records what they say, not what they are called)."""
-        from cre.core import noderesults as NR
+        from cre.core.workflow import noderesults as NR
 
         wf = await self.client.get(CRE_WORKFLOWS, workflow, namespace=self.namespace)
         status = wf.get("status") or {}
@@ -536,9 +536,9 @@ async def start_controllers(tg: TaskGroup, names: Sequence[str], cluster: Simula
     from cre.api.converter import to_dict
     from cre.api.measurement import LogProfile
     from cre.controller.registry import ControllerContext
-    from cre.core.goodputprofiles import megatron_profile
-    from cre.core.logprofile import shipped_profiles
-    from cre.core.workflow import WorkflowSettings
+    from cre.core.measure.goodputprofiles import megatron_profile
+    from cre.core.measure.logprofile import shipped_profiles
+    from cre.core.workflow.reconcile import WorkflowSettings
     from cre.kube.client import LOGPROFILES
     from cre.kube.factory import InformerFactory
     from cre.kube.metrics import metrics_for

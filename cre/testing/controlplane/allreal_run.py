@@ -23,7 +23,7 @@ import anyio
 import attrs
 
 from cre.api.labels import GROUP_NODES
-from cre.core.plan import JobSettings
+from cre.core.common.plan import JobSettings
 from cre.kube.client import JOBS, NAMESPACES, TRAINING_RUNTIMES, ApiError, KubeClient
 from cre.kube.informer import Informer
 from cre.testing.jobharness import running_harness

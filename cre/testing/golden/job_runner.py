@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import anyio
 
-from cre.core.workload import TRAINJOB_API_VERSION, workload_name
+from cre.core.job.workload import TRAINJOB_API_VERSION, workload_name
 from cre.kube.client import JOBS, TRAINJOBS, ApiError
 from cre.testing.apiserver import serve
 from cre.testing.apiserver.pytest_fixtures import default_crd_sources

@@ -21,9 +21,9 @@ from cre.api.converter import structure, unstructure
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 from cre.catalog import load_catalog
-from cre.core.groupjob import group_job
-from cre.core.overrides import apply_overrides
-from cre.core.workloadrun import hardware_defaults
+from cre.core.workflow.groupjob import group_job
+from cre.core.workflow.overrides import apply_overrides
+from cre.core.workloadrun.reconcile import hardware_defaults
 from cre.render.workloadrun import RunEnvironment, build_run
 from cre.testing.schemas import validate_job_documents
 

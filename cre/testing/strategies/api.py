@@ -27,7 +27,7 @@ from cre.api.certification import (
     ResourceValues,
 )
 from cre.api.common import NodeSelectorOperator, NodeSelectorRequirement, WorkloadMetadata
-from cre.api.conditions import EXCLUSIVE_TRIO, ConditionType
+from cre.api.conditions import LIFECYCLE_CONDITIONS, ConditionType
 from cre.api.fields import Constraints, constraints
 from cre.api.job import CelExpression, JobSpec, NodeConditionSignal, NodeHealthMonitor, WorkloadSpec
 from cre.api.kinds import KINDS
@@ -154,10 +154,10 @@ def patch_ops() -> st.SearchStrategy[dict[str, Any]]:
 @st.composite
 def _conditions(draw: st.DrawFn) -> tuple[Condition, ...]:
     kinds = draw(st.lists(st.sampled_from(list(ConditionType)), unique=True, max_size=4))
-    true_trio = draw(st.sampled_from([None, *EXCLUSIVE_TRIO]))
+    true_trio = draw(st.sampled_from([None, *LIFECYCLE_CONDITIONS]))
     out = []
     for kind in kinds:
-        if kind in EXCLUSIVE_TRIO:
+        if kind in LIFECYCLE_CONDITIONS:
             status = ConditionStatus.TRUE if kind == true_trio else ConditionStatus.FALSE
         else:
             status = draw(st.sampled_from(list(ConditionStatus)))

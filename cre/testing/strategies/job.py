@@ -30,8 +30,8 @@ from cre.api.job import (
 )
 from cre.api.labels import GROUP_NODES, JOB, JOB_FINALIZER, LAUNCHER
 from cre.api.meta import ObjectMeta
-from cre.core.job import JobPlan
-from cre.core.observed import (
+from cre.core.common.lifecycle import set_exclusive
+from cre.core.common.observed import (
     ContainerState,
     ContainerStatusView,
     LogTail,
@@ -42,7 +42,7 @@ from cre.core.observed import (
     PodView,
     TrainJobView,
 )
-from cre.core.plan import (
+from cre.core.common.plan import (
     ConfirmAbsent,
     CreateConflict,
     Feedback,
@@ -50,8 +50,8 @@ from cre.core.plan import (
     Observation,
     ReadLog,
 )
-from cre.core.trio import set_exclusive
-from cre.core.workload import TRAINJOB_KIND, reference, workload_name
+from cre.core.job.reconcile import JobPlan
+from cre.core.job.workload import TRAINJOB_KIND, reference, workload_name
 
 T0: Final = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 NS: Final = "team-a"
@@ -393,7 +393,7 @@ def jobs(draw: st.DrawFn) -> Job:
         status = attrs.evolve(status, scheduling_blocked_since=at(draw(st.integers(0, 600))))
     job = make_job(status=status, max_restarts=restarts, timeout=timeout, launcher=launcher,
                    deleting_at=at(30) if stage == "deleting" else None)
-    # A Workflow's group Job releases its workload once finished (cre.core.release).
+    # A Workflow's group Job releases its workload once finished (cre.core.job.release).
     retention = draw(st.sampled_from([None, WorkloadRetention.RELEASE]))
     return attrs.evolve(job, spec=attrs.evolve(job.spec, workload_retention=retention))
 

@@ -1,0 +1,4 @@
+"""The Certification controller.
+
+Internal: import the controllers from :mod:`cre.controller`.
+"""

@@ -1,0 +1,4 @@
+"""The Workflow controller and its shell.
+
+Internal: import the controllers from :mod:`cre.controller`.
+"""

@@ -1,0 +1,4 @@
+"""The WorkloadRun controller.
+
+Internal: import the controllers from :mod:`cre.controller`.
+"""

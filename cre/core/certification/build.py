@@ -1,0 +1,277 @@
+"""Build one category's Workflow from the catalog, purely: options, discovery, rendering.
+
+A Certification's category is ``<domain>/<variant>`` of the catalog. Its options are the
+global ones (inline in the spec) with the category's own ``options`` laid over field by field
+(a set value wins; ``workloadMetadata.labels`` merge per key). The Workflow it gets carries the
+resolved, rendered spec: ``cre.render`` renders the entry for the detected platform and GPU
+architecture (the template the Workflow re-pins per group), the rendered runtime and DRA
+objects become its dependencies, and ``testScale`` becomes its orchestration (``intra-node``:
+one node per Job; ``intra-rack``: one group per ``nvidia.com/gpu.clique`` domain).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final
+
+import attrs
+
+from cre.api import labels as L
+from cre.api.certification import CategoryOptions, Certification, CertificationCategory
+from cre.api.common import TestScale, WorkloadMetadata
+from cre.api.converter import unstructure
+from cre.catalog.errors import CatalogError
+from cre.catalog.model import Catalog, CatalogEntry, RuntimeShape
+from cre.catalog.template import Scalar
+from cre.core.common.observed import NodeView
+from cre.core.workflow.discovery import Discovery, DiscoveryFailure, capped, discover
+from cre.render.job import job_object
+from cre.render.options import GangScheduler, RenderError, RenderOptions
+from cre.render.workload import MAX_JOB_NAME, render_workload
+
+CATEGORY_DOMAIN: Final = "cre.dev/category-domain"
+CATEGORY_VARIANT: Final = "cre.dev/category-variant"
+CLIQUE_KEY: Final = "nvidia.com/gpu.clique"
+DEFAULT_TIMEOUT: Final = "1h"
+# Option name -> catalog parameter name, used when the entry declares the parameter.
+PARAMETERS: Final = {"max_bytes": "maxBytes", "num_iterations": "iterations",
+                     "num_cycles": "cycles"}
+
+
+class BuildError(ValueError):
+    """The category cannot be turned into a Workflow; the message names the field."""
+
+
+def entry_name(category: CertificationCategory) -> str:
+    """``<domain>/<variant>``."""
+    return f"{category.domain}/{category.variant}"
+
+
+def shorten(name: str, limit: int = MAX_JOB_NAME) -> str:
+    """``name`` cut to ``limit`` characters with a hash of the whole, when too long."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:limit - 9].rstrip('-')}-{digest}"
+
+
+def workflow_name(cert: Certification, index: int) -> str:
+    """Category ``index``'s Workflow name (a DNS-1035 label Trainer's names still fit
+    under); a category that repeats an earlier one (with other options) gets its index."""
+    category = cert.spec.categories[index]
+    name = f"{cert.metadata.name or ''}-{category.domain}-{category.variant}"
+    earlier = any(entry_name(c) == entry_name(category) for c in cert.spec.categories[:index])
+    return shorten(f"{name}-{index}" if earlier else name)
+
+
+def merged_options(cert: Certification, index: int) -> CategoryOptions:
+    """Global options with category ``index``'s options laid over (set fields win)."""
+    base = {f.name: getattr(cert.spec, f.name) for f in attrs.fields(CategoryOptions)}
+    own = cert.spec.categories[index].options
+    if own is not None:
+        for f in attrs.fields(CategoryOptions):
+            value = getattr(own, f.name)
+            if value is not None and value != ():
+                base[f.name] = value
+        glob, mine = cert.spec.workload_metadata, own.workload_metadata
+        if glob is not None and mine is not None:
+            base["workload_metadata"] = WorkloadMetadata(labels={**glob.labels, **mine.labels})
+    return CategoryOptions(**base)
+
+
+def _resources(options: CategoryOptions) -> dict[str, dict[str, str]]:
+    """The cpu / memory quantities of ``options.resources`` as RenderOptions takes them."""
+    out: dict[str, dict[str, str]] = {}
+    given = options.resources
+    for kind in ("limits", "requests"):
+        values = getattr(given, kind) if given is not None else None
+        if values is not None:
+            pairs = {k: v for k, v in (("cpu", values.cpu), ("memory", values.memory)) if v}
+            if pairs:
+                out[kind] = pairs
+    return out
+
+
+def _where(index: int, field: str) -> str:
+    return f"spec.categories[{index}].options.{field}"
+
+
+def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
+    """Problems found before anything is created: unknown categories, unsupported options."""
+    problems = []
+    for i, category in enumerate(cert.spec.categories):
+        name = entry_name(category)
+        if name not in catalog.entries:
+            problems.append(f"spec.categories[{i}]: unknown category {name!r} (known: "
+                            f"{', '.join(sorted(catalog.entries))})")
+            continue
+        options = merged_options(cert, i)
+        if options.test_scale == TestScale.DIAGNOSE:
+            problems.append(f"{_where(i, 'testScale')}: diagnose is not supported by this "
+                            "version of CRE; use full-scale, intra-node or intra-rack")
+        entry = catalog.entries[name]
+        for option, param in PARAMETERS.items():
+            if getattr(options, option) is not None and param not in entry.parameters:
+                problems.append(f"{_where(i, _camel(option))}: {name} takes no {param} "
+                                "parameter")
+    return tuple(problems)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def discover_for(cert: Certification, index: int, nodes: tuple[NodeView, ...],
+                 catalog: Catalog) -> Discovery | DiscoveryFailure:
+    """Discovery for category ``index``, with the capacity filter at its GPUs per node."""
+    first = discover(target=cert.spec.target, nodes=nodes)
+    if isinstance(first, DiscoveryFailure):
+        return first
+    options = merged_options(cert, index)
+    gpus = options.gpus_per_node
+    if gpus is None:
+        platform = catalog.platforms.get(first.platform)
+        arch = platform.architectures.get(first.architecture) if platform else None
+        gpus = arch.gpus_per_node if arch else None
+    found = discover(target=cert.spec.target, nodes=nodes, gpus_per_node=gpus)
+    return found if isinstance(found, DiscoveryFailure) else capped(found, cert.spec.max_nodes)
+
+
+def single_node(entry: CatalogEntry) -> bool:
+    """Whether ``entry`` is a single-node test: ``runtime: single-pod`` (one pod per node that
+    runs the whole test on that node: NCCL loopback, NVSwitch loopback, DCGM diagnostics)."""
+    return entry.runtime is RuntimeShape.SINGLE_POD
+
+
+def nodes_per_job_for(cert: Certification, index: int, *, found: Discovery,
+                      catalog: Catalog) -> int:
+    """The nodes of each of category ``index``'s Jobs: 1 for ``intra-node`` and for a
+    single-node entry whose ``nodesPerJob`` is unset (one result per node), else
+    ``nodesPerJob`` clamped to the eligible nodes (unset: all of them)."""
+    options = merged_options(cert, index)
+    available = len(found.nodes)
+    scale = options.test_scale or TestScale.FULL_SCALE
+    if scale == TestScale.INTRA_NODE:
+        return 1
+    entry = catalog.entries[entry_name(cert.spec.categories[index])]
+    if options.nodes_per_job is None:
+        return 1 if single_node(entry) and scale == TestScale.FULL_SCALE else available
+    return min(options.nodes_per_job, available)
+
+
+def clamp_note(cert: Certification, index: int, *, found: Discovery) -> str | None:
+    """The sentence saying category ``index``'s ``nodesPerJob`` was clamped to the eligible
+    nodes, or ``None`` when it fits (or is unset)."""
+    options = merged_options(cert, index)
+    wanted, available = options.nodes_per_job, len(found.nodes)
+    if wanted is None or wanted <= available or options.test_scale == TestScale.INTRA_NODE:
+        return None
+    return (f"{_where(index, 'nodesPerJob')}: {wanted} is more than the {available} eligible "
+            f"node(s); clamped to {available}")
+
+
+def build_workflow(
+    cert: Certification, index: int, *, found: Discovery, catalog: Catalog
+) -> dict[str, Any]:
+    """The Workflow manifest of category ``index`` (``BuildError`` naming the field)."""
+    category = cert.spec.categories[index]
+    options = merged_options(cert, index)
+    name = workflow_name(cert, index)
+    namespace = cert.metadata.namespace or ""
+    entry = catalog.entries[entry_name(category)]
+    per_job = nodes_per_job_for(cert, index, found=found, catalog=catalog)
+    scale = options.test_scale or TestScale.FULL_SCALE
+    params: dict[str, Scalar] = {}
+    for option, param in PARAMETERS.items():
+        value = getattr(options, option)
+        if value is not None and param in entry.parameters:
+            default = entry.parameters[param].default
+            params[param] = str(value) if isinstance(default, str) else value
+    gang = GangScheduler.from_spec(cert.spec.gang_scheduler) if cert.spec.gang_scheduler \
+        else None
+    try:
+        resolved = catalog.resolve(entry.name, platform=found.platform,
+                                   arch=found.architecture, num_nodes=per_job,
+                                   parameters=params)
+        rendered = render_workload(
+            job_name=name, namespace=namespace, resolved=resolved,
+            nodes=found.names[:per_job],
+            options=RenderOptions(image=options.image, gang_scheduler=gang,
+                                  nic_resource_name=options.nic_resource_name,
+                                  image_pull_secrets=tuple(
+                                      s.name for s in options.image_pull_secrets),
+                                  resources=_resources(options)))
+    except (CatalogError, RenderError) as exc:
+        raise BuildError(f"spec.categories[{index}] ({entry.name}): {exc}") from exc
+    measurement = None if entry.measurement is None else {
+        "logProfileRef": entry.measurement.log_profile,
+        "sampleInterval": entry.measurement.sample_interval,
+        "testType": entry.measurement.test_type}
+    job = job_object(job_name=name, namespace=namespace, rendered=rendered,
+                     nodes=found.names[:per_job], measurement=measurement)
+    job_spec = job["spec"]
+    if options.startup_stall_timeout_seconds is not None:
+        job_spec["startupStallTimeoutSeconds"] = options.startup_stall_timeout_seconds
+    if options.workload_metadata is not None and options.workload_metadata.labels:
+        labels = {**dict(options.workload_metadata.labels),
+                  **job_spec.get("workloadMetadata", {}).get("labels", {})}
+        job_spec["workloadMetadata"] = {"labels": labels}
+    if options.scheduling_stall_timeout:
+        job_spec["schedulingStallTimeout"] = options.scheduling_stall_timeout
+    if options.image_pull_grace_seconds is not None:
+        job_spec["imagePullGraceSeconds"] = options.image_pull_grace_seconds
+    orchestration: dict[str, Any] = {
+        "target": unstructure(cert.spec.target),
+        "iterations": options.repeat_count or 1,
+        "execution": {"timeoutPerJob": options.timeout_per_job or DEFAULT_TIMEOUT},
+    }
+    if options.max_concurrent:
+        orchestration["execution"]["maxConcurrent"] = options.max_concurrent
+    if scale == TestScale.INTRA_RACK:
+        orchestration["topology"] = {"topologyKey": CLIQUE_KEY, "strictDomain": True}
+    spec: dict[str, Any] = {
+        "namespace": namespace,
+        "jobTemplate": {"spec": job_spec},
+        "orchestration": orchestration,
+        "dependencies": [dict(d) for d in rendered.dependencies()],
+    }
+    # A Certification that names no thresholds gets the entry's defaults for the detected
+    # platform and architecture (an explicit empty map opts out).
+    thresholds, sources = ((dict(options.thresholds), ()) if options.thresholds is not None
+                           else entry.default_thresholds(found.platform, found.architecture))
+    if thresholds or options.measurement_timeout or options.relative_threshold:
+        perf: dict[str, Any] = {"enabled": True}
+        if thresholds:
+            perf["thresholds"] = {"thresholds": thresholds}
+        if options.relative_threshold is not None:
+            perf["relativeThreshold"] = unstructure(options.relative_threshold)
+        if options.measurement_timeout:
+            perf["measurementTimeout"] = options.measurement_timeout
+        spec["validation"] = {"performance": perf}
+    if cert.spec.gang_scheduler is not None:
+        spec["gangScheduler"] = unstructure(cert.spec.gang_scheduler)
+    if options.failure_policy is not None:
+        spec["failurePolicy"] = unstructure(options.failure_policy)
+    if options.node_health_monitor is not None:
+        spec["nodeHealthMonitor"] = unstructure(options.node_health_monitor)
+    if cert.spec.max_nodes is not None:
+        spec["maxNodes"] = cert.spec.max_nodes
+    annotations = {L.THRESHOLDS_SOURCE: "; ".join(sources)} if sources else {}
+    return {
+        "apiVersion": L.API_VERSION,
+        "kind": "Workflow",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE,
+                       L.CERTIFICATION: cert.metadata.name or "",
+                       CATEGORY_DOMAIN: category.domain, CATEGORY_VARIANT: category.variant},
+            **({"annotations": annotations} if annotations else {}),
+            "ownerReferences": [{
+                "apiVersion": L.API_VERSION, "kind": "Certification",
+                "name": cert.metadata.name or "", "uid": cert.metadata.uid or "",
+                "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": spec,
+    }
