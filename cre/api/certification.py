@@ -35,6 +35,7 @@ from cre.api.meta import (
     ObjectMeta,
     TypedLocalObjectReference,
 )
+from cre.api.nodecertification import NodeStatePolicy
 
 RESOURCE_QUANTITY = r"^([+]?[0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 
@@ -173,6 +174,10 @@ class CertificationSpec(CategoryOptions):
         default=None, metadata=c(minimum=1, int_format="int32", doc=(
         "At most this many nodes per category run (the first eligible ones by name); the rest "
         "are excluded. Unset: every eligible node.")))
+    node_state: NodeStatePolicy | None = attrs.field(default=None, metadata=c(doc=(
+        "What the results do to node state once the run ends: node labels, a taint on failed "
+        "nodes, how long a pass stays valid. Every judged node gets its NodeCertification "
+        "either way. Unset: no labels, no taint, passes valid 168h.")))
 
 
 @attrs.frozen(kw_only=True)

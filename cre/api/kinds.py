@@ -12,6 +12,7 @@ from cre.api.certification import Certification
 from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.measurement import BandwidthMeasurement, LogProfile
+from cre.api.nodecertification import NodeCertification
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 
@@ -162,6 +163,22 @@ KINDS: tuple[KindInfo, ...] = (
             PrinterColumn(name="Step", json_path=".status.currentStep", type="integer"),
             PrinterColumn(name="Interruptions", json_path=".status.interruptionCount",
                           type="integer", priority=1),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="NodeCertification",
+        model=NodeCertification,
+        plural="nodecertifications",
+        short_names=("nodecert",),
+        namespaced=False,
+        columns=(
+            PrinterColumn(name="Node", json_path=".spec.nodeName"),
+            PrinterColumn(name="State", json_path=".status.state",
+                          description="Passed, Failed, Expired or Uncertified"),
+            PrinterColumn(name="Passed", json_path=".status.categoriesPassed",
+                          description="Categories passed / with a result"),
+            PrinterColumn(name="Valid Until", json_path=".status.validUntil", type="date"),
             AGE,
         ),
     ),

@@ -13,6 +13,8 @@ the three share :class:`cre.controller.common.tiershell.TierController` (every p
 (:mod:`~cre.controller.measure.bandwidth`, :mod:`~cre.controller.measure.goodput`) share
 :class:`cre.controller.measure.logread.LogMeasurementController`. All of them stand on
 :class:`cre.kube.runtime.CoreReconciler` (queue, caches from an informer factory, run and stop),
+as does :class:`cre.controller.nodecertification.controller.NodeCertificationController` (an
+ended Certification's per-node results folded into NodeCertifications, node labels and taint),
 and :mod:`cre.controller.registry` lists them once for the manager and the scenario runner.
 """
 
@@ -20,6 +22,7 @@ from cre.controller.certification.controller import CertificationController
 from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
+from cre.controller.nodecertification.controller import NodeCertificationController
 from cre.controller.registry import CONTROLLERS, ControllerContext, ControllerEntry
 from cre.controller.workflow.controller import WorkflowController
 from cre.controller.workloadrun.controller import WorkloadRunController
@@ -32,6 +35,7 @@ __all__ = [
     "ControllerEntry",
     "GoodputController",
     "JobController",
+    "NodeCertificationController",
     "WorkflowController",
     "WorkloadRunController",
 ]

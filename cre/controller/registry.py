@@ -23,6 +23,7 @@ from cre.controller.certification.controller import CertificationController
 from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
+from cre.controller.nodecertification.controller import NodeCertificationController
 from cre.controller.workflow.controller import WorkflowController
 from cre.controller.workloadrun.controller import WorkloadRunController
 from cre.core.workflow.reconcile import DEFAULT_WORKFLOW_SETTINGS, WorkflowSettings
@@ -32,6 +33,7 @@ from cre.kube.client import (
     GOODPUTMEASUREMENTS,
     JOBS,
     LOGPROFILES,
+    NODECERTIFICATIONS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     WORKFLOWS,
@@ -112,6 +114,12 @@ def _goodput(ctx: ControllerContext) -> Controller:
                              max_concurrent_reconciles=ctx.workers(2))
 
 
+def _nodecertification(ctx: ControllerContext) -> Controller:
+    return NodeCertificationController(ctx.client, informers=ctx.informers,
+                                       registry=ctx.registry, clock=ctx.clock,
+                                       max_concurrent_reconciles=ctx.workers(1))
+
+
 CONTROLLERS: tuple[ControllerEntry, ...] = (
     ControllerEntry(name="job", build=_job, requires=(
         JOBS, BANDWIDTHMEASUREMENTS, GOODPUTMEASUREMENTS, TRAINJOBS, TRAINING_RUNTIMES)),
@@ -125,5 +133,7 @@ CONTROLLERS: tuple[ControllerEntry, ...] = (
                     requires=(BANDWIDTHMEASUREMENTS, JOBS, LOGPROFILES)),
     ControllerEntry(name="goodput", build=_goodput,
                     requires=(GOODPUTMEASUREMENTS, JOBS, LOGPROFILES)),
+    ControllerEntry(name="nodecertification", build=_nodecertification,
+                    requires=(NODECERTIFICATIONS, CERTIFICATIONS, WORKFLOWS)),
 )
 BY_NAME: dict[str, ControllerEntry] = {entry.name: entry for entry in CONTROLLERS}

@@ -83,6 +83,11 @@ from cre.core.job.reconcile import JobPlan, reconcile_job
 from cre.core.measure.bandwidth import BandwidthObservation, BandwidthPlan, reconcile_bandwidth
 from cre.core.measure.goodput import GoodputObservation, GoodputPlan, reconcile_goodput
 from cre.core.measure.logread import LogObservation
+from cre.core.nodecertification.reconcile import (
+    NodeCertificationObservation,
+    NodeCertificationPlan,
+    reconcile_nodecertification,
+)
 from cre.core.workflow.reconcile import WorkflowObservation, WorkflowPlan
 from cre.core.workflow.run import reconcile_workflow
 from cre.core.workloadrun.reconcile import (
@@ -116,6 +121,8 @@ __all__ = [
     "ListLive",
     "LogObservation",
     "LogTail",
+    "NodeCertificationObservation",
+    "NodeCertificationPlan",
     "NodeView",
     "ObjectCondition",
     "Observation",
@@ -141,6 +148,7 @@ __all__ = [
     "reconcile_certification",
     "reconcile_goodput",
     "reconcile_job",
+    "reconcile_nodecertification",
     "reconcile_workflow",
     "reconcile_workloadrun",
     "trainjob_view",

@@ -169,6 +169,7 @@ WORKLOADRUNS = cre_resource("WorkloadRun")
 BANDWIDTHMEASUREMENTS = cre_resource("BandwidthMeasurement")
 GOODPUTMEASUREMENTS = cre_resource("GoodputMeasurement")
 LOGPROFILES = cre_resource("LogProfile")
+NODECERTIFICATIONS = cre_resource("NodeCertification")
 
 
 def _query_pairs(query: Query | None) -> list[tuple[str, str]]:

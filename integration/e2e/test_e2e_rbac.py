@@ -6,7 +6,7 @@ Jobs (passing, failing, stalled, their TrainJob deleted), a Certification (two g
 failing, one conflicting status write), a user Workflow with a ConfigMap dependency and a
 WorkloadRun with a bandwidth and a goodput measurement (leftover measurements of an earlier Job
 deleted, conflicting measurement status writes) run here, so the Job, Workflow, Certification,
-WorkloadRun and both measurement controllers' grants are each used by a real call. What is
+WorkloadRun, NodeCertification and both measurement controllers' grants are each used by a real call. What is
 still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
 (``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator serves no DRA kinds)
 and one read only a race reaches (``RACE_VERBS``). An excused grant this run uses fails the
@@ -109,6 +109,7 @@ metadata: {name: rbacfail-cert, namespace: rbac-cert}
 spec:
   nodesPerJob: 4
   maxConcurrent: 1
+  nodeState: {labels: true, taint: true}
   categories:
   - {domain: communication, variant: nccl-all-reduce}
 """
@@ -120,7 +121,9 @@ FAIL_PREFIX = "rbacfail-"
 def _certify(stack: Stack) -> None:
     """A Certification in two groups run one after the other (``maxConcurrent: 1``) whose
     launchers fail: each group's failed nodes are merged into the same result ConfigMap (a
-    create, then a read and a replace), and a status write that conflicts once is re-read."""
+    create, then a read and a replace), and a status write that conflicts once is re-read.
+    Once it ended, the NodeCertification controller creates the nodes' records, writes their
+    status and labels and taints the failed nodes (``nodeState``)."""
     create_namespace(stack, "rbac-cert")
     since = stack.emulator_control("GET", "audit?since=999999999")["seq"]
     stack.emulator_control("POST", "faults", {"errors": [
@@ -143,6 +146,13 @@ def _certify(stack: Stack) -> None:
     wait_until(lambda: status().get("verdict"), timeout=240, what="the Certification's verdict",
                interval=0.5)
     assert (status()["phase"], status()["verdict"]) == ("Failed", "Failed"), status()
+
+    def tainted() -> bool:
+        return any(t.get("key") == "cre.dev/certification-failed"
+                   for n in stack.kubectl_json("get", "nodes")["items"]
+                   for t in (n.get("spec") or {}).get("taints") or [])
+
+    wait_until(tainted, timeout=60, what="a failed node tainted", interval=0.5)
     _user_workflow(stack)
     stack.kubectl("delete", "certifications", "-n", "rbac-cert", "rbacfail-cert", "--wait=true",
                   "--timeout=120s")

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "cre" / "core"
-KINDS = ("job", "workflow", "certification", "workloadrun", "measure")
+KINDS = ("job", "workflow", "certification", "workloadrun", "measure", "nodecertification")
 
 
 def defined(package: Path, pattern: str) -> set[str]:

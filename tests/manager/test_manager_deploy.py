@@ -114,14 +114,16 @@ def _rules(doc: dict[str, Any]) -> list[tuple[str, str, frozenset[str]]]:
 
 
 def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
-    """Pods read-only, logs get-only, no secrets, leases only through the namespaced Role."""
+    """Pods read-only, logs get-only, nodes patched (never updated), no secrets, leases only
+    through the namespaced Role."""
     cluster = _rules(_one(default, "ClusterRole", "cre-manager"))
     by_resource = {(g, r): v for g, r, v in cluster}
     assert not any(r.startswith(("secrets", "leases", "*")) for _, r, _ in cluster)
     assert not any("*" in v for _, _, v in cluster)
     assert by_resource[("", "pods")] == {"list", "watch"}
     assert by_resource[("", "pods/log")] == {"get"}
-    assert by_resource[("", "nodes")] == {"list", "watch"}
+    assert by_resource[("", "nodes")] == {"list", "watch", "patch"}
+    assert by_resource[("cre.dev", "nodecertifications")] == {"list", "watch", "create"}
     # create: one per transition; list: the Events of a workload that never started.
     assert by_resource[("", "events")] == {"create", "list"}
     assert not any(g == "events.k8s.io" for g, _, _ in cluster)

@@ -72,7 +72,7 @@ def involved_certification(cert: Certification) -> dict[str, Any]:
     return involved_object("Certification", cert.metadata)
 
 
-def _certification_index(wf: Workflow) -> list[str]:
+def certification_index(wf: Workflow) -> list[str]:
     value = wf.metadata.labels.get(L.CERTIFICATION)
     return [f"{wf.metadata.namespace or ''}/{value}"] if value else []
 
@@ -103,7 +103,7 @@ class CertificationController(TierController[Certification, CertificationObserva
             CERTIFICATIONS, transform=certification_from_dict, name="cre-certifications")
         self.workflows: Informer[Workflow] = self.cache(
             WORKFLOWS, transform=workflow_from_dict, label_selector=L.CERTIFICATION,
-            indexers={INDEX_CERTIFICATION: _certification_index},
+            indexers={INDEX_CERTIFICATION: certification_index},
             name="certification-workflows")
         self.nodes: Informer[NodeView] = self.cache(
             NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",

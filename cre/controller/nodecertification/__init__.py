@@ -1,0 +1,4 @@
+"""The NodeCertification controller (:class:`cre.controller.NodeCertificationController`).
+
+Internal: import the public names from :mod:`cre.controller`.
+"""

@@ -1,0 +1,178 @@
+"""The NodeCertification controller: a terminal Certification's per-node results, folded into
+one ``NodeCertification`` per node, and the opt-in node labels and taint.
+
+It reconciles Certifications (keyed ``namespace/name``, as the Certification controller) and
+reads, from caches shared with the tier controllers: the Certification's Workflows, their
+node-result ConfigMaps (a ConfigMap's arrival wakes its Certification, which waits for every
+one it references), the GPU nodes and the NodeCertifications. One reconcile runs
+:func:`cre.core.nodecertification.reconcile.reconcile_nodecertification` and writes, per node:
+the record's create (when there is none), its status (``/status``, guarded by the record's
+resourceVersion) and the Node's JSON patch (guarded by the Node's resourceVersion, touching only
+CRE's labels and taint). A conflict on either raises: the key backs off and the next pass
+decides again from the caches.
+
+Why not the one :class:`cre.kube.executor.PlanExecutor`: it applies a plan about one owner
+(creates it controls, the owner's own status). Here one Certification writes the records of
+many nodes and patches Nodes, none of them its children (docs/design/020).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, Final
+
+from prometheus_client import CollectorRegistry
+
+from cre.api import labels as L
+from cre.api.certification import Certification
+from cre.api.converter import structure, to_dict
+from cre.api.nodecertification import NodeCertification, NodeCertificationSpec
+from cre.api.workflow import Workflow
+from cre.controller.certification.controller import (
+    INDEX_CERTIFICATION,
+    certification_from_dict,
+    certification_index,
+)
+from cre.controller.job.events import node_changed
+from cre.controller.workflow.shell import Owned, configmap_view, workflow_from_dict
+from cre.core.common.observed import NodeView
+from cre.core.common.projections import node_view
+from cre.core.nodecertification.reconcile import (
+    NodeCertificationObservation,
+    NodeWrite,
+    reconcile_nodecertification,
+)
+from cre.kube.client import (
+    CERTIFICATIONS,
+    CONFIGMAPS,
+    JSON_PATCH,
+    NODECERTIFICATIONS,
+    NODES,
+    WORKFLOWS,
+    KubeClient,
+)
+from cre.kube.factory import InformerFactory
+from cre.kube.informer import Informer
+from cre.kube.runtime import (
+    DONE,
+    CoreReconciler,
+    Result,
+    WatchEvent,
+    enqueue_by_label,
+    enqueue_mapped,
+)
+from cre.kube.runtime.base import utcnow
+
+log = logging.getLogger(__name__)
+
+CONTROLLER: Final = "nodecertification"
+COMPONENT: Final = "cre.dev/nodecertification-controller"
+
+
+def nodecertification_from_dict(raw: dict[str, Any]) -> NodeCertification:
+    """The NodeCertification model of a served object."""
+    return structure(raw, NodeCertification)
+
+
+class NodeCertificationController(CoreReconciler[Certification, NodeCertificationObservation,
+                                                 Any]):
+    """Folds every ended Certification into the NodeCertifications of the nodes it judged."""
+
+    def __init__(self, client: KubeClient, *, informers: InformerFactory | None = None,
+                 max_concurrent_reconciles: int = 1, clock: Callable[[], datetime] = utcnow,
+                 registry: CollectorRegistry | None = None) -> None:
+        """``informers``: the process's shared informer factory. One worker by default: two
+        Certifications ending together would otherwise race for the same records."""
+        super().__init__(client, name=CONTROLLER, component=COMPONENT,
+                         workers=max_concurrent_reconciles, clock=clock, informers=informers,
+                         namespaces=None, registry=registry)
+        self.certifications: Informer[Certification] = self.cache(
+            CERTIFICATIONS, transform=certification_from_dict, name="cre-certifications")
+        self.workflows: Informer[Workflow] = self.cache(
+            WORKFLOWS, transform=workflow_from_dict, label_selector=L.CERTIFICATION,
+            indexers={INDEX_CERTIFICATION: certification_index},
+            name="certification-workflows")
+        self.configmaps: Informer[Owned] = self.cache(
+            CONFIGMAPS, transform=configmap_view, label_selector=L.WORKFLOW,
+            name="workflow-configmaps")
+        self.records: Informer[NodeCertification] = self.cache(
+            NODECERTIFICATIONS, transform=nodecertification_from_dict,
+            name="cre-nodecertifications")
+        self.nodes: Informer[NodeView] = self.cache(
+            NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
+            name="gpu-nodes")
+        (self.managed().for_(self.certifications)
+            .watches(self.workflows, enqueue_by_label(L.CERTIFICATION))
+            .watches(self.configmaps, enqueue_mapped(self._certification_of))
+            .watches(self.records, enqueue_mapped(self._last_of_record))
+            .watches(self.nodes, enqueue_mapped(self._last_of_node), node_changed))
+
+    def _last_of_record(self, event: WatchEvent[NodeCertification]) -> Iterable[str]:
+        """The Certification folded in last (a record deleted by hand is written again)."""
+        ref = event.obj.status.last_certification
+        if ref is not None:
+            yield f"{ref.namespace}/{ref.name}"
+
+    def _last_of_node(self, event: WatchEvent[NodeView]) -> Iterable[str]:
+        """The Certification folded last into the node's record (labels or taints changed
+        by hand are put back as the record says)."""
+        record = self.records.store.get(event.obj.name)
+        ref = record.status.last_certification if record is not None else None
+        if ref is not None:
+            yield f"{ref.namespace}/{ref.name}"
+
+    def _certification_of(self, event: WatchEvent[Owned]) -> Iterable[str]:
+        """The Certification whose Workflow holds the result ConfigMap."""
+        cm = event.obj
+        if cm.binary is None:
+            return
+        wf = self.workflows.store.get(f"{cm.namespace}/{cm.workflow}")
+        cert = wf.metadata.labels.get(L.CERTIFICATION) if wf is not None else None
+        if cert:
+            yield f"{cm.namespace}/{cert}"
+
+    def observe(self, cert: Certification) -> NodeCertificationObservation:
+        """The Observation of ``cert`` from the caches."""
+        ns = cert.metadata.namespace or ""
+        workflows = self.workflows.store.by_index(INDEX_CERTIFICATION,
+                                                  f"{ns}/{cert.metadata.name or ''}")
+        wanted = {ref.name for cs in cert.status.category_statuses
+                  for ref in (cs.succeeded_nodes_ref, cs.failed_nodes_ref,
+                              cs.uncertified_nodes_ref) if ref is not None}
+        results = {}
+        for name in sorted(wanted):
+            cm = self.configmaps.store.get(f"{ns}/{name}")
+            if cm is not None and cm.binary is not None:
+                results[name] = cm.binary
+        return NodeCertificationObservation(
+            workflows={wf.metadata.name or "": wf for wf in workflows}, results=results,
+            records={r.metadata.name or "": r for r in self.records.store.list()},
+            nodes={n.name: n for n in self.nodes.store.list()})
+
+    async def reconcile(self, key: str) -> Result:
+        """Fold the Certification ``namespace/name`` into its nodes' records."""
+        cert = self.certifications.store.get(key)
+        if cert is None:
+            return DONE
+        plan = reconcile_nodecertification(cert, self.observe(cert), self._clock())
+        for write in plan.writes:
+            await self._apply(write)
+        return Result(requeue_after=plan.requeue_after)
+
+    async def _apply(self, write: NodeWrite) -> None:
+        rv = write.resource_version
+        if write.create is not None:
+            created = await self.client.create(NODECERTIFICATIONS, dict(write.create))
+            rv = str(created["metadata"]["resourceVersion"])
+        if write.status is not None:
+            body = to_dict(NodeCertification(spec=NodeCertificationSpec(node_name=write.node),
+                                             status=write.status))
+            body["metadata"] = {"name": write.node, "resourceVersion": rv}
+            await self.client.replace(NODECERTIFICATIONS, body, subresource="status")
+            log.info("node %s: %s (%s)", write.node, write.status.state,
+                     write.status.categories_passed)
+        if write.node_patch:
+            await self.client.patch(NODES, write.node, list(write.node_patch),
+                                    content_type=JSON_PATCH)

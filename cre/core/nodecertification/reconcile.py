@@ -1,0 +1,221 @@
+"""Fold one terminal Certification's per-node results into the nodes' NodeCertifications.
+
+:func:`reconcile_nodecertification` reads a Certification that ended (its lifecycle condition
+Succeeded or Failed), the node-result ConfigMaps of its categories' Workflows, the groups'
+measured bus bandwidth, the NodeCertifications of the nodes it judged and those nodes, and
+returns one :class:`NodeWrite` per node whose record or labels must change:
+
+* per category, each node named in a result ConfigMap gets a
+  :class:`cre.api.nodecertification.CategoryResult`: Failed when a failed-nodes record names it,
+  else Passed when the succeeded-nodes list does, else Uncertified; ``time`` is when the
+  Certification ended, a pass is valid for ``spec.nodeState.validFor`` (default 168h, at most
+  720h like every duration);
+* the results are folded into the node's record with :func:`cre.core.nodecertification.fold.fold`
+  (a join: idempotent, order-free, an older result never overwrites a newer one, Uncertified
+  never replaces a judgement);
+* the node's labels and taint follow the record (:mod:`cre.core.nodecertification.nodestate`).
+
+Nothing is written while a referenced ConfigMap is missing from the Observation (the cache
+has not seen it yet; its arrival wakes the Certification again). ``requeue_after``: when the
+earliest pass among the written records expires, so the record turns Expired on time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import attrs
+
+from cre.api import labels as L
+from cre.api.certification import CategoryStatus, Certification
+from cre.api.conditions import FailedNodeReason
+from cre.api.durations import MAX_DURATION_SECONDS, duration_seconds
+from cre.api.nodecertification import (
+    DEFAULT_VALID_FOR,
+    CategoryResult,
+    CertificationRef,
+    NodeCertification,
+    NodeCertificationStatus,
+    NodeResult,
+    NodeState,
+    NodeStatePolicy,
+)
+from cre.api.workflow import Workflow
+from cre.core.common.lifecycle import bound_note, true_member
+from cre.core.common.observed import NodeView
+from cre.core.nodecertification.fold import fold
+from cre.core.nodecertification.nodestate import JsonPatch, node_patch
+from cre.core.workflow import noderesults as NR
+from cre.core.workflow.deferral import NodeRecord
+
+#: Longest failure message kept per category (bytes).
+MESSAGE_LIMIT: Final = 1024
+_NO_POLICY: Final = NodeStatePolicy()
+
+
+@attrs.frozen(kw_only=True)
+class NodeCertificationObservation:
+    """What the fold of one Certification reads: its categories' Workflows (by name), the
+    ``binaryData`` of the result ConfigMaps in its namespace (by name), the NodeCertifications
+    and the GPU nodes (by name)."""
+
+    workflows: Mapping[str, Workflow] = attrs.field(factory=dict)
+    results: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
+    records: Mapping[str, NodeCertification] = attrs.field(factory=dict)
+    nodes: Mapping[str, NodeView] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class NodeWrite:
+    """What one node needs: its record created (``create``: the manifest), its status written
+    over ``resource_version`` (the record's, ``""`` when just created), its Node patched."""
+
+    node: str
+    create: Mapping[str, Any] | None = None
+    resource_version: str = ""
+    status: NodeCertificationStatus | None = None
+    node_patch: JsonPatch = ()
+
+
+@attrs.frozen(kw_only=True)
+class NodeCertificationPlan:
+    """The writes of one fold, by node name, and when to look again."""
+
+    writes: tuple[NodeWrite, ...] = ()
+    requeue_after: float | None = None
+
+
+def valid_for_seconds(policy: NodeStatePolicy) -> float:
+    """``validFor`` in seconds: the default when unset or unreadable, capped at 720h."""
+    try:
+        seconds = duration_seconds(policy.valid_for or DEFAULT_VALID_FOR)
+    except ValueError:
+        seconds = duration_seconds(DEFAULT_VALID_FOR)
+    return min(seconds, MAX_DURATION_SECONDS)
+
+
+def ended_at(cert: Certification) -> datetime | None:
+    """When the Certification ended (its Succeeded or Failed condition), ``None`` if it has not."""
+    member = true_member(cert.status.conditions)
+    if member is None or member.type == "InProgress":
+        return None
+    return member.last_transition_time
+
+
+def _blob(obs: NodeCertificationObservation, name: str | None, kind: str
+          ) -> bytes | bool | None:
+    """The result blob of ConfigMap ``name`` (``b""`` when it holds none); ``False`` when the
+    ConfigMap is referenced but not observed; ``None`` when there is no reference."""
+    if name is None:
+        return None
+    data = obs.results.get(name)
+    if data is None:
+        return False
+    return data.get(NR.data_key(kind), b"")
+
+
+def _bandwidth(wf: Workflow | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for group in wf.status.groups if wf is not None else ():
+        if group.bus_bandwidth_gbps is not None:
+            for node in group.nodes:
+                out[node] = group.bus_bandwidth_gbps
+    return out
+
+
+def _result(*, cs: CategoryStatus, outcome: NodeResult, record: NodeRecord | None,
+            busbw: str | None, at: datetime, ref: CertificationRef, valid_for: float
+            ) -> CategoryResult:
+    threshold: bool | None = None
+    if busbw is not None:
+        threshold = not (record is not None
+                         and record.reason == FailedNodeReason.THRESHOLD_VIOLATION)
+    return CategoryResult(
+        domain=cs.domain, variant=cs.variant, result=outcome, time=at, certification=ref,
+        valid_until=at + timedelta(seconds=valid_for) if outcome == NodeResult.PASSED else None,
+        bus_bandwidth_gbps=busbw, threshold_met=threshold,
+        failure_scope=(record.scope or None) if record is not None else None,
+        reason=(record.reason or None) if record is not None else None,
+        message=bound_note(record.message, limit=MESSAGE_LIMIT) if record is not None
+        and record.message else None)
+
+
+def category_results(cert: Certification, obs: NodeCertificationObservation
+                     ) -> dict[str, tuple[CategoryResult, ...]] | None:
+    """Every judged node's results in ``cert``, by node name; ``None`` while the Certification
+    has not ended or a result ConfigMap it references is not observed yet."""
+    at = ended_at(cert)
+    if at is None:
+        return None
+    policy = cert.spec.node_state or _NO_POLICY
+    ref = CertificationRef(namespace=cert.metadata.namespace or "",
+                           name=cert.metadata.name or "", uid=cert.metadata.uid or "")
+    valid_for = valid_for_seconds(policy)
+    out: dict[str, list[CategoryResult]] = {}
+    for cs in cert.status.category_statuses:
+        blobs = {kind: _blob(obs, getattr(ref_, "name", None), kind) for kind, ref_ in (
+            (NR.SUCCEEDED, cs.succeeded_nodes_ref), (NR.FAILED, cs.failed_nodes_ref),
+            (NR.UNCERTIFIED, cs.uncertified_nodes_ref))}
+        if any(b is False for b in blobs.values()):
+            return None
+        failed = _records(blobs[NR.FAILED], NR.FAILED)
+        uncertified = _records(blobs[NR.UNCERTIFIED], NR.UNCERTIFIED)
+        passed = NR.decode_names(b) if isinstance(b := blobs[NR.SUCCEEDED], bytes) and b else ()
+        wf = obs.workflows.get(cs.workflow_ref.name) if cs.workflow_ref is not None else None
+        busbw = _bandwidth(wf)
+        verdicts: dict[str, tuple[NodeResult, NodeRecord | None]] = {}
+        verdicts.update((n, (NodeResult.UNCERTIFIED, r)) for n, r in uncertified.items())
+        verdicts.update((n, (NodeResult.PASSED, None)) for n in passed)
+        verdicts.update((n, (NodeResult.FAILED, r)) for n, r in failed.items())
+        for name, (outcome, why) in verdicts.items():
+            out.setdefault(name, []).append(_result(
+                cs=cs, outcome=outcome, record=why, busbw=busbw.get(name), at=at,
+                ref=ref, valid_for=valid_for))
+    return {name: tuple(results) for name, results in out.items()}
+
+
+def _records(blob: bytes | bool | None, kind: str) -> dict[str, NodeRecord]:
+    """The first record per node name (records are sorted by name, then reason)."""
+    if not isinstance(blob, bytes) or not blob:
+        return {}
+    out: dict[str, NodeRecord] = {}
+    for record in NR.read_records({NR.data_key(kind): blob}, kind):
+        out.setdefault(record.name, record)
+    return out
+
+
+def record_manifest(node: str) -> dict[str, Any]:
+    """A new NodeCertification for ``node`` (its status is written next, through /status)."""
+    return {"apiVersion": L.API_VERSION, "kind": "NodeCertification",
+            "metadata": {"name": node, "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE}},
+            "spec": {"nodeName": node}}
+
+
+def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObservation,
+                                now: datetime) -> NodeCertificationPlan:
+    """The writes that fold ``cert``'s per-node results into the nodes' records at ``now``."""
+    results = category_results(cert, obs)
+    if results is None or cert.metadata.deletion_timestamp is not None:
+        return NodeCertificationPlan()
+    policy = cert.spec.node_state or _NO_POLICY
+    writes: list[NodeWrite] = []
+    expiries: list[float] = []
+    for name in sorted(results):
+        record = obs.records.get(name)
+        current = record.status if record is not None else NodeCertificationStatus()
+        status = fold(current, results[name], now=now)
+        node = obs.nodes.get(name)
+        patch = node_patch(node, status, labels=policy.labels, taint=policy.taint) \
+            if node is not None else ()
+        changed = record is None or status != record.status
+        if changed or patch:
+            writes.append(NodeWrite(
+                node=name, create=record_manifest(name) if record is None else None,
+                resource_version=record.metadata.resource_version or "" if record else "",
+                status=status if changed else None, node_patch=patch))
+        if status.state == NodeState.PASSED and status.valid_until is not None:
+            expiries.append((status.valid_until - now).total_seconds())
+    return NodeCertificationPlan(writes=tuple(writes),
+                                 requeue_after=max(min(expiries), 1.0) if expiries else None)
