@@ -9,7 +9,9 @@ Objects handed down whole to the Workflow (``target``, ``gangScheduler``, ``fail
 ``nodeHealthMonitor``, ``imagePullSecrets`` items, ``relativeThreshold``) are one entry each:
 the lower tier's own tests cover their fields. ``deadline`` is not part of the Workflow body
 ``build_workflow`` makes: the Certification core hands each Workflow what is left of it at
-creation, so its entry checks the time left (``deadline_left``) instead.
+creation, so its entry checks the time left (``deadline_left``) instead. ``nodeState`` acts
+once the run ended, on the nodes' records and labels: its entries check what the
+NodeCertification core writes for the ended Certification (``node_writes``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ from cre.api.meta import LocalObjectReference
 from cre.core.certification.build import BuildError, build_workflow, discover_for
 from cre.core.certification.reconcile import deadline_left
 from cre.core.workflow.discovery import DiscoveryFailure
+from cre.core.nodecertification.nodestate import STATE_LABEL, TAINT_KEY
+from cre.core.nodecertification.reconcile import (
+    NodeCertificationObservation,
+    NodeWrite,
+    reconcile_nodecertification,
+)
+from tests.core.nodecertworld import broken, ended, gpu_nodes, later, results
 from tests.core.tierworld import catalog, certification, nodes
 
 #: Handed to the Workflow as a whole (not walked into).
@@ -120,6 +129,20 @@ def _time_left(cert: Certification) -> dt.timedelta | None:
     return deadline_left(made, CREATED + dt.timedelta(minutes=1))
 
 
+def node_writes(cert: Certification) -> dict[str, NodeWrite]:
+    """What the NodeCertification core writes, per node, once ``cert`` ended with gpu-00
+    passed and gpu-01 failed."""
+    done = attrs.evolve(ended(node_state={}), spec=cert.spec)
+    obs = NodeCertificationObservation(
+        results=results(passed=["gpu-00"], failed=[broken("gpu-01")]),
+        nodes=gpu_nodes("gpu-00", "gpu-01"))
+    return {w.node: w for w in reconcile_nodecertification(done, obs, later(5)).writes}
+
+
+def _ops(write: NodeWrite) -> str:
+    return str(write.node_patch)
+
+
 CASES: dict[str, Case] = {
     "nodesPerJob": Case(2, lambda wf: _job(wf)["workload"]["trainJob"]["trainer"]["numNodes"]
                         == 2),
@@ -180,6 +203,14 @@ CASES: dict[str, Case] = {
                               == "GpuUnhealthy"),
     "maxNodes": Case(2, lambda wf: wf["spec"]["maxNodes"] == 2),
     "deadline": Case("10m", lambda left: left == dt.timedelta(minutes=9), via=_time_left),
+    "nodeState.labels": Case(True, lambda w: "cre.dev~1certification" in _ops(w["gpu-00"])
+                             and STATE_LABEL.replace("/", "~1") in _ops(w["gpu-01"]),
+                             via=node_writes),
+    "nodeState.taint": Case(True, lambda w: TAINT_KEY in _ops(w["gpu-01"])
+                            and not w["gpu-00"].node_patch, via=node_writes),
+    "nodeState.validFor": Case("24h", lambda w: w["gpu-00"].status.valid_until
+                               == ended().status.conditions[0].last_transition_time
+                               + dt.timedelta(hours=24), via=node_writes),
     "gangScheduler": Case(GANG, lambda wf: wf["spec"]["gangScheduler"]["queue"] == "q1" and all(
         p.get("schedulerName") == "kai-scheduler" for p in _pods(wf))),
 }

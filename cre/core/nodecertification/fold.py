@@ -8,7 +8,9 @@ ever folded in, in this order:
    so an Uncertified result never turns a node Failed, nor un-fails one;
 2. then the later ``time`` (when the judging Certification ended) wins: an older Certification
    folded in late never overwrites a newer result;
-3. then the Certification's ``namespace/name`` (two runs that ended in the same second).
+3. then the Certification's ``namespace/name`` (two runs that ended in the same second);
+4. then Failed over Passed, then the rest of the result, so the order is total and the fold
+   never depends on which of two equal-ranked results came first.
 
 Taking a maximum makes the fold a join: folding the same results again changes nothing
 (idempotent), and the order in which Certifications are folded in does not matter.
@@ -38,10 +40,11 @@ def category_key(result: CategoryResult) -> Key:
     return (result.domain, result.variant)
 
 
-def rank(result: CategoryResult) -> tuple[bool, datetime, str, str]:
-    """The order of the join: judgement, then time, then the Certification's name."""
+def rank(result: CategoryResult) -> tuple[bool, datetime, str, str, bool, str]:
+    """The order of the join: judgement, time, the Certification's name, failure, the rest."""
     ref = result.certification
-    return (result.result != NodeResult.UNCERTIFIED, result.time, ref.namespace, ref.name)
+    return (result.result != NodeResult.UNCERTIFIED, result.time, ref.namespace, ref.name,
+            result.result == NodeResult.FAILED, repr(result))
 
 
 def fold_results(current: Iterable[CategoryResult], incoming: Iterable[CategoryResult]
