@@ -162,6 +162,8 @@ def test_printer_columns_point_at_schema_fields(info: KindInfo) -> None:
     names = [c["name"] for c in columns]
     if info.kind in ("Certification", "Workflow"):
         assert names[:2] == ["Phase", "Verdict"]
+    elif info.kind == "NodeCertification":  # no lifecycle: the node and its state first
+        assert names[:2] == ["Node", "State"]
     elif info.status and info.kind not in ("BandwidthMeasurement", "GoodputMeasurement"):
         assert names[:2] == ["Phase", "Reason"]
     age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}

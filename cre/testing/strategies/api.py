@@ -33,6 +33,7 @@ from cre.api.job import CelExpression, JobSpec, NodeConditionSignal, NodeHealthM
 from cre.api.kinds import KINDS
 from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
+from cre.api.nodecertification import NodeCertification
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import (
@@ -457,12 +458,13 @@ _CLASSES: dict[type, Callable[[], st.SearchStrategy[Any]]] = {
 }
 
 
-def _fix_cluster_scoped(obj: LogProfile) -> LogProfile:
+def _fix_cluster_scoped(obj: Any) -> Any:
     return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=None))
 
 
 _FIXUPS: dict[type, Callable[[Any], Any]] = {
     LogProfile: _fix_cluster_scoped,
+    NodeCertification: _fix_cluster_scoped,
     JobSpec: _fix_job_spec,
     PerformanceSpec: _fix_performance,
     CertificationSpec: _fix_certification_spec,
