@@ -77,8 +77,11 @@ def node_patch(node: NodeView, status: NodeCertificationStatus, *, labels: bool,
         entry = {"key": TAINT_KEY, "value": "true", "effect": TAINT_EFFECT}
         ops.append({"op": "add", "path": "/spec/taints/-", "value": entry} if node.taints
                    else {"op": "add", "path": "/spec/taints", "value": [entry]})
-    elif status.state in (NodeState.PASSED, NodeState.EXPIRED):
-        ops.extend({"op": "remove", "path": f"/spec/taints/{i}"} for i in reversed(ours))
+    elif status.state in (NodeState.PASSED, NodeState.EXPIRED) and ours:
+        if len(ours) == len(node.taints):  # no list left behind, as the API server omits it
+            ops.append({"op": "remove", "path": "/spec/taints"})
+        else:
+            ops.extend({"op": "remove", "path": f"/spec/taints/{i}"} for i in reversed(ours))
     if not ops:
         return ()
     return ({"op": "test", "path": "/metadata/resourceVersion",

@@ -105,6 +105,9 @@ KINDS: dict[tuple[str, str], Resource] = {
     # Cluster-scoped: a scenario deletes a shipped one to show what its absence does.
     ("LogProfile", ""): Resource("cre.dev", "v1alpha1", "logprofiles", namespaced=False,
                                  kind="LogProfile"),
+    # Cluster-scoped, one per node: what the NodeCertification controller folded in.
+    ("NodeCertification", ""): Resource("cre.dev", "v1alpha1", "nodecertifications",
+                                        namespaced=False, kind="NodeCertification"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
