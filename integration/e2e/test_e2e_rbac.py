@@ -6,8 +6,8 @@ Jobs (passing, failing, stalled, their TrainJob deleted), a Certification (two g
 failing, one conflicting status write), a user Workflow with a ConfigMap dependency and a
 WorkloadRun with a bandwidth and a goodput measurement (leftover measurements of an earlier Job
 deleted, conflicting measurement status writes) run here, so the Job, Workflow, Certification,
-WorkloadRun, NodeCertification and both measurement controllers' grants are each used by a real call. What is
-still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
+WorkloadRun, NodeCertification and both measurement controllers' grants are each used by a real
+call. What is still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
 (``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator serves no DRA kinds)
 and one read only a race reaches (``RACE_VERBS``). An excused grant this run uses fails the
 test too (the excuse is stale).

@@ -34,13 +34,13 @@ from cre.api.job import NodeHealthMonitor
 from cre.api.meta import LocalObjectReference
 from cre.core.certification.build import BuildError, build_workflow, discover_for
 from cre.core.certification.reconcile import deadline_left
-from cre.core.workflow.discovery import DiscoveryFailure
 from cre.core.nodecertification.nodestate import STATE_LABEL, TAINT_KEY
 from cre.core.nodecertification.reconcile import (
     NodeCertificationObservation,
     NodeWrite,
     reconcile_nodecertification,
 )
+from cre.core.workflow.discovery import DiscoveryFailure
 from tests.core.nodecertworld import broken, ended, gpu_nodes, later, results
 from tests.core.tierworld import catalog, certification, nodes
 

@@ -33,8 +33,8 @@ from cre.api.job import CelExpression, JobSpec, NodeConditionSignal, NodeHealthM
 from cre.api.kinds import KINDS
 from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
-from cre.api.nodecertification import NodeCertification
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
+from cre.api.nodecertification import NodeCertification
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import (
     OrchestrationSpec,
