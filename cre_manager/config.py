@@ -112,8 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "default: in-cluster config)")
     opt("--context", "kubeconfig context (default: the current context)")
     opt("--namespaces", "comma-separated namespaces to watch (default: all)")
-    opt("--controllers", "comma-separated controllers to run (default: all: job, workflow, "
-        "certification)")
+    opt("--controllers", "comma-separated controllers to run (default: all: "
+        f"{', '.join(BY_NAME)})")
     p.add_argument("--leader-elect", default=None, action=argparse.BooleanOptionalAction,
                    help="elect a leader with a Lease so only one replica reconciles "
                         "[$CRE_LEADER_ELECT]")
