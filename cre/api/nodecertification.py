@@ -53,6 +53,15 @@ class NodeStatePolicy:
         "Taint nodes whose state is Failed with cre.dev/certification-failed:NoSchedule. The "
         "taint is removed once the node is no longer Failed, whichever Certification judges "
         "it.")))
+    max_tainted: int | None = attrs.field(
+        default=None, metadata=c(minimum=0, int_format="int32", doc=(
+            "Blast-radius breaker: at most this many nodes carry CRE's taint at once; past it "
+            "no more are tainted (a Warning event on the Certification names them). Unset: no "
+            "absolute cap.")))
+    max_tainted_percent: int | None = attrs.field(
+        default=None, metadata=c(minimum=0, maximum=100, int_format="int32", doc=(
+            "Blast-radius breaker: at most this percentage of the GPU nodes (rounded down) "
+            "carry CRE's taint at once. Unset: no percentage cap.")))
     valid_for: str | None = attrs.field(default=None, metadata=duration_field(doc=(
         "Go duration a pass stays valid (at most 720h); the NodeCertification's validUntil. "
         "Unset: 168h (7 days).")))

@@ -32,6 +32,7 @@ from cre.api.converter import from_dict, to_dict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.job import NodeHealthMonitor
 from cre.api.meta import LocalObjectReference
+from cre.api.nodecertification import NodeStatePolicy
 from cre.core.certification.build import BuildError, build_workflow, discover_for
 from cre.core.certification.reconcile import deadline_left
 from cre.core.nodecertification.nodestate import STATE_LABEL, TAINT_KEY
@@ -139,6 +140,13 @@ def node_writes(cert: Certification) -> dict[str, NodeWrite]:
     return {w.node: w for w in reconcile_nodecertification(done, obs, later(5)).writes}
 
 
+def tainting_writes(cert: Certification) -> dict[str, NodeWrite]:
+    """:func:`node_writes` with the taint opted in (a breaker cap shows only on a taint)."""
+    policy = cert.spec.node_state or NodeStatePolicy()
+    return node_writes(attrs.evolve(cert, spec=attrs.evolve(
+        cert.spec, node_state=attrs.evolve(policy, taint=True))))
+
+
 def _ops(write: NodeWrite) -> str:
     return str(write.node_patch)
 
@@ -208,6 +216,11 @@ CASES: dict[str, Case] = {
                              via=node_writes),
     "nodeState.taint": Case(True, lambda w: TAINT_KEY in _ops(w["gpu-01"])
                             and not w["gpu-00"].node_patch, via=node_writes),
+    # Breaker caps: with the taint opted in and a cap of 0, the failed node is held back.
+    "nodeState.maxTainted": Case(0, lambda w: not w["gpu-01"].node_patch,
+                                 via=tainting_writes),
+    "nodeState.maxTaintedPercent": Case(0, lambda w: not w["gpu-01"].node_patch,
+                                        via=tainting_writes),
     "nodeState.validFor": Case("24h", lambda w: w["gpu-00"].status.valid_until
                                == ended().status.conditions[0].last_transition_time
                                + dt.timedelta(hours=24), via=node_writes),

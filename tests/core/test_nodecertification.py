@@ -248,3 +248,41 @@ def _patched(node: Any, ops: Any) -> Any:
 
 def _labels(node: Any) -> dict[str, str]:
     return {k: v for k, v in node.labels if k.startswith("cre.dev/")}
+
+
+def test_the_breaker_stops_tainting_at_its_cap() -> None:
+    """With maxTainted 1 and one node already carrying CRE's taint, two newly failed nodes are
+    labelled failed but not tainted, and the plan names them as held back; a percentage cap
+    counts against the GPU nodes (25% of 4: one node)."""
+    tainted = gpu_nodes("gpu-00", "gpu-01", "gpu-02", "gpu-03")
+    tainted["gpu-03"] = attrs.evolve(tainted["gpu-03"], taints=(
+        NodeTaint(key=TAINT_KEY, value="true", effect="NoSchedule"),))
+    obs = NodeCertificationObservation(
+        results=results(passed=["gpu-00"], failed=[broken("gpu-01"), broken("gpu-02")]),
+        nodes=tainted)
+    for policy in ({"maxTainted": 1}, {"maxTaintedPercent": 25}):
+        cert = ended(node_state={"labels": True, "taint": True, **policy})
+        plan = reconcile_nodecertification(cert, obs, later(5))
+        assert plan.held_back == ("gpu-01", "gpu-02"), policy
+        patched = {w.node: _patched(obs.nodes[w.node], w.node_patch) for w in plan.writes}
+        assert all(p.taints == () for n, p in patched.items() if n != "gpu-03")
+        assert _labels(patched["gpu-01"])[STATE_LABEL] == "failed"
+    roomy = ended(node_state={"labels": True, "taint": True, "maxTainted": 2})
+    plan = reconcile_nodecertification(roomy, obs, later(5))
+    assert plan.held_back == ("gpu-02",)
+    assert TAINT_KEY in str(next(w.node_patch for w in plan.writes if w.node == "gpu-01"))
+
+
+def test_a_node_released_by_this_pass_frees_room_for_another() -> None:
+    """A tainted node that passes again no longer counts against the cap."""
+    nodes = gpu_nodes("gpu-00", "gpu-01")
+    nodes["gpu-00"] = attrs.evolve(nodes["gpu-00"], taints=(
+        NodeTaint(key=TAINT_KEY, value="true", effect="NoSchedule"),))
+    obs = NodeCertificationObservation(
+        results=results(passed=["gpu-00"], failed=[broken("gpu-01")]), nodes=nodes)
+    cert = ended(node_state={"taint": True, "maxTainted": 1})
+    plan = reconcile_nodecertification(cert, obs, later(5))
+    assert plan.held_back == ()
+    patched = {w.node: _patched(obs.nodes[w.node], w.node_patch) for w in plan.writes}
+    assert patched["gpu-00"].taints == ()
+    assert [t.key for t in patched["gpu-01"].taints] == [TAINT_KEY]

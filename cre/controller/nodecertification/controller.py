@@ -18,12 +18,13 @@ many nodes and patches Nodes, none of them its children (docs/design/020).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
 from cre.api import labels as L
 from cre.api.certification import Certification
@@ -34,6 +35,7 @@ from cre.controller.certification.controller import (
     INDEX_CERTIFICATION,
     certification_from_dict,
     certification_index,
+    involved_certification,
 )
 from cre.controller.job.events import node_changed
 from cre.controller.workflow.shell import Owned, configmap_view, workflow_from_dict
@@ -71,6 +73,23 @@ CONTROLLER: Final = "nodecertification"
 COMPONENT: Final = "cre.dev/nodecertification-controller"
 
 
+_HELD_BACK: dict[int, tuple[CollectorRegistry, Gauge]] = {}
+
+
+def held_back_gauge(registry: CollectorRegistry | None = None) -> Gauge:
+    """``cre_node_taints_held_back{namespace,certification}`` on ``registry`` (default:
+    prometheus-client's), created on first use: failed nodes the blast-radius breaker kept from
+    being tainted."""
+    reg = REGISTRY if registry is None else registry
+    held = _HELD_BACK.get(id(reg))
+    if held is None or held[0] is not reg:
+        held = (reg, Gauge("cre_node_taints_held_back",
+                           "Failed nodes the blast-radius breaker kept from being tainted",
+                           ["namespace", "certification"], registry=reg))
+        _HELD_BACK[id(reg)] = held
+    return held[1]
+
+
 def nodecertification_from_dict(raw: dict[str, Any]) -> NodeCertification:
     """The NodeCertification model of a served object."""
     return structure(raw, NodeCertification)
@@ -103,7 +122,9 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         self.nodes: Informer[NodeView] = self.cache(
             NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
             name="gpu-nodes")
-        (self.managed().for_(self.certifications)
+        self.held_back = held_back_gauge(registry)
+        self._announced: dict[str, tuple[str, ...]] = {}
+        (self.managed().for_(self.certifications, on_deleted=self._forget)
             .watches(self.workflows, enqueue_by_label(L.CERTIFICATION))
             .watches(self.configmaps, enqueue_mapped(self._certification_of))
             .watches(self.records, enqueue_mapped(self._last_of_record))
@@ -159,7 +180,27 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         plan = reconcile_nodecertification(cert, self.observe(cert), self._clock())
         for write in plan.writes:
             await self._apply(write)
+        await self._breaker(cert, plan.held_back)
         return Result(requeue_after=plan.requeue_after)
+
+    async def _breaker(self, cert: Certification, held: tuple[str, ...]) -> None:
+        """The gauge of nodes held back, and one Warning event each time the set changes."""
+        ns, name = cert.metadata.namespace or "", cert.metadata.name or ""
+        self.held_back.labels(namespace=ns, certification=name).set(len(held))
+        if held and self._announced.get(f"{ns}/{name}") != held:
+            await self.recorder.emit(
+                involved=involved_certification(cert), type_="Warning",
+                reason="NodeTaintsHeldBack",
+                message=f"the blast-radius breaker kept {len(held)} failed node(s) from being "
+                        f"tainted (spec.nodeState.maxTainted/maxTaintedPercent): "
+                        f"{', '.join(held[:20])}{' ...' if len(held) > 20 else ''}")
+        self._announced[f"{ns}/{name}"] = held
+
+    def _forget(self, cert: Certification) -> None:
+        ns, name = cert.metadata.namespace or "", cert.metadata.name or ""
+        self._announced.pop(f"{ns}/{name}", None)
+        with contextlib.suppress(KeyError):
+            self.held_back.remove(ns, name)
 
     async def _apply(self, write: NodeWrite) -> None:
         rv = write.resource_version

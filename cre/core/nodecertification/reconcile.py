@@ -13,7 +13,9 @@ returns one :class:`NodeWrite` per node whose record or labels must change:
 * the results are folded into the node's record with :func:`cre.core.nodecertification.fold.fold`
   (a join: idempotent, order-free, an older result never overwrites a newer one, Uncertified
   never replaces a judgement);
-* the node's labels and taint follow the record (:mod:`cre.core.nodecertification.nodestate`).
+* the node's labels and taint follow the record (:mod:`cre.core.nodecertification.nodestate`),
+  the taint within the blast-radius breaker's cap (``maxTainted``, ``maxTaintedPercent``):
+  past it no more nodes are tainted and the plan says which were held back.
 
 Nothing is written while a referenced ConfigMap is missing from the Observation (the cache
 has not seen it yet; its arrival wakes the Certification again). ``requeue_after``: when the
@@ -22,7 +24,7 @@ earliest pass among the written records expires, so the record turns Expired on 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -46,7 +48,7 @@ from cre.api.workflow import Workflow
 from cre.core.common.lifecycle import bound_note, true_member
 from cre.core.common.observed import NodeView
 from cre.core.nodecertification.fold import fold
-from cre.core.nodecertification.nodestate import JsonPatch, node_patch
+from cre.core.nodecertification.nodestate import TAINT_KEY, JsonPatch, node_patch
 from cre.core.workflow import noderesults as NR
 from cre.core.workflow.deferral import NodeRecord
 
@@ -85,6 +87,8 @@ class NodeCertificationPlan:
 
     writes: tuple[NodeWrite, ...] = ()
     requeue_after: float | None = None
+    # Failed nodes the blast-radius breaker kept from being tainted, by name.
+    held_back: tuple[str, ...] = ()
 
 
 def valid_for_seconds(policy: NodeStatePolicy) -> float:
@@ -193,22 +197,47 @@ def record_manifest(node: str) -> dict[str, Any]:
             "spec": {"nodeName": node}}
 
 
+def taint_room(policy: NodeStatePolicy, nodes: Mapping[str, NodeView],
+               releasing: Iterable[str]) -> int | None:
+    """How many more nodes the breaker lets CRE taint (``None``: no cap): the cap (the lower of
+    ``maxTainted`` and ``maxTaintedPercent`` of the GPU nodes) less the nodes carrying CRE's
+    taint that this pass does not release."""
+    caps = [c for c in (policy.max_tainted, None if policy.max_tainted_percent is None
+                        else policy.max_tainted_percent * len(nodes) // 100) if c is not None]
+    if not caps:
+        return None
+    gone = set(releasing)
+    held = sum(1 for n in nodes.values() if n.name not in gone
+               and any(t.key == TAINT_KEY for t in n.taints))
+    return max(min(caps) - held, 0)
+
+
 def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObservation,
                                 now: datetime) -> NodeCertificationPlan:
-    """The writes that fold ``cert``'s per-node results into the nodes' records at ``now``."""
+    """The writes that fold ``cert``'s per-node results into the nodes' records at ``now``.
+
+    Failed nodes are tainted (when opted in) in name order while the breaker has room
+    (:func:`taint_room`); the rest are ``held_back``, labelled but not tainted."""
     results = category_results(cert, obs)
     if results is None or cert.metadata.deletion_timestamp is not None:
         return NodeCertificationPlan()
     policy = cert.spec.node_state or _NO_POLICY
+    statuses = {name: fold(obs.records[name].status if name in obs.records
+                           else NodeCertificationStatus(), results[name], now=now)
+                for name in sorted(results)}
+    tainted = {n.name for n in obs.nodes.values() if any(t.key == TAINT_KEY for t in n.taints)}
+    room = taint_room(policy, obs.nodes, (
+        n for n, s in statuses.items() if s.state in (NodeState.PASSED, NodeState.EXPIRED)))
+    wanting = [n for n, s in statuses.items() if policy.taint and s.state == NodeState.FAILED
+               and n in obs.nodes and n not in tainted]
+    held = tuple(wanting[room:]) if room is not None else ()
     writes: list[NodeWrite] = []
     expiries: list[float] = []
-    for name in sorted(results):
+    for name, status in statuses.items():
         record = obs.records.get(name)
-        current = record.status if record is not None else NodeCertificationStatus()
-        status = fold(current, results[name], now=now)
         node = obs.nodes.get(name)
-        patch = node_patch(node, status, labels=policy.labels, taint=policy.taint) \
-            if node is not None else ()
+        patch = node_patch(node, status, labels=policy.labels,
+                           taint=policy.taint and name not in held) if node is not None else ()
         changed = record is None or status != record.status
         if changed or patch:
             writes.append(NodeWrite(
@@ -217,5 +246,5 @@ def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObser
                 status=status if changed else None, node_patch=patch))
         if status.state == NodeState.PASSED and status.valid_until is not None:
             expiries.append((status.valid_until - now).total_seconds())
-    return NodeCertificationPlan(writes=tuple(writes),
+    return NodeCertificationPlan(writes=tuple(writes), held_back=held,
                                  requeue_after=max(min(expiries), 1.0) if expiries else None)
