@@ -48,9 +48,12 @@ class NodeMetrics:
     def publish(self, source: str, results: Iterable[NodeResult]) -> None:
         """``source``'s results now are ``results`` (they replace its earlier ones)."""
         held = tuple(results)
-        if self._sources.get(source) == held:
+        if self._sources.get(source, ()) == held:
             return
-        self._sources[source] = held
+        if held:
+            self._sources[source] = held
+        else:
+            del self._sources[source]
         self._refresh()
 
     def forget(self, source: str) -> None:
