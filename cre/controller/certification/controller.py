@@ -146,7 +146,13 @@ class CertificationController(TierController[Certification, CertificationObserva
         self.node_metrics.forget(key_of(cert))
 
     def applied(self, cert: Certification, plan: CertificationPlan) -> None:
-        """Publish the phase, verdict and node gauges of the status just applied."""
+        """Publish the phase, verdict and node gauges of the status just applied (a
+        Certification being deleted, or already gone from the cache, loses them instead: a late
+        reconcile never brings back the series of a deleted object)."""
+        if (cert.metadata.deletion_timestamp is not None
+                or self.certifications.store.get(key_of(cert)) is None):
+            self._deleted(cert)
+            return
         status = plan.status or cert.status
         self.metrics.publish(cert.metadata.namespace or "", cert.metadata.name or "",
                              phase=status.phase, verdict=status.verdict)

@@ -239,10 +239,13 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
         self.metrics.forget(wf.metadata.namespace or "", wf.metadata.name or "")
 
     def applied(self, wf: Workflow, plan: WorkflowPlan) -> None:
-        status = plan.status or wf.status
-        self.metrics.publish(wf.metadata.namespace or "", wf.metadata.name or "",
-                             phase=status.phase,
-                             verdict=status.verdict)
+        if (wf.metadata.deletion_timestamp is not None
+                or self.workflows.store.get(key_of(wf)) is None):
+            self._deleted(wf)  # never bring back the series of a deleted Workflow
+        else:
+            status = plan.status or wf.status
+            self.metrics.publish(wf.metadata.namespace or "", wf.metadata.name or "",
+                                 phase=status.phase, verdict=status.verdict)
         log.debug("workflow %s: applied %d create(s), %d delete(s)%s",
                   key_of(wf), len(plan.creates), len(plan.deletes),
                   ", a status write" if plan.status is not None else "")
