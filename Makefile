@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser soak controlplane controlplane-kwok
+.PHONY: test test-fast demo goldens lint typecheck check venv clean install-check docs image image-tools lock browser promtool soak controlplane controlplane-kwok
 
 venv: $(STAMP)
 
@@ -26,6 +26,17 @@ browser:
 	    $$SUDO apt-get install -y -qq --no-install-recommends chromium ) >/dev/null 2>&1 \
 	  || echo "make: could not apt-get install the Debian package chromium;" \
 	          "the HTML report's browser test will be skipped"; }
+
+# deploy/monitoring's rules and dashboard queries are checked with promtool, from Debian's
+# `prometheus` package (the daemon is not started): installed here when missing; where it cannot
+# be, those checks skip and name the package.
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$SUDO apt-get install -y -qq --no-install-recommends prometheus ) >/dev/null 2>&1 \
+	  || echo "make: could not apt-get install the Debian package prometheus (promtool);" \
+	          "the monitoring rules checks will be skipped"; }
 
 # The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and KWOK
 # (fake nodes and pod lifecycles, a Go module of its own: k8s.io libraries 0.36), built once per
@@ -56,7 +67,7 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # PYTHONDONTWRITEBYTECODE=1 would make every run and every worker recompile them (~5 s each).
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -p no:cacheprovider
 
-test: $(STAMP) image-tools browser controlplane
+test: $(STAMP) image-tools browser promtool controlplane
 	$(PYTEST) $(XDIST) $(PYTEST_ARGS)
 
 # The inner loop: the unit tier (pure layers; no emulator, server or process) and the golden

@@ -89,6 +89,7 @@ TIERS: dict[str, tuple[Tier, str]] = {
     "tests/manager/test_manager_gc.py": (U, "garbage-collector settings"),
     "tests/manager/test_manager_logs.py": (U, "log formatting"),
     "tests/manager/test_manager_deploy.py": (E2E, "kubectl kustomize and the manager process"),
+    "tests/manager/test_monitoring_assets.py": (E2E, "promtool as a child process"),
     "tests/manager/test_manager_startup.py": (E2E, "cre-manager processes"),
     "tests/manager/test_manager_startup_retry.py": (E2E, "cre-manager processes"),
     # The `cre` command: in-process commands are unit; a served cluster or a process is not.

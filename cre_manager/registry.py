@@ -3,8 +3,9 @@
 The library creates no collector at import time (``cre.kube.metrics``); the process decides
 where they go. :func:`manager_registry` builds a fresh registry with what prometheus-client's
 default registry carries (process, platform and Python GC collectors) plus every collector CRE
-exports (``cre.kube``'s, the Job tier's, and the manager's own: leader election and GC pauses),
-so ``/metrics`` lists the same series from the first scrape, before any controller has started.
+exports (``cre.kube``'s, the Job tier's, the tier phase/verdict and per-node gauges, and the
+manager's own: leader election and GC pauses), so ``/metrics`` lists the same series from the
+first scrape, before any controller has started.
 :func:`manager_metrics` gives the manager's collectors of a registry, created on first use.
 """
 
@@ -15,6 +16,8 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from cre.controller.certification.nodemetrics import node_metrics_for
+from cre.controller.common.phasemetrics import phase_metrics_for
 from cre.controller.job.metrics import job_metrics_for
 from cre.kube.metrics import metrics_for
 
@@ -52,6 +55,9 @@ def register_all(registry: CollectorRegistry) -> CollectorRegistry:
     """Create every CRE collector on ``registry`` (idempotent); returns it."""
     metrics_for(registry)
     job_metrics_for(registry)
+    phase_metrics_for("certification", registry)
+    phase_metrics_for("workflow", registry)
+    node_metrics_for(registry)
     manager_metrics(registry)
     return registry
 

@@ -78,7 +78,7 @@ HARDWARE_NODES = 4  # the hardware scenario's cluster
 BROKEN_NODE = f"{PROFILE}-node-2"  # hardware: the node whose GPU fails the DCGM diagnostic
 LOST_GROUP = "group-1"  # infra-abort: the group whose node is lost
 LOST_JOB = f"{CERT}-communication-nccl-all-reduce-{LOST_GROUP}-iter-1"
-# Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is truncated + hashed).
+# Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is cut + hashed).
 LOST_LAUNCHER = f"{workload_name(LOST_JOB)}-launcher"
 
 

@@ -303,3 +303,47 @@ def test_watch_own_enqueues_changes_and_forgets_the_deleted() -> None:
     informer.dispatch(WatchEventType.DELETED, written, None)
     assert deleted == [written] and len(echo) == 0
     assert ctrl.queue.num_requeues("team-a/j1") == 0
+
+
+class _Cache:
+    """An informer stand-in: synced only once something runs it; counts the runs."""
+
+    def __init__(self) -> None:
+        self.name = "cache"
+        self.runs = 0
+        self._synced = anyio.Event()
+
+    def add_handler(self, handler: Any) -> None:
+        pass
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    async def run(self) -> None:
+        self.runs += 1
+        self._synced.set()
+        await anyio.sleep_forever()
+
+
+async def test_a_standalone_controller_runs_its_informers_a_shared_one_does_not() -> None:
+    """runs_informers=True: run() starts the watched informers itself and reconciles once they
+    synced (a controller that owns its caches); by default the informers are their factory's
+    to run, and run() only waits for them."""
+    rec = Scripted({})
+    own, shared = _Cache(), _Cache()
+    ctl = Controller("own", rec, metrics=metrics_for(CollectorRegistry()), runs_informers=True)
+    ctl.watch(own, lambda event, queue: None)  # type: ignore[arg-type]
+    waiting = Controller("shared", rec, metrics=metrics_for(CollectorRegistry()))
+    waiting.watch(shared, lambda event, queue: None)  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ctl.run)
+        tg.start_soon(waiting.run)
+        ctl.queue.add("ns/a")
+        with anyio.fail_after(10):  # a safety net only
+            await rec.event("ns/a").wait()
+        assert own.runs == 1 and shared.runs == 0 and not waiting.has_synced()
+        ctl.stop()
+        tg.cancel_scope.cancel()

@@ -71,13 +71,22 @@ def test_crd_kustomization_lists_the_generated_crds() -> None:
     assert sorted(kustomization["resources"]) == sorted(render_all())
 
 
-def test_monitoring_adds_only_a_service_monitor(default: list[dict[str, Any]]) -> None:
-    """deploy/monitoring = deploy/default + one ServiceMonitor on the metrics port."""
+def test_monitoring_adds_a_service_monitor_rules_and_a_dashboard(
+        default: list[dict[str, Any]]) -> None:
+    """deploy/monitoring = deploy/default + a ServiceMonitor on the metrics port, the
+    PrometheusRule and the Grafana dashboard ConfigMap (labelled for the sidecar), all three
+    in cre-system."""
     monitoring = _kustomize("monitoring")
-    extra = [d for d in monitoring if d["kind"] == "ServiceMonitor"]
-    assert len(monitoring) == len(default) + 1 and len(extra) == 1
+    assert len(monitoring) == len(default) + 3
+    monitor = _one(monitoring, "ServiceMonitor")
     service = _one(default, "Service", "cre-manager-metrics")
-    assert extra[0]["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    rule = _one(monitoring, "PrometheusRule", "cre-manager")
+    dashboard = _one(monitoring, "ConfigMap", "cre-grafana-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert list(dashboard["data"]) == ["cre-fleet.json"]
+    for obj in (monitor, rule, dashboard):
+        assert obj["metadata"]["namespace"] == "cre-system"
 
 
 def test_deployment_is_restricted(default: list[dict[str, Any]]) -> None:

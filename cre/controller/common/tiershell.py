@@ -74,11 +74,12 @@ class TierController(CoreReconciler[K, B, Any]):
         self._involved = involved
         self._owners: Informer[K] | None = None
 
-    def managed_for(self, owners: Informer[K]) -> Builder[K]:
-        """Reconcile the objects of ``owners`` (their own status writes echo quietly); the
-        builder to wire the other caches with."""
+    def managed_for(self, owners: Informer[K], *,
+                    on_deleted: Callable[[K], None] | None = None) -> Builder[K]:
+        """Reconcile the objects of ``owners`` (their own status writes echo quietly; a
+        deleted one runs ``on_deleted``); the builder to wire the other caches with."""
         self._owners = owners
-        return self.managed().for_(owners)
+        return self.managed().for_(owners, on_deleted=on_deleted)
 
     # --- what a tier says ------------------------------------------------------------------
 

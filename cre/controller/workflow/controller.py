@@ -33,6 +33,7 @@ from cre.api.conditions import ConditionType
 from cre.api.job import Job
 from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
+from cre.controller.common.phasemetrics import phase_metrics_for
 from cre.controller.common.tiershell import MAX_PASSES, TierController
 from cre.controller.job.events import node_changed
 from cre.controller.job.shell import job_from_dict
@@ -131,7 +132,8 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
             NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
             name="gpu-nodes")
         self.reads = WorkflowReads(client)
-        (self.managed_for(self.workflows).owns(self.jobs)
+        self.metrics = phase_metrics_for(CONTROLLER, registry)
+        (self.managed_for(self.workflows, on_deleted=self._deleted).owns(self.jobs)
             .watches(self.runtimes, enqueue_mapped(self._owner_of))
             .watches(self.configmaps, enqueue_mapped(self._owner_of))
             .watches(self.workers, enqueue_mapped(self._pod_workflow))
@@ -233,7 +235,17 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
     def plan(self, wf: Workflow, obs: WorkflowObservation, now: datetime) -> WorkflowPlan:
         return reconcile_workflow(wf, obs, now, settings=self.settings)
 
+    def _deleted(self, wf: Workflow) -> None:
+        self.metrics.forget(wf.metadata.namespace or "", wf.metadata.name or "")
+
     def applied(self, wf: Workflow, plan: WorkflowPlan) -> None:
+        if (wf.metadata.deletion_timestamp is not None
+                or self.workflows.store.get(key_of(wf)) is None):
+            self._deleted(wf)  # never bring back the series of a deleted Workflow
+        else:
+            status = plan.status or wf.status
+            self.metrics.publish(wf.metadata.namespace or "", wf.metadata.name or "",
+                                 phase=status.phase, verdict=status.verdict)
         log.debug("workflow %s: applied %d create(s), %d delete(s)%s",
                   key_of(wf), len(plan.creates), len(plan.deletes),
                   ", a status write" if plan.status is not None else "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -38,20 +39,17 @@ class WorkloadState(enum.StrEnum):
     FAILED = "Failed"
 
 
-def _fnv32a(text: str) -> int:
-    value = 0x811C9DC5
-    for byte in text.encode("utf-8"):
-        value ^= byte
-        value = (value * 0x01000193) & 0xFFFFFFFF
-    return value
-
-
 def truncate(name: str, limit: int) -> str:
-    """``name`` if short enough, else its head, ``-`` and 5 hex digits of FNV-32a of the whole."""
+    """``name`` if short enough, else its head, ``-`` and 10 hex digits of SHA-256 of the whole.
+
+    The groups of one Workflow share the head (their names differ only in the tail the cut
+    drops), so the digest alone keeps their TrainJobs apart: 40 bits make two of 10,000 groups
+    meet with a chance of about 5e-5 (20 bits, as before, gave 17 % at 625 groups: a 5,000-node
+    certification failed two groups ``WorkloadNameCollision``)."""
     if len(name) <= limit:
         return name
-    head = name[: limit - 6].rstrip("-")
-    digest = f"{_fnv32a(name):05x}"[:5]
+    head = name[: limit - 11].rstrip("-")
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
     return f"{head}-{digest}"
 
 

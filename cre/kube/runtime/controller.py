@@ -69,11 +69,13 @@ class Controller:
     def __init__(self, name: str, reconciler: Reconciler, *, workers: int = 1,
                  rate_limiter: RateLimiter | None = None,
                  metrics: KubeMetrics | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None, runs_informers: bool = False) -> None:
         """``name`` labels the metrics and the logs (``controller``) and names the workqueue;
         ``metrics``: the collectors to report to (default: prometheus-client's default
         registry, created on first use); ``recorder``: where a terminal error's Warning event
-        goes (``None``: logged and counted only)."""
+        goes (``None``: logged and counted only); ``runs_informers``: a standalone controller
+        that owns its caches runs the informers it watches itself (default: their owner, an
+        :class:`cre.kube.factory.InformerFactory` shared by several controllers, runs them)."""
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
         self.name = name
@@ -84,6 +86,7 @@ class Controller:
         self.recorder = recorder
         self.queue: WorkQueue[str] = self._new_queue()
         self._informers: list[Informer[Any]] = []
+        self._runs_informers = runs_informers
         self._stop_requested = False
         self.metrics.init_controller_series(name)
         self.metrics.max_concurrent_reconciles.labels(controller=name).set(workers)
@@ -147,6 +150,16 @@ class Controller:
         :meth:`stop` drained the queue."""
         if self.queue.shutting_down and not self._stop_requested:
             self.queue = self._new_queue()  # restarted by a supervisor after a failure
+        if not self._runs_informers:
+            await self._run_workers()
+            return
+        async with anyio.create_task_group() as tg:
+            for informer in self._informers:
+                tg.start_soon(informer.run, name=f"informer {informer.name}")
+            await self._run_workers()
+            tg.cancel_scope.cancel()
+
+    async def _run_workers(self) -> None:
         try:
             await self.wait_synced()
             async with anyio.create_task_group() as workers:

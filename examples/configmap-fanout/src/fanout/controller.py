@@ -156,7 +156,8 @@ def build(client: KubeClient, *, now: Callable[[], datetime] = _utcnow,
                       name="fanout-copies", metrics=metrics)
     events = EventRecorder(client, component="fanout-controller", clock=now)
     controller = Controller("fanout", FanOut(client, sources=sources, copies=copies,
-                                             events=events), workers=workers, metrics=metrics)
+                                             events=events), workers=workers, metrics=metrics,
+                            runs_informers=True)
     controller.watch(sources, enqueue_object())
     controller.watch(copies, enqueue_mapped(lambda e: _source_key(e.obj)))
     return controller
