@@ -11,6 +11,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cre.api.conditions import GroupPhase
 from cre.api.nodecertification import (
     CategoryResult,
     CertificationRef,
@@ -18,6 +19,7 @@ from cre.api.nodecertification import (
     NodeResult,
     NodeState,
 )
+from cre.api.workflow import GroupStatus, WorkflowStatus
 from cre.core.common.observed import NodeTaint
 from cre.core.common.projections import node_view
 from cre.core.nodecertification.fold import fold, fold_results, node_state
@@ -43,7 +45,7 @@ from tests.core.nodecertworld import (
     later,
     results,
 )
-from tests.core.tierworld import gpu_node
+from tests.core.tierworld import gpu_node, nodes, workflow
 
 results_st = st.builds(
     CategoryResult,
@@ -286,3 +288,33 @@ def test_a_node_released_by_this_pass_frees_room_for_another() -> None:
     patched = {w.node: _patched(obs.nodes[w.node], w.node_patch) for w in plan.writes}
     assert patched["gpu-00"].taints == ()
     assert [t.key for t in patched["gpu-01"].taints] == [TAINT_KEY]
+
+
+def test_nodes_of_running_groups_are_labelled_testing_and_get_their_label_back() -> None:
+    """While a Certification with labels runs, its running group's nodes are labelled testing;
+    a node whose group stopped gets its record's label back (or none without a record); once
+    it ended, an Uncertified node loses testing and a judged one gets its verdict's label."""
+    running = attrs.evolve(ended(node_state={"labels": True}),
+                           status=attrs.evolve(ended().status, conditions=()))
+    wf = attrs.evolve(workflow(nodes(4)), status=WorkflowStatus(groups=(
+        GroupStatus(name="g0", nodes=("gpu-00", "gpu-01"), phase=GroupPhase.RUNNING),
+        GroupStatus(name="g1", nodes=("gpu-02", "gpu-03"), phase=GroupPhase.SUCCEEDED))))
+    views = gpu_nodes("gpu-00", "gpu-01", "gpu-02", "gpu-03")
+    views["gpu-02"] = attrs.evolve(views["gpu-02"], labels=(
+        *views["gpu-02"].labels, (STATE_LABEL, "testing")))
+    obs = NodeCertificationObservation(workflows={"cert-wf": wf}, nodes=views)
+    plan = reconcile_nodecertification(running, obs, later(5))
+    patched = {w.node: _patched(views[w.node], w.node_patch) for w in plan.writes}
+    assert sorted(patched) == ["gpu-00", "gpu-01", "gpu-02"]
+    assert _labels(patched["gpu-00"]) == {STATE_LABEL: "testing"}
+    assert _labels(patched["gpu-02"]) == {}
+    assert all(w.status is None and w.create is None for w in plan.writes)
+
+    done = ended(node_state={"labels": True})
+    obs2 = NodeCertificationObservation(
+        results=results(passed=["gpu-00"], uncertified=[aborted("gpu-01")]),
+        nodes={**views, **patched})
+    plan2 = reconcile_nodecertification(done, obs2, later(10))
+    after = {w.node: _patched(obs2.nodes[w.node], w.node_patch) for w in plan2.writes}
+    assert _labels(after["gpu-00"])[STATE_LABEL] == "passed"
+    assert _labels(after["gpu-01"]) == {}

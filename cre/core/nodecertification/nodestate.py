@@ -8,6 +8,10 @@ Opt-in, per Certification (``spec.nodeState``):
   changes no label.
 * ``taint``: ``cre.dev/certification-failed:NoSchedule`` on a Failed node.
 
+While a node's group runs, ``labels`` also puts ``cre.dev/certification=testing`` on it (so a
+scheduler can be told to keep off); once the group is no longer running the label goes back to
+what the record says, or away when the record is Uncertified or absent (:func:`testing_patch`).
+
 The taint is removed from a node that passed again (Passed or Expired) whether or not the
 judging Certification opted in: it is CRE's own, and a node that passed must not stay fenced
 off.
@@ -56,12 +60,37 @@ def desired_labels(status: NodeCertificationStatus) -> dict[str, str | None] | N
             UNTIL_LABEL: until_label(status.valid_until) if status.valid_until else None}
 
 
+TESTING: Final = "testing"
+
+
+def testing_patch(node: NodeView, status: NodeCertificationStatus | None, *,
+                  running: bool) -> JsonPatch:
+    """The label patch of a node of an unfinished Certification: ``testing`` while its group
+    runs, else (when it says ``testing``) back to the record's label, or removed."""
+    have = node.label(STATE_LABEL)
+    if running:
+        want: str | None = TESTING
+    elif have != TESTING:
+        return ()
+    else:
+        labels = desired_labels(status) if status is not None else None
+        want = labels[STATE_LABEL] if labels is not None else None
+    if want == have:
+        return ()
+    op: Mapping[str, Any] = {"op": "remove", "path": _pointer(STATE_LABEL)} if want is None \
+        else {"op": "add", "path": _pointer(STATE_LABEL), "value": want}
+    return ({"op": "test", "path": "/metadata/resourceVersion",
+             "value": node.resource_version}, op)
+
+
 def node_patch(node: NodeView, status: NodeCertificationStatus, *, labels: bool,
                taint: bool) -> JsonPatch:
     """The JSON patch that gives ``node`` CRE's labels and taint for ``status`` (``()``: none
     needed). ``labels`` / ``taint``: what the judging Certification opted in to."""
     ops: list[Mapping[str, Any]] = []
     want = desired_labels(status) if labels else None
+    if labels and want is None and node.label(STATE_LABEL) == TESTING:
+        want = {STATE_LABEL: None}  # the group ended without a judgement: testing goes
     if want is not None:
         have = dict(node.labels)
         if not have:

@@ -17,6 +17,8 @@ returns one :class:`NodeWrite` per node whose record or labels must change:
   the taint within the blast-radius breaker's cap (``maxTainted``, ``maxTaintedPercent``):
   past it no more nodes are tainted and the plan says which were held back.
 
+While the Certification runs (and opted in to labels), the nodes of its running groups are
+labelled ``testing`` and those whose group stopped get their record's label back.
 Nothing is written while a referenced ConfigMap is missing from the Observation (the cache
 has not seen it yet; its arrival wakes the Certification again). ``requeue_after``: when the
 earliest pass among the written records expires, so the record turns Expired on time.
@@ -32,7 +34,7 @@ import attrs
 
 from cre.api import labels as L
 from cre.api.certification import CategoryStatus, Certification
-from cre.api.conditions import FailedNodeReason
+from cre.api.conditions import FailedNodeReason, GroupPhase
 from cre.api.durations import MAX_DURATION_SECONDS, duration_seconds
 from cre.api.nodecertification import (
     DEFAULT_VALID_FOR,
@@ -48,7 +50,7 @@ from cre.api.workflow import Workflow
 from cre.core.common.lifecycle import bound_note, true_member
 from cre.core.common.observed import NodeView
 from cre.core.nodecertification.fold import fold
-from cre.core.nodecertification.nodestate import TAINT_KEY, JsonPatch, node_patch
+from cre.core.nodecertification.nodestate import TAINT_KEY, JsonPatch, node_patch, testing_patch
 from cre.core.workflow import noderesults as NR
 from cre.core.workflow.deferral import NodeRecord
 
@@ -212,16 +214,37 @@ def taint_room(policy: NodeStatePolicy, nodes: Mapping[str, NodeView],
     return max(min(caps) - held, 0)
 
 
+def _testing(cert: Certification, obs: NodeCertificationObservation) -> NodeCertificationPlan:
+    """An unfinished Certification's label patches: ``testing`` on the nodes of its running
+    groups, the record's label back on those whose group stopped running."""
+    if cert.metadata.deletion_timestamp is not None:
+        return NodeCertificationPlan()
+    running = {n for wf in obs.workflows.values() for g in wf.status.groups
+               if g.phase == GroupPhase.RUNNING for n in g.nodes}
+    grouped = {n for wf in obs.workflows.values() for g in wf.status.groups for n in g.nodes}
+    writes = []
+    for name in sorted(grouped):
+        node = obs.nodes.get(name)
+        record = obs.records.get(name)
+        patch = testing_patch(node, record.status if record is not None else None,
+                              running=name in running) if node is not None else ()
+        if patch:
+            writes.append(NodeWrite(node=name, node_patch=patch))
+    return NodeCertificationPlan(writes=tuple(writes))
+
+
 def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObservation,
                                 now: datetime) -> NodeCertificationPlan:
     """The writes that fold ``cert``'s per-node results into the nodes' records at ``now``.
 
     Failed nodes are tainted (when opted in) in name order while the breaker has room
     (:func:`taint_room`); the rest are ``held_back``, labelled but not tainted."""
+    policy = cert.spec.node_state or _NO_POLICY
+    if ended_at(cert) is None and policy.labels:
+        return _testing(cert, obs)
     results = category_results(cert, obs)
     if results is None or cert.metadata.deletion_timestamp is not None:
         return NodeCertificationPlan()
-    policy = cert.spec.node_state or _NO_POLICY
     statuses = {name: fold(obs.records[name].status if name in obs.records
                            else NodeCertificationStatus(), results[name], now=now)
                 for name in sorted(results)}
