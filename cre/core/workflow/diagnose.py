@@ -306,9 +306,11 @@ class _Planner:
         return [(a, b) for a in sorted(left) for b in sorted(right)]
 
 
-def records(state: DiagnoseStatus) -> tuple[list[D.NodeRecord], list[D.NodeRecord]]:
+def records(state: DiagnoseStatus, *, scopes: Mapping[str, str] | None = None,
+            ) -> tuple[list[D.NodeRecord], list[D.NodeRecord]]:
     """The Failed and Uncertified node records a finished run adds (confirmed nodes; suspects
-    it could not judge, each with the reason of the step that left it so)."""
+    it could not judge, each with the reason of the step that left it so and the failure
+    scope of that step's Job, ``scopes`` by step name, when it has one)."""
     failed = []
     for node in state.failed_nodes:
         confirmed = next(s for s in reversed(state.steps)
@@ -326,7 +328,8 @@ def records(state: DiagnoseStatus) -> tuple[list[D.NodeRecord], list[D.NodeRecor
         if step is None or step.resolution is None:
             continue
         reason = _UNCERTIFIED[step.resolution]
-        uncertified.append(D.NodeRecord(name=node, reason=reason, scope=FailureScope.WORKLOAD,
+        scope = (scopes or {}).get(step.name, FailureScope.WORKLOAD)
+        uncertified.append(D.NodeRecord(name=node, reason=reason, scope=scope,
                                         message=_why(reason, step)))
     return failed, uncertified
 

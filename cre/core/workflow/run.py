@@ -677,7 +677,8 @@ def _diagnose_round(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> Workf
         return write_status(ctx, status, member=ConditionType.IN_PROGRESS,
                             reason=WorkflowReason.DIAGNOSE_ROUND, message=message,
                             requeue_after=ctx.settings.immediate, **p.plan_args())
-    failed, uncertified = DG.records(state)
+    failed, uncertified = DG.records(state, scopes={
+        g.name: str(g.failure_class.scope) for g in p.groups if g.failure_class is not None})
     p.failed += failed
     p.uncertified += uncertified
     # The node results once, with what the run found (the pass wrote none yet for them).
