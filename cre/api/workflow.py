@@ -421,6 +421,9 @@ class StepResolution(enum.StrEnum):
     BISECTED = "Bisected"  # failed: split in halves (children)
     CONFIRMING = "Confirming"  # failed, too small to split: suspects confirmed one by one
     CONFIRMED = "Confirmed"  # a confirmation failed again: its suspects are Failed
+    # A confirmation of several suspects together failed again (too few known-good peers to
+    # test each alone): the failure is confirmed, the suspects Uncertified, none named.
+    CONFIRMED_TOGETHER = "ConfirmedTogether"
     CROSSING = "Crossing"  # every child passed alone: domain pairs (children) tested
     LINK_FOUND = "LinkFound"  # a domain pair failed together: a bad link, no node blamed
     NOT_REPRODUCED = "NotReproduced"  # every child passed: suspects Uncertified

@@ -34,6 +34,15 @@ def test_diagnose_is_accepted_and_wired() -> None:
     assert orch["execution"]["timeoutPerJob"] == "15m"
 
 
+def test_diagnose_refuses_repeat_count() -> None:
+    """Diagnose runs its rounds once: a repeatCount above 1 is refused before anything is
+    created, naming the field."""
+    cert = certification(ALL_REDUCE, testScale="diagnose", repeatCount=2)
+    assert precheck(cert, catalog()) == (
+        "spec.categories[0].options.repeatCount: testScale diagnose runs its rounds once; "
+        "repeatCount must be 1",)
+
+
 def test_diagnose_screens_in_sqrt_groups() -> None:
     """Unset nodesPerJob screens in groups of ceil(sqrt(N)) (at least 2); a set one wins."""
     def per_job(wf: dict[str, Any]) -> int:

@@ -175,3 +175,14 @@ def test_advance_waits_while_a_step_is_pending() -> None:
     assert DG.advance(state, params=params, jobs_spent=1) == \
         DG.advance(DG.advance(state, params=params, jobs_spent=1), params=params, jobs_spent=1)
     assert DG.advance(state, params=params, jobs_spent=1).steps == state.steps
+
+
+def test_suspects_without_known_good_peers_are_confirmed_together_not_named() -> None:
+    """A failed pair with no known-good peer anywhere cannot be told apart: its failure is
+    confirmed by a re-run of both, neither is named Failed, both are Uncertified."""
+    state, jobs = drive(_groups(_nodes(2), 2), bad={"n000"}, min_group_size=2)
+    assert state.failed_nodes == ()
+    assert state.uncertified_nodes == ("n000", "n001")
+    assert [s.resolution for s in state.steps] == [StepResolution.CONFIRMING,
+                                                   StepResolution.CONFIRMED_TOGETHER]
+    assert jobs == 2

@@ -110,6 +110,9 @@ def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
                             f"{', '.join(sorted(catalog.entries))})")
             continue
         options = merged_options(cert, i)
+        if options.test_scale == TestScale.DIAGNOSE and (options.repeat_count or 1) > 1:
+            problems.append(f"{_where(i, 'repeatCount')}: testScale diagnose runs its rounds "
+                            "once; repeatCount must be 1")
         entry = catalog.entries[name]
         for option, param in PARAMETERS.items():
             if getattr(options, option) is not None and param not in entry.parameters:

@@ -20,9 +20,10 @@ The rules:
   peers exist. A half that cannot reach ``minGroupSize`` nodes is not run: the step goes to
   confirmation instead.
 * **Confirmation**: a failed step with at most ``minGroupSize`` suspects re-runs each suspect
-  with known-good peers (or, with too few peers, the suspects together). A node is Failed only
-  when its confirmation fails again. When every confirmation passes, the failure was not
-  reproduced: the suspects are Uncertified.
+  with known-good peers. A node is Failed only when its confirmation fails again. With too few
+  peers the suspects re-run together: failing again confirms the failure (the run fails) but
+  names nobody (the suspects are Uncertified). When every confirmation passes, the failure was
+  not reproduced: the suspects are Uncertified.
 * **Cross-boundary**: when both halves of a failed step pass, the failure needs both together.
   With domains, every pair of a domain of one half and a domain of the other (at most
   ``MAX_PAIRS``) runs alone; a pair that fails is a bad link (reported, no node blamed). Without
@@ -63,11 +64,13 @@ class DiagnoseReason(enum.StrEnum):
     NOT_JUDGED = "DiagnoseNotJudged"
     NOT_REPRODUCED = "DiagnoseNotReproduced"
     BUDGET_EXCEEDED = "DiagnoseBudgetExceeded"
+    INSEPARABLE = "DiagnoseInseparable"
 
 
 _UNCERTIFIED: Final = {StepResolution.NOT_JUDGED: DiagnoseReason.NOT_JUDGED,
                        StepResolution.NOT_REPRODUCED: DiagnoseReason.NOT_REPRODUCED,
-                       StepResolution.BUDGET_EXCEEDED: DiagnoseReason.BUDGET_EXCEEDED}
+                       StepResolution.BUDGET_EXCEEDED: DiagnoseReason.BUDGET_EXCEEDED,
+                       StepResolution.CONFIRMED_TOGETHER: DiagnoseReason.INSEPARABLE}
 _STAGE_ORDER: Final = (DiagnoseStage.CROSS_BOUNDARY, DiagnoseStage.CONFIRMATION,
                        DiagnoseStage.BISECTION)
 _PREFIX: Final = {DiagnoseStage.BISECTION: "bisect", DiagnoseStage.CONFIRMATION: "confirm",
@@ -113,10 +116,13 @@ def outcome_of(group: GroupStatus) -> StepOutcome:
 
 
 def start(groups: Iterable[GroupStatus]) -> DiagnoseStatus:
-    """The state of a run whose screening round is ``groups``."""
+    """The state of a run whose screening round is ``groups`` (the nodes each one ran on: a
+    node its launch left out is no suspect)."""
     return DiagnoseStatus(stage=DiagnoseStage.SCREENING, steps=tuple(
-        DiagnoseStep(name=g.name, stage=DiagnoseStage.SCREENING, suspects=g.nodes,
-                     domains=g.domains) for g in groups))
+        DiagnoseStep(name=g.name, stage=DiagnoseStage.SCREENING, domains=g.domains,
+                     suspects=tuple(n for n in g.nodes
+                                    if n not in {e.name for e in g.excluded_nodes}))
+        for g in groups))
 
 
 def record(state: DiagnoseStatus, *, outcomes: Mapping[str, StepOutcome],
@@ -203,6 +209,9 @@ class _Planner:
             self.unresolved |= set(step.suspects)
         elif step.outcome == StepOutcome.NODE_EVIDENCE:
             self.resolve(step, StepResolution.NODE_EVIDENCE)
+        elif step.stage == DiagnoseStage.CONFIRMATION and len(step.suspects) > 1:
+            self.resolve(step, StepResolution.CONFIRMED_TOGETHER)
+            self.unresolved |= set(step.suspects)
         elif step.stage == DiagnoseStage.CONFIRMATION:
             self.resolve(step, StepResolution.CONFIRMED)
             self.failed |= set(step.suspects)
@@ -342,6 +351,9 @@ def _why(reason: DiagnoseReason, step: DiagnoseStep) -> str:
                                        "every narrower run passed (not reproduced)",
         DiagnoseReason.BUDGET_EXCEEDED: f"not certified: narrowing step {step.name} down "
                                         "would pass the diagnose Job bound",
+        DiagnoseReason.INSEPARABLE: f"not certified: diagnose step {step.name} failed again "
+                                    f"with {', '.join(step.suspects)} together; too few "
+                                    "known-good peers to test each on its own",
     }[reason]
 
 
@@ -353,6 +365,11 @@ def summary(state: DiagnoseStatus) -> str:
     if state.bad_links:
         parts.append("bad link(s) " + ", ".join(" <-> ".join(link.domains)
                                                 for link in state.bad_links))
+    together = [s for s in state.steps if s.resolution == StepResolution.CONFIRMED_TOGETHER]
+    if together:
+        parts.append("failure confirmed among " + "; ".join(", ".join(s.suspects)
+                                                           for s in together)
+                     + " (too few known-good peers to tell which)")
     if state.uncertified_nodes:
         parts.append(f"{len(state.uncertified_nodes)} suspect(s) not certified")
     if not parts:

@@ -641,7 +641,7 @@ def _counts_under_diagnose(state: DiagnoseStatus, group: str) -> bool:
     narrowed down counts only through the step that confirmed a node or found a bad link."""
     step = next((s for s in state.steps if s.name == group), None)
     return step is None or step.outcome != StepOutcome.FAILED or step.resolution in (
-        StepResolution.CONFIRMED, StepResolution.LINK_FOUND)
+        StepResolution.CONFIRMED, StepResolution.CONFIRMED_TOGETHER, StepResolution.LINK_FOUND)
 
 
 def _diagnose_round(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
