@@ -66,9 +66,12 @@ class DiagnoseSpec:
     """Adaptive fault isolation: screen, bisect and confirm suspect nodes."""
 
     min_group_size: int = attrs.field(default=2, metadata=c(minimum=1, int_format="int32", doc=(
-        "Smallest group bisection goes down to, in nodes.")))
+        "Bisection stops splitting a failure at this many suspects and confirms each one with "
+        "known-good peers; no diagnose group runs with fewer nodes.")))
     topology_key: str | None = attrs.field(default=None, metadata=c(doc=(
-        "Node label used to form the screening groups. Unset: simple chunks.")))
+        "Node label whose value is a node's topology domain: bisection splits along domains "
+        "first, and a failure that only appears across two domains is reported as a bad link. "
+        "Unset: halves by name, no domain pairs.")))
 
 
 @attrs.frozen(kw_only=True)
