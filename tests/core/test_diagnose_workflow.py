@@ -93,3 +93,20 @@ def test_planning_a_round_is_deterministic() -> None:
             world.finish(_broken, now)
         t += 1.0
         assert t < 200
+
+
+def test_a_slow_node_missing_the_threshold_is_narrowed_down_too() -> None:
+    """A threshold miss is a genuine failure: every group holding the slow node misses the
+    busBW threshold; diagnose names the slow node alone, the run fails JobValidationFailed
+    with ValidationFailed=True."""
+    world = _world()
+
+    def outcome(job: Job, now: datetime) -> JobStatus:
+        if BAD in group_nodes(job):
+            return told(Story.THRESHOLD_MISSED)(job, now)
+        return succeeded(job, now)
+
+    world.run(outcome)
+    assert _records(world, NR.FAILED) == {BAD}
+    assert world.condition("Failed").reason == WorkflowReason.JOB_VALIDATION_FAILED
+    assert world.condition("ValidationFailed").status == "True"
