@@ -110,3 +110,23 @@ def test_a_slow_node_missing_the_threshold_is_narrowed_down_too() -> None:
     assert _records(world, NR.FAILED) == {BAD}
     assert world.condition("Failed").reason == WorkflowReason.JOB_VALIDATION_FAILED
     assert world.condition("ValidationFailed").status == "True"
+
+
+def test_a_restart_before_the_launch_was_recorded_creates_the_same_jobs() -> None:
+    """A manager that created a round's Jobs but died before writing the status re-plans from
+    the status it finds: the same Job names (a create conflict on its own objects), no
+    duplicate and no other step."""
+    world = _world()
+    t = 0.0
+    while True:
+        before, now = world.wf, at(t)
+        plan = world.step(now)
+        launched = sorted(c.name for c in plan.creates if c.kind == "Job" and "bisect" in c.name)
+        if launched:
+            break
+        if plan.quiet:
+            world.finish(_broken, now)
+        t += 1.0
+        assert t < 200
+    replanned = reconcile_workflow(before, world.observe(), now)
+    assert sorted(c.name for c in replanned.creates if c.kind == "Job") == launched
