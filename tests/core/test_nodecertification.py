@@ -144,7 +144,6 @@ def test_an_ended_certification_writes_every_judged_nodes_record() -> None:
     (cat,) = bad.categories
     assert (cat.failure_scope, cat.reason, cat.certification.name) == (
         "Node", "HardwareFailureDetected", "cert")
-    assert plan.requeue_after == 168 * 3600 - 5
 
 
 def test_the_fold_comes_to_rest() -> None:
@@ -273,6 +272,32 @@ def test_the_breaker_stops_tainting_at_its_cap() -> None:
     plan = reconcile_nodecertification(roomy, obs, later(5))
     assert plan.held_back == ("gpu-02",)
     assert TAINT_KEY in str(next(w.node_patch for w in plan.writes if w.node == "gpu-01"))
+
+
+def test_the_breaker_condition_says_how_many_and_the_cap_and_clears() -> None:
+    """Past the cap the Certification's NodeTaintsHeldBack is True with the count and the cap;
+    an unchanged pass plans no condition write; once a node passes and frees room, the
+    condition turns False; a Certification that never held any back gets no condition."""
+    nodes = gpu_nodes("gpu-00", "gpu-01", "gpu-02", "gpu-03")
+    nodes["gpu-03"] = attrs.evolve(nodes["gpu-03"], taints=(
+        NodeTaint(key=TAINT_KEY, value="true", effect="NoSchedule"),))
+    obs = NodeCertificationObservation(
+        results=results(failed=[broken("gpu-01"), broken("gpu-02")]), nodes=nodes)
+    cert = ended(node_state={"taint": True, "maxTainted": 2})
+    plan = reconcile_nodecertification(cert, obs, later(5))
+    assert plan.held_back == ("gpu-02",) and plan.conditions is not None
+    (held,) = [c for c in plan.conditions if c.type == "NodeTaintsHeldBack"]
+    assert (held.status, held.reason) == ("True", "TaintCapReached")
+    assert "1 failed node(s)" in held.message and "allows 2" in held.message
+    written = attrs.evolve(cert, status=attrs.evolve(cert.status, conditions=plan.conditions))
+    assert reconcile_nodecertification(written, obs, later(6)).conditions is None
+    freed = dict(nodes, **{"gpu-03": attrs.evolve(nodes["gpu-03"], taints=())})
+    cleared = reconcile_nodecertification(written, attrs.evolve(obs, nodes=freed), later(7))
+    assert cleared.held_back == () and cleared.conditions is not None
+    (off,) = [c for c in cleared.conditions if c.type == "NodeTaintsHeldBack"]
+    assert (off.status, off.reason) == ("False", "NoTaintsHeldBack")
+    never = ended(node_state={"taint": True})
+    assert reconcile_nodecertification(never, obs, later(5)).conditions is None
 
 
 def test_a_node_released_by_this_pass_frees_room_for_another() -> None:
