@@ -139,6 +139,8 @@ class JobReason(enum.StrEnum):
     IMAGE_PULL_FAILED = "ImagePullFailed"
     # Pods of the workload stayed unschedulable past schedulingStallTimeout.
     WORKLOAD_UNSCHEDULABLE = "WorkloadUnschedulable"
+    # Higher-priority work preempted a pod of the workload: the run ended, no node is judged.
+    WORKLOAD_PREEMPTED = "WorkloadPreempted"
 
 
 class ReleaseReason(enum.StrEnum):
