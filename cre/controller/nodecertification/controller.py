@@ -111,9 +111,15 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
 
     def __init__(self, client: KubeClient, *, informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 1, clock: Callable[[], datetime] = utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         """``informers``: the process's shared informer factory. One worker by default: two
-        Certifications ending together would otherwise race for the same records."""
+        Certifications ending together would otherwise race for the same records.
+        ``time_scale``: how many ``clock`` seconds pass per wall second (a simulated clock);
+        the next expiry is waited for in wall seconds."""
+        if time_scale <= 0:
+            raise ValueError(f"NodeCertificationController: time_scale must be positive, got "
+                             f"{time_scale}")
+        self.time_scale = time_scale
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          workers=max_concurrent_reconciles, clock=clock, informers=informers,
                          namespaces=None, registry=registry)
@@ -197,7 +203,8 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         if key == EXPIRY_KEY:
             plan = reconcile_expiry(self._records(), self._nodes(), self._clock())
             await self._apply_all(plan)
-            return Result(requeue_after=plan.requeue_after)
+            after = plan.requeue_after
+            return Result(requeue_after=after / self.time_scale if after is not None else None)
         cert = self.certifications.store.get(key)
         if cert is None:
             return DONE
