@@ -343,3 +343,22 @@ def test_nodes_of_running_groups_are_labelled_testing_and_get_their_label_back()
     after = {w.node: _patched(obs2.nodes[w.node], w.node_patch) for w in plan2.writes}
     assert _labels(after["gpu-00"])[STATE_LABEL] == "passed"
     assert _labels(after["gpu-01"]) == {}
+
+
+def test_an_ended_run_leaves_the_testing_label_of_another_runs_node() -> None:
+    """A node an ended Certification passed, now under test by another run, keeps testing when
+    the ended one is folded again (a node event wakes it); once no run tests it, the fold puts
+    passed back."""
+    opt_in = {"labels": True}
+    views = gpu_nodes("gpu-00")
+    views["gpu-00"] = attrs.evolve(views["gpu-00"], labels=(
+        *views["gpu-00"].labels, (STATE_LABEL, "testing")))
+    obs = NodeCertificationObservation(results=results(passed=["gpu-00"]), nodes=views,
+                                       under_test=frozenset({"gpu-00"}))
+    plan = reconcile_nodecertification(ended(node_state=opt_in), obs, later(5))
+    (write,) = plan.writes
+    assert _labels(_patched(views["gpu-00"], write.node_patch)) == {STATE_LABEL: "testing"}
+    free = reconcile_nodecertification(ended(node_state=opt_in),
+                                       attrs.evolve(obs, under_test=frozenset()), later(5))
+    (write,) = free.writes
+    assert _labels(_patched(views["gpu-00"], write.node_patch))[STATE_LABEL] == "passed"

@@ -29,6 +29,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
 from cre.api import labels as L
 from cre.api.certification import Certification
+from cre.api.conditions import GroupPhase
 from cre.api.converter import structure, to_dict
 from cre.api.nodecertification import NodeCertification, NodeCertificationSpec
 from cre.api.workflow import Workflow
@@ -193,9 +194,12 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
             cm = self.configmaps.store.get(f"{ns}/{name}")
             if cm is not None and cm.binary is not None:
                 results[name] = cm.binary
+        under_test = frozenset(n for wf in self.workflows.store.list()
+                               for g in wf.status.groups if g.phase == GroupPhase.RUNNING
+                               for n in g.nodes)
         return NodeCertificationObservation(
             workflows={wf.metadata.name or "": wf for wf in workflows}, results=results,
-            records=self._records(), nodes=self._nodes())
+            records=self._records(), nodes=self._nodes(), under_test=under_test)
 
     async def reconcile(self, key: str) -> Result:
         """Fold the Certification ``namespace/name`` into its nodes' records; for

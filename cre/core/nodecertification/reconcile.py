@@ -73,12 +73,14 @@ _NO_POLICY: Final = NodeStatePolicy()
 class NodeCertificationObservation:
     """What the fold of one Certification reads: its categories' Workflows (by name), the
     ``binaryData`` of the result ConfigMaps in its namespace (by name), the NodeCertifications
-    and the GPU nodes (by name)."""
+    and the GPU nodes (by name), and the nodes of any Certification's running groups
+    (``under_test``: their ``testing`` label is that run's, not this fold's)."""
 
     workflows: Mapping[str, Workflow] = attrs.field(factory=dict)
     results: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
     records: Mapping[str, NodeCertification] = attrs.field(factory=dict)
     nodes: Mapping[str, NodeView] = attrs.field(factory=dict)
+    under_test: frozenset[str] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -302,7 +304,8 @@ def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObser
     for name, status in statuses.items():
         record = obs.records.get(name)
         node = obs.nodes.get(name)
-        patch = node_patch(node, status, labels=policy.labels,
+        # A node another run is testing keeps its testing label until that group stops.
+        patch = node_patch(node, status, labels=policy.labels and name not in obs.under_test,
                            taint=policy.taint and name not in held) if node is not None else ()
         changed = record is None or status != record.status
         if changed or patch:
