@@ -34,8 +34,8 @@ def _record(*results: CategoryResult) -> NodeCertification:
 
 
 def test_a_record_gives_one_gauge_value_per_category() -> None:
-    """Failed is 2 (no last pass), Uncertified 0, a valid pass 1 with its time as the last pass
-    and its busBW, the same pass 4 (Expired) from its validUntil on."""
+    """Failed is 2 (no last pass unless the record kept one), Uncertified 0, a valid pass 1 with
+    its time as the last pass and its busBW, the same pass 4 (Expired) from its validUntil on."""
     ref = CertificationRef(namespace="ns", name="c")
     passed = CategoryResult(domain="communication", variant="nccl-all-reduce",
                             result=Result.PASSED, time=T0, certification=ref,
@@ -52,6 +52,9 @@ def test_a_record_gives_one_gauge_value_per_category() -> None:
     assert now["communication/loopback"].state == NodeState.UNCERTIFIED
     expired = {r.category: r.state for r in record_results(record, later(60))}
     assert expired[CATEGORY] == NodeState.EXPIRED
+    refailed = _record(attrs.evolve(failed, last_pass_time=T0))
+    (after_failure,) = record_results(refailed, later(59))
+    assert after_failure.state == NodeState.FAILED and after_failure.last_pass == T0
 
 
 def workflow_with_groups(*groups: GroupStatus) -> Workflow:

@@ -56,6 +56,7 @@ results_st = st.builds(
     certification=st.sampled_from(["a", "b", "c"]).map(
         lambda n: CertificationRef(namespace="certs", name=n)),
     valid_until=st.none() | st.integers(1, 12).map(lambda h: T0 + timedelta(hours=h)),
+    last_pass_time=st.none() | st.integers(0, 5).map(lambda h: T0 + timedelta(hours=h)),
 )
 batches = st.lists(results_st, max_size=6)
 
@@ -88,12 +89,18 @@ def test_the_order_of_certifications_does_not_matter(runs: list[list[CategoryRes
 def test_an_older_result_never_overwrites_a_newer_one(newer: CategoryResult,
                                                       hours: int) -> None:
     """A result of an earlier Certification folded in late leaves the newer one of its kind
-    (a judgement, or Uncertified when the newer is Uncertified)."""
+    (a judgement, or Uncertified when the newer is Uncertified); only the latest pass time is
+    shared."""
     flipped = {NodeResult.PASSED: NodeResult.FAILED, NodeResult.FAILED: NodeResult.PASSED,
                NodeResult.UNCERTIFIED: NodeResult.UNCERTIFIED}
     older = attrs.evolve(newer, time=newer.time - timedelta(hours=hours),
                          result=flipped[newer.result], reason="Older")
-    assert fold_results((newer,), (older,)) == (newer,)
+    (kept,) = fold_results((newer,), (older,))
+    assert attrs.evolve(kept, last_pass_time=None) == attrs.evolve(newer, last_pass_time=None)
+    # ... and lastPassTime is the latest pass either knew of.
+    passes = [r.time for r in (newer, older) if r.result == NodeResult.PASSED]
+    passes += [t for t in (newer.last_pass_time, older.last_pass_time) if t is not None]
+    assert kept.last_pass_time == (max(passes) if passes else None)
 
 
 @given(batches, st.lists(results_st.map(
@@ -106,6 +113,23 @@ def test_uncertified_results_never_change_a_judged_state(current: list[CategoryR
     if before.state != NodeState.UNCERTIFIED:
         assert after.state == before.state
     assert after.state != NodeState.FAILED or before.state == NodeState.FAILED
+
+
+def test_a_later_failure_keeps_when_the_node_last_passed() -> None:
+    """Folding a failure over a pass keeps the pass's time as lastPassTime; an older pass
+    folded late does not move it back."""
+    ref = CertificationRef(namespace="certs", name="a")
+    passed = CategoryResult(domain="d", variant="v", result=NodeResult.PASSED, time=later(60),
+                            certification=ref, valid_until=later(600))
+    failed = attrs.evolve(passed, result=NodeResult.FAILED, time=later(120), valid_until=None,
+                          certification=CertificationRef(namespace="certs", name="b"))
+    (kept,) = fold(fold(NodeCertificationStatus(), [passed], now=T0), [failed],
+                   now=T0).categories
+    assert kept.result == NodeResult.FAILED and kept.last_pass_time == later(60)
+    older = attrs.evolve(passed, time=later(30), certification=CertificationRef(
+        namespace="certs", name="c"))
+    (still,) = fold_results([kept], [older])
+    assert still.last_pass_time == later(60)
 
 
 def test_a_pass_expires_at_its_valid_until() -> None:

@@ -6,8 +6,9 @@ record into one :class:`NodeResult` per category:
 
 * the category's latest result: ``FAILED``, ``UNCERTIFIED``, ``PASSED`` while its pass is
   valid at ``now``, ``EXPIRED`` once it is past its ``validUntil``;
-* ``at`` is when the judging Certification ended, ``last_pass`` that time for a pass, and the
-  bus bandwidth the node's group measured.
+* ``at`` is when the judging Certification ended, ``last_pass`` the record's
+  ``lastPassTime`` (kept across a later failure), and the bus bandwidth the node's group
+  measured.
 
 The one state no record holds is ``TESTING``, a node whose group runs right now:
 :func:`under_test_results` derives it from an unfinished Certification's running groups (``at`` is
@@ -73,7 +74,7 @@ def record_results(record: api.NodeCertification, now: datetime) -> tuple[NodeRe
     node = record.spec.node_name
     return tuple(NodeResult(
         node=node, category=category_name(r.domain, r.variant), state=_state(r, now), at=r.time,
-        last_pass=r.time if r.result == api.NodeResult.PASSED else None,
+        last_pass=r.last_pass_time or (r.time if r.result == api.NodeResult.PASSED else None),
         bus_bandwidth_gbps=float(r.bus_bandwidth_gbps) if r.bus_bandwidth_gbps else None)
         for r in record.status.categories)
 
