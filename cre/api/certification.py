@@ -29,6 +29,7 @@ from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
+    DNS_SUBDOMAIN,
     Condition,
     LocalObjectReference,
     NamespacedName,
@@ -180,6 +181,12 @@ class CertificationSpec(CategoryOptions):
         "What the results do to node state once the run ends: node labels, a taint on failed "
         "nodes, how long a pass stays valid. Every judged node gets its NodeCertification "
         "either way. Unset: no labels, no taint, passes valid 168h.")))
+    priority_class_name: str | None = attrs.field(
+        default=None, metadata=c(max_length=253, pattern=DNS_SUBDOMAIN, doc=(
+            "PriorityClass of every pod of every category's workloads. Name a low, "
+            "preemptible class (deploy/ ships cre-certification-low) so real work preempts "
+            "certification pods; a preempted group ends with its nodes Uncertified, not "
+            "Failed. Unset: the cluster's default priority.")))
 
 
 @attrs.frozen(kw_only=True)

@@ -36,6 +36,9 @@ class ConditionType(enum.StrEnum):
     # Workflow / Certification, once terminal: every workload of the run is gone (True), or
     # which remain and why (False).
     CLEANED_UP = "CleanedUp"
+    # Certification (written by the NodeCertification controller): the blast-radius breaker
+    # keeps failed nodes from being tainted (True, with the count and the cap).
+    NODE_TAINTS_HELD_BACK = "NodeTaintsHeldBack"
 
 
 # Exactly one of these is True at any time on a lifecycle tier.
@@ -49,6 +52,7 @@ ADDITIVE: Final = (
     ConditionType.SUSPECTED_CLUSTER_OUTAGE,
     ConditionType.WORKLOAD_RELEASED,
     ConditionType.CLEANED_UP,
+    ConditionType.NODE_TAINTS_HELD_BACK,
 )
 
 
@@ -135,6 +139,8 @@ class JobReason(enum.StrEnum):
     IMAGE_PULL_FAILED = "ImagePullFailed"
     # Pods of the workload stayed unschedulable past schedulingStallTimeout.
     WORKLOAD_UNSCHEDULABLE = "WorkloadUnschedulable"
+    # Higher-priority work preempted a pod of the workload: the run ended, no node is judged.
+    WORKLOAD_PREEMPTED = "WorkloadPreempted"
 
 
 class ReleaseReason(enum.StrEnum):
@@ -255,6 +261,9 @@ class CertificationReason(enum.StrEnum):
     SUSPECTED_CLUSTER_OUTAGE = "SuspectedClusterOutage"
     # A category's nodesPerJob was above its eligible nodes and was clamped (an event).
     NODES_PER_JOB_CLAMPED = "NodesPerJobClamped"
+    # NodeTaintsHeldBack: the breaker's cap is reached (True) / nothing is held back (False).
+    TAINT_CAP_REACHED = "TaintCapReached"
+    NO_TAINTS_HELD_BACK = "NoTaintsHeldBack"
 
 
 class WorkloadRunReason(enum.StrEnum):

@@ -102,6 +102,9 @@ class CategoryResult:
         "Failure class reason of a Failed or Uncertified result.")))
     message: str | None = attrs.field(default=None, metadata=c(max_length=1024, doc=(
         "What the failure record says.")))
+    last_pass_time: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "When a Certification that passed the node in this category last ended, kept when a "
+        "later run failed it (unset: never passed).")))
 
 
 @attrs.frozen(kw_only=True)

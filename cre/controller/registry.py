@@ -117,6 +117,7 @@ def _goodput(ctx: ControllerContext) -> Controller:
 def _nodecertification(ctx: ControllerContext) -> Controller:
     return NodeCertificationController(ctx.client, informers=ctx.informers,
                                        registry=ctx.registry, clock=ctx.clock,
+                                       time_scale=ctx.time_scale,
                                        max_concurrent_reconciles=ctx.workers(1))
 
 

@@ -83,6 +83,7 @@ from cre.core.job.reconcile import JobPlan, reconcile_job
 from cre.core.measure.bandwidth import BandwidthObservation, BandwidthPlan, reconcile_bandwidth
 from cre.core.measure.goodput import GoodputObservation, GoodputPlan, reconcile_goodput
 from cre.core.measure.logread import LogObservation
+from cre.core.nodecertification.expiry import reconcile_expiry
 from cre.core.nodecertification.reconcile import (
     NodeCertificationObservation,
     NodeCertificationPlan,
@@ -146,6 +147,7 @@ __all__ = [
     "pod_view",
     "reconcile_bandwidth",
     "reconcile_certification",
+    "reconcile_expiry",
     "reconcile_goodput",
     "reconcile_job",
     "reconcile_nodecertification",

@@ -49,6 +49,12 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def event_namespace(involved: dict[str, Any]) -> str:
+    """Where the Event about ``involved`` is written: its namespace, ``default`` for a
+    cluster-scoped object."""
+    return str(involved.get("namespace") or "default")
+
+
 def _transient(exc: ApiError) -> bool:
     return (exc.status in _TRANSIENT and not exc.already_exists) or exc.status >= 500
 
@@ -92,13 +98,15 @@ class EventRecorder:
 
     def manifest(self, *, involved: dict[str, Any], type_: str, reason: str, message: str
                  ) -> dict[str, Any]:
-        """The Event object for ``involved`` (apiVersion, kind, name, namespace, uid)."""
+        """The Event object for ``involved`` (apiVersion, kind, name, namespace, uid); the
+        Event of a cluster-scoped object (no ``namespace``) lives in ``default``, as
+        client-go's recorder puts it."""
         now = format_time(self._clock())
         name = f"{involved['name']}.{uuid.uuid4().hex[:16]}"
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": involved["namespace"]},
+            "metadata": {"name": name, "namespace": event_namespace(involved)},
             "involvedObject": involved,
             "type": type_,
             "reason": reason,
@@ -128,7 +136,7 @@ class EventRecorder:
         """Queue one Event (bound) or write it once (unbound). ``False`` (logged, never raised)
         when it was dropped: queue full, or refused by the server when written inline."""
         body = self.manifest(involved=involved, type_=type_, reason=reason, message=message)
-        pending = _Pending(body, str(involved["namespace"]))
+        pending = _Pending(body, event_namespace(involved))
         if self._send is None:
             return await self._write(pending, tries=1)
         try:

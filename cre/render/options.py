@@ -80,6 +80,8 @@ class RenderOptions:
     parameters: Mapping[str, Scalar] = attrs.field(factory=dict)
     # Secret names every pod of the workload pulls its images with (``imagePullSecrets``).
     image_pull_secrets: tuple[str, ...] = ()
+    # PriorityClass of every pod of the workload (``priorityClassName``); ``None``: the default.
+    priority_class_name: str | None = None
     # ``{"limits": {...}, "requests": {...}}`` quantities (cpu, memory) laid over the main
     # worker container's resources (the GPU and NIC counts stay the catalog's).
     resources: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)

@@ -111,10 +111,12 @@ def render_workload(
     jobs = [worker_job]
     if mpi:
         jobs.append(_launcher_job(resolved, opts, image=image, primary=primary))
-    if opts.image_pull_secrets:
-        for job in jobs:
-            pod = job["template"]["spec"]["template"]["spec"]
+    for job in jobs:
+        pod = job["template"]["spec"]["template"]["spec"]
+        if opts.image_pull_secrets:
             pod["imagePullSecrets"] = [{"name": n} for n in opts.image_pull_secrets]
+        if opts.priority_class_name:
+            pod["priorityClassName"] = opts.priority_class_name
     jobset: dict[str, Any] = {
         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
         "replicatedJobs": jobs,

@@ -1,6 +1,8 @@
-"""The Certification and Workflow controllers' gauges against the API emulator: phase, verdict
-and per-node series follow a Certification as its Jobs finish, and none is left once it is
-deleted. (No Job controller runs: the test writes the Jobs' verdicts itself.)"""
+"""The Certification, Workflow and NodeCertification controllers' gauges against the API
+emulator: phase and verdict series follow a Certification as its Jobs finish and go with it;
+the per-node series come from the NodeCertification records alone (they agree with what
+``kubectl get nodecertifications`` shows, outlive the Certification and go with the record).
+(No Job controller runs: the test writes the Jobs' verdicts itself.)"""
 
 from __future__ import annotations
 
@@ -14,11 +16,22 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from cre.api import labels as L
-from cre.api.converter import to_dict
+from cre.api.converter import structure, to_dict
+from cre.api.nodecertification import NodeCertification
 from cre.catalog import load_catalog
 from cre.controller.certification.controller import CertificationController
+from cre.controller.nodecertification.controller import NodeCertificationController
 from cre.controller.workflow.controller import WorkflowController
-from cre.kube.client import CERTIFICATIONS, JOBS, NAMESPACES, NODES, ApiError, KubeClient
+from cre.core.certification.nodestate import record_results
+from cre.kube.client import (
+    CERTIFICATIONS,
+    JOBS,
+    NAMESPACES,
+    NODECERTIFICATIONS,
+    NODES,
+    ApiError,
+    KubeClient,
+)
 from cre.testing.apiserver import Emulator
 from cre.testing.cluster.profiles import get_profile, node_manifest
 from tests.core.tierworld import certification
@@ -89,21 +102,25 @@ async def test_gauges_follow_a_certification_and_leave_no_series_behind(
         client: KubeClient) -> None:
     """While its groups run the Certification and its Workflow are Running (1 on that phase,
     0 on the others, no verdict) and the target nodes are Testing (3); once both Jobs succeed
-    the verdicts are Passed, every node is Passed (1) with a last-pass time; deleting the
-    Certification removes every phase, verdict and node series it had."""
+    the verdicts are Passed, every node is Passed (1) with a last-pass time, exactly what its
+    NodeCertification says; deleting the Certification removes its phase and verdict series
+    but not the node series (the records stay), deleting the records removes those."""
     registry = CollectorRegistry()
     workflows = WorkflowController(client, namespaces=[NAMESPACE], registry=registry)
     certs = CertificationController(client, catalog=load_catalog(), namespaces=[NAMESPACE],
                                     registry=registry)
+    records = NodeCertificationController(client, registry=registry)
     body = to_dict(certification(("communication", "nccl-all-reduce"), nodesPerJob=2))
     body["metadata"] = {"name": "cert", "namespace": NAMESPACE}
     body["spec"]["target"] = {"nodeNames": list(NODE_NAMES)}
     async with anyio.create_task_group() as tg:
         tg.start_soon(workflows.run)
         tg.start_soon(certs.run)
+        tg.start_soon(records.run)
         with anyio.fail_after(20):
             await workflows.wait_synced()
             await certs.wait_synced()
+            await records.wait_synced()
         await client.create(CERTIFICATIONS, body, namespace=NAMESPACE)
         cert = {"namespace": NAMESPACE, "certification": "cert"}
         wf = {"namespace": NAMESPACE, "workflow": WORKFLOW}
@@ -125,17 +142,33 @@ async def test_gauges_follow_a_certification_and_leave_no_series_behind(
             registry, "cre_workflow_verdict", **wf, verdict="Passed") == 1)
         assert _value(registry, "cre_certification_phase", **cert, phase="Succeeded") == 1
         assert _value(registry, "cre_certification_phase", **cert, phase="Running") == 0
-        for node in NODE_NAMES:
-            labels = {"node": node, "category": CATEGORY}
-            assert _value(registry, "cre_node_certification_state", **labels) == 1
-            last_pass = _value(registry, "cre_node_last_pass_timestamp_seconds", **labels)
-            assert last_pass is not None and last_pass > 0
+        await _until("every node Passed", lambda: all(
+            _value(registry, "cre_node_certification_state", node=n, category=CATEGORY) == 1
+            for n in NODE_NAMES))
+        served = [structure({"apiVersion": L.API_VERSION, "kind": "NodeCertification", **raw},
+                            NodeCertification)
+                  for raw in (await client.list(NODECERTIFICATIONS))["items"]
+                  if raw["metadata"]["name"] in NODE_NAMES]
+        assert sorted(r.spec.node_name for r in served) == list(NODE_NAMES)
+        for record in served:
+            assert record.status.state == "Passed"
+            for result in record_results(record, datetime.now(UTC)):
+                labels = {"node": result.node, "category": result.category}
+                assert _value(registry, "cre_node_certification_state",
+                              **labels) == int(result.state)
+                assert result.last_pass is not None
+                assert _value(registry, "cre_node_last_pass_timestamp_seconds",
+                              **labels) == result.last_pass.timestamp()
 
         await client.delete(CERTIFICATIONS, "cert", namespace=NAMESPACE)
 
         await _until("the Certification gone", lambda: certs.certifications.store.get(
             f"{NAMESPACE}/cert") is None)
-        await _until("no series left", lambda: not (
-            _series(registry, "cre_node_") + _series(registry, "cre_certification_")
-            + _series(registry, "cre_workflow_")))
+        await _until("no Certification or Workflow series left", lambda: not (
+            _series(registry, "cre_certification_") + _series(registry, "cre_workflow_")))
+        assert {s[1]["node"] for s in _series(registry, "cre_node_certification_state")} \
+            == set(NODE_NAMES)
+        for node in NODE_NAMES:
+            await client.delete(NODECERTIFICATIONS, node)
+        await _until("no node series left", lambda: not _series(registry, "cre_node_"))
         tg.cancel_scope.cancel()

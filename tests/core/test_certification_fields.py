@@ -172,6 +172,9 @@ CASES: dict[str, Case] = {
                   lambda wf: _main(wf)["image"] == "registry.example.com/nccl:1"),
     "imagePullSecrets": Case([{"name": "regcred"}], lambda wf: all(
         p.get("imagePullSecrets") == [{"name": "regcred"}] for p in _pods(wf))),
+    # Launcher and worker pods alike (so real work preempts any of them).
+    "priorityClassName": Case("cre-certification-low", lambda wf: len(_pods(wf)) == 2 and all(
+        p.get("priorityClassName") == "cre-certification-low" for p in _pods(wf))),
     "repeatCount": Case(3, lambda wf: wf["spec"]["orchestration"]["iterations"] == 3),
     "testScale": Case("intra-node", lambda wf: _job(wf)["workload"]["trainJob"]["trainer"]
                       ["numNodes"] == 1),

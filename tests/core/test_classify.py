@@ -32,6 +32,22 @@ CASES: list[tuple[str, Cause, FailureLog | None, tuple[PodView, ...], tuple[Node
      FailureScope.NODE, "PodDisrupted", ("gpu-2",)),
     ("evicted", Cause.WORKLOAD_FAILED, None, (pod("w", node="gpu-0", reason="Evicted"),), READY,
      FailureScope.NODE, "PodEvicted", ("gpu-0",)),
+    # Higher-priority work took the node: the cluster's doing, no node is judged.
+    ("preempted-by-scheduler", Cause.WORKLOAD_FAILED, ERROR_LOG,
+     (pod("l", launcher=True, state=terminated(finished=at(1))),
+      pod("w", node="gpu-1", conditions=(PodCondition(
+          type="DisruptionTarget", status="True", reason="PreemptionByScheduler"),))), READY,
+     FailureScope.PLATFORM, "Preempted", ()),
+    ("preempted-by-kubelet", Cause.WORKLOAD_FAILED, None,
+     (pod("w", node="gpu-0", reason="Preempting", phase="Failed"),), READY,
+     FailureScope.PLATFORM, "Preempted", ()),
+    ("preempted-seen-running", Cause.PREEMPTED, None, (), READY,
+     FailureScope.PLATFORM, "Preempted", ()),
+    # A node that went NotReady still speaks louder than a preemption.
+    ("not-ready-beats-preempted", Cause.WORKLOAD_FAILED, None,
+     (pod("w", node="gpu-1", reason="Preempting", phase="Failed"),),
+     (node("gpu-0"), node("gpu-1", ready="False"), node("gpu-2")),
+     FailureScope.NODE, "NodeNotReady", ("gpu-1",)),
     ("image-pull", Cause.TIMEOUT, None,
      (pod("w", state=ContainerState(kind="waiting", reason="ImagePullBackOff")),), READY,
      FailureScope.PLATFORM, "ImagePullFailed", ()),

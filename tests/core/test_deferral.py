@@ -62,6 +62,8 @@ TIMEOUT = _outcome(FailureScope.WORKLOAD, ClassReason.TIMED_OUT, blamed=NODES,
                    condition=JobReason.JOB_TIMED_OUT)
 PLATFORM_TIMEOUT = _outcome(FailureScope.PLATFORM, ClassReason.UNSCHEDULABLE,
                             condition=JobReason.JOB_TIMED_OUT)
+PREEMPTED = _outcome(FailureScope.PLATFORM, ClassReason.PREEMPTED,
+                     condition=JobReason.WORKLOAD_PREEMPTED)
 PAST = GRACE + 1  # seconds after the failure
 A = ()  # every node Ready
 B = ("n2",)  # n2 still NotReady
@@ -106,6 +108,10 @@ B = ("n2",)  # n2 still NotReady
         # ... but configuration and user interrupt keep their rows.
         (DELETED, 1, 0, OFF, A, 0, D.Action.FAIL, (), NODES, False),
         (REJECTED, 0, 0, OFF, A, 0, D.Action.FAIL, (), NODES, True),
+        # Preempted by higher-priority work: Uncertified at once, never retried nor blamed,
+        # with or without the kill switch.
+        (PREEMPTED, 0, 0, ON, A, 0, D.Action.INFRA_ABORT, (), NODES, False),
+        (PREEMPTED, 0, 0, OFF, A, 0, D.Action.INFRA_ABORT, (), NODES, False),
     ],
 )
 def test_decision_table(outcome: D.JobOutcome, retries: int, infra: int,

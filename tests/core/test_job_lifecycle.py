@@ -9,6 +9,7 @@ from cre.api.job import FailureLog, Job
 from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER, MANAGED_BY
 from cre.api.meta import ConditionStatus
 from cre.core.common.lifecycle import true_member
+from cre.core.common.observed import PodCondition
 from cre.core.common.plan import CreateError, EventSeverity, Feedback, Observation, Plan
 from cre.core.job.reconcile import reconcile_job
 from cre.core.job.workload import workload_name
@@ -525,3 +526,23 @@ def test_workload_refused_for_good_is_platform_failure() -> None:
     assert plan.status.failure_log is not None and "denied the request" in (
         plan.status.failure_log.tail)
     assert [e.type for e in plan.events] == [EventSeverity.WARNING]
+
+
+def test_a_preempted_pod_ends_the_run_at_once_and_blames_no_node() -> None:
+    """A worker the scheduler preempts while the workload runs fails the Job at once
+    (WorkloadPreempted, Platform class Preempted, the pod and node named), with no failed node
+    and the workload released in the same write."""
+    job = make_job(status=running_status())
+    preempted = pod(W0, node="gpu-1", conditions=(PodCondition(
+        type="DisruptionTarget", status="True", reason="PreemptionByScheduler"),))
+    plan = reconcile_job(job, Observation(trainjob=trainjob(), worker_pods=(preempted,)),
+                         at(30))
+    assert _true(plan) == ("Failed", "WorkloadPreempted")
+    status = plan.status
+    assert status is not None and status.failure_class is not None
+    assert (status.failure_class.scope, status.failure_class.reason) == (
+        FailureScope.PLATFORM, "Preempted")
+    assert f"pod {W0} on node gpu-1" in status.failure_class.message
+    assert status.failed_nodes == ()
+    assert status.failure_log is not None and status.failure_log.reason == "WorkloadPreempted"
+    assert plan.deletes, "the rest of the workload is released at once"

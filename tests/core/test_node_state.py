@@ -1,74 +1,79 @@
-"""Per-node certification results derived from a Workflow run by the real core, and merged over
-sources (cre.core.certification.nodestate)."""
+"""Per-node gauge values derived from NodeCertification records and running groups, merged
+over sources (cre.core.certification.nodestate)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import attrs
 
-from cre.api.job import Job, JobStatus
+from cre.api.conditions import GroupPhase
+from cre.api.nodecertification import (
+    CategoryResult,
+    CertificationRef,
+    NodeCertification,
+    NodeCertificationSpec,
+    NodeCertificationStatus,
+)
+from cre.api.nodecertification import NodeResult as Result
+from cre.api.workflow import GroupStatus, Workflow, WorkflowStatus
 from cre.core.certification.nodestate import (
-    CategoryEvidence,
     NodeResult,
     NodeState,
-    category_results,
     fleet_view,
+    record_results,
+    under_test_results,
 )
-from cre.core.job.classify import group_nodes
-from cre.core.workflow import noderesults as NR
-from tests.core.jobtier import Story
-from tests.core.tierworld import WorkflowWorld, at, nodes, succeeded, told, workflow
+from tests.core.nodecertworld import T0, ended, later
+from tests.core.tierworld import at, nodes, workflow
 
 CATEGORY = "communication/nccl-all-reduce"
 
 
-def _names(world: WorkflowWorld, kind: str) -> frozenset[str]:
-    data = world.config_maps.get(NR.configmap_name(kind, world.wf.metadata.uid or ""))
-    return frozenset(r.name for r in NR.read_records(data, kind))
+def _record(*results: CategoryResult) -> NodeCertification:
+    return NodeCertification(spec=NodeCertificationSpec(node_name="n1"),
+                             status=NodeCertificationStatus(categories=results))
 
 
-def _evidence(world: WorkflowWorld) -> CategoryEvidence:
-    return CategoryEvidence(category=CATEGORY, workflow=world.wf,
-                            failed=_names(world, NR.FAILED),
-                            uncertified=_names(world, NR.UNCERTIFIED))
+def test_a_record_gives_one_gauge_value_per_category() -> None:
+    """Failed is 2 (no last pass unless the record kept one), Uncertified 0, a valid pass 1 with
+    its time as the last pass and its busBW, the same pass 4 (Expired) from its validUntil on."""
+    ref = CertificationRef(namespace="ns", name="c")
+    passed = CategoryResult(domain="communication", variant="nccl-all-reduce",
+                            result=Result.PASSED, time=T0, certification=ref,
+                            valid_until=later(60), bus_bandwidth_gbps="371.5")
+    failed = attrs.evolve(passed, variant="dcgm", result=Result.FAILED, valid_until=None,
+                          bus_bandwidth_gbps=None)
+    aborted = attrs.evolve(failed, variant="loopback", result=Result.UNCERTIFIED)
+    record = _record(passed, failed, aborted)
+    now = {r.category: r for r in record_results(record, later(59))}
+    assert now[CATEGORY] == NodeResult(node="n1", category=CATEGORY, state=NodeState.PASSED,
+                                       at=T0, last_pass=T0, bus_bandwidth_gbps=371.5)
+    assert now["communication/dcgm"].state == NodeState.FAILED
+    assert now["communication/dcgm"].last_pass is None
+    assert now["communication/loopback"].state == NodeState.UNCERTIFIED
+    expired = {r.category: r.state for r in record_results(record, later(60))}
+    assert expired[CATEGORY] == NodeState.EXPIRED
+    refailed = _record(attrs.evolve(failed, last_pass_time=T0))
+    (after_failure,) = record_results(refailed, later(59))
+    assert after_failure.state == NodeState.FAILED and after_failure.last_pass == T0
 
 
-def _gpu02_broken(job: Job, now: datetime) -> JobStatus:
-    if "gpu-02" in group_nodes(job):
-        return told(Story.HARDWARE, node="gpu-02")(job, now)
-    return succeeded(job, now)
+def workflow_with_groups(*groups: GroupStatus) -> Workflow:
+    return attrs.evolve(workflow(nodes(2)), status=WorkflowStatus(groups=groups))
 
 
-def test_running_groups_are_testing_and_pending_ones_have_no_result() -> None:
-    """Once the groups' Jobs run, every node of the run is Testing, with no pass and no
-    bandwidth yet; before partitioning there is no result at all."""
-    pool = nodes(4)
-    world = WorkflowWorld(wf=workflow(pool, nodesPerJob=2), nodes=pool)
-    assert category_results(_evidence(world)) == ()
-    world.step(at(0))
-    world.step(at(1))
-    results = category_results(_evidence(world))
-    assert [(r.node, r.state) for r in results] == [
-        (f"gpu-0{i}", NodeState.TESTING) for i in range(4)]
-    assert all(r.last_pass is None and r.bus_bandwidth_gbps is None for r in results)
-
-
-def test_only_recorded_nodes_are_failed_and_passing_nodes_keep_their_pass_time() -> None:
-    """gpu-02's GPU breaks: it alone is Failed (the failed-nodes record names it); its peer
-    gpu-03 is never called Failed; the nodes of the passing group are Passed, last passed when
-    their group completed."""
-    pool = nodes(4)
-    world = WorkflowWorld(wf=workflow(pool, nodesPerJob=2), nodes=pool)
-    world.run(_gpu02_broken)
-    by_node = {r.node: r for r in category_results(_evidence(world))}
-    assert by_node["gpu-02"].state == NodeState.FAILED
-    assert by_node["gpu-03"].state != NodeState.FAILED
-    group0 = next(g for g in world.wf.status.groups if "gpu-00" in g.nodes)
-    for name in ("gpu-00", "gpu-01"):
-        assert by_node[name].state == NodeState.PASSED
-        assert by_node[name].last_pass == group0.completion_time is not None
-        assert by_node[name].category == CATEGORY
+def test_only_running_groups_are_testing() -> None:
+    """The nodes of a running group of the Certification's Workflow are Testing from the
+    group's start; a finished group's nodes and an unknown Workflow give nothing."""
+    cert = ended()
+    (cs,) = cert.status.category_statuses
+    assert cs.workflow_ref is not None
+    wf = workflow_with_groups(
+        GroupStatus(name="g0", nodes=("a", "b"), phase=GroupPhase.RUNNING, start_time=at(3)),
+        GroupStatus(name="g1", nodes=("c",), phase=GroupPhase.SUCCEEDED, start_time=at(1)))
+    got = under_test_results(cert, {cs.workflow_ref.name: wf})
+    assert [(r.node, r.state, r.at) for r in got] == [
+        ("a", NodeState.TESTING, at(3)), ("b", NodeState.TESTING, at(3))]
+    assert under_test_results(cert, {}) == ()
 
 
 def test_fleet_view_keeps_the_latest_result_and_the_latest_pass() -> None:

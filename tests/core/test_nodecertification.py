@@ -56,6 +56,7 @@ results_st = st.builds(
     certification=st.sampled_from(["a", "b", "c"]).map(
         lambda n: CertificationRef(namespace="certs", name=n)),
     valid_until=st.none() | st.integers(1, 12).map(lambda h: T0 + timedelta(hours=h)),
+    last_pass_time=st.none() | st.integers(0, 5).map(lambda h: T0 + timedelta(hours=h)),
 )
 batches = st.lists(results_st, max_size=6)
 
@@ -88,12 +89,18 @@ def test_the_order_of_certifications_does_not_matter(runs: list[list[CategoryRes
 def test_an_older_result_never_overwrites_a_newer_one(newer: CategoryResult,
                                                       hours: int) -> None:
     """A result of an earlier Certification folded in late leaves the newer one of its kind
-    (a judgement, or Uncertified when the newer is Uncertified)."""
+    (a judgement, or Uncertified when the newer is Uncertified); only the latest pass time is
+    shared."""
     flipped = {NodeResult.PASSED: NodeResult.FAILED, NodeResult.FAILED: NodeResult.PASSED,
                NodeResult.UNCERTIFIED: NodeResult.UNCERTIFIED}
     older = attrs.evolve(newer, time=newer.time - timedelta(hours=hours),
                          result=flipped[newer.result], reason="Older")
-    assert fold_results((newer,), (older,)) == (newer,)
+    (kept,) = fold_results((newer,), (older,))
+    assert attrs.evolve(kept, last_pass_time=None) == attrs.evolve(newer, last_pass_time=None)
+    # ... and lastPassTime is the latest pass either knew of.
+    passes = [r.time for r in (newer, older) if r.result == NodeResult.PASSED]
+    passes += [t for t in (newer.last_pass_time, older.last_pass_time) if t is not None]
+    assert kept.last_pass_time == (max(passes) if passes else None)
 
 
 @given(batches, st.lists(results_st.map(
@@ -106,6 +113,23 @@ def test_uncertified_results_never_change_a_judged_state(current: list[CategoryR
     if before.state != NodeState.UNCERTIFIED:
         assert after.state == before.state
     assert after.state != NodeState.FAILED or before.state == NodeState.FAILED
+
+
+def test_a_later_failure_keeps_when_the_node_last_passed() -> None:
+    """Folding a failure over a pass keeps the pass's time as lastPassTime; an older pass
+    folded late does not move it back."""
+    ref = CertificationRef(namespace="certs", name="a")
+    passed = CategoryResult(domain="d", variant="v", result=NodeResult.PASSED, time=later(60),
+                            certification=ref, valid_until=later(600))
+    failed = attrs.evolve(passed, result=NodeResult.FAILED, time=later(120), valid_until=None,
+                          certification=CertificationRef(namespace="certs", name="b"))
+    (kept,) = fold(fold(NodeCertificationStatus(), [passed], now=T0), [failed],
+                   now=T0).categories
+    assert kept.result == NodeResult.FAILED and kept.last_pass_time == later(60)
+    older = attrs.evolve(passed, time=later(30), certification=CertificationRef(
+        namespace="certs", name="c"))
+    (still,) = fold_results([kept], [older])
+    assert still.last_pass_time == later(60)
 
 
 def test_a_pass_expires_at_its_valid_until() -> None:
@@ -144,7 +168,6 @@ def test_an_ended_certification_writes_every_judged_nodes_record() -> None:
     (cat,) = bad.categories
     assert (cat.failure_scope, cat.reason, cat.certification.name) == (
         "Node", "HardwareFailureDetected", "cert")
-    assert plan.requeue_after == 168 * 3600 - 5
 
 
 def test_the_fold_comes_to_rest() -> None:
@@ -275,6 +298,32 @@ def test_the_breaker_stops_tainting_at_its_cap() -> None:
     assert TAINT_KEY in str(next(w.node_patch for w in plan.writes if w.node == "gpu-01"))
 
 
+def test_the_breaker_condition_says_how_many_and_the_cap_and_clears() -> None:
+    """Past the cap the Certification's NodeTaintsHeldBack is True with the count and the cap;
+    an unchanged pass plans no condition write; once a node passes and frees room, the
+    condition turns False; a Certification that never held any back gets no condition."""
+    nodes = gpu_nodes("gpu-00", "gpu-01", "gpu-02", "gpu-03")
+    nodes["gpu-03"] = attrs.evolve(nodes["gpu-03"], taints=(
+        NodeTaint(key=TAINT_KEY, value="true", effect="NoSchedule"),))
+    obs = NodeCertificationObservation(
+        results=results(failed=[broken("gpu-01"), broken("gpu-02")]), nodes=nodes)
+    cert = ended(node_state={"taint": True, "maxTainted": 2})
+    plan = reconcile_nodecertification(cert, obs, later(5))
+    assert plan.held_back == ("gpu-02",) and plan.conditions is not None
+    (held,) = [c for c in plan.conditions if c.type == "NodeTaintsHeldBack"]
+    assert (held.status, held.reason) == ("True", "TaintCapReached")
+    assert "1 failed node(s)" in held.message and "allows 2" in held.message
+    written = attrs.evolve(cert, status=attrs.evolve(cert.status, conditions=plan.conditions))
+    assert reconcile_nodecertification(written, obs, later(6)).conditions is None
+    freed = dict(nodes, **{"gpu-03": attrs.evolve(nodes["gpu-03"], taints=())})
+    cleared = reconcile_nodecertification(written, attrs.evolve(obs, nodes=freed), later(7))
+    assert cleared.held_back == () and cleared.conditions is not None
+    (off,) = [c for c in cleared.conditions if c.type == "NodeTaintsHeldBack"]
+    assert (off.status, off.reason) == ("False", "NoTaintsHeldBack")
+    never = ended(node_state={"taint": True})
+    assert reconcile_nodecertification(never, obs, later(5)).conditions is None
+
+
 def test_a_node_released_by_this_pass_frees_room_for_another() -> None:
     """A tainted node that passes again no longer counts against the cap."""
     nodes = gpu_nodes("gpu-00", "gpu-01")
@@ -318,3 +367,22 @@ def test_nodes_of_running_groups_are_labelled_testing_and_get_their_label_back()
     after = {w.node: _patched(obs2.nodes[w.node], w.node_patch) for w in plan2.writes}
     assert _labels(after["gpu-00"])[STATE_LABEL] == "passed"
     assert _labels(after["gpu-01"]) == {}
+
+
+def test_an_ended_run_leaves_the_testing_label_of_another_runs_node() -> None:
+    """A node an ended Certification passed, now under test by another run, keeps testing when
+    the ended one is folded again (a node event wakes it); once no run tests it, the fold puts
+    passed back."""
+    opt_in = {"labels": True}
+    views = gpu_nodes("gpu-00")
+    views["gpu-00"] = attrs.evolve(views["gpu-00"], labels=(
+        *views["gpu-00"].labels, (STATE_LABEL, "testing")))
+    obs = NodeCertificationObservation(results=results(passed=["gpu-00"]), nodes=views,
+                                       under_test=frozenset({"gpu-00"}))
+    plan = reconcile_nodecertification(ended(node_state=opt_in), obs, later(5))
+    (write,) = plan.writes
+    assert _labels(_patched(views["gpu-00"], write.node_patch)) == {STATE_LABEL: "testing"}
+    free = reconcile_nodecertification(ended(node_state=opt_in),
+                                       attrs.evolve(obs, under_test=frozenset()), later(5))
+    (write,) = free.writes
+    assert _labels(_patched(views["gpu-00"], write.node_patch))[STATE_LABEL] == "passed"

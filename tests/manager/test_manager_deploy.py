@@ -37,16 +37,27 @@ def default() -> list[dict[str, Any]]:
 
 
 def test_default_renders_everything(default: list[dict[str, Any]]) -> None:
-    """deploy/default holds the CRDs, namespace, identity, RBAC, Deployment, Service and the
-    shipped LogProfiles (cluster-scoped: no namespace)."""
+    """deploy/default holds the CRDs, namespace, identity, RBAC, Deployment, Service, the
+    shipped LogProfiles and the low PriorityClass (cluster-scoped: no namespace)."""
     kinds = sorted({d["kind"] for d in default})
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                     "Deployment", "LogProfile", "Namespace", "Role", "RoleBinding", "Service",
-                     "ServiceAccount"]
+                     "Deployment", "LogProfile", "Namespace", "PriorityClass", "Role",
+                     "RoleBinding", "Service", "ServiceAccount"]
     for doc in default:
         if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                               "Namespace", "LogProfile"):
+                               "Namespace", "LogProfile", "PriorityClass"):
             assert doc["metadata"]["namespace"] == "cre-system", doc["metadata"]["name"]
+
+
+def test_the_shipped_priority_class_is_low_and_preemptible(
+        default: list[dict[str, Any]]) -> None:
+    """cre-certification-low sits below the default priority (0) and is nobody's default, so
+    any ordinary pod may preempt a certification pod; no namespace is stamped on it."""
+    (pc,) = [d for d in default if d["kind"] == "PriorityClass"]
+    assert pc["metadata"]["name"] == "cre-certification-low"
+    assert "namespace" not in pc["metadata"]
+    assert pc["value"] < 0 and pc["globalDefault"] is False
+    assert pc["preemptionPolicy"] == "PreemptLowerPriority"
 
 
 def test_default_ships_the_log_profiles(default: list[dict[str, Any]]) -> None:

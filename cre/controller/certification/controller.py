@@ -32,22 +32,11 @@ from cre.api.conditions import ConditionType
 from cre.api.converter import structure
 from cre.api.workflow import Workflow
 from cre.catalog.model import Catalog
-from cre.controller.certification.nodemetrics import node_metrics_for
 from cre.controller.common.phasemetrics import phase_metrics_for
 from cre.controller.common.tiershell import TierController
 from cre.controller.job.events import node_changed
 from cre.controller.job.shell import involved_object
-from cre.controller.workflow.shell import (
-    INDEX_WORKFLOW,
-    Owned,
-    configmap_view,
-    results_of,
-    workflow_from_dict,
-)
-from cre.core.certification.nodestate import (
-    category_evidence,
-    certification_results,
-)
+from cre.controller.workflow.shell import workflow_from_dict
 from cre.core.certification.reconcile import (
     DEFAULT_CERTIFICATION_SETTINGS,
     CertificationObservation,
@@ -59,13 +48,11 @@ from cre.core.common.lifecycle import true_member
 from cre.core.common.observed import NodeView
 from cre.core.common.plan import Ask
 from cre.core.common.projections import node_view
-from cre.core.workflow import noderesults as NR
-from cre.kube.client import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, KubeClient
+from cre.kube.client import CERTIFICATIONS, NODES, WORKFLOWS, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
-from cre.kube.runtime import KeyQueue, WatchEvent, enqueue_mapped, key_of
+from cre.kube.runtime import WatchEvent, enqueue_mapped, key_of
 from cre.kube.runtime.base import utcnow
-from cre.kube.store import namespaced_label_indexer
 
 log = logging.getLogger(__name__)
 
@@ -122,16 +109,9 @@ class CertificationController(TierController[Certification, CertificationObserva
         self.nodes: Informer[NodeView] = self.cache(
             NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
             name="gpu-nodes")
-        # The Workflow controller's cache of node-result ConfigMaps (the same query: shared).
-        self.configmaps: Informer[Owned] = self.cache(
-            CONFIGMAPS, transform=configmap_view, label_selector=L.WORKFLOW,
-            indexers={INDEX_WORKFLOW: namespaced_label_indexer(L.WORKFLOW)},
-            name="workflow-configmaps")
         self.metrics = phase_metrics_for(CONTROLLER, registry)
-        self.node_metrics = node_metrics_for(registry)
         (self.managed_for(self.certifications, on_deleted=self._deleted).owns(self.workflows)
-            .watches(self.nodes, enqueue_mapped(self._in_progress_keys), node_changed)
-            .watches(self.configmaps, self._on_results))
+            .watches(self.nodes, enqueue_mapped(self._in_progress_keys), node_changed))
 
     def _in_progress_keys(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         del event
@@ -143,10 +123,9 @@ class CertificationController(TierController[Certification, CertificationObserva
 
     def _deleted(self, cert: Certification) -> None:
         self.metrics.forget(cert.metadata.namespace or "", cert.metadata.name or "")
-        self.node_metrics.forget(key_of(cert))
 
     def applied(self, cert: Certification, plan: CertificationPlan) -> None:
-        """Publish the phase, verdict and node gauges of the status just applied (a
+        """Publish the phase and verdict gauges of the status just applied (a
         Certification being deleted, or already gone from the cache, loses them instead: a late
         reconcile never brings back the series of a deleted object)."""
         if (cert.metadata.deletion_timestamp is not None
@@ -156,43 +135,6 @@ class CertificationController(TierController[Certification, CertificationObserva
         status = plan.status or cert.status
         self.metrics.publish(cert.metadata.namespace or "", cert.metadata.name or "",
                              phase=status.phase, verdict=status.verdict)
-        self.publish_nodes(attrs.evolve(cert, status=status))
-
-    def publish_nodes(self, cert: Certification) -> None:
-        """The per-node gauges of ``cert`` from its cached Workflows and result ConfigMaps."""
-        index = f"{cert.metadata.namespace or ''}/{cert.metadata.name or ''}"
-        workflows = {wf.metadata.name or "": wf
-                     for wf in self.workflows.store.by_index(INDEX_CERTIFICATION, index)}
-        records = {name: self._records(wf) for name, wf in workflows.items()}
-        self.node_metrics.publish(key_of(cert), certification_results(
-            category_evidence(cert, workflows, records=records)))
-
-    def _records(self, wf: Workflow) -> tuple[frozenset[str], frozenset[str]]:
-        """The (failed, uncertified) node names of ``wf``'s result ConfigMaps."""
-        uid = wf.metadata.uid or ""
-        ns = wf.status.namespace or wf.spec.namespace or wf.metadata.namespace or ""
-        blobs = results_of(self.configmaps.store.by_index(
-            INDEX_WORKFLOW, f"{ns}/{wf.metadata.name or ''}"), uid)
-
-        def names(kind: str) -> frozenset[str]:
-            return frozenset(r.name for r in NR.read_records(
-                blobs.get(NR.configmap_name(kind, uid)), kind))
-
-        return names(NR.FAILED), names(NR.UNCERTIFIED)
-
-    def _on_results(self, event: WatchEvent[Owned], queue: KeyQueue) -> None:
-        """A node-result ConfigMap changed: refresh its Certification's node gauges (no
-        reconcile: the Workflow's own status change wakes that)."""
-        del queue
-        owner = event.obj.owner_uid
-        for wf in self.workflows.store.list():
-            cert_name = wf.metadata.labels.get(L.CERTIFICATION)
-            if wf.metadata.uid == owner and cert_name:
-                cert = self.certifications.store.get(
-                    f"{wf.metadata.namespace or ''}/{cert_name}")
-                if cert is not None and cert.metadata.deletion_timestamp is None:
-                    self.publish_nodes(cert)
-                return
 
     def observe(self, cert: Certification) -> CertificationObservation:
         """The Observation of ``cert`` from the caches."""

@@ -1,14 +1,14 @@
 """Per-node certification gauges, fed by whatever knows node results.
 
-Today the Certification controller feeds it (:mod:`cre.core.certification.nodestate` derives the
-results from a Certification's Workflows and their node-result ConfigMaps); a NodeCertification
-controller can feed it the same :class:`NodeResult` values under its own source key. Each
-source's results replace its previous ones; the gauges show :func:`fleet_view` of all sources
-(per node and category, the most recent result wins), and a (node, category) no source reports
-any more loses its series, so a deleted Certification leaves no stale series.
+The NodeCertification controller feeds it (docs/design/021, amended): each record's categories
+under its own source key (:func:`cre.core.certification.nodestate.record_results`) and each
+unfinished Certification's running groups as Testing. Each source's results replace its
+previous ones; the gauges show :func:`fleet_view` of all sources (per node and category, the
+most recent result wins), and a (node, category) no source reports any more loses its series,
+so a deleted record leaves no stale series.
 
 * ``cre_node_certification_state{node,category}``: 0 Uncertified, 1 Passed, 2 Failed,
-  3 Testing (:class:`NodeState`);
+  3 Testing, 4 Expired (:class:`NodeState`);
 * ``cre_node_last_pass_timestamp_seconds{node,category}``: Unix time of the last pass (absent
   until one), so ``time() - ...`` is the seconds since it;
 * ``cre_node_bus_bandwidth_gbps{node,category}``: the busBW the node's group last measured
@@ -35,7 +35,8 @@ class NodeMetrics:
         labels = ["node", "category"]
         self.state = Gauge("cre_node_certification_state",
                            "Certification state of a node in a category: 0 Uncertified, "
-                           "1 Passed, 2 Failed, 3 Testing", labels, registry=registry)
+                           "1 Passed, 2 Failed, 3 Testing, 4 Expired", labels,
+                           registry=registry)
         self.last_pass = Gauge("cre_node_last_pass_timestamp_seconds",
                                "Unix time a node last passed a category", labels,
                                registry=registry)

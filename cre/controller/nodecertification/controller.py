@@ -24,10 +24,12 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final
 
+import attrs
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
 from cre.api import labels as L
 from cre.api.certification import Certification
+from cre.api.conditions import GroupPhase
 from cre.api.converter import structure, to_dict
 from cre.api.nodecertification import NodeCertification, NodeCertificationSpec
 from cre.api.workflow import Workflow
@@ -37,13 +39,18 @@ from cre.controller.certification.controller import (
     certification_index,
     involved_certification,
 )
+from cre.controller.certification.nodemetrics import node_metrics_for
 from cre.controller.job.events import node_changed
 from cre.controller.workflow.shell import Owned, configmap_view, workflow_from_dict
+from cre.core.certification.nodestate import record_results, under_test_results
 from cre.core.common.observed import NodeView
 from cre.core.common.projections import node_view
+from cre.core.nodecertification.expiry import reconcile_expiry
 from cre.core.nodecertification.reconcile import (
     NodeCertificationObservation,
+    NodeCertificationPlan,
     NodeWrite,
+    ended_at,
     reconcile_nodecertification,
 )
 from cre.kube.client import (
@@ -60,6 +67,7 @@ from cre.kube.informer import Informer
 from cre.kube.runtime import (
     DONE,
     CoreReconciler,
+    KeyQueue,
     Result,
     WatchEvent,
     enqueue_by_label,
@@ -71,6 +79,9 @@ log = logging.getLogger(__name__)
 
 CONTROLLER: Final = "nodecertification"
 COMPONENT: Final = "cre.dev/nodecertification-controller"
+#: The key of the pass over every record that time alone changes (a pass expiring): no
+#: Certification's key (those are ``namespace/name``).
+EXPIRY_KEY: Final = ":expiry"
 
 
 _HELD_BACK: dict[int, tuple[CollectorRegistry, Gauge]] = {}
@@ -101,9 +112,15 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
 
     def __init__(self, client: KubeClient, *, informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 1, clock: Callable[[], datetime] = utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         """``informers``: the process's shared informer factory. One worker by default: two
-        Certifications ending together would otherwise race for the same records."""
+        Certifications ending together would otherwise race for the same records.
+        ``time_scale``: how many ``clock`` seconds pass per wall second (a simulated clock);
+        the next expiry is waited for in wall seconds."""
+        if time_scale <= 0:
+            raise ValueError(f"NodeCertificationController: time_scale must be positive, got "
+                             f"{time_scale}")
+        self.time_scale = time_scale
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          workers=max_concurrent_reconciles, clock=clock, informers=informers,
                          namespaces=None, registry=registry)
@@ -123,18 +140,28 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
             NODES, transform=node_view, label_selector=f"{L.GPU_PRESENT}=true",
             name="gpu-nodes")
         self.held_back = held_back_gauge(registry)
+        self.node_metrics = node_metrics_for(registry)
         self._announced: dict[str, tuple[str, ...]] = {}
         (self.managed().for_(self.certifications, on_deleted=self._forget)
             .watches(self.workflows, enqueue_by_label(L.CERTIFICATION))
             .watches(self.configmaps, enqueue_mapped(self._certification_of))
-            .watches(self.records, enqueue_mapped(self._last_of_record))
+            .watches(self.records, self._on_record)
             .watches(self.nodes, enqueue_mapped(self._last_of_node), node_changed))
 
-    def _last_of_record(self, event: WatchEvent[NodeCertification]) -> Iterable[str]:
-        """The Certification folded in last (a record deleted by hand is written again)."""
-        ref = event.obj.status.last_certification
+    def _on_record(self, event: WatchEvent[NodeCertification], queue: KeyQueue) -> None:
+        """A record changed: its node gauges follow it (its series go with it), the
+        Certification folded in last is enqueued (a record deleted by hand is written again)
+        and so is the expiry pass (the next expiry may have moved)."""
+        record = event.obj
+        source = f"record:{record.metadata.name or ''}"
+        if event.new is None:
+            self.node_metrics.forget(source)
+        else:
+            self.node_metrics.publish(source, record_results(record, self._clock()))
+        ref = record.status.last_certification
         if ref is not None:
-            yield f"{ref.namespace}/{ref.name}"
+            queue.add(f"{ref.namespace}/{ref.name}")
+        queue.add(EXPIRY_KEY)
 
     def _last_of_node(self, event: WatchEvent[NodeView]) -> Iterable[str]:
         """The Certification folded last into the node's record (labels or taints changed
@@ -167,25 +194,70 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
             cm = self.configmaps.store.get(f"{ns}/{name}")
             if cm is not None and cm.binary is not None:
                 results[name] = cm.binary
+        under_test = frozenset(n for wf in self.workflows.store.list()
+                               for g in wf.status.groups if g.phase == GroupPhase.RUNNING
+                               for n in g.nodes)
         return NodeCertificationObservation(
             workflows={wf.metadata.name or "": wf for wf in workflows}, results=results,
-            records={r.metadata.name or "": r for r in self.records.store.list()},
-            nodes={n.name: n for n in self.nodes.store.list()})
+            records=self._records(), nodes=self._nodes(), under_test=under_test)
 
     async def reconcile(self, key: str) -> Result:
-        """Fold the Certification ``namespace/name`` into its nodes' records."""
+        """Fold the Certification ``namespace/name`` into its nodes' records; for
+        :data:`EXPIRY_KEY`, bring every record to now and come back at the next expiry."""
+        if key == EXPIRY_KEY:
+            plan = reconcile_expiry(self._records(), self._nodes(), self._clock())
+            await self._apply_all(plan)
+            after = plan.requeue_after
+            return Result(requeue_after=after / self.time_scale if after is not None else None)
         cert = self.certifications.store.get(key)
         if cert is None:
             return DONE
-        plan = reconcile_nodecertification(cert, self.observe(cert), self._clock())
+        obs = self.observe(cert)
+        plan = reconcile_nodecertification(cert, obs, self._clock())
+        await self._apply_all(plan)
+        await self._breaker(cert, plan)
+        if ended_at(cert) is None and cert.metadata.deletion_timestamp is None:
+            self.node_metrics.publish(f"certification:{key}",
+                                      under_test_results(cert, obs.workflows))
+        else:
+            self.node_metrics.forget(f"certification:{key}")
+        return DONE
+
+    def _records(self) -> dict[str, NodeCertification]:
+        return {r.metadata.name or "": r for r in self.records.store.list()}
+
+    def _nodes(self) -> dict[str, NodeView]:
+        return {n.name: n for n in self.nodes.store.list()}
+
+    async def _apply_all(self, plan: NodeCertificationPlan) -> None:
         for write in plan.writes:
             await self._apply(write)
-        await self._breaker(cert, plan.held_back)
-        return Result(requeue_after=plan.requeue_after)
+            if write.expired:
+                await self._expired(write)
 
-    async def _breaker(self, cert: Certification, held: tuple[str, ...]) -> None:
-        """The gauge of nodes held back, and one Warning event each time the set changes."""
+    async def _expired(self, write: NodeWrite) -> None:
+        """The one Warning event of a record turning Expired (its write just succeeded)."""
+        record = self.records.store.get(write.node)
+        passes = ", ".join(f"{r.domain}/{r.variant}" for r in write.status.categories
+                           if r.valid_until is not None) if write.status else ""
+        await self.recorder.emit(
+            involved={"apiVersion": L.API_VERSION, "kind": "NodeCertification",
+                      "name": write.node,
+                      "uid": record.metadata.uid if record is not None else None},
+            type_="Warning", reason="NodeCertificationExpired",
+            message=f"node {write.node}: the pass of {passes} is past its validUntil; "
+                    "certify the node again")
+
+    async def _breaker(self, cert: Certification, plan: NodeCertificationPlan) -> None:
+        """The Certification's ``NodeTaintsHeldBack`` condition (its status replaced over the
+        cached resourceVersion: a conflict raises and the key backs off), the gauge of nodes
+        held back, and one Warning event each time the set changes."""
         ns, name = cert.metadata.namespace or "", cert.metadata.name or ""
+        held = plan.held_back
+        if plan.conditions is not None:
+            body = to_dict(attrs.evolve(cert, status=attrs.evolve(
+                cert.status, conditions=plan.conditions)))
+            await self.client.replace(CERTIFICATIONS, body, subresource="status")
         self.held_back.labels(namespace=ns, certification=name).set(len(held))
         if held and self._announced.get(f"{ns}/{name}") != held:
             await self.recorder.emit(
@@ -199,6 +271,7 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
     def _forget(self, cert: Certification) -> None:
         ns, name = cert.metadata.namespace or "", cert.metadata.name or ""
         self._announced.pop(f"{ns}/{name}", None)
+        self.node_metrics.forget(f"certification:{ns}/{name}")
         with contextlib.suppress(KeyError):
             self.held_back.remove(ns, name)
 

@@ -216,6 +216,7 @@ def build_workflow(
                                   nic_resource_name=options.nic_resource_name,
                                   image_pull_secrets=tuple(
                                       s.name for s in options.image_pull_secrets),
+                                  priority_class_name=cert.spec.priority_class_name,
                                   resources=_resources(options)))
     except (CatalogError, RenderError) as exc:
         raise BuildError(f"spec.categories[{index}] ({entry.name}): {exc}") from exc

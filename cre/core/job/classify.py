@@ -9,7 +9,9 @@ way infra-scoped fail-fast keeps an infrastructure abort from being charged to a
   the replacement's own outcome decided the run. The caller passes only the current workload's
   pods (a previous generation's disruption did not decide this run).
 * ``Platform``: the cluster could not start the test (image pull, unschedulable, a DRA claim or
-  ComputeDomain not ready, admission rejection). No node is blamed.
+  ComputeDomain not ready, admission rejection), or took it away for other work (a pod
+  ``Preempted`` by the scheduler or the kubelet: the node was busy, not broken; a NotReady node
+  still wins). No node is blamed.
 * ``ControlPlane``: the run was ended from outside (workload deleted by someone else, name taken
   by a foreign object). No node is blamed.
 * ``Workload``: a container of the test failed on its own (non-zero exit, OOMKilled, timeout with
@@ -32,7 +34,7 @@ from cre.api.job import FailedNode, FailureClass, FailureLog, Job
 from cre.api.labels import GROUP_NODES
 from cre.api.meta import ConditionStatus
 from cre.core.common.observed import NodeView, PodView
-from cre.core.job.failurelog import OOM_KILLED, is_disruption_target
+from cre.core.job.failurelog import OOM_KILLED, is_disruption_target, is_preempted
 
 
 class Cause(enum.StrEnum):
@@ -56,6 +58,8 @@ class Cause(enum.StrEnum):
     IMAGE_PULL_FAILED = "ImagePullFailed"
     # Pods stayed unschedulable past schedulingStallTimeout (``cre.core.job.stall``).
     UNSCHEDULABLE = "Unschedulable"
+    # Higher-priority work preempted a pod of the current workload.
+    PREEMPTED = "Preempted"
 
 
 class ClassReason(enum.StrEnum):
@@ -78,13 +82,14 @@ class ClassReason(enum.StrEnum):
     NAME_COLLISION = "WorkloadNameCollision"
     INVALID_SPEC = "InvalidSpec"
     WORKLOAD_NOT_STARTED = "WorkloadNotStarted"
+    PREEMPTED = "Preempted"
 
 
 IMAGE_PULL_REASONS: Final = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 )
 ADMISSION_POD_REASONS: Final = frozenset({"UnexpectedAdmissionError", "NodeAffinity"})
-EVICTION_POD_REASONS: Final = frozenset({"Evicted", "Preempting", "Terminated", "Shutdown"})
+EVICTION_POD_REASONS: Final = frozenset({"Evicted", "Terminated", "Shutdown"})
 CLAIM_WORDS: Final = ("resourceclaim", "computedomain", "resource claim")
 
 
@@ -136,7 +141,7 @@ def _node_evidence(
     if not_ready:
         return ClassReason.NODE_NOT_READY, tuple(not_ready)
     disrupted = sorted({p.node_name for p in pods if is_disruption_target(p) and p.node_name
-                        and not superseded(p, pods)})
+                        and not is_preempted(p) and not superseded(p, pods)})
     if disrupted:
         return ClassReason.POD_DISRUPTED, tuple(disrupted)
     evicted = sorted({p.node_name for p in pods if p.reason in EVICTION_POD_REASONS
@@ -173,6 +178,16 @@ def _platform_evidence(pods: tuple[PodView, ...]) -> ClassReason | None:
         if any(word in (pod.message or "").lower() for word in CLAIM_WORDS):
             return ClassReason.RESOURCE_CLAIM_NOT_READY
     return None
+
+
+def preempted_message(pods: Iterable[PodView]) -> str:
+    """Which pods were preempted, on which nodes (``""``: none)."""
+    hit = sorted((p.name, p.node_name or "?") for p in pods if is_preempted(p))
+    if not hit:
+        return ""
+    return "preempted by higher-priority work: " + ", ".join(
+        f"pod {name} on node {node}" for name, node in hit[:10]) + (
+        f" and {len(hit) - 10} more" if len(hit) > 10 else "")
 
 
 def classify(
@@ -212,6 +227,11 @@ def classify(
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.PLATFORM, reason=ClassReason.UNSCHEDULABLE, message=message))
     node = _node_evidence(job, pods, nodes)
+    if cause == Cause.PREEMPTED or (any(is_preempted(p) for p in pods) and (
+            node is None or node[0] != ClassReason.NODE_NOT_READY)):
+        return Verdict(failure_class=FailureClass(
+            scope=FailureScope.PLATFORM, reason=ClassReason.PREEMPTED,
+            message=preempted_message(pods) or message))
     if node is not None:
         reason, blamed = node
         return Verdict(

@@ -85,6 +85,20 @@ def is_disruption_target(pod: PodView) -> bool:
     return cond is not None and cond.status == "True"
 
 
+#: ``DisruptionTarget`` reason kube-scheduler sets on a pod it preempts for a higher-priority
+#: one; ``status.reason`` the kubelet sets on a pod it preempts to admit a critical pod.
+PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
+PREEMPTING: Final = "Preempting"
+
+
+def is_preempted(pod: PodView) -> bool:
+    """Whether higher-priority work took the pod's place: ``DisruptionTarget=True`` with reason
+    ``PreemptionByScheduler``, or ``status.reason`` ``Preempting``."""
+    cond = pod.condition(DISRUPTION_TARGET)
+    return pod.reason == PREEMPTING or (
+        cond is not None and cond.status == "True" and cond.reason == PREEMPTION_BY_SCHEDULER)
+
+
 def of_current_workload(pod: PodView, workload_created: datetime | None) -> bool:
     """Whether ``pod`` was created for the current workload (not a previous generation)."""
     if workload_created is None or pod.creation_timestamp is None:

@@ -54,7 +54,13 @@ from cre.core.common.timeouts import parse_duration, resume_clock, seconds_left
 from cre.core.job import failurelog as fl
 from cre.core.job import imagepull, stall
 from cre.core.job.bandwidth import bandwidth_writes, validate_succeeded
-from cre.core.job.classify import Cause, classify, group_nodes, merge_failed_nodes
+from cre.core.job.classify import (
+    Cause,
+    classify,
+    group_nodes,
+    merge_failed_nodes,
+    preempted_message,
+)
 from cre.core.job.goodput import (
     check_stall,
     checkpoint_read_pending,
@@ -391,6 +397,12 @@ def _track(ctx: _Ctx, view: TrainJobView) -> JobPlan:
     health = check_job(ctx.job, ctx.obs.nodes)
     if health is not None and health.flagged:
         return _hardware_failed(ctx, view, status, health)
+    preempted = preempted_message(_current_pods(ctx, view))
+    if preempted:
+        # Higher-priority work took a node: the run cannot finish as planned; end it now
+        # (Platform, no node judged) and release the rest of its GPUs.
+        return _fail(ctx, cause=Cause.PREEMPTED, reason=JobReason.WORKLOAD_PREEMPTED,
+                     message=f"Workload {view.name} {preempted}", view=view, status=status)
     if state == WorkloadState.RUNNING:
         pulled = _image_pull(ctx, view, status)
         if isinstance(pulled, Plan):
@@ -591,6 +603,9 @@ def _failure_record(
         return imagepull.failure_log(imagepull.failures(_current_pods(ctx, view)))
     if cause == Cause.UNSCHEDULABLE:
         return stall.unschedulable_failure_log(stall.unschedulable(_current_pods(ctx, view)))
+    if cause == Cause.PREEMPTED:
+        return FailureLog(reason=JobReason.WORKLOAD_PREEMPTED, tail=fl.trim_tail(
+            "no container failed: " + preempted_message(_current_pods(ctx, view))))
     if cause in (Cause.TIMEOUT, Cause.TRAINING_STALLED):
         choice = fl.timeout_pod(fl.eligible(ctx.obs.launcher_pods, created),
                                 fl.eligible(ctx.obs.worker_pods, created))

@@ -60,7 +60,7 @@ from cre.core.measure.logread import belongs_to, is_complete
 # Failures that delete the workload at once (it would hold its GPUs): no measurement holds it.
 DELETED_ON_FAILURE: Final = (JobReason.JOB_TIMED_OUT, JobReason.HARDWARE_FAILURE_DETECTED,
                              JobReason.WORKLOAD_STALLED, JobReason.IMAGE_PULL_FAILED,
-                             JobReason.WORKLOAD_UNSCHEDULABLE)
+                             JobReason.WORKLOAD_UNSCHEDULABLE, JobReason.WORKLOAD_PREEMPTED)
 # Finalizers the garbage collector itself puts on an object it is deleting.
 _GC_FINALIZERS: Final = ("foregroundDeletion", "orphan")
 

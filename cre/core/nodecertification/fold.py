@@ -13,7 +13,9 @@ ever folded in, in this order:
    never depends on which of two equal-ranked results came first.
 
 Taking a maximum makes the fold a join: folding the same results again changes nothing
-(idempotent), and the order in which Certifications are folded in does not matter.
+(idempotent), and the order in which Certifications are folded in does not matter. The kept
+result's ``lastPassTime`` is the latest pass among everything folded (a maximum too), so a
+later failure does not lose when the node last passed.
 
 The node's state over its categories (at ``now``): Failed when some category failed; else
 Expired when some pass is past its ``validUntil``; else Passed when some category was judged;
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+
+import attrs
 
 from cre.api.nodecertification import (
     CategoryResult,
@@ -47,16 +51,28 @@ def rank(result: CategoryResult) -> tuple[bool, datetime, str, str, bool, str]:
             result.result == NodeResult.FAILED, repr(result))
 
 
+def _passed_at(result: CategoryResult) -> datetime | None:
+    """The latest pass a result knows of: its own time when it is one, or what it kept."""
+    own = result.time if result.result == NodeResult.PASSED else None
+    known = [t for t in (own, result.last_pass_time) if t is not None]
+    return max(known) if known else None
+
+
 def fold_results(current: Iterable[CategoryResult], incoming: Iterable[CategoryResult]
                  ) -> tuple[CategoryResult, ...]:
-    """The greatest result per category of ``current`` and ``incoming``, sorted by category."""
+    """The greatest result per category of ``current`` and ``incoming`` (with the latest pass
+    of all of them as its ``lastPassTime``), sorted by category."""
     best: dict[Key, CategoryResult] = {}
+    passed: dict[Key, datetime] = {}
     for result in (*current, *incoming):
         key = category_key(result)
         held = best.get(key)
         if held is None or rank(result) >= rank(held):
             best[key] = result
-    return tuple(best[k] for k in sorted(best))
+        at = _passed_at(result)
+        if at is not None and (key not in passed or at > passed[key]):
+            passed[key] = at
+    return tuple(attrs.evolve(best[k], last_pass_time=passed.get(k)) for k in sorted(best))
 
 
 def _valid_pass(result: CategoryResult, now: datetime) -> bool:

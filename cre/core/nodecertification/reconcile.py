@@ -15,13 +15,16 @@ returns one :class:`NodeWrite` per node whose record or labels must change:
   never replaces a judgement);
 * the node's labels and taint follow the record (:mod:`cre.core.nodecertification.nodestate`),
   the taint within the blast-radius breaker's cap (``maxTainted``, ``maxTaintedPercent``):
-  past it no more nodes are tainted and the plan says which were held back.
+  past it no more nodes are tainted, the plan says which were held back, and the
+  Certification's ``NodeTaintsHeldBack`` condition is True with the count and the cap (False
+  again once nothing is held back).
 
 While the Certification runs (and opted in to labels), the nodes of its running groups are
 labelled ``testing`` and those whose group stopped get their record's label back.
 Nothing is written while a referenced ConfigMap is missing from the Observation (the cache
-has not seen it yet; its arrival wakes the Certification again). ``requeue_after``: when the
-earliest pass among the written records expires, so the record turns Expired on time.
+has not seen it yet; its arrival wakes the Certification again). Time passing over the
+records (a pass expiring) is :mod:`cre.core.nodecertification.expiry`'s, keyed by no
+Certification.
 """
 
 from __future__ import annotations
@@ -34,8 +37,14 @@ import attrs
 
 from cre.api import labels as L
 from cre.api.certification import CategoryStatus, Certification
-from cre.api.conditions import FailedNodeReason, GroupPhase
+from cre.api.conditions import (
+    CertificationReason,
+    ConditionType,
+    FailedNodeReason,
+    GroupPhase,
+)
 from cre.api.durations import MAX_DURATION_SECONDS, duration_seconds
+from cre.api.meta import Condition
 from cre.api.nodecertification import (
     DEFAULT_VALID_FOR,
     CategoryResult,
@@ -47,6 +56,7 @@ from cre.api.nodecertification import (
     NodeStatePolicy,
 )
 from cre.api.workflow import Workflow
+from cre.core.common.conditions import condition, set_additive
 from cre.core.common.lifecycle import bound_note, true_member
 from cre.core.common.observed import NodeView
 from cre.core.nodecertification.fold import fold
@@ -63,12 +73,14 @@ _NO_POLICY: Final = NodeStatePolicy()
 class NodeCertificationObservation:
     """What the fold of one Certification reads: its categories' Workflows (by name), the
     ``binaryData`` of the result ConfigMaps in its namespace (by name), the NodeCertifications
-    and the GPU nodes (by name)."""
+    and the GPU nodes (by name), and the nodes of any Certification's running groups
+    (``under_test``: their ``testing`` label is that run's, not this fold's)."""
 
     workflows: Mapping[str, Workflow] = attrs.field(factory=dict)
     results: Mapping[str, Mapping[str, bytes]] = attrs.field(factory=dict)
     records: Mapping[str, NodeCertification] = attrs.field(factory=dict)
     nodes: Mapping[str, NodeView] = attrs.field(factory=dict)
+    under_test: frozenset[str] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -81,6 +93,13 @@ class NodeWrite:
     resource_version: str = ""
     status: NodeCertificationStatus | None = None
     node_patch: JsonPatch = ()
+    # The write turns the record Expired (the shell emits one event).
+    expired: bool = False
+
+
+def turned_expired(before: NodeState | None, after: NodeState) -> bool:
+    """Whether a record going from ``before`` (``None``: no record) to ``after`` expired."""
+    return after == NodeState.EXPIRED and before != NodeState.EXPIRED
 
 
 @attrs.frozen(kw_only=True)
@@ -91,6 +110,8 @@ class NodeCertificationPlan:
     requeue_after: float | None = None
     # Failed nodes the blast-radius breaker kept from being tainted, by name.
     held_back: tuple[str, ...] = ()
+    # The Certification's conditions with NodeTaintsHeldBack set, when that changed them.
+    conditions: tuple[Condition, ...] | None = None
 
 
 def valid_for_seconds(policy: NodeStatePolicy) -> float:
@@ -199,19 +220,44 @@ def record_manifest(node: str) -> dict[str, Any]:
             "spec": {"nodeName": node}}
 
 
-def taint_room(policy: NodeStatePolicy, nodes: Mapping[str, NodeView],
-               releasing: Iterable[str]) -> int | None:
-    """How many more nodes the breaker lets CRE taint (``None``: no cap): the cap (the lower of
-    ``maxTainted`` and ``maxTaintedPercent`` of the GPU nodes) less the nodes carrying CRE's
-    taint that this pass does not release."""
+def taint_cap(policy: NodeStatePolicy, nodes: Mapping[str, NodeView]) -> int | None:
+    """The breaker's cap (``None``: none): the lower of ``maxTainted`` and
+    ``maxTaintedPercent`` of the GPU nodes, rounded down."""
     caps = [c for c in (policy.max_tainted, None if policy.max_tainted_percent is None
                         else policy.max_tainted_percent * len(nodes) // 100) if c is not None]
-    if not caps:
+    return min(caps) if caps else None
+
+
+def taint_room(policy: NodeStatePolicy, nodes: Mapping[str, NodeView],
+               releasing: Iterable[str]) -> int | None:
+    """How many more nodes the breaker lets CRE taint (``None``: no cap): the cap
+    (:func:`taint_cap`) less the nodes carrying CRE's taint that this pass does not release."""
+    cap = taint_cap(policy, nodes)
+    if cap is None:
         return None
     gone = set(releasing)
     held = sum(1 for n in nodes.values() if n.name not in gone
                and any(t.key == TAINT_KEY for t in n.taints))
-    return max(min(caps) - held, 0)
+    return max(cap - held, 0)
+
+
+def breaker_conditions(cert: Certification, *, held: tuple[str, ...], cap: int | None,
+                       now: datetime) -> tuple[Condition, ...] | None:
+    """``cert``'s conditions with ``NodeTaintsHeldBack`` True (``held`` nodes past the cap) or
+    False (nothing held back, only once the condition exists); ``None`` when unchanged."""
+    have = condition(cert.status.conditions, ConditionType.NODE_TAINTS_HELD_BACK)
+    if not held and have is None:
+        return None
+    if held:
+        reason = CertificationReason.TAINT_CAP_REACHED
+        message = (f"{len(held)} failed node(s) not tainted: the blast-radius breaker allows "
+                   f"{cap} tainted node(s) (spec.nodeState.maxTainted/maxTaintedPercent)")
+    else:
+        reason, message = CertificationReason.NO_TAINTS_HELD_BACK, "no failed node held back"
+    conditions, _ = set_additive(
+        cert.status.conditions, type_=ConditionType.NODE_TAINTS_HELD_BACK, status=bool(held),
+        reason=reason, message=message, now=now, generation=cert.metadata.generation)
+    return conditions if conditions != cert.status.conditions else None
 
 
 def _testing(cert: Certification, obs: NodeCertificationObservation) -> NodeCertificationPlan:
@@ -255,19 +301,21 @@ def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObser
                and n in obs.nodes and n not in tainted]
     held = tuple(wanting[room:]) if room is not None else ()
     writes: list[NodeWrite] = []
-    expiries: list[float] = []
     for name, status in statuses.items():
         record = obs.records.get(name)
         node = obs.nodes.get(name)
-        patch = node_patch(node, status, labels=policy.labels,
+        # A node another run is testing keeps its testing label until that group stops.
+        patch = node_patch(node, status, labels=policy.labels and name not in obs.under_test,
                            taint=policy.taint and name not in held) if node is not None else ()
         changed = record is None or status != record.status
         if changed or patch:
             writes.append(NodeWrite(
                 node=name, create=record_manifest(name) if record is None else None,
                 resource_version=record.metadata.resource_version or "" if record else "",
-                status=status if changed else None, node_patch=patch))
-        if status.state == NodeState.PASSED and status.valid_until is not None:
-            expiries.append((status.valid_until - now).total_seconds())
-    return NodeCertificationPlan(writes=tuple(writes), held_back=held,
-                                 requeue_after=max(min(expiries), 1.0) if expiries else None)
+                status=status if changed else None, node_patch=patch,
+                expired=changed and turned_expired(
+                    record.status.state if record else None, status.state)))
+    return NodeCertificationPlan(
+        writes=tuple(writes), held_back=held,
+        conditions=breaker_conditions(cert, held=held, cap=taint_cap(policy, obs.nodes),
+                                      now=now))

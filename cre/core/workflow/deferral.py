@@ -22,7 +22,9 @@ failed Job into one row of the blame table (docs/design/013-workflow-certificati
 * **Infrastructure** (every other ``Node``, ``Platform`` or ``ControlPlane`` failure, timeouts
   of those classes included): *deferred*. Never trips FailFast, siblings keep running, the group
   is re-run up to ``infraRetries`` times without spending ``retryFailedGroups``; then
-  ``InfraAborted`` with its nodes Uncertified. Nothing is blamed.
+  ``InfraAborted`` with its nodes Uncertified. Nothing is blamed. A ``Preempted`` Job (higher-
+  priority work took a node) is ``InfraAborted`` at once, with or without the kill switch: a
+  re-run now would only wait for the busy nodes, and nothing was judged.
 * **User interrupt** (a person deleted the group's Job or TrainJob): ``Failed``
   (``UserInterrupted``) saying what was deleted, not re-created, nodes Uncertified, no FailFast.
 
@@ -311,6 +313,11 @@ def decide(
         return _configuration(nodes, outcome, policy)
     if row == Row.USER_INTERRUPT:
         return _interrupted(nodes, outcome)
+    if outcome.failure_class is not None and outcome.failure_class.reason == \
+            ClassReason.PREEMPTED:
+        # Higher-priority work took the nodes: a re-run now would wait for them or preempt in
+        # turn. Nothing was judged (even with the kill switch): the group is Uncertified.
+        return _infra_abort(nodes, outcome)
     if policy.deferral and row in (Row.NODE_EVIDENCE, Row.INFRASTRUCTURE):
         broken: tuple[str, ...] = ()
         if row == Row.NODE_EVIDENCE:

@@ -274,6 +274,15 @@ def builtin_types() -> list[ResourceType]:
             uses_generation=True,
         ),
         *_rbac_types(),
+        ResourceType(  # a pod's priorityClassName names one (not resolved into priority here)
+            group="scheduling.k8s.io",
+            version="v1",
+            plural="priorityclasses",
+            singular="priorityclass",
+            kind="PriorityClass",
+            namespaced=False,
+            short_names=("pc",),
+        ),
         ResourceType(
             group="coordination.k8s.io",
             version="v1",

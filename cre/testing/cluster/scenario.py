@@ -20,8 +20,9 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
     timeline:                   # injected events and waits, in order
       - wait: {kind: Job, apiVersion: cre.dev/v1alpha1, name: ar,
                condition: {type: Failed, status: "True"}, timeout: 600}
-                                # also {field: a.b.0, equals: V} or {field: ..., contains: S}
-      - evict: {labels: {cre.dev/launcher: ar}}      # also: preempt
+                                # also {field: a.b.0, equals: V} or {field: ..., contains: S};
+                                # with count: phase: P and node: N (pods bound to N) filter
+      - evict: {labels: {cre.dev/launcher: ar}}      # also: preempt; node: N (pods on N)
       - failLauncher: {after: 3, times: 1}
       - markNodeBad: {node: aws-h100-node-1, factor: 0.4}
       - imagePull: {image: nvcr.io, available: false}  # an image, repository or registry;
@@ -185,8 +186,9 @@ def _satisfied(objs: list[dict[str, Any]], item: Mapping[str, Any]) -> bool:
     if item.get("absent"):
         return not objs
     if "count" in item:
-        pool = [o for o in objs if "phase" not in item
-                or (o.get("status") or {}).get("phase") == item["phase"]]
+        pool = [o for o in objs if ("phase" not in item
+                or (o.get("status") or {}).get("phase") == item["phase"]) and (
+                "node" not in item or (o.get("spec") or {}).get("nodeName") == item["node"])]
         return len(pool) == int(item["count"])
     if not objs:
         return False
@@ -292,7 +294,12 @@ class ScenarioRun:
                                    "collected": [await self.collect(it, where=f"{where}[{j}]")
                                                  for j, it in enumerate(items)]})
         elif action in ("evict", "preempt"):
-            pod = (await self.pods(arg))[int(arg.get("index", 0))]
+            on = arg.get("node")  # only the pods bound to that node
+            found = [p for p in await self.pods(arg)
+                     if not on or (p.get("spec") or {}).get("nodeName") == on]
+            if not found:
+                raise ScenarioError(f"{where}: no pod matches {dict(arg)}")
+            pod = found[int(arg.get("index", 0))]
             fn = cl.evict_pod if action == "evict" else cl.preempt_pod
             await fn(self.namespace, pod["metadata"]["name"])
         elif action == "failLauncher":
