@@ -25,7 +25,7 @@ from cre.catalog.model import Catalog, CatalogEntry, RuntimeShape
 from cre.catalog.template import Scalar
 from cre.core.common.observed import NodeView
 from cre.core.workflow.discovery import Discovery, DiscoveryFailure, capped, discover
-from cre.render.job import job_object
+from cre.render.job import entry_job_fields, job_object
 from cre.render.options import GangScheduler, RenderError, RenderOptions
 from cre.render.workload import MAX_JOB_NAME, render_workload
 
@@ -35,7 +35,9 @@ CLIQUE_KEY: Final = "nvidia.com/gpu.clique"
 DEFAULT_TIMEOUT: Final = "1h"
 # Option name -> catalog parameter name, used when the entry declares the parameter.
 PARAMETERS: Final = {"max_bytes": "maxBytes", "num_iterations": "iterations",
-                     "num_cycles": "cycles"}
+                     "num_cycles": "cycles", "max_steps": "maxSteps",
+                     "save_interval": "saveInterval", "exit_duration_mins": "exitDurationMins"}
+CHECKPOINT_SUFFIX: Final = "-checkpoint"
 
 
 class BuildError(ValueError):
@@ -114,7 +116,28 @@ def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
             if getattr(options, option) is not None and param not in entry.parameters:
                 problems.append(f"{_where(i, _camel(option))}: {name} takes no {param} "
                                 "parameter")
+        if options.enable_checkpoint and (entry.training is None
+                                          or entry.training.checkpoint is None):
+            problems.append(f"{_where(i, 'enableCheckpoint')}: {name} does not checkpoint "
+                            "(only training entries do)")
     return tuple(problems)
+
+
+def checkpoint_pvc(*, name: str, namespace: str, entry: CatalogEntry,
+                   options: CategoryOptions) -> dict[str, Any] | None:
+    """The ReadWriteMany PVC ``<workflow>-checkpoint`` a category with ``enableCheckpoint``
+    gets as a Workflow dependency (``None`` without checkpointing)."""
+    ckpt = entry.training.checkpoint if entry.training is not None else None
+    if not options.enable_checkpoint or ckpt is None:
+        return None
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "resources": {
+        "requests": {"storage": options.storage_size or ckpt.storage_size}}}
+    if options.storage_class_name:
+        spec["storageClassName"] = options.storage_class_name
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": f"{name}{CHECKPOINT_SUFFIX}", "namespace": namespace,
+                         "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": entry.variant}},
+            "spec": spec}
 
 
 def _camel(name: str) -> str:
@@ -190,6 +213,8 @@ def build_workflow(
             params[param] = str(value) if isinstance(default, str) else value
     gang = GangScheduler.from_spec(cert.spec.gang_scheduler) if cert.spec.gang_scheduler \
         else None
+    pvc = checkpoint_pvc(name=name, namespace=namespace, entry=entry, options=options)
+    claim = pvc["metadata"]["name"] if pvc is not None else None
     try:
         resolved = catalog.resolve(entry.name, platform=found.platform,
                                    arch=found.architecture, num_nodes=per_job,
@@ -201,15 +226,14 @@ def build_workflow(
                                   nic_resource_name=options.nic_resource_name,
                                   image_pull_secrets=tuple(
                                       s.name for s in options.image_pull_secrets),
-                                  resources=_resources(options)))
+                                  resources=_resources(options),
+                                  checkpoint_claim=claim))
     except (CatalogError, RenderError) as exc:
         raise BuildError(f"spec.categories[{index}] ({entry.name}): {exc}") from exc
-    measurement = None if entry.measurement is None else {
-        "logProfileRef": entry.measurement.log_profile,
-        "sampleInterval": entry.measurement.sample_interval,
-        "testType": entry.measurement.test_type}
     job = job_object(job_name=name, namespace=namespace, rendered=rendered,
-                     nodes=found.names[:per_job], measurement=measurement)
+                     nodes=found.names[:per_job],
+                     fields=entry_job_fields(entry, checkpoint_claim=claim,
+                                             max_restarts=options.max_restarts))
     job_spec = job["spec"]
     if options.startup_stall_timeout_seconds is not None:
         job_spec["startupStallTimeoutSeconds"] = options.startup_stall_timeout_seconds
@@ -234,7 +258,8 @@ def build_workflow(
         "namespace": namespace,
         "jobTemplate": {"spec": job_spec},
         "orchestration": orchestration,
-        "dependencies": [dict(d) for d in rendered.dependencies()],
+        "dependencies": [dict(d) for d in (*rendered.dependencies(),
+                                           *([pvc] if pvc is not None else []))],
     }
     # A Certification that names no thresholds gets the entry's defaults for the detected
     # platform and architecture (an explicit empty map opts out).
