@@ -254,3 +254,21 @@ def test_a_broken_node_of_a_single_node_test_fails_its_own_group_only() -> None:
                                                                         "gpu-03"}
     assert world.wf.status.verdict == Verdict.FAILED
     assert world.condition("Failed").reason == WorkflowReason.JOB_HARDWARE_FAILED
+
+
+def test_a_checkpointing_training_group_mounts_and_names_its_own_pvc_copy() -> None:
+    """A training category with enableCheckpoint: the PVC is job-scoped, so each group Job
+    gets its own copy, and both the runtime copy's claim and the Job's checkpoint.pvcName
+    name that copy (a group never reads another group's checkpoints)."""
+    pool = nodes(2)
+    wf = workflow(pool, entry=("training", "nemotron5-8b"), enableCheckpoint=True)
+    world = WorkflowWorld(wf=wf, nodes=pool)
+    world.step(at(0))
+    world.step(at(1))
+    (job,) = world.jobs.values()
+    assert job.spec.checkpoint is not None
+    claim = job.spec.checkpoint.pvc_name
+    assert claim.startswith("cert-training-nemotron5-8b-checkpoint-") and claim.endswith("-job")
+    runtime = job.spec.workload.train_job["runtimeRef"]["name"]
+    assert runtime.startswith("cert-training-nemotron5-8b-runtime-")
+    assert ("PersistentVolumeClaim", claim) in world.created
