@@ -26,7 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor
+from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor, NodeOutlier
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -242,6 +242,9 @@ class CategoryStatus:
     # The groups of the current iteration whose Job measured a bus bandwidth (GB/s).
     groups: tuple[GroupBandwidth, ...] = attrs.field(default=(), metadata=c(max_items=1024, doc=(
         "Groups of the current iteration whose Job measured a bus bandwidth, with their outcome.")))
+    outliers: tuple[NodeOutlier, ...] = attrs.field(default=(), metadata=c(max_items=1024, doc=(
+        "Nodes the fleet-relative rule flagged in this category (copied from its Workflow): "
+        "busBW, the peers' median or fleet p10 it was compared with, the domain.")))
 
 
 @attrs.frozen(kw_only=True)

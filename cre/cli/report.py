@@ -11,8 +11,9 @@ them with the group's failure reason, a Cancelled or InfraAborted group leaves t
 Incomplete (not certified), and a group still running shows its phase. busBW is the Job's
 measured peak (the largest ``busBW`` over message sizes, what a ``busBandwidthGBps``
 threshold is judged on); the threshold line is the bound of a ``value >= N`` expression. A node
-the fleet-relative rule flagged (the Job's ``status.outliers``) carries the comparison
-(``outlier``), whatever its verdict: with ``action: Report`` it passes and is still shown.
+the fleet-relative rule flagged (the Job's ``status.outliers``, or the category's once the
+Job is gone) carries the comparison (``outlier``), whatever its verdict: with ``action:
+Report`` it passes and is still shown.
 """
 
 from __future__ import annotations
@@ -278,9 +279,12 @@ def node_bandwidth(bm: BandwidthMeasurement | None) -> dict[str, float]:
 
 
 def _nodes(group: GroupReport, job: Job | None,
-           bm: BandwidthMeasurement | None = None) -> list[NodeReport]:
+           bm: BandwidthMeasurement | None = None,
+           recorded: tuple[NodeOutlier, ...] = ()) -> list[NodeReport]:
+    """The group's nodes; ``recorded`` are the outliers the category kept (its status), for
+    a Job that is gone (the Job's own list wins while it exists)."""
     failed = {f.name: f for f in job.status.failed_nodes} if job else {}
-    outliers = {o.node_name: o for o in job.status.outliers} if job else {}
+    outliers = {o.node_name: o for o in (*recorded, *(job.status.outliers if job else ()))}
     own = node_bandwidth(bm)
     # A per-node threshold miss blames the nodes listed; the other nodes of the group passed.
     per_node = bool(own) and bool(failed) and all(
@@ -316,7 +320,8 @@ def build_report(snap: Snapshot) -> Report:
         groups = [_group(g, snap) for g in workflow.status.groups] if workflow else []
         jobs = [snap.jobs[g.job] for g in groups if g.job is not None and g.job in snap.jobs]
         nodes = [n for g in groups for n in _nodes(g, snap.jobs.get(g.job or ""),
-                                                   snap.bandwidth.get(g.job or ""))]
+                                                   snap.bandwidth.get(g.job or ""),
+                                                   status.outliers)]
         thresholds = _workflow_thresholds(workflow, jobs)
         orch = workflow.status.orchestration if workflow else None
         categories.append(CategoryReport(
