@@ -10,6 +10,7 @@ from cre.catalog import CatalogError, load_catalog, parse_catalog
 from cre.catalog.model import MeasurementKind, RuntimeShape
 from cre.render.job import render_job_manifest
 from cre.render.options import RenderError, RenderOptions
+from cre.testing.schemas import validate_job_documents
 
 from .texts import files
 
@@ -102,6 +103,8 @@ def test_shipped_nemotron_entries_render_checkpoint_only_when_asked() -> None:
             "template"]["spec"]
         assert {"name": "checkpoint", "persistentVolumeClaim": {"claimName": "t-checkpoint"}} \
             in pod["volumes"]
+        # The checkpointing rendering passes the vendored Trainer / JobSet / batch schemas too.
+        assert [str(p) for p in validate_job_documents(ckpt)] == []
     with pytest.raises(RenderError, match="does not checkpoint"):
         render_job_manifest(job_name="t", namespace="ns", catalog=catalog,
                             entry="communication/nccl-loopback", platform="aws", arch="h100",
