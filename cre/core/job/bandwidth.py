@@ -208,18 +208,19 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
 
 
 def _sources(job: Job, own: BandwidthMeasurement | None, gm: GoodputMeasurement | None
-             ) -> tuple[tuple[frozenset[str], AnyMeasurement | None, str, bool], ...]:
-    """Per measurement the thresholds read: (its keys among the thresholds, the measurement,
-    its kind, whether the Job asks for or has one); bandwidth first."""
+             ) -> tuple[tuple[frozenset[str], AnyMeasurement | None, str, str | None], ...]:
+    """Per measurement the thresholds read, bandwidth first: (its keys among the thresholds,
+    the measurement, its kind, the Job spec field that should ask for it when the Job
+    neither asks for one nor has one, else ``None``)."""
     keys = frozenset(job.spec.thresholds)
-    out: list[tuple[frozenset[str], AnyMeasurement | None, str, bool]] = []
-    for family, m, kind, asked in (
-            (BANDWIDTH_KEYS, own, BandwidthMeasurement.KIND,
+    out: list[tuple[frozenset[str], AnyMeasurement | None, str, str | None]] = []
+    for family, m, kind, field, asked in (
+            (BANDWIDTH_KEYS, own, BandwidthMeasurement.KIND, "bandwidthMeasurement",
              job.spec.bandwidth_measurement is not None),
-            (GOODPUT_KEYS, gm, GoodputMeasurement.KIND,
+            (GOODPUT_KEYS, gm, GoodputMeasurement.KIND, "goodputMeasurement",
              job.spec.goodput_measurement is not None)):
         if keys & family:
-            out.append((keys & family, m, kind, asked or m is not None))
+            out.append((keys & family, m, kind, None if asked or m is not None else field))
     return tuple(out)
 
 
@@ -234,13 +235,11 @@ def _verdict(job: Job, own: BandwidthMeasurement | None, gm: GoodputMeasurement 
     if isinstance(early, Verdict):
         return early
     sources = _sources(job, own, gm)
-    for keys, m, kind, asked in sources:
-        if not asked:
-            field = "bandwidthMeasurement" if kind == BandwidthMeasurement.KIND \
-                else "goodputMeasurement"
+    for keys, m, _, missing in sources:
+        if missing is not None:
             return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA,
                            message=f"Threshold(s) {', '.join(sorted(keys))} cannot be "
-                           f"evaluated: the Job has no spec.{field}",
+                           f"evaluated: the Job has no spec.{missing}",
                            scope=FailureScope.CONFIGURATION)
         problem = configuration_problem(m)
         if problem is not None:
