@@ -348,3 +348,29 @@ def test_checkpointing_an_entry_that_cannot_is_refused_before_anything_is_create
     assert pvc["metadata"]["name"] == "cert-training-nemotron5-8b-checkpoint"
     assert pvc["spec"] == {"accessModes": ["ReadWriteMany"],
                            "resources": {"requests": {"storage": "10Ti"}}}
+
+
+def test_training_options_reach_the_trainer_and_its_job() -> None:
+    """On a training category, resources replace the entry's 64 CPU / 500Gi on the trainer
+    container (GPUs kept), startupStallTimeoutSeconds replaces the entry's 1200, and the
+    entry's stall multiplier and goodput measurement reach the Job."""
+    plain = certification(TRAINING)
+    tuned = certification(TRAINING, startupStallTimeoutSeconds=300, resources={
+        "limits": {"cpu": "96", "memory": "700Gi"}, "requests": {"cpu": "48"}})
+    built = []
+    for cert in (plain, tuned):
+        found = discover_for(cert, 0, NODES, catalog())
+        assert not isinstance(found, DiscoveryFailure)
+        built.append(build_workflow(cert, 0, found=found, catalog=catalog()))
+    base, wf = built
+    assert _main(base)["resources"]["limits"] == {"nvidia.com/gpu": "8", "cpu": "64",
+                                                  "memory": "500Gi"}
+    assert _main(wf)["resources"]["limits"] == {"nvidia.com/gpu": "8", "cpu": "96",
+                                                "memory": "700Gi"}
+    assert _main(wf)["resources"]["requests"] == {"nvidia.com/gpu": "8", "cpu": "48",
+                                                  "memory": "500Gi"}
+    assert _job(base)["startupStallTimeoutSeconds"] == 1200
+    assert _job(wf)["startupStallTimeoutSeconds"] == 300
+    assert _job(wf)["stallMultiplier"] == 3
+    assert _job(wf)["goodputMeasurement"] == {"logProfileRef": "megatron-training",
+                                              "sampleInterval": "10s"}
