@@ -144,6 +144,8 @@ class TrainingDefaults:
     stall_multiplier: int
     startup_stall_timeout_seconds: int
     checkpoint: CheckpointDefaults | None = None
+    # The fewest GPUs (nodes x GPUs per node) the model fits on; 1: no minimum.
+    min_gpus: int = 1
 
 
 @attrs.frozen

@@ -514,11 +514,13 @@ def _parse_measurement(value: Any, *, file: str) -> Measurement:
 
 def _parse_training(value: Any, *, file: str,
                     parameters: Mapping[str, Parameter]) -> TrainingDefaults:
-    """``{stallMultiplier, startupStallTimeoutSeconds, checkpoint?: {mountPath, args,
-    maxRestarts, storageSize}}``; checkpoint args may reference parameters and built-ins."""
+    """``{stallMultiplier, startupStallTimeoutSeconds, minGpus?, checkpoint?: {mountPath,
+    args, maxRestarts, storageSize}}``; checkpoint args may reference parameters and
+    built-ins."""
     raw = _mapping(value, file=file, path="training")
     _keys(raw, file=file, path="training",
-          required=["stallMultiplier", "startupStallTimeoutSeconds"], optional=["checkpoint"])
+          required=["stallMultiplier", "startupStallTimeoutSeconds"],
+          optional=["checkpoint", "minGpus"])
     checkpoint = None
     if "checkpoint" in raw:
         path = "training.checkpoint"
@@ -543,4 +545,5 @@ def _parse_training(value: Any, *, file: str,
         startup_stall_timeout_seconds=_int(raw["startupStallTimeoutSeconds"], file=file,
                                            path="training.startupStallTimeoutSeconds",
                                            minimum=1),
-        checkpoint=checkpoint)
+        checkpoint=checkpoint,
+        min_gpus=_int(raw.get("minGpus", 1), file=file, path="training.minGpus", minimum=1))

@@ -122,8 +122,9 @@ def print_entry(console: Console, catalog: Catalog, name: str) -> None:
         t = entry.training
         ckpt = (f"checkpoints at {t.checkpoint.mount_path} with enableCheckpoint (up to "
                 f"{t.checkpoint.max_restarts} restarts)" if t.checkpoint else "no checkpoints")
-        console.print(f"training: stall multiplier {t.stall_multiplier}, startup stall "
-                      f"timeout {t.startup_stall_timeout_seconds}s, {ckpt}")
+        console.print(f"training: at least {t.min_gpus} GPUs, stall multiplier "
+                      f"{t.stall_multiplier}, startup stall timeout "
+                      f"{t.startup_stall_timeout_seconds}s, {ckpt}")
     platforms = Table(title="platforms", title_justify="left")
     platforms.add_column("platform")
     platforms.add_column("architectures (GPUs per node)")

@@ -69,6 +69,8 @@ def test_training_entry_loads_with_its_settings() -> None:
     ("kind: goodput", "kind: tflops", "measurement.kind", "expected one of"),
     ("kind: goodput, ", "", "measurement.testType", "required key is missing"),
     ("runtime: torch", "runtime: single-pod", "training", "only a torch entry"),
+    ("  stallMultiplier: 3\n", "  stallMultiplier: 3\n  minGpus: 0\n", "training.minGpus",
+     "expected an integer >= 1"),
 ])
 def test_bad_training_entry_names_file_and_key(old: str, new: str, path: str,
                                                problem: str) -> None:

@@ -374,3 +374,21 @@ def test_training_options_reach_the_trainer_and_its_job() -> None:
     assert _job(wf)["stallMultiplier"] == 3
     assert _job(wf)["goodputMeasurement"] == {"logProfileRef": "megatron-training",
                                               "sampleInterval": "10s"}
+
+
+def test_a_training_category_with_too_few_gpus_is_refused_naming_the_node_count() -> None:
+    """nemotron5-56b needs 32 GPUs (the reference's minGPUs): two 8-GPU nodes are a
+    BuildError naming nodesPerJob and the 4 nodes that would do; four nodes build."""
+    cert = certification(("training", "nemotron5-56b"))
+    for count, ok in ((2, False), (4, True)):
+        found = discover_for(cert, 0, nodes(count), catalog())
+        assert not isinstance(found, DiscoveryFailure)
+        try:
+            build_workflow(cert, 0, found=found, catalog=catalog())
+        except BuildError as exc:
+            assert not ok
+            assert str(exc) == (
+                "spec.categories[0].options.nodesPerJob: training/nemotron5-56b needs at least "
+                "32 GPUs, 2 node(s) x 8 GPUs give 16; run it on 4 node(s) or more")
+        else:
+            assert ok

@@ -194,6 +194,17 @@ def clamp_note(cert: Certification, index: int, *, found: Discovery) -> str | No
             f"node(s); clamped to {available}")
 
 
+def _check_min_gpus(entry: CatalogEntry, *, index: int, nodes: int, gpus_per_node: int) -> None:
+    """A training entry's model needs ``training.minGpus`` GPUs: fewer is a BuildError naming
+    the node count that would do (the reference's ``minGPUs``)."""
+    needed = entry.training.min_gpus if entry.training is not None else 1
+    if nodes * gpus_per_node < needed:
+        enough = -(-needed // gpus_per_node)
+        raise BuildError(f"{_where(index, 'nodesPerJob')}: {entry.name} needs at least "
+                         f"{needed} GPUs, {nodes} node(s) x {gpus_per_node} GPUs give "
+                         f"{nodes * gpus_per_node}; run it on {enough} node(s) or more")
+
+
 def build_workflow(
     cert: Certification, index: int, *, found: Discovery, catalog: Catalog
 ) -> dict[str, Any]:
@@ -230,6 +241,7 @@ def build_workflow(
                                   checkpoint_claim=claim))
     except (CatalogError, RenderError) as exc:
         raise BuildError(f"spec.categories[{index}] ({entry.name}): {exc}") from exc
+    _check_min_gpus(entry, index=index, nodes=per_job, gpus_per_node=resolved.gpus_per_node)
     job = job_object(job_name=name, namespace=namespace, rendered=rendered,
                      nodes=found.names[:per_job],
                      fields=entry_job_fields(entry, checkpoint_claim=claim,
