@@ -14,6 +14,7 @@ import attrs
 
 from cre.api.common import (
     QUALIFIED_NAME,
+    QUANTITY_SIZE,
     GangSchedulerSpec,
     RelativeThreshold,
     TargetSpec,
@@ -25,7 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor
+from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor, NodeOutlier
 from cre.api.labels import API_VERSION
 from cre.api.meta import (
     DNS_LABEL,
@@ -143,6 +144,29 @@ class CategoryOptions:
         "Which node signals mean broken hardware (a CEL rule, node conditions, taints, labels, "
         "allocatable GPUs falling); copied onto the category's Workflow and its Jobs. Unset: "
         "the Job tier's default (a node cordoned mid-run is broken).")))
+    # Training entries (catalog entries with training settings, e.g. training/nemotron5-8b).
+    enable_checkpoint: bool | None = attrs.field(default=None, metadata=c(doc=(
+        "Training entries only: provision a ReadWriteMany PVC <workflow>-checkpoint, mount it "
+        "where the entry saves and loads checkpoints, and restart a failed run from its last "
+        "checkpoint (up to maxRestarts). Unset: false.")))
+    max_restarts: int | None = attrs.field(default=None, metadata=_int(0, doc=(
+        "Restarts from the last checkpoint a training Job may make; applies with "
+        "enableCheckpoint. Unset: the catalog entry's value.")))
+    storage_size: str | None = attrs.field(
+        default=None, metadata=c(pattern=QUANTITY_SIZE, doc=(
+            "Size of the checkpoint PVC, e.g. 10Ti. Unset: the catalog entry's value.")))
+    storage_class_name: str | None = attrs.field(
+        default=None, metadata=c(min_length=1, max_length=253, doc=(
+            "StorageClass of the checkpoint PVC. Unset: the cluster default.")))
+    max_steps: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Training iterations of a training entry (Megatron --train-iters). Unset: the catalog "
+        "entry's default.")))
+    save_interval: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Iterations between checkpoints of a training entry (Megatron --save-interval); "
+        "applies with enableCheckpoint. Unset: the catalog entry's default.")))
+    exit_duration_mins: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "Minutes after which a training entry stops cleanly (Megatron "
+        "--exit-duration-in-mins). Unset: the catalog entry's default.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -227,6 +251,9 @@ class CategoryStatus:
     # The groups of the current iteration whose Job measured a bus bandwidth (GB/s).
     groups: tuple[GroupBandwidth, ...] = attrs.field(default=(), metadata=c(max_items=1024, doc=(
         "Groups of the current iteration whose Job measured a bus bandwidth, with their outcome.")))
+    outliers: tuple[NodeOutlier, ...] = attrs.field(default=(), metadata=c(max_items=1024, doc=(
+        "Nodes the fleet-relative rule flagged in this category (copied from its Workflow): "
+        "busBW, the peers' median or fleet p10 it was compared with, the domain.")))
 
 
 @attrs.frozen(kw_only=True)

@@ -26,7 +26,7 @@ from cre.api.common import (
 from cre.api.conditions import GroupPhase, Phase, Verdict
 from cre.api.failurepolicy import FailurePolicy
 from cre.api.fields import c
-from cre.api.job import FailureClass, JobSpec, NodeHealthMonitor
+from cre.api.job import FailureClass, JobSpec, NodeHealthMonitor, NodeOutlier
 from cre.api.labels import API_VERSION
 from cre.api.meta import Condition, NamespacedName, ObjectMeta, TypedLocalObjectReference
 
@@ -561,6 +561,10 @@ class WorkflowStatus:
     groups: tuple[GroupStatus, ...] = attrs.field(
         default=(), metadata=c(list_map_keys=("name",), doc=(
             "Node groups and their current Jobs, keyed by name.")))
+    outliers: tuple[NodeOutlier, ...] = attrs.field(default=(), metadata=c(max_items=1024, doc=(
+        "Nodes the fleet-relative rule flagged in the groups' Jobs (each node's latest "
+        "judgement, by node name): busBW, the peers' median or fleet p10 it was compared "
+        "with, the domain.")))
 
 
 @attrs.frozen(kw_only=True)

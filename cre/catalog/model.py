@@ -18,7 +18,7 @@ import attrs
 from cre.catalog.errors import CatalogError
 from cre.catalog.merge import deep_merge
 from cre.catalog.shape import SPEC, check, resolve
-from cre.catalog.template import Scalar, TemplateError
+from cre.catalog.template import Scalar, TemplateError, substitute
 
 # Values every template may use besides an entry's own parameters.
 BUILTINS = (
@@ -35,10 +35,20 @@ MNNVL_ARCHS = frozenset({"gb200", "gb300"})
 
 
 class RuntimeShape(Enum):
-    """How an entry runs: an MPI launcher with sshd workers, or one pod per node."""
+    """How an entry runs: an MPI launcher with sshd workers, one pod per node that tests that
+    node alone (``single-pod``), or one pod per node of a multi-node ``torch`` job (Trainer's
+    torch plugin gives each pod the rendezvous: torchrun reads its ``PET_*`` environment)."""
 
     MPI = "mpi"
     SINGLE_POD = "single-pod"
+    TORCH = "torch"
+
+
+class MeasurementKind(Enum):
+    """What a Job of the entry measures: nccl-tests bandwidth or training goodput."""
+
+    BANDWIDTH = "bandwidth"
+    GOODPUT = "goodput"
 
 
 @attrs.frozen
@@ -99,11 +109,43 @@ class Parameter:
 
 @attrs.frozen
 class Measurement:
-    """The bandwidth measurement a Job of this entry asks for."""
+    """The measurement a Job of this entry asks for (``test_type`` is bandwidth's only)."""
 
     log_profile: str
     test_type: str
     sample_interval: str
+    kind: MeasurementKind = MeasurementKind.BANDWIDTH
+
+    def job_fields(self) -> dict[str, dict[str, str]]:
+        """The Job spec field that asks for it: ``bandwidthMeasurement`` or
+        ``goodputMeasurement``."""
+        body = {"logProfileRef": self.log_profile, "sampleInterval": self.sample_interval}
+        if self.kind is MeasurementKind.GOODPUT:
+            return {"goodputMeasurement": body}
+        return {"bandwidthMeasurement": {**body, "testType": self.test_type}}
+
+
+@attrs.frozen
+class CheckpointDefaults:
+    """How a training entry checkpoints when a Certification turns checkpointing on: the
+    PVC's mount path and default size, the arguments appended to the command, the restarts
+    allowed."""
+
+    mount_path: str
+    args: tuple[str, ...]
+    max_restarts: int
+    storage_size: str
+
+
+@attrs.frozen
+class TrainingDefaults:
+    """A training entry's Job-tier settings: stall detection and checkpointing."""
+
+    stall_multiplier: int
+    startup_stall_timeout_seconds: int
+    checkpoint: CheckpointDefaults | None = None
+    # The fewest GPUs (nodes x GPUs per node) the model fits on; 1: no minimum.
+    min_gpus: int = 1
 
 
 @attrs.frozen
@@ -130,6 +172,7 @@ class CatalogEntry:
     overrides: tuple[OverrideBlock, ...]
     # Default thresholds per platform / architecture, applied when a Certification names none.
     threshold_defaults: tuple[ThresholdBlock, ...] = ()
+    training: TrainingDefaults | None = None
 
     def default_thresholds(self, platform: str, arch: str) -> tuple[dict[str, str],
                                                                     tuple[str, ...]]:
@@ -176,6 +219,8 @@ class ResolvedWorkload:
     parameters: Mapping[str, Scalar]
     spec: Mapping[str, Any]
     applied: tuple[str, ...]
+    # The entry's checkpoint arguments with references substituted (empty: no checkpointing).
+    checkpoint_args: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -274,6 +319,7 @@ class Catalog:
         except TemplateError as exc:
             raise CatalogError(entry.file, "spec", str(exc)) from exc
         check(resolved, SPEC, file=entry.file, path="spec", allow_templates=False)
+        ckpt = entry.training.checkpoint if entry.training is not None else None
         return ResolvedWorkload(
             entry=entry,
             platform=platform,
@@ -284,6 +330,7 @@ class Catalog:
             parameters=params,
             spec=resolved,
             applied=tuple(b.label for b in blocks),
+            checkpoint_args=tuple(str(substitute(a, values)) for a in ckpt.args) if ckpt else (),
         )
 
 

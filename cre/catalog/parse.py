@@ -24,13 +24,16 @@ from cre.catalog.model import (
     ArchDefaults,
     Catalog,
     CatalogEntry,
+    CheckpointDefaults,
     Measurement,
+    MeasurementKind,
     OverrideBlock,
     Parameter,
     PlatformData,
     RuntimeShape,
     Selector,
     ThresholdBlock,
+    TrainingDefaults,
 )
 from cre.catalog.shape import SPEC, check
 from cre.catalog.template import Scalar, TemplateError, references
@@ -417,7 +420,8 @@ def _parse_entry(
         file=file,
         path="",
         required=["description", "runtime", "spec"],
-        optional=["fabric", "parameters", "measurement", "platforms", "when", "thresholds"],
+        optional=["fabric", "parameters", "measurement", "platforms", "when", "thresholds",
+                  "training"],
     )
     try:
         runtime = RuntimeShape(doc["runtime"])
@@ -434,10 +438,11 @@ def _parse_entry(
     spec = _mapping(doc["spec"], file=file, path="spec")
     check(spec, SPEC, file=file, path="spec")
     _check_references(spec, file=file, path="spec", declared=parameters)
-    if runtime is RuntimeShape.SINGLE_POD:
+    if runtime is not RuntimeShape.MPI:
         for key in ("launcher", "mpirun"):
             if key in spec:
-                raise CatalogError(file, f"spec.{key}", "a single-pod entry has no launcher")
+                raise CatalogError(file, f"spec.{key}", f"a {runtime.value} entry has no "
+                                   "launcher")
     if runtime is RuntimeShape.MPI and "mpirun" not in spec:
         raise CatalogError(file, "spec.mpirun", "an mpi entry needs mpirun.path")
     if "image" not in spec or "command" not in spec:
@@ -450,23 +455,13 @@ def _parse_entry(
         _check_references(
             block.spec, file=file, path=f"{block.label.split(':', 1)[1]}.spec", declared=parameters
         )
-    measurement = None
-    if "measurement" in doc:
-        raw = _mapping(doc["measurement"], file=file, path="measurement")
-        _keys(
-            raw,
-            file=file,
-            path="measurement",
-            required=["logProfile", "testType"],
-            optional=["sampleInterval"],
-        )
-        measurement = Measurement(
-            log_profile=_str(raw["logProfile"], file=file, path="measurement.logProfile"),
-            test_type=_str(raw["testType"], file=file, path="measurement.testType"),
-            sample_interval=_str(
-                raw.get("sampleInterval", "30s"), file=file, path="measurement.sampleInterval"
-            ),
-        )
+    measurement = (_parse_measurement(doc["measurement"], file=file)
+                   if "measurement" in doc else None)
+    training = None
+    if "training" in doc:
+        if runtime is not RuntimeShape.TORCH:
+            raise CatalogError(file, "training", "only a torch entry has training settings")
+        training = _parse_training(doc["training"], file=file, parameters=parameters)
     defaults = _parse_threshold_blocks(doc.get("thresholds", []), file=file,
                                        platforms=platforms, archs=archs)
     if defaults and measurement is None:
@@ -491,4 +486,64 @@ def _parse_entry(
         spec=spec,
         overrides=tuple(blocks),
         threshold_defaults=defaults,
+        training=training,
     )
+
+
+def _parse_measurement(value: Any, *, file: str) -> Measurement:
+    """``{kind?: bandwidth|goodput, logProfile, testType (bandwidth only), sampleInterval?}``."""
+    raw = _mapping(value, file=file, path="measurement")
+    kinds = [k.value for k in MeasurementKind]
+    try:
+        kind = MeasurementKind(raw.get("kind", MeasurementKind.BANDWIDTH.value))
+    except ValueError:
+        raise CatalogError(file, "measurement.kind",
+                           f"expected one of {kinds}, got {raw['kind']!r}") from None
+    bandwidth = kind is MeasurementKind.BANDWIDTH
+    _keys(raw, file=file, path="measurement",
+          required=["logProfile", *(["testType"] if bandwidth else [])],
+          optional=["kind", "sampleInterval"])
+    return Measurement(
+        log_profile=_str(raw["logProfile"], file=file, path="measurement.logProfile"),
+        test_type=_str(raw["testType"], file=file, path="measurement.testType")
+        if bandwidth else "",
+        sample_interval=_str(raw.get("sampleInterval", "30s"), file=file,
+                             path="measurement.sampleInterval"),
+        kind=kind)
+
+
+def _parse_training(value: Any, *, file: str,
+                    parameters: Mapping[str, Parameter]) -> TrainingDefaults:
+    """``{stallMultiplier, startupStallTimeoutSeconds, minGpus?, checkpoint?: {mountPath,
+    args, maxRestarts, storageSize}}``; checkpoint args may reference parameters and
+    built-ins."""
+    raw = _mapping(value, file=file, path="training")
+    _keys(raw, file=file, path="training",
+          required=["stallMultiplier", "startupStallTimeoutSeconds"],
+          optional=["checkpoint", "minGpus"])
+    checkpoint = None
+    if "checkpoint" in raw:
+        path = "training.checkpoint"
+        ck = _mapping(raw["checkpoint"], file=file, path=path)
+        _keys(ck, file=file, path=path, required=["mountPath", "args", "maxRestarts",
+                                                  "storageSize"], optional=[])
+        args = ck["args"]
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise CatalogError(file, f"{path}.args", f"expected a list of strings, got {args!r}")
+        _check_references(args, file=file, path=f"{path}.args", declared=parameters)
+        mount = _str(ck["mountPath"], file=file, path=f"{path}.mountPath")
+        if not mount.startswith("/"):
+            raise CatalogError(file, f"{path}.mountPath", f"expected an absolute path, got "
+                               f"{mount!r}")
+        checkpoint = CheckpointDefaults(
+            mount_path=mount, args=tuple(args),
+            max_restarts=_int(ck["maxRestarts"], file=file, path=f"{path}.maxRestarts"),
+            storage_size=_str(ck["storageSize"], file=file, path=f"{path}.storageSize"))
+    return TrainingDefaults(
+        stall_multiplier=_int(raw["stallMultiplier"], file=file,
+                              path="training.stallMultiplier", minimum=1),
+        startup_stall_timeout_seconds=_int(raw["startupStallTimeoutSeconds"], file=file,
+                                           path="training.startupStallTimeoutSeconds",
+                                           minimum=1),
+        checkpoint=checkpoint,
+        min_gpus=_int(raw.get("minGpus", 1), file=file, path="training.minGpus", minimum=1))

@@ -116,8 +116,15 @@ def print_entry(console: Console, catalog: Catalog, name: str) -> None:
                   f"    default nodes: {DEFAULT_NODES}")
     if entry.measurement is not None:
         m = entry.measurement
-        console.print(f"measurement: {m.test_type} (log profile {m.log_profile}, every "
-                      f"{m.sample_interval})")
+        console.print(f"measurement: {m.test_type or m.kind.value} (log profile "
+                      f"{m.log_profile}, every {m.sample_interval})")
+    if entry.training is not None:
+        t = entry.training
+        ckpt = (f"checkpoints at {t.checkpoint.mount_path} with enableCheckpoint (up to "
+                f"{t.checkpoint.max_restarts} restarts)" if t.checkpoint else "no checkpoints")
+        console.print(f"training: at least {t.min_gpus} GPUs, stall multiplier "
+                      f"{t.stall_multiplier}, startup stall timeout "
+                      f"{t.startup_stall_timeout_seconds}s, {ckpt}")
     platforms = Table(title="platforms", title_justify="left")
     platforms.add_column("platform")
     platforms.add_column("architectures (GPUs per node)")

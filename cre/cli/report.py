@@ -14,8 +14,9 @@ threshold is judged on); the threshold line is the bound of a ``value >= N`` exp
 finished diagnose run (``testScale: diagnose``) re-judges each node once, on its screening
 group's row: Failed only when confirmed, Incomplete when the run left it Uncertified, else
 Passed (the bisection, confirmation and cross-boundary groups stay listed as groups). A node
-the fleet-relative rule flagged (the Job's ``status.outliers``) carries the comparison
-(``outlier``), whatever its verdict: with ``action: Report`` it passes and is still shown.
+the fleet-relative rule flagged (the Job's ``status.outliers``, or the category's once the
+Job is gone) carries the comparison (``outlier``), whatever its verdict: with ``action:
+Report`` it passes and is still shown.
 """
 
 from __future__ import annotations
@@ -282,9 +283,12 @@ def node_bandwidth(bm: BandwidthMeasurement | None) -> dict[str, float]:
 
 
 def _nodes(group: GroupReport, job: Job | None,
-           bm: BandwidthMeasurement | None = None) -> list[NodeReport]:
+           bm: BandwidthMeasurement | None = None,
+           recorded: tuple[NodeOutlier, ...] = ()) -> list[NodeReport]:
+    """The group's nodes; ``recorded`` are the outliers the category kept (its status), for
+    a Job that is gone (the Job's own list wins while it exists)."""
     failed = {f.name: f for f in job.status.failed_nodes} if job else {}
-    outliers = {o.node_name: o for o in job.status.outliers} if job else {}
+    outliers = {o.node_name: o for o in (*recorded, *(job.status.outliers if job else ()))}
     own = node_bandwidth(bm)
     # A per-node threshold miss blames the nodes listed; the other nodes of the group passed.
     per_node = bool(own) and bool(failed) and all(
@@ -342,7 +346,8 @@ def build_report(snap: Snapshot) -> Report:
         groups = [_group(g, snap) for g in workflow.status.groups] if workflow else []
         jobs = [snap.jobs[g.job] for g in groups if g.job is not None and g.job in snap.jobs]
         nodes = [n for g in groups for n in _nodes(g, snap.jobs.get(g.job or ""),
-                                                   snap.bandwidth.get(g.job or ""))]
+                                                   snap.bandwidth.get(g.job or ""),
+                                                   status.outliers)]
         diag = workflow.status.orchestration.diagnose if workflow and \
             workflow.status.orchestration else None
         if diag is not None and diag.stage == DiagnoseStage.COMPLETE:

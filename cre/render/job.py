@@ -3,7 +3,9 @@
 The Job carries the TrainJob spec at ``spec.workload.trainJob`` (the Job controller creates the
 TrainJob ``<job>-workload`` from it), the node pinning annotation ``cre.dev/group-nodes`` used
 for failed-node attribution, the gang queue label through ``workloadMetadata``, the node health
-CEL and the entry's bandwidth measurement. The demo applies exactly these documents.
+CEL and the entry's own Job fields (:func:`entry_job_fields`: its bandwidth or goodput
+measurement; a training entry's stall detection and, with a checkpoint PVC, its checkpoint
+restarts). The demo applies exactly these documents.
 """
 
 from __future__ import annotations
@@ -12,11 +14,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cre.api import labels as L
-from cre.catalog.model import Catalog
+from cre.catalog.model import Catalog, CatalogEntry
 from cre.render.options import RenderOptions
 from cre.render.workload import RenderedWorkload, render_workload
 
 NODE_HEALTH_CEL = "node.spec.unschedulable == true"
+
+
+def entry_job_fields(entry: CatalogEntry, *, checkpoint_claim: str | None = None,
+                     max_restarts: int | None = None) -> dict[str, Any]:
+    """The Job spec fields ``entry`` asks for: its measurement request; for a training entry
+    ``stallMultiplier`` and ``startupStallTimeoutSeconds``, and with ``checkpoint_claim`` (the
+    PVC the workload mounts) ``checkpoint {pvcName, maxRestarts}``, ``max_restarts``
+    defaulting to the entry's."""
+    fields: dict[str, Any] = entry.measurement.job_fields() if entry.measurement else {}
+    training = entry.training
+    if training is not None:
+        fields["stallMultiplier"] = training.stall_multiplier
+        fields["startupStallTimeoutSeconds"] = training.startup_stall_timeout_seconds
+        if checkpoint_claim is not None and training.checkpoint is not None:
+            restarts = (training.checkpoint.max_restarts if max_restarts is None
+                        else max_restarts)
+            fields["checkpoint"] = {"pvcName": checkpoint_claim, "maxRestarts": restarts}
+    return fields
 
 
 def job_object(
@@ -25,18 +45,18 @@ def job_object(
     namespace: str,
     rendered: RenderedWorkload,
     nodes: Sequence[str],
-    measurement: Mapping[str, str] | None,
+    fields: Mapping[str, Any],
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The ``cre.dev/v1alpha1`` Job dict around an already rendered workload."""
+    """The ``cre.dev/v1alpha1`` Job dict around an already rendered workload, with the
+    entry's ``fields`` (:func:`entry_job_fields`)."""
     spec: dict[str, Any] = {
         "workload": {"trainJob": rendered.train_job_spec},
         "nodeHealthMonitor": {"cel": {"expression": NODE_HEALTH_CEL}},
     }
     if rendered.workload_labels:
         spec["workloadMetadata"] = {"labels": dict(rendered.workload_labels)}
-    if measurement is not None:
-        spec["bandwidthMeasurement"] = dict(measurement)
+    spec.update(fields)
     return {
         "apiVersion": L.API_VERSION,
         "kind": "Job",
@@ -70,22 +90,12 @@ def render_job_manifest(
     rendered = render_workload(
         job_name=job_name, namespace=namespace, resolved=resolved, nodes=nodes, options=opts
     )
-    m = resolved.entry.measurement
-    measurement = (
-        None
-        if m is None
-        else {
-            "logProfileRef": m.log_profile,
-            "sampleInterval": m.sample_interval,
-            "testType": m.test_type,
-        }
-    )
     job = job_object(
         job_name=job_name,
         namespace=namespace,
         rendered=rendered,
         nodes=nodes,
-        measurement=measurement,
+        fields=entry_job_fields(resolved.entry, checkpoint_claim=opts.checkpoint_claim),
         labels=labels,
     )
     return [job, *rendered.dependencies()]

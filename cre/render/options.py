@@ -85,3 +85,6 @@ class RenderOptions:
     # ``{"limits": {...}, "requests": {...}}`` quantities (cpu, memory) laid over the main
     # worker container's resources (the GPU and NIC counts stay the catalog's).
     resources: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    # A training entry's checkpoint PVC: mounted at the entry's checkpoint path, and the
+    # entry's checkpoint arguments appended to the command. ``None``: no checkpointing.
+    checkpoint_claim: str | None = None

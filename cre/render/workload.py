@@ -153,7 +153,8 @@ def render_workload(
         workload_labels[opts.gang_scheduler.queue_label_key] = opts.gang_scheduler.queue
     return RenderedWorkload(
         training_runtime=runtime,
-        train_job_spec=_train_job_spec(job_name, resolved, image=image, nodes=nodes, mpi=mpi),
+        train_job_spec=_train_job_spec(job_name, resolved, image=image, nodes=nodes, mpi=mpi,
+                                       checkpoint=opts.checkpoint_claim is not None),
         extra_objects=tuple(extra),
         workload_labels=workload_labels,
     )
@@ -225,6 +226,11 @@ def _worker_job(
         container["securityContext"] = security
     mounts = list(part.get("volumeMounts", []))
     volumes = list(part.get("volumes", []))
+    checkpoint = _checkpoint_path(resolved, opts)
+    if checkpoint is not None:
+        mounts.append({"name": "checkpoint", "mountPath": checkpoint})
+        volumes.append({"name": "checkpoint",
+                        "persistentVolumeClaim": {"claimName": opts.checkpoint_claim}})
     if resolved.entry.fabric:
         mounts.insert(0, {"name": "dshm", "mountPath": "/dev/shm"})
         volumes.insert(0, {"name": "dshm", "emptyDir": {"medium": "Memory"}})
@@ -263,6 +269,18 @@ def _worker_job(
     if not mpi:
         meta["labels"][ANCESTOR_LABEL] = "trainer"
     return {"name": NODE_JOB, "template": {"metadata": meta, "spec": job_spec}}
+
+
+def _checkpoint_path(resolved: ResolvedWorkload, opts: RenderOptions) -> str | None:
+    """Where the checkpoint PVC is mounted: the entry's path when the options name a claim
+    (``RenderError`` for an entry that does not checkpoint), else ``None``."""
+    if opts.checkpoint_claim is None:
+        return None
+    training = resolved.entry.training
+    if training is None or training.checkpoint is None:
+        raise RenderError(f"{resolved.entry.name}: the entry does not checkpoint (no "
+                          "training.checkpoint)")
+    return training.checkpoint.mount_path
 
 
 def _retag(container: dict[str, Any], *, primary: str, image: str) -> dict[str, Any]:
@@ -484,7 +502,8 @@ def patch_job(name: str, labels: Mapping[str, str], affinity: dict[str, Any]) ->
 
 
 def _train_job_spec(
-    job: str, resolved: ResolvedWorkload, *, image: str, nodes: Sequence[str], mpi: bool
+    job: str, resolved: ResolvedWorkload, *, image: str, nodes: Sequence[str], mpi: bool,
+    checkpoint: bool = False,
 ) -> dict[str, Any]:
     spec = resolved.spec
     timeout = int(spec.get("timeoutSeconds", 0))
@@ -501,7 +520,10 @@ def _train_job_spec(
         trainer["numProcPerNode"] = resolved.gpus_per_node
     else:
         trainer["command"] = [*wrap, *spec["command"][:1]]
-        trainer["args"] = list(spec["command"][1:])
+        trainer["args"] = [*spec["command"][1:],
+                           *(resolved.checkpoint_args if checkpoint else ())]
+        if resolved.entry.runtime is RuntimeShape.TORCH:
+            trainer["numProcPerNode"] = resolved.gpus_per_node
         if env:
             trainer["env"] = _env_list(env)
     replicated = [patch_job(NODE_JOB, {L.JOB: job}, pinning(job, nodes, spread=not mpi))]

@@ -22,11 +22,13 @@ ENTRIES = {
     "communication/nccl-loopback": RuntimeShape.SINGLE_POD,
     "communication/nccl-loopback-nvswitch": RuntimeShape.SINGLE_POD,
     **{f"diagnostics/dcgm-level{i}": RuntimeShape.SINGLE_POD for i in range(1, 5)},
+    "training/nemotron5-8b": RuntimeShape.TORCH,
+    "training/nemotron5-56b": RuntimeShape.TORCH,
 }
 
 
 def test_every_entry_ships_with_its_runtime_shape() -> None:
-    """The nine entries of the brief exist with the MPI or single-pod shape."""
+    """The nine entries of the brief and the two training entries exist with their shape."""
     catalog = load_catalog()
     assert {n: e.runtime for n, e in catalog.entries.items()} == ENTRIES
 
@@ -60,8 +62,8 @@ def test_gpu_defaults_table_and_platform_overrides() -> None:
 
 
 def test_combinations_cover_every_entry_on_every_platform_arch() -> None:
-    """Nine entries on 17 (platform, arch) pairs make 153 renderable combinations."""
-    assert len(load_catalog().combinations()) == 9 * 17
+    """Eleven entries on 17 (platform, arch) pairs make 187 renderable combinations."""
+    assert len(load_catalog().combinations()) == 11 * 17
 
 
 def test_default_dir_is_the_repository_catalog_in_an_editable_install() -> None:

@@ -103,3 +103,33 @@ def test_a_certification_without_thresholds_gets_the_defaults_with_their_source(
         "thresholds": {"busBandwidthGBps": "value >= 1"}}}}
     assert "annotations" not in own["metadata"]  # type: ignore[operator]
     assert _perf(_built(thresholds={})) is None
+
+
+def test_every_shipped_default_threshold_names_a_citable_source() -> None:
+    """Each default thresholds block the shipped catalog carries names where its figure comes
+    from (a reference document, by path), and the shipped Azure A100 all-reduce floor is the
+    reference's 50 GB/s: a Certification on Azure A100 that names no thresholds gets it, with
+    that source on its Workflow."""
+    from cre.catalog import load_catalog
+    from tests.core.tierworld import gpu_node
+
+    catalog = load_catalog()
+    blocks = [(e.name, b) for e in catalog.entries.values() for b in e.threshold_defaults]
+    assert blocks, "the catalog ships default thresholds"
+    for name, block in blocks:
+        assert block.source.strip(), f"{name}: {block.label} has no source"
+        assert "docs/" in block.source or ".md" in block.source, (
+            f"{name}: {block.label}: the source names no document: {block.source!r}")
+    entry = catalog.entries["communication/nccl-all-reduce"]
+    thresholds, sources = entry.default_thresholds("azure", "a100")
+    assert thresholds == {"busBandwidthGBps": "value >= 50"}
+    assert "031-platform-aware-nccl-config.md" in sources[0]
+    assert entry.default_thresholds("aws", "h100") == ({}, ())
+    azure = tuple(gpu_node(f"a{i}", product="NVIDIA-A100-SXM4-80GB",
+                           provider="azure:///subscriptions/x/vm-a") for i in range(2))
+    cert = certification(("communication", "nccl-all-reduce"))
+    found = discover_for(cert, 0, azure, catalog)
+    assert not isinstance(found, DiscoveryFailure), found
+    wf = build_workflow(cert, 0, found=found, catalog=catalog)
+    assert wf["spec"]["validation"]["performance"]["thresholds"]["thresholds"] == thresholds
+    assert "ADR-031" in wf["metadata"]["annotations"][L.THRESHOLDS_SOURCE]

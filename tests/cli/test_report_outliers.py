@@ -56,3 +56,19 @@ def test_the_table_says_outlier_and_the_chart_uses_the_rule() -> None:
     bars = {b.node: b for b in node_bars(report.categories[0])}
     assert bars[NODE].outlier == FLAG.message
     assert "outliers" not in report_lines(_report(False), wide=False)[0]
+
+
+def test_the_category_status_keeps_the_outliers_once_the_jobs_are_gone() -> None:
+    """A Certification whose Jobs were deleted still reports the outlier from its category
+    status (copied from the Workflow): the node's outlier and the summary's list."""
+    snap = snapshot(HERE / "fixtures" / "loopback-cert.yaml")
+    cert = snap.certification
+    statuses = tuple(attrs.evolve(s, outliers=(FLAG,))
+                     for s in cert.status.category_statuses)
+    snap = attrs.evolve(snap, jobs={}, certification=attrs.evolve(
+        cert, status=attrs.evolve(cert.status, category_statuses=statuses)))
+    report = build_report(snap)
+    data = report_json(report)
+    assert data["summary"]["outlierNodes"] == [NODE]
+    node = {n["node"]: n for n in data["categories"][0]["nodes"]}[NODE]
+    assert node["outlier"]["reference"] == "700.00" and node["outlier"]["domain"] == "c1"

@@ -188,7 +188,7 @@ def test_every_problem_of_a_file_at_once(tmp_path: Path, cre: RunCli) -> None:
     assert lines[1].startswith(
         f"{f}:9: spec.categories[0].variant: communication/nccl-all-reduse: not in the catalog "
         "(did you mean communication/nccl-all-reduce? known: communication/nccl-all-gather, ")
-    assert lines[1].endswith("diagnostics/dcgm-level4) [catalog]")
+    assert lines[1].endswith("training/nemotron5-8b) [catalog]")
     assert lines[2] == f"{f}:10: spec.categories[1].domain: expected string, got number"
     assert lines[3].startswith(f"{f}:13: spec.thresholds[busBandwidthGBps]: invalid CEL "
                                "expression")

@@ -76,3 +76,21 @@ def test_other_programs_are_untouched() -> None:
     """A command without a trainer marker keeps its program."""
     ctx = attrs.evolve(_ctx(), container={"name": "node", "command": ["sleep", "1"]})
     assert choose(ctx).name == "generic"
+
+
+def test_trainer_crash_override_crashes_a_catalog_trainer_once_at_its_iteration() -> None:
+    """The scenario override trainer-crash makes a trainer without stub flags (a catalog
+    entry's command) crash at iteration ``after`` with a CUDA error; once the crash is
+    remembered, the restarted run finishes; a non-trainer container keeps its own program."""
+    from cre.testing.cluster.stubs import Behaviour, Override
+
+    crash = Override(behaviour=Behaviour.TRAINER_CRASH, role=Role.WORKER, after=60)
+    program = choose(_ctx(), crash)
+    assert program.exit_code == 1 and "CUDA error" in program.lines[-2].text
+    assert "(iteration 60)" in program.lines[-2].text
+    assert [line.mark for line in program.lines if line.mark][-1] == "trainer/ns//ckpt/crashed"
+    again = choose(_ctx(state={"trainer/ns//ckpt/crashed": True,
+                               "trainer/ns//ckpt/step": 50}), crash)
+    assert again.exit_code == 0
+    sshd = attrs.evolve(_ctx(), container={"name": "node", "command": ["sh", "-c", "sshd -De"]})
+    assert choose(sshd, crash).name == "sshd"

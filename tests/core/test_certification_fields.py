@@ -118,6 +118,8 @@ class Case:
     entry: tuple[str, str] = ("communication", "nccl-all-reduce")
     #: What to compute from the Certification instead of the Workflow body it builds.
     via: Callable[[Certification], Any] | None = None
+    #: Other spec fields the field needs to act (set on the base too), e.g. enableCheckpoint.
+    extra: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 GANG = {"schedulerName": "kai-scheduler", "queue": "q1"}
@@ -149,6 +151,23 @@ def tainting_writes(cert: Certification) -> dict[str, NodeWrite]:
 
 def _ops(write: NodeWrite) -> str:
     return str(write.node_patch)
+
+
+TRAINING = ("training", "nemotron5-8b")
+CHECKPOINTING = {"enableCheckpoint": True}
+
+
+def _pvc(wf: Built) -> Mapping[str, Any]:
+    return next(d for d in wf["spec"]["dependencies"] if d["kind"] == "PersistentVolumeClaim")
+
+
+def _checkpointed(wf: Built) -> bool:
+    """The PVC is a dependency, mounted by the trainer, named by the Job's checkpoint, and
+    the entry's save / load arguments are on the command."""
+    claim = _pvc(wf)["metadata"]["name"]
+    return (_job(wf)["checkpoint"]["pvcName"] == claim
+            and {"name": "checkpoint", "mountPath": "/checkpoint"} in _main(wf)["volumeMounts"]
+            and _after("--save")(wf) == "/checkpoint" and _after("--load")(wf) == "/checkpoint")
 
 
 CASES: dict[str, Case] = {
@@ -227,6 +246,18 @@ CASES: dict[str, Case] = {
     "nodeState.validFor": Case("24h", lambda w: w["gpu-00"].status.valid_until
                                == ended().status.conditions[0].last_transition_time
                                + dt.timedelta(hours=24), via=node_writes),
+    "enableCheckpoint": Case(True, _checkpointed, entry=TRAINING),
+    "maxRestarts": Case(1, lambda wf: _job(wf)["checkpoint"]["maxRestarts"] == 1,
+                        entry=TRAINING, extra=CHECKPOINTING),
+    "storageSize": Case("1Ti", lambda wf: _pvc(wf)["spec"]["resources"]["requests"]
+                        ["storage"] == "1Ti", entry=TRAINING, extra=CHECKPOINTING),
+    "storageClassName": Case("fast", lambda wf: _pvc(wf)["spec"]["storageClassName"] == "fast",
+                             entry=TRAINING, extra=CHECKPOINTING),
+    "maxSteps": Case(20, lambda wf: _after("--train-iters")(wf) == "20", entry=TRAINING),
+    "saveInterval": Case(5, lambda wf: _after("--save-interval")(wf) == "5", entry=TRAINING,
+                         extra=CHECKPOINTING),
+    "exitDurationMins": Case(7, lambda wf: _after("--exit-duration-in-mins")(wf) == "7",
+                             entry=TRAINING),
     "gangScheduler": Case(GANG, lambda wf: wf["spec"]["gangScheduler"]["queue"] == "q1" and all(
         p.get("schedulerName") == "kai-scheduler" for p in _pods(wf))),
 }
@@ -280,11 +311,14 @@ def test_each_field_changes_what_is_built(path: str) -> None:
     """Setting the field (globally, or in the category's options for a category option)
     changes what the category builds, and shows where the table says."""
     case = _case(path)
-    base = _build(lambda spec: None, ("communication", "nccl-all-reduce"), case.via)
+    category_field = path.startswith("categories.") and not path.startswith(CATEGORY_OPTIONS)
+    base_entry = ("communication", "nccl-all-reduce") if category_field else case.entry
+    base = _build(lambda spec: spec.update(case.extra), base_entry, case.via)
     if path.startswith("categories."):
         field = path.removeprefix("categories.")
 
         def change(spec: dict[str, Any]) -> None:
+            spec.update(case.extra)
             category = spec["categories"][0]
             if field.startswith("options."):
                 _set(category, field, case.value)
@@ -292,8 +326,72 @@ def test_each_field_changes_what_is_built(path: str) -> None:
                 category.update(dict(zip(("domain", "variant"), case.entry, strict=True)))
     else:
         def change(spec: dict[str, Any]) -> None:
+            spec.update(case.extra)
             _set(spec, path, case.value)
     built = _build(change, case.entry, case.via)
     assert not isinstance(built, BuildError), built
     assert built != base, f"{path}: {case.value!r} changed nothing"
     assert case.shows(built), f"{path}: {case.value!r} did not show where expected"
+
+
+def test_checkpointing_an_entry_that_cannot_is_refused_before_anything_is_created() -> None:
+    """enableCheckpoint on a category whose entry has no checkpoint settings is a precheck
+    problem naming the field; on a training entry it is none, and the PVC is a dependency."""
+    from cre.core.certification.build import precheck
+
+    comm = certification(("communication", "nccl-all-reduce"), enableCheckpoint=True)
+    assert precheck(comm, catalog()) == (
+        "spec.categories[0].options.enableCheckpoint: communication/nccl-all-reduce does not "
+        "checkpoint (only training entries do)",)
+    train = certification(TRAINING, enableCheckpoint=True)
+    assert precheck(train, catalog()) == ()
+    found = discover_for(train, 0, NODES, catalog())
+    assert not isinstance(found, DiscoveryFailure)
+    pvc = _pvc(build_workflow(train, 0, found=found, catalog=catalog()))
+    assert pvc["metadata"]["name"] == "cert-training-nemotron5-8b-checkpoint"
+    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"],
+                           "resources": {"requests": {"storage": "10Ti"}}}
+
+
+def test_training_options_reach_the_trainer_and_its_job() -> None:
+    """On a training category, resources replace the entry's 64 CPU / 500Gi on the trainer
+    container (GPUs kept), startupStallTimeoutSeconds replaces the entry's 1200, and the
+    entry's stall multiplier and goodput measurement reach the Job."""
+    plain = certification(TRAINING)
+    tuned = certification(TRAINING, startupStallTimeoutSeconds=300, resources={
+        "limits": {"cpu": "96", "memory": "700Gi"}, "requests": {"cpu": "48"}})
+    built = []
+    for cert in (plain, tuned):
+        found = discover_for(cert, 0, NODES, catalog())
+        assert not isinstance(found, DiscoveryFailure)
+        built.append(build_workflow(cert, 0, found=found, catalog=catalog()))
+    base, wf = built
+    assert _main(base)["resources"]["limits"] == {"nvidia.com/gpu": "8", "cpu": "64",
+                                                  "memory": "500Gi"}
+    assert _main(wf)["resources"]["limits"] == {"nvidia.com/gpu": "8", "cpu": "96",
+                                                "memory": "700Gi"}
+    assert _main(wf)["resources"]["requests"] == {"nvidia.com/gpu": "8", "cpu": "48",
+                                                  "memory": "500Gi"}
+    assert _job(base)["startupStallTimeoutSeconds"] == 1200
+    assert _job(wf)["startupStallTimeoutSeconds"] == 300
+    assert _job(wf)["stallMultiplier"] == 3
+    assert _job(wf)["goodputMeasurement"] == {"logProfileRef": "megatron-training",
+                                              "sampleInterval": "10s"}
+
+
+def test_a_training_category_with_too_few_gpus_is_refused_naming_the_node_count() -> None:
+    """nemotron5-56b needs 32 GPUs (the reference's minGPUs): two 8-GPU nodes are a
+    BuildError naming nodesPerJob and the 4 nodes that would do; four nodes build."""
+    cert = certification(("training", "nemotron5-56b"))
+    for count, ok in ((2, False), (4, True)):
+        found = discover_for(cert, 0, nodes(count), catalog())
+        assert not isinstance(found, DiscoveryFailure)
+        try:
+            build_workflow(cert, 0, found=found, catalog=catalog())
+        except BuildError as exc:
+            assert not ok
+            assert str(exc) == (
+                "spec.categories[0].options.nodesPerJob: training/nemotron5-56b needs at least "
+                "32 GPUs, 2 node(s) x 8 GPUs give 16; run it on 4 node(s) or more")
+        else:
+            assert ok

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import attrs
+
 from cre.api.common import TaintSelector, TargetSpec
 from cre.api.conditions import GroupPhase, Verdict, WorkflowReason
 from cre.api.job import Job, JobStatus
@@ -254,3 +256,41 @@ def test_a_broken_node_of_a_single_node_test_fails_its_own_group_only() -> None:
                                                                         "gpu-03"}
     assert world.wf.status.verdict == Verdict.FAILED
     assert world.condition("Failed").reason == WorkflowReason.JOB_HARDWARE_FAILED
+
+
+def test_a_checkpointing_training_group_mounts_and_names_its_own_pvc_copy() -> None:
+    """A training category with enableCheckpoint: the PVC is job-scoped, so each group Job
+    gets its own copy, and both the runtime copy's claim and the Job's checkpoint.pvcName
+    name that copy (a group never reads another group's checkpoints)."""
+    pool = nodes(2)
+    wf = workflow(pool, entry=("training", "nemotron5-8b"), enableCheckpoint=True)
+    world = WorkflowWorld(wf=wf, nodes=pool)
+    world.step(at(0))
+    world.step(at(1))
+    (job,) = world.jobs.values()
+    assert job.spec.checkpoint is not None
+    claim = job.spec.checkpoint.pvc_name
+    assert claim.startswith("cert-training-nemotron5-8b-checkpoint-") and claim.endswith("-job")
+    runtime = job.spec.workload.train_job["runtimeRef"]["name"]
+    assert runtime.startswith("cert-training-nemotron5-8b-runtime-")
+    assert ("PersistentVolumeClaim", claim) in world.created
+
+
+def test_the_jobs_outliers_are_aggregated_on_the_workflow_status() -> None:
+    """A group Job that listed fleet-relative outliers hands them to the Workflow's
+    status.outliers (node, busBW, reference, basis, domain) once the group is judged (the
+    Certification's copy is pinned by the golden measurement/fleet-outlier-report)."""
+    from cre.api.conditions import OutlierBasis
+    from cre.api.job import NodeOutlier
+    from tests.core.tierworld import succeeded
+
+    flag = NodeOutlier(node_name="gpu-01", bus_bw="287.38", reference="478.91",
+                       basis=OutlierBasis.FLEET_P10, peers=3, message="Outlier: gpu-01")
+
+    def flagged(job: Job, now: datetime) -> JobStatus:
+        return attrs.evolve(succeeded(job, now), outliers=(flag,))
+
+    pool = nodes(4)
+    world = WorkflowWorld(wf=workflow(pool), nodes=pool)
+    world.run(flagged)
+    assert world.wf.status.outliers == (flag,)

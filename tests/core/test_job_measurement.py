@@ -6,7 +6,12 @@ from __future__ import annotations
 import attrs
 
 from cre.api.conditions import ConditionType, FailureScope, JobReason, MeasurementReason
-from cre.api.job import BandwidthMeasurementRequest, Job
+from cre.api.goodput import (
+    GoodputMeasurement,
+    GoodputMeasurementSpec,
+    GoodputMeasurementStatus,
+)
+from cre.api.job import BandwidthMeasurementRequest, GoodputMeasurementRequest, Job
 from cre.api.measurement import (
     BandwidthMeasurement,
     BandwidthMeasurementSpec,
@@ -18,7 +23,7 @@ from cre.core.common.lifecycle import set_exclusive
 from cre.core.common.plan import DEFAULT_SETTINGS, Observation
 from cre.core.job.bandwidth import JOB_UID_ANNOTATION, bandwidth_manifest
 from cre.core.job.reconcile import reconcile_job
-from cre.core.job.thresholds import COMPLETION_GRACE
+from cre.core.job.thresholds import COMPLETION_GRACE, DEFAULT_MEASUREMENT_TIMEOUT
 from cre.testing.strategies.job import at, make_job, running_status, trainjob
 
 
@@ -212,13 +217,15 @@ def test_bad_expression_and_unknown_key_are_configuration() -> None:
 
 
 def test_keys_no_measurement_gives_fail_at_once_as_configuration() -> None:
-    """A threshold on a key the Job tier never measures (a goodput key), or on bandwidth with
-    no spec.bandwidthMeasurement, is the user's configuration: ThresholdNoData at once."""
+    """A threshold on a key no measurement of the Job gives (a goodput key without
+    spec.goodputMeasurement, or bandwidth with no spec.bandwidthMeasurement) is the user's
+    configuration: ThresholdNoData at once."""
     job = _job({"goodputRatio": "value > 0.5"}, succeeded_at=10)
     plan = reconcile_job(job, Observation(bandwidth_measurement=_bm(job, None)), at(11))
     cond = _validation(plan.status)
     assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
-    assert "goodputRatio" in cond.message
+    assert cond.message == ("Threshold(s) goodputRatio cannot be evaluated: the Job has no "
+                            "spec.goodputMeasurement")
     assert plan.status is not None and plan.status.failure_class is not None
     assert plan.status.failure_class.scope == FailureScope.CONFIGURATION
     bare = _job({"busBandwidthGBps": "value >= 1"}, succeeded_at=10)
@@ -226,3 +233,58 @@ def test_keys_no_measurement_gives_fail_at_once_as_configuration() -> None:
     plan = reconcile_job(bare, Observation(), at(11))
     cond = _validation(plan.status)
     assert cond is not None and "no spec.bandwidthMeasurement" in cond.message
+
+
+def _goodput_job(thresholds: dict[str, str]) -> Job:
+    job = _job(thresholds, succeeded_at=10)
+    return attrs.evolve(job, spec=attrs.evolve(
+        job.spec, bandwidth_measurement=None,
+        goodput_measurement=GoodputMeasurementRequest(log_profile_ref="megatron-training")))
+
+
+def _gm(job: Job, reason: str | None, result: str = "0.9000") -> GoodputMeasurement:
+    conds = () if reason is None else (Condition(
+        type=ConditionType.COMPLETE, status=ConditionStatus.TRUE, reason=reason,
+        message="m", last_transition_time=at(0)),)
+    return GoodputMeasurement(
+        metadata=ObjectMeta(name="j1-goodput", namespace="team-a", uid="gm-1",
+                            annotations={JOB_UID_ANNOTATION: job.metadata.uid or ""}),
+        spec=GoodputMeasurementSpec(job_ref=TypedLocalObjectReference(
+            api_group="cre.dev", kind="Job", name="j1"), log_profile_ref="megatron-training"),
+        status=GoodputMeasurementStatus(conditions=conds, result=result,
+                                        avg_tflops_per_gpu="400.00", avg_step_time_sec="1.000"))
+
+
+def test_goodput_thresholds_are_judged_on_the_completed_goodput_measurement() -> None:
+    """goodputRatio / avgTFLOPsPerGPU / avgStepTimeSec are judged on the Job's
+    GoodputMeasurement once it completed JobSucceeded: met, violated (naming the measured
+    ratio), and waited for while it is still measuring (named on the timeout)."""
+    job = _goodput_job({"goodputRatio": "value >= 0.8", "avgTFLOPsPerGPU": "value > 300",
+                        "avgStepTimeSec": "value < 2"})
+    plan = reconcile_job(job, Observation(goodput_measurement=_gm(
+        job, MeasurementReason.JOB_SUCCEEDED)), at(20))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.reason == JobReason.THRESHOLDS_MET
+    assert cond.message == ("All thresholds met: avgStepTimeSec=1.0000 (value < 2), "
+                            "avgTFLOPsPerGPU=400.0000 (value > 300), goodputRatio=0.9000 "
+                            "(value >= 0.8)")
+    strict = _goodput_job({"goodputRatio": "value >= 0.95"})
+    plan = reconcile_job(strict, Observation(goodput_measurement=_gm(
+        strict, MeasurementReason.JOB_SUCCEEDED)), at(20))
+    cond = _validation(plan.status)
+    assert cond is not None and cond.status == ConditionStatus.TRUE
+    assert cond.message == ('Threshold "goodputRatio" violated: measured 0.9000, '
+                            "expression: value >= 0.95")
+    assert plan.status is not None and plan.status.failure_class is None
+    # Still measuring: no verdict; past the deadline the message names the measurement.
+    waiting = reconcile_job(strict, Observation(goodput_measurement=_gm(strict, None)), at(20))
+    assert _validation(waiting.status) is None and waiting.requeue_after
+    late = at(10) + DEFAULT_MEASUREMENT_TIMEOUT + COMPLETION_GRACE
+    plan = reconcile_job(strict, Observation(goodput_measurement=_gm(strict, None)), late)
+    cond = _validation(plan.status)
+    assert cond is not None and cond.reason == JobReason.THRESHOLD_NO_DATA
+    assert cond.message.endswith("; GoodputMeasurement j1-goodput has not completed")
+    # A ratio of 0 (nothing useful measured) is no value: the reference's rule.
+    zero = reconcile_job(strict, Observation(goodput_measurement=_gm(
+        strict, MeasurementReason.JOB_SUCCEEDED, result="0")), at(20))
+    assert _validation(zero.status) is None

@@ -26,7 +26,7 @@ from cre.catalog.model import Catalog, CatalogEntry, RuntimeShape
 from cre.catalog.template import Scalar
 from cre.core.common.observed import NodeView
 from cre.core.workflow.discovery import Discovery, DiscoveryFailure, capped, discover
-from cre.render.job import job_object
+from cre.render.job import entry_job_fields, job_object
 from cre.render.options import GangScheduler, RenderError, RenderOptions
 from cre.render.workload import MAX_JOB_NAME, render_workload
 
@@ -39,7 +39,9 @@ DIAGNOSE_TIMEOUT: Final = "15m"
 DIAGNOSE_PARAMETERS: Final = {"iterations": 5, "cycles": 1}
 # Option name -> catalog parameter name, used when the entry declares the parameter.
 PARAMETERS: Final = {"max_bytes": "maxBytes", "num_iterations": "iterations",
-                     "num_cycles": "cycles"}
+                     "num_cycles": "cycles", "max_steps": "maxSteps",
+                     "save_interval": "saveInterval", "exit_duration_mins": "exitDurationMins"}
+CHECKPOINT_SUFFIX: Final = "-checkpoint"
 
 
 class BuildError(ValueError):
@@ -118,7 +120,28 @@ def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
             if getattr(options, option) is not None and param not in entry.parameters:
                 problems.append(f"{_where(i, _camel(option))}: {name} takes no {param} "
                                 "parameter")
+        if options.enable_checkpoint and (entry.training is None
+                                          or entry.training.checkpoint is None):
+            problems.append(f"{_where(i, 'enableCheckpoint')}: {name} does not checkpoint "
+                            "(only training entries do)")
     return tuple(problems)
+
+
+def checkpoint_pvc(*, name: str, namespace: str, entry: CatalogEntry,
+                   options: CategoryOptions) -> dict[str, Any] | None:
+    """The ReadWriteMany PVC ``<workflow>-checkpoint`` a category with ``enableCheckpoint``
+    gets as a Workflow dependency (``None`` without checkpointing)."""
+    ckpt = entry.training.checkpoint if entry.training is not None else None
+    if not options.enable_checkpoint or ckpt is None:
+        return None
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "resources": {
+        "requests": {"storage": options.storage_size or ckpt.storage_size}}}
+    if options.storage_class_name:
+        spec["storageClassName"] = options.storage_class_name
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": f"{name}{CHECKPOINT_SUFFIX}", "namespace": namespace,
+                         "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, "app": entry.variant}},
+            "spec": spec}
 
 
 def _camel(name: str) -> str:
@@ -181,6 +204,17 @@ def clamp_note(cert: Certification, index: int, *, found: Discovery) -> str | No
             f"node(s); clamped to {available}")
 
 
+def _check_min_gpus(entry: CatalogEntry, *, index: int, nodes: int, gpus_per_node: int) -> None:
+    """A training entry's model needs ``training.minGpus`` GPUs: fewer is a BuildError naming
+    the node count that would do (the reference's ``minGPUs``)."""
+    needed = entry.training.min_gpus if entry.training is not None else 1
+    if nodes * gpus_per_node < needed:
+        enough = -(-needed // gpus_per_node)
+        raise BuildError(f"{_where(index, 'nodesPerJob')}: {entry.name} needs at least "
+                         f"{needed} GPUs, {nodes} node(s) x {gpus_per_node} GPUs give "
+                         f"{nodes * gpus_per_node}; run it on {enough} node(s) or more")
+
+
 def build_workflow(
     cert: Certification, index: int, *, found: Discovery, catalog: Catalog
 ) -> dict[str, Any]:
@@ -205,6 +239,8 @@ def build_workflow(
                 params[param] = str(value) if isinstance(default, str) else value
     gang = GangScheduler.from_spec(cert.spec.gang_scheduler) if cert.spec.gang_scheduler \
         else None
+    pvc = checkpoint_pvc(name=name, namespace=namespace, entry=entry, options=options)
+    claim = pvc["metadata"]["name"] if pvc is not None else None
     try:
         resolved = catalog.resolve(entry.name, platform=found.platform,
                                    arch=found.architecture, num_nodes=per_job,
@@ -217,15 +253,15 @@ def build_workflow(
                                   image_pull_secrets=tuple(
                                       s.name for s in options.image_pull_secrets),
                                   priority_class_name=cert.spec.priority_class_name,
-                                  resources=_resources(options)))
+                                  resources=_resources(options),
+                                  checkpoint_claim=claim))
     except (CatalogError, RenderError) as exc:
         raise BuildError(f"spec.categories[{index}] ({entry.name}): {exc}") from exc
-    measurement = None if entry.measurement is None else {
-        "logProfileRef": entry.measurement.log_profile,
-        "sampleInterval": entry.measurement.sample_interval,
-        "testType": entry.measurement.test_type}
+    _check_min_gpus(entry, index=index, nodes=per_job, gpus_per_node=resolved.gpus_per_node)
     job = job_object(job_name=name, namespace=namespace, rendered=rendered,
-                     nodes=found.names[:per_job], measurement=measurement)
+                     nodes=found.names[:per_job],
+                     fields=entry_job_fields(entry, checkpoint_claim=claim,
+                                             max_restarts=options.max_restarts))
     job_spec = job["spec"]
     if options.startup_stall_timeout_seconds is not None:
         job_spec["startupStallTimeoutSeconds"] = options.startup_stall_timeout_seconds
@@ -256,7 +292,8 @@ def build_workflow(
         "namespace": namespace,
         "jobTemplate": {"spec": job_spec},
         "orchestration": orchestration,
-        "dependencies": [dict(d) for d in rendered.dependencies()],
+        "dependencies": [dict(d) for d in (*rendered.dependencies(),
+                                           *([pvc] if pvc is not None else []))],
     }
     # A Certification that names no thresholds gets the entry's defaults for the detected
     # platform and architecture (an explicit empty map opts out).

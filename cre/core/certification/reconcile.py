@@ -247,7 +247,7 @@ def _check_workflow(ctx: _Ctx, status: CertificationStatus, index: int, name: st
     refs: dict[str, Any] = {"succeeded_nodes_ref": wf.status.succeeded_nodes_ref,
                             "failed_nodes_ref": wf.status.failed_nodes_ref,
                             "uncertified_nodes_ref": wf.status.uncertified_nodes_ref,
-                            "groups": group_bandwidth(wf)}
+                            "groups": group_bandwidth(wf), "outliers": wf.status.outliers}
     status = _copy_outage(ctx, status, wf, label)
     member = true_member(wf.status.conditions)
     if member is not None and member.type == ConditionType.FAILED:

@@ -11,7 +11,8 @@ a uid precondition before the workload is created, so numbers of two attempts ne
 GoodputMeasurement is created the same way: :mod:`cre.core.measure.logread`).
 
 Once the Job succeeded, thresholds are judged by :func:`cre.core.job.thresholds.judge` on the
-measurement's final values; the verdict is the additive ``ValidationFailed`` condition (the trio
+measurement's final values (the training keys on its GoodputMeasurement's, design record
+025); the verdict is the additive ``ValidationFailed`` condition (the trio
 stays Succeeded), written once: a Job that already carries ``ValidationFailed`` is never judged
 again. Until the verdict, the Job waits: its deadline is ``measurementTimeout`` after the
 Job's Succeeded transition (``COMPLETION_GRACE`` later while its measurement has not completed),
@@ -51,6 +52,7 @@ import attrs
 
 from cre.api.common import RelativeAction
 from cre.api.conditions import ConditionType, FailedNodeReason, FailureScope, JobReason
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import FailedNode, Job, JobStatus, NodeOutlier
 from cre.api.labels import GROUP
 from cre.api.measurement import BandwidthMeasurement
@@ -60,10 +62,14 @@ from cre.core.common.observed import NodeView
 from cre.core.common.plan import Create, Delete, EventSeverity, EventSpec
 from cre.core.job.fleet import Outlier, find_outliers
 from cre.core.job.thresholds import (
+    BANDWIDTH_KEYS,
+    GOODPUT_KEYS,
+    AnyMeasurement,
     MetricKey,
     Verdict,
     Wait,
     configuration_problem,
+    goodput_values,
     judge,
     judge_nodes,
     measured_values,
@@ -148,14 +154,17 @@ def outliers_of(job: Job, per_node: dict[str, dict[str, float]] | None,
 
 def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime, *,
                        timeout: timedelta, cap: float,
-                       nodes: Sequence[NodeView] = ()) -> Validation:
+                       nodes: Sequence[NodeView] = (),
+                       gm: GoodputMeasurement | None = None) -> Validation:
     """The threshold verdict of a Succeeded Job (status unchanged while it waits);
     ``timeout`` is the Job's ``measurementTimeout``, ``cap`` the longest requeue while it
     waits (seconds of the injected clock), ``nodes`` the observed nodes (their labels are the
-    topology domains of the relative rule)."""
+    topology domains of the relative rule), ``gm`` its GoodputMeasurement (the training
+    keys' values)."""
     status = job.status
     own = own_bandwidth(job, bm)
-    values = measured_values(own)
+    own_gm = gm if gm is not None and belongs_to(gm, job) else None
+    values = {**measured_values(own), **goodput_values(own_gm)}
     per_node = node_values(own)
     bus = values.get(MetricKey.BUS_BANDWIDTH)
     if per_node is not None:
@@ -173,8 +182,8 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
     rule = job.spec.relative_threshold
     failing = ({o.node: o.message for o in outliers}
                if rule is not None and rule.action == RelativeAction.FAIL else {})
-    verdict = _verdict(job, own, values, per_node, succeeded_at=succeeded_at, now=now,
-                       timeout=timeout, outliers=failing)
+    verdict = _verdict(job, own, own_gm, values, per_node, succeeded_at=succeeded_at,
+                       now=now, timeout=timeout, outliers=failing)
     if not isinstance(verdict, Verdict):
         left = max((verdict.deadline - now).total_seconds(), 0.0)
         return Validation(status=status, requeue_after=min(left, cap))
@@ -198,43 +207,52 @@ def validate_succeeded(job: Job, bm: BandwidthMeasurement | None, now: datetime,
                                                      message=verdict.message))
 
 
-def _unmeasurable(job: Job, own: BandwidthMeasurement | None) -> str:
-    """Why some threshold key can never get a value on this Job ("" when all can): only the
-    BandwidthMeasurement's keys are judged, and only when the Job asks for one (or has one)."""
-    keys = sorted(job.spec.thresholds)
-    other = [k for k in keys if k not in set(MetricKey)]
-    if other:
-        return (f"Threshold(s) {', '.join(other)} cannot be evaluated: the Job tier judges "
-                f"{', '.join(sorted(MetricKey))} only")
-    if job.spec.bandwidth_measurement is None and own is None:
-        return (f"Threshold(s) {', '.join(keys)} cannot be evaluated: the Job has no "
-                "spec.bandwidthMeasurement")
-    return ""
+def _sources(job: Job, own: BandwidthMeasurement | None, gm: GoodputMeasurement | None
+             ) -> tuple[tuple[frozenset[str], AnyMeasurement | None, str, str | None], ...]:
+    """Per measurement the thresholds read, bandwidth first: (its keys among the thresholds,
+    the measurement, its kind, the Job spec field that should ask for it when the Job
+    neither asks for one nor has one, else ``None``)."""
+    keys = frozenset(job.spec.thresholds)
+    out: list[tuple[frozenset[str], AnyMeasurement | None, str, str | None]] = []
+    for family, m, kind, field, asked in (
+            (BANDWIDTH_KEYS, own, BandwidthMeasurement.KIND, "bandwidthMeasurement",
+             job.spec.bandwidth_measurement is not None),
+            (GOODPUT_KEYS, gm, GoodputMeasurement.KIND, "goodputMeasurement",
+             job.spec.goodput_measurement is not None)):
+        if keys & family:
+            out.append((keys & family, m, kind, None if asked or m is not None else field))
+    return tuple(out)
 
 
-def _verdict(job: Job, own: BandwidthMeasurement | None, values: dict[str, float],
-             per_node: dict[str, dict[str, float]] | None, *, succeeded_at: datetime,
-             now: datetime, timeout: timedelta, outliers: dict[str, str]) -> Verdict | Wait:
+def _verdict(job: Job, own: BandwidthMeasurement | None, gm: GoodputMeasurement | None,
+             values: dict[str, float], per_node: dict[str, dict[str, float]] | None, *,
+             succeeded_at: datetime, now: datetime, timeout: timedelta,
+             outliers: dict[str, str]) -> Verdict | Wait:
     thresholds = job.spec.thresholds
     # The user's own mistakes in the thresholds come first (judged without any value).
     early = judge(thresholds, {}, succeeded_at=succeeded_at, now=succeeded_at,
                   timeout=timedelta(days=1))
     if isinstance(early, Verdict):
         return early
-    unmeasured = _unmeasurable(job, own)
-    if unmeasured:
-        return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA, message=unmeasured,
-                       scope=FailureScope.CONFIGURATION)
-    problem = configuration_problem(own)
-    if problem is not None:
-        keys = ", ".join(sorted(thresholds))
-        return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA,
-                       message=f"Threshold(s) {keys} cannot be evaluated: {problem[1]}",
-                       scope=FailureScope.CONFIGURATION)
+    sources = _sources(job, own, gm)
+    for keys, m, _, missing in sources:
+        if missing is not None:
+            return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA,
+                           message=f"Threshold(s) {', '.join(sorted(keys))} cannot be "
+                           f"evaluated: the Job has no spec.{missing}",
+                           scope=FailureScope.CONFIGURATION)
+        problem = configuration_problem(m)
+        if problem is not None:
+            return Verdict(failed=True, reason=JobReason.THRESHOLD_NO_DATA,
+                           message=f"Threshold(s) {', '.join(sorted(thresholds))} cannot be "
+                           f"evaluated: {problem[1]}", scope=FailureScope.CONFIGURATION)
     if per_node is not None and own is not None:
         return judge_nodes(thresholds, per_node, why_missing={
             n.node_name: n.message for n in own.status.node_results if n.message},
             outliers=outliers)
+    # Messages and the no-data cause name the first measurement still missing a value.
+    _, m, kind, _ = next((s for s in sources if not s[0] <= values.keys()), sources[0])
     return judge(thresholds, values, succeeded_at=succeeded_at, now=now, timeout=timeout,
-                 state=measurement_state(own), completed=measurement_completed(own),
-                 no_data=no_data_scope(own))
+                 state=measurement_state(m, kind=kind),
+                 completed=all(measurement_completed(s[1]) for s in sources),
+                 no_data=no_data_scope(m))

@@ -554,7 +554,8 @@ def _judge(ctx: _Ctx, status: JobStatus, event: EventSpec | None) -> JobPlan:
     job = attrs.evolve(ctx.job, status=status)
     judged = validate_succeeded(job, ctx.obs.bandwidth_measurement, ctx.now,
                                 timeout=parse_duration(job.spec.measurement_timeout or "5m"),
-                                cap=ctx.settings.poll_interval, nodes=ctx.obs.nodes)
+                                cap=ctx.settings.poll_interval, nodes=ctx.obs.nodes,
+                                gm=ctx.obs.goodput_measurement)
     events = tuple(e for e in (event, judged.event) if e is not None)
     return _released(ctx, judged.status, events=events, requeue_after=judged.requeue_after)
 

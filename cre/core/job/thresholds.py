@@ -7,7 +7,10 @@ module is the judge, pure (the clock is a parameter, CEL is evaluated through th
 
 * Values come only from a **final** measurement: a BandwidthMeasurement whose ``Complete``
   condition is True with reason ``JobSucceeded`` and which has results. ``busBandwidthGBps`` is
-  the maximum ``busBW`` over message sizes, ``algBandwidthGBps`` the maximum ``algBW``.
+  the maximum ``busBW`` over message sizes, ``algBandwidthGBps`` the maximum ``algBW``. The
+  training keys come from a GoodputMeasurement completed ``JobSucceeded`` (the reference's
+  rule): ``goodputRatio`` is ``status.result`` when above 0, ``avgTFLOPsPerGPU`` and
+  ``avgStepTimeSec`` its fields of those names (:func:`goodput_values`).
   Provisional samples (``Measuring``) never count; neither do ``NoDataCollected``,
   ``LogsUnavailable`` or ``JobFailed`` (unmeasured).
 * Precedence, first that applies: a key outside the registry -> ``UnknownThresholdKey``; an
@@ -49,16 +52,28 @@ import attrs
 from cre.api.cel import CelError, compile_cel
 from cre.api.common import THRESHOLD_KEYS
 from cre.api.conditions import ConditionType, FailureScope, JobReason, MeasurementReason
+from cre.api.goodput import GoodputMeasurement
 from cre.api.job import FailureClass
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import ConditionStatus
 
 
 class MetricKey(enum.StrEnum):
-    """The threshold keys a BandwidthMeasurement gives a value for."""
+    """The threshold keys: a BandwidthMeasurement gives the first two, a GoodputMeasurement
+    the others."""
 
     BUS_BANDWIDTH = "busBandwidthGBps"
     ALG_BANDWIDTH = "algBandwidthGBps"
+    GOODPUT_RATIO = "goodputRatio"
+    AVG_TFLOPS = "avgTFLOPsPerGPU"
+    AVG_STEP_TIME = "avgStepTimeSec"
+
+
+BANDWIDTH_KEYS: Final = frozenset({MetricKey.BUS_BANDWIDTH, MetricKey.ALG_BANDWIDTH})
+GOODPUT_KEYS: Final = frozenset({MetricKey.GOODPUT_RATIO, MetricKey.AVG_TFLOPS,
+                                 MetricKey.AVG_STEP_TIME})
+#: Either measurement a threshold may read (both carry the conditions read here).
+AnyMeasurement = BandwidthMeasurement | GoodputMeasurement
 
 
 DEFAULT_MEASUREMENT_TIMEOUT: Final = timedelta(minutes=5)
@@ -68,7 +83,7 @@ DEFAULT_MEASUREMENT_TIMEOUT: Final = timedelta(minutes=5)
 COMPLETION_GRACE: Final = timedelta(seconds=30)
 
 
-def _condition(bm: BandwidthMeasurement, type_: ConditionType) -> tuple[str, str] | None:
+def _condition(bm: AnyMeasurement, type_: ConditionType) -> tuple[str, str] | None:
     for cond in bm.status.conditions:
         if cond.type == type_ and cond.status == ConditionStatus.TRUE:
             return cond.reason or "", cond.message or ""
@@ -90,18 +105,36 @@ def measured_values(bm: BandwidthMeasurement | None) -> dict[str, float]:
             MetricKey.ALG_BANDWIDTH: max(float(r.alg_bw) for r in bm.status.results)}
 
 
-def measurement_state(bm: BandwidthMeasurement | None) -> str:
-    """A phrase for messages: what the measurement is or ended as."""
+def goodput_values(gm: GoodputMeasurement | None) -> dict[str, float]:
+    """Threshold key -> value from a GoodputMeasurement completed ``JobSucceeded`` (empty
+    before); ``goodputRatio`` only when the ratio is above 0, each field only when set."""
+    done = None if gm is None else _condition(gm, ConditionType.COMPLETE)
+    if gm is None or done is None or done[0] != MeasurementReason.JOB_SUCCEEDED:
+        return {}
+    out: dict[str, float] = {}
+    st = gm.status
+    if st.result is not None and float(st.result) > 0:
+        out[MetricKey.GOODPUT_RATIO] = float(st.result)
+    if st.avg_tflops_per_gpu is not None:
+        out[MetricKey.AVG_TFLOPS] = float(st.avg_tflops_per_gpu)
+    if st.avg_step_time_sec is not None:
+        out[MetricKey.AVG_STEP_TIME] = float(st.avg_step_time_sec)
+    return out
+
+
+def measurement_state(bm: AnyMeasurement | None, *,
+                      kind: str = BandwidthMeasurement.KIND) -> str:
+    """A phrase for messages: what the measurement (of ``kind`` when absent) is or ended as."""
     if bm is None:
-        return "no BandwidthMeasurement exists"
-    name = bm.metadata.name or ""
+        return f"no {kind} exists"
+    name = f"{bm.KIND} {bm.metadata.name or ''}"
     done = _condition(bm, ConditionType.COMPLETE)
     if done is not None:
-        return f"BandwidthMeasurement {name} ended {done[0]}: {done[1]}".rstrip(": ")
-    return f"BandwidthMeasurement {name} has not completed"
+        return f"{name} ended {done[0]}: {done[1]}".rstrip(": ")
+    return f"{name} has not completed"
 
 
-def measurement_completed(bm: BandwidthMeasurement | None) -> bool:
+def measurement_completed(bm: AnyMeasurement | None) -> bool:
     """Whether nothing more will come from ``bm``: it completed, or there is none."""
     return bm is None or _condition(bm, ConditionType.COMPLETE) is not None
 
@@ -112,7 +145,7 @@ CONFIGURATION_REASONS: Final = frozenset({MeasurementReason.LOG_PROFILE_NOT_FOUN
                                           MeasurementReason.INVALID_JOB_REF})
 
 
-def configuration_problem(bm: BandwidthMeasurement | None) -> tuple[str, str] | None:
+def configuration_problem(bm: AnyMeasurement | None) -> tuple[str, str] | None:
     """(reason, message) when ``bm`` says it cannot run as configured (a LogProfile missing
     or invalid, a jobRef naming another kind), else ``None``. Read from any of its conditions:
     ``Measuring=False`` while it waits for the profile, ``Complete=True`` once terminal."""
@@ -122,11 +155,11 @@ def configuration_problem(bm: BandwidthMeasurement | None) -> tuple[str, str] | 
         if cond.reason in CONFIGURATION_REASONS and cond.type in (ConditionType.MEASURING,
                                                                   ConditionType.COMPLETE):
             name = bm.metadata.name or ""
-            return cond.reason, f"BandwidthMeasurement {name}: {cond.message or cond.reason}"
+            return cond.reason, f"{bm.KIND} {name}: {cond.message or cond.reason}"
     return None
 
 
-def no_data_scope(bm: BandwidthMeasurement | None) -> FailureScope:
+def no_data_scope(bm: AnyMeasurement | None) -> FailureScope:
     """Whom a threshold left without data by the deadline is attributed to: the measurement
     controller when there is no measurement or it never completed (ControlPlane), the platform
     when the logs could not be read (LogsUnavailable), the workload when its log held no table

@@ -10,7 +10,8 @@ For each group and iteration this module:
 * rewrites the spec to the group: ``trainer.numNodes``, the required node affinity
   ``kubernetes.io/hostname In <nodes>`` on every replicated job (launcher included), the pod
   labels ``cre.dev/job`` / ``cre.dev/launcher`` and the spread anti-affinity to the Job's name,
-  references to the group's own copies of job-scoped dependencies;
+  references to the group's own copies of job-scoped dependencies (the TrainJob spec and
+  ``checkpoint.pvcName``);
 * tolerates exactly the target's ``taintSelectors`` when they are set;
 * sets ``workloadRetention: Release`` unless the template sets it (the finished group's
   workload is deleted once nothing needs its pods, cre.core.job.release);
@@ -165,6 +166,8 @@ def group_job(
                                                 renames=renames,
                                                 tolerations=_tolerations(workflow))
     spec["workload"] = workload
+    if spec.get("checkpoint") is not None:  # the group's own copy of a job-scoped PVC
+        spec["checkpoint"] = rewrite(spec["checkpoint"], renames)
     # The verdict is the Workflow's; once a group's Job is finished and its logs and
     # measurements are read, its workload goes (cre.core.job.release), unless the template says.
     spec.setdefault("workloadRetention", WorkloadRetention.RELEASE.value)

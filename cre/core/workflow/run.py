@@ -25,7 +25,7 @@ from cre.api.conditions import (
     Verdict,
     WorkflowReason,
 )
-from cre.api.job import FailureClass, Job
+from cre.api.job import FailureClass, Job, NodeOutlier
 from cre.api.meta import NamespacedName
 from cre.api.workflow import (
     DependencyRef,
@@ -162,6 +162,15 @@ class _Pass:
     uncertified: list[D.NodeRecord] = attrs.field(factory=list)
     # The soonest a group waiting on a NotReady node's grace must be looked at (seconds).
     wait: float | None = None
+    # Fleet-relative outliers of the Jobs judged in this pass (status.outliers).
+    outliers: list[NodeOutlier] = attrs.field(factory=list)
+
+    def status(self, status: WorkflowStatus) -> WorkflowStatus:
+        """``status`` with this pass's groups, dependency refs and outliers (a node judged
+        again replaces its earlier entry; sorted by node name)."""
+        outliers = {o.node_name: o for o in (*status.outliers, *self.outliers)}
+        return attrs.evolve(status, groups=tuple(self.groups), dependency_refs=tuple(self.refs),
+                            outliers=tuple(outliers[n] for n in sorted(outliers))[:1024])
 
     def plan_args(self) -> dict[str, Any]:
         return {"creates": (*self.creates, *self.upserts), "deletes": tuple(self.deletes),
@@ -210,8 +219,7 @@ def _deadline_passed(ctx: WorkflowCtx) -> WorkflowPlan:
         type=EventSeverity.WARNING, reason=WorkflowReason.DEADLINE_EXCEEDED,
         message=f"{why[0].upper()}{why[1:]}: cancelled {len(cancelled)} group(s)"
                 + (f": {', '.join(cancelled[:10])}" if cancelled else "")))
-    status = _with_results(ctx, status, p)
-    status = attrs.evolve(status, groups=tuple(p.groups), dependency_refs=tuple(p.refs))
+    status = p.status(_with_results(ctx, status, p))
     return _final(ctx, status, p, deadline=why)
 
 
@@ -239,8 +247,7 @@ def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
     else:
         _launch(ctx, p)
     _sweep_dependencies(ctx, p)
-    status = _with_results(ctx, status, p)
-    status = attrs.evolve(status, groups=tuple(p.groups), dependency_refs=tuple(p.refs))
+    status = p.status(_with_results(ctx, status, p))
     if all(g.phase.terminal for g in p.groups):
         if diagnosing:
             return _diagnose_round(ctx, status, p)
@@ -339,6 +346,8 @@ def _track(ctx: WorkflowCtx, group: GroupStatus, p: _Pass) -> GroupStatus | str 
             uncertified = ()
     p.failed += failed
     p.uncertified += uncertified
+    if job is not None:
+        p.outliers += job.status.outliers
     group = attrs.evolve(group, failure_class=outcome.failure_class,
                          failure_reason=None if outcome.succeeded
                          else decision.reason or outcome.failure_reason,

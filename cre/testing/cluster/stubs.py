@@ -53,6 +53,11 @@ class Behaviour(enum.StrEnum):
     # nccl-tests prints its table after ``after`` seconds, then ``hold`` seconds later dies
     # with an NCCL error (exit 1): under restartPolicy OnFailure the container crash-loops.
     CRASH_AFTER_TABLE = "crash-after-table"
+    # A Megatron-style trainer (cre.testing.cluster.trainerstub) that crashes with a CUDA
+    # error when it reaches iteration ``after``, once per checkpoint directory (a restarted
+    # run resumes from its last checkpoint and finishes): the catalog's training entries
+    # carry no stub flags, so a scenario asks for the crash here.
+    TRAINER_CRASH = "trainer-crash"
 
 
 @attrs.frozen(slots=True)
@@ -189,6 +194,10 @@ def _override_program(ov: Override, ctx: StubContext, cmd: str) -> Program:
             return Program(name="succeed", duration=0.0)
         case Behaviour.DEGRADE | Behaviour.CRASH_AFTER_TABLE:
             return _two_part_program(ov, ctx, cmd)
+        case Behaviour.TRAINER_CRASH:
+            if not is_trainer(cmd):
+                return choose(ctx)
+            return trainer_program(ctx, f"{cmd} --stub-crash-at {int(ov.after)}")
         case Behaviour.SLOW:  # handled by choose(); kept exhaustive for mypy
             return choose(ctx)
 
