@@ -30,6 +30,7 @@ from cre.core.common.plan import CreateConflict, Feedback
 from cre.core.schedule.nodes import (
     NO_GPU,
     GpuPodView,
+    busy_nodes,
     choose_nodes,
     gpu_pod_view,
     group_size,
@@ -328,10 +329,10 @@ def test_a_plan_applied_comes_to_rest(minutes: int, policy: str, busy: bool) -> 
     sched = schedule(concurrencyPolicy=policy)
     now = T0 + timedelta(minutes=minutes)
     pods = (GpuPodView(node="gpu-00", gpus=8, phase="Running"),) if busy else ()
-    plan = reconcile_schedule(sched, observe(gpu_pods=pods), now)
+    plan = reconcile_schedule(sched, observe(busy=busy_nodes(pods)), now)
     applied = sched if plan.status is None else attrs.evolve(sched, status=plan.status)
     made = tuple(from_dict(dict(c.body)) for c in plan.creates)
-    again = reconcile_schedule(applied, observe(gpu_pods=pods, certifications=made), now)
+    again = reconcile_schedule(applied, observe(busy=busy_nodes(pods), certifications=made), now)
     assert again.creates == () and again.deletes == ()
     assert again.status is None
 
@@ -342,7 +343,7 @@ def test_a_plan_applied_comes_to_rest(minutes: int, policy: str, busy: bool) -> 
 def test_busy_nodes_are_left_out_and_named() -> None:
     """A node running someone else's GPU pod is not chosen; the event names it."""
     pods = (GpuPodView(node="gpu-01", gpus=4, phase="Running"), NO_GPU)
-    plan = reconcile_schedule(schedule(), observe(gpu_pods=pods), T0 + timedelta(hours=1))
+    plan = reconcile_schedule(schedule(), observe(busy=busy_nodes(pods)), T0 + timedelta(hours=1))
     assert created_nodes(plan) == ["gpu-00", "gpu-02", "gpu-03"]
     assert "gpu-01" in plan.events[-1].message
 
@@ -350,7 +351,7 @@ def test_busy_nodes_are_left_out_and_named() -> None:
 def test_no_idle_node_skips_the_run_with_a_warning_not_an_empty_certification() -> None:
     """Every target node busy: no Certification, RunSkipped NoEligibleNodes, a Warning."""
     pods = tuple(GpuPodView(node=f"gpu-{i:02d}", gpus=1, phase="Pending") for i in range(4))
-    plan = reconcile_schedule(schedule(), observe(gpu_pods=pods), T0 + timedelta(hours=1))
+    plan = reconcile_schedule(schedule(), observe(busy=busy_nodes(pods)), T0 + timedelta(hours=1))
     assert plan.creates == ()
     assert plan.status is not None and plan.status.skipped_runs == 1
     cond = condition(plan.status.conditions, "RunSkipped")

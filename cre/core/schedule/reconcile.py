@@ -61,7 +61,7 @@ from cre.core.common.conditions import set_additive
 from cre.core.common.lifecycle import true_member
 from cre.core.common.observed import NodeView
 from cre.core.common.plan import Create, Delete, EventSeverity, EventSpec, Feedback, Plan
-from cre.core.schedule.nodes import GpuPodView, busy_nodes, choose_nodes
+from cre.core.schedule.nodes import choose_nodes
 from cre.core.schedule.times import Due, ScheduleError, due_times, run_name
 
 SchedulePlan = Plan[CertificationScheduleStatus]
@@ -83,12 +83,14 @@ DEFAULT_SCHEDULE_SETTINGS: Final = ScheduleSettings()
 @attrs.frozen(kw_only=True)
 class ScheduleObservation:
     """What the core reads: the Certifications the schedule controls, the GPU nodes, their
-    NodeCertifications (by node name) and the pods of others that may hold GPUs."""
+    NodeCertifications (by node name) and the nodes whose GPUs a pod of someone else holds
+    (:func:`cre.core.schedule.nodes.busy_nodes` of the pods' views; the shell reads them off
+    its pod cache's node index)."""
 
     certifications: tuple[Certification, ...] = ()
     nodes: tuple[NodeView, ...] = ()
     records: Mapping[str, NodeCertification] = attrs.field(factory=dict)
-    gpu_pods: tuple[GpuPodView, ...] = ()
+    busy: frozenset[str] = frozenset()
     feedback: Feedback = attrs.field(factory=Feedback)
 
 
@@ -235,7 +237,7 @@ def _decide(schedule: CertificationSchedule, obs: ScheduleObservation, due: Due,
         return _Decision(reason=ScheduleReason.RUN_CREATE_REFUSED, skipped=True, missed=missed,
                          message=f"skipped the run due at {when}: {why}")
     choice = choose_nodes(spec.certification_template.spec, nodes=obs.nodes,
-                          records=obs.records, busy=busy_nodes(obs.gpu_pods),
+                          records=obs.records, busy=obs.busy,
                           max_nodes=spec.max_nodes_per_run, now=now)
     if not choice.chosen:
         busy = f"; busy with GPU pods of others: {_shown(choice.busy)}" if choice.busy else ""
