@@ -124,7 +124,8 @@ def _nodecertification(ctx: ControllerContext) -> Controller:
 
 def _schedule(ctx: ControllerContext) -> Controller:
     return ScheduleController(ctx.client, informers=ctx.informers, registry=ctx.registry,
-                              clock=ctx.clock, max_concurrent_reconciles=ctx.workers(1))
+                              clock=ctx.clock, time_scale=ctx.time_scale,
+                              max_concurrent_reconciles=ctx.workers(1))
 
 
 CONTROLLERS: tuple[ControllerEntry, ...] = (

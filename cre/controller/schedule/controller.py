@@ -50,7 +50,7 @@ from cre.kube.client import (
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import busy_nodes_of, gpu_pod_informer
-from cre.kube.runtime import WatchEvent
+from cre.kube.runtime import Result, WatchEvent
 from cre.kube.runtime.base import utcnow
 from cre.kube.runtime.handlers import KeyQueue
 
@@ -112,8 +112,13 @@ class ScheduleController(TierController[CertificationSchedule, ScheduleObservati
     def __init__(self, client: KubeClient, *, namespaces: Sequence[str] | None = None,
                  informers: InformerFactory | None = None, max_concurrent_reconciles: int = 1,
                  clock: Callable[[], datetime] = utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
-        """``informers``: the process's shared informer factory (then its namespaces apply)."""
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
+        """``informers``: the process's shared informer factory (then its namespaces apply);
+        ``time_scale``: how much faster than the wall ``clock`` runs (a simulated cluster's),
+        so the wait until the next due time is that much shorter."""
+        if time_scale <= 0:
+            raise ValueError(f"ScheduleController: time_scale must be positive, got {time_scale}")
+        self.time_scale = time_scale
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          owner=CERTIFICATIONSCHEDULES, decode=schedule_from_dict,
                          involved=involved_schedule, workers=max_concurrent_reconciles,
@@ -135,6 +140,13 @@ class ScheduleController(TierController[CertificationSchedule, ScheduleObservati
         (self.managed_for(self.schedules, on_deleted=self._forget).owns(self.certifications)
             .watches(self.nodes, read_only).watches(self.records, read_only)
             .watches(self.gpu_pods, read_only))
+
+    async def reconcile(self, key: str) -> Result:
+        """One pass over the schedule ``namespace/name``; the requeue in wall seconds."""
+        result = await super().reconcile(key)
+        after = result.requeue_after
+        return attrs.evolve(result, requeue_after=None if after is None
+                            else after / self.time_scale)
 
     def observe(self, schedule: CertificationSchedule) -> ScheduleObservation:
         """The Observation of ``schedule`` from the caches."""
