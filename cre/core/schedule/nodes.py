@@ -1,11 +1,11 @@
 """Which nodes a scheduled run certifies: idle ones, stalest first, in whole groups.
 
 A node is *eligible* when the template's target selects it (:func:`cre.core.workflow.discovery.
-candidates`), it is Ready and not cordoned (unless the target selects cordoned nodes), it does
-not carry CRE's failed-node taint unless the target's ``taintSelectors`` select that taint (the
-run's pods would not be scheduled there), and it is *idle*: no pod of anyone else that
-requests ``nvidia.com/gpu`` runs on it (or is bound to it and starting). CRE's own pods are not
-in the view (the informer leaves out ``cre.dev/job`` and ``cre.dev/launcher`` pods).
+candidates`), it is Ready and not cordoned (unless the target selects cordoned nodes), and it
+is *idle*: no pod of anyone else that requests ``nvidia.com/gpu`` runs on it (or is bound to it
+and starting). CRE's own pods are not in the view (the informer leaves out ``cre.dev/job`` and
+``cre.dev/launcher`` pods). A node carrying CRE's failed-node taint stays eligible: CRE's
+workloads tolerate it, and a run that passes the node is what releases it.
 
 Eligible nodes are ordered by how stale their evidence is, over the template's categories:
 
@@ -29,7 +29,6 @@ import attrs
 from cre.api.certification import CertificationSpec
 from cre.api.nodecertification import CategoryResult, NodeCertification, NodeResult
 from cre.core.common.observed import NodeView
-from cre.core.nodecertification.nodestate import TAINT_KEY
 from cre.core.workflow.discovery import admits_cordoned, candidates
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
@@ -97,10 +96,6 @@ def group_size(spec: CertificationSpec) -> int:
     return max(sizes, default=1)
 
 
-def _tolerates_cre_taint(spec: CertificationSpec) -> bool:
-    return any(sel.key == TAINT_KEY for sel in spec.target.taint_selectors)
-
-
 @attrs.frozen(kw_only=True)
 class NodeChoice:
     """The nodes a run pins (sorted by name), and why the others were left."""
@@ -108,7 +103,7 @@ class NodeChoice:
     chosen: tuple[str, ...] = ()
     eligible: int = 0
     busy: tuple[str, ...] = ()  # target nodes left because a foreign GPU pod holds them
-    unavailable: int = 0  # target nodes not Ready, cordoned or carrying CRE's failed taint
+    unavailable: int = 0  # target nodes not Ready, or cordoned
 
 
 def staleness(record: NodeCertification | None, categories: frozenset[tuple[str, str]],
@@ -133,13 +128,11 @@ def choose_nodes(spec: CertificationSpec, *, nodes: Iterable[NodeView],
                  max_nodes: int | None, now: datetime) -> NodeChoice:
     """The nodes the next run of a template with ``spec`` certifies (module docstring)."""
     cordoned_ok = admits_cordoned(spec.target)
-    tainted_ok = _tolerates_cre_taint(spec)
     eligible: list[NodeView] = []
     held: list[str] = []
     unavailable = 0
     for node in candidates(spec.target, nodes):
-        if (node.ready != "True" or (node.unschedulable and not cordoned_ok)
-                or (not tainted_ok and any(t.key == TAINT_KEY for t in node.taints))):
+        if node.ready != "True" or (node.unschedulable and not cordoned_ok):
             unavailable += 1
         elif node.name in busy:
             held.append(node.name)

@@ -199,6 +199,9 @@ class _Decision:
     created: Create | None = None
     deletes: tuple[Delete, ...] = ()
     runs: int = 0
+    # What the event says before the message (the condition's message names no run, so it
+    # changes only when the outcome does).
+    event: str = ""
 
 
 def _decide(schedule: CertificationSchedule, obs: ScheduleObservation, due: Due, *,
@@ -243,8 +246,8 @@ def _decide(schedule: CertificationSchedule, obs: ScheduleObservation, due: Due,
         busy = f"; busy with GPU pods of others: {_shown(choice.busy)}" if choice.busy else ""
         return _Decision(reason=ScheduleReason.NO_ELIGIBLE_NODES, skipped=True, missed=missed,
                          message=f"skipped the run due at {when}: {choice.eligible} idle "
-                                 f"target node(s), {choice.unavailable} not Ready, cordoned or "
-                                 f"tainted failed{busy}")
+                                 f"target node(s), {choice.unavailable} not Ready or cordoned"
+                                 f"{busy}")
     manifest = run_manifest(schedule, name=name, due=at, nodes=choice.chosen)
     busy = f"; {len(choice.busy)} busy node(s) left out: {_shown(choice.busy)}" \
         if choice.busy else ""
@@ -252,8 +255,8 @@ def _decide(schedule: CertificationSchedule, obs: ScheduleObservation, due: Due,
         reason=ScheduleReason.RUN_CREATED, missed=missed, runs=1,
         created=Create(api_version=L.API_VERSION, kind="Certification",
                        namespace=schedule.metadata.namespace or "", name=name, body=manifest),
-        message=f"created {name} for {when} on {len(choice.chosen)} node(s): "
-                f"{_shown(choice.chosen)}{busy}")
+        message=f"the latest run pinned {len(choice.chosen)} node(s): "
+                f"{_shown(choice.chosen)}{busy}", event=f"created {name} for {when}: ")
 
 
 def reconcile_schedule(schedule: CertificationSchedule, obs: ScheduleObservation,
@@ -341,7 +344,7 @@ def reconcile_schedule(schedule: CertificationSchedule, obs: ScheduleObservation
                 events.append(EventSpec(
                     type=EventSeverity.NORMAL if decision.reason in _NORMAL
                     else EventSeverity.WARNING, reason=decision.reason,
-                    message=decision.message))
+                    message=decision.event + decision.message))
     status = attrs.evolve(status, conditions=conds)
     return SchedulePlan(resource_version=rv, creates=tuple(creates), deletes=tuple(deletes),
                         status=status if status != old else None, events=tuple(events),
