@@ -146,10 +146,10 @@ def test_interval_due_times_partition_the_timeline(minutes: int, a: int, b: int)
 
 
 def test_a_cron_that_never_matches_is_an_error_not_a_hang() -> None:
-    """'0 0 30 2 *' (February 30) has no due time: no run, no next time."""
+    """'0 0 30 2 *' (February 30) has no due time: a ScheduleError saying so."""
     spec = schedule(schedule="0 0 30 2 *").spec
-    due = due_times(spec, created=T0, since=None, now=T0 + timedelta(days=400))
-    assert (due.latest, due.next) == (None, None)
+    with pytest.raises(ScheduleError, match="matches no date"):
+        due_times(spec, created=T0, since=None, now=T0 + timedelta(days=400))
 
 
 def test_counting_stops_at_the_cap_but_finds_the_latest() -> None:
@@ -301,11 +301,17 @@ def test_a_suspended_schedule_lets_due_times_pass() -> None:
 
 def test_a_schedule_that_never_matches_says_so() -> None:
     """February 30: Scheduling False InvalidSchedule, a warning, no requeue."""
-    plan = reconcile_schedule(schedule(schedule="0 0 30 2 *"), observe(),
-                              T0 + timedelta(days=1))
+    sched = schedule(schedule="0 0 30 2 *")
+    plan = reconcile_schedule(sched, observe(), T0 + timedelta(days=1))
     assert plan.status is not None
     assert plan.status.next_schedule_time is None and plan.requeue_after is None
     assert plan.creates == ()
+    assert [(e.type, e.reason) for e in plan.events] == [("Warning", "InvalidSchedule")]
+    cond = condition(plan.status.conditions, "Scheduling")
+    assert cond is not None and (cond.status, cond.reason) == ("False", "InvalidSchedule")
+    again = reconcile_schedule(attrs.evolve(sched, status=plan.status), observe(),
+                               T0 + timedelta(days=2))
+    assert again.events == () and again.status is None
 
 
 def test_a_create_conflict_skips_the_run_with_the_reason() -> None:

@@ -57,7 +57,7 @@ from cre.api.schedule import (
     ScheduleReason,
     ScheduleRun,
 )
-from cre.core.common.conditions import set_additive
+from cre.core.common.conditions import condition, set_additive
 from cre.core.common.lifecycle import true_member
 from cre.core.common.observed import NodeView
 from cre.core.common.plan import Create, Delete, EventSeverity, EventSpec, Feedback, Plan
@@ -294,10 +294,13 @@ def reconcile_schedule(schedule: CertificationSchedule, obs: ScheduleObservation
     try:
         due = due_times(schedule.spec, created=created, since=old.last_schedule_time, now=now)
     except ScheduleError as exc:
-        conds, event = set_additive(conds, type_=ScheduleConditionType.SCHEDULING, status=False,
-                                    reason=ScheduleReason.INVALID_SCHEDULE, message=str(exc),
-                                    now=now, generation=gen, warn=True)
-        events.extend(e for e in (event,) if e is not None)
+        was = condition(conds, ScheduleConditionType.SCHEDULING)
+        conds, _ = set_additive(conds, type_=ScheduleConditionType.SCHEDULING, status=False,
+                                reason=ScheduleReason.INVALID_SCHEDULE, message=str(exc),
+                                now=now, generation=gen)
+        if was is None or was.reason != ScheduleReason.INVALID_SCHEDULE:
+            events.append(EventSpec(type=EventSeverity.WARNING,
+                                    reason=ScheduleReason.INVALID_SCHEDULE, message=str(exc)))
         status = attrs.evolve(status, next_schedule_time=None)
         due = None
     if due is not None and schedule.spec.suspend:

@@ -75,7 +75,10 @@ def due_times(spec: CertificationScheduleSpec, *, created: datetime, since: date
         latest, count = None, 0
         while True:
             found = _next_cron(it)
-            if found is None or found > now:
+            if found is None:
+                raise ScheduleError(f"spec.schedule {spec.schedule!r}: matches no date after "
+                                    f"{(latest or since or created).isoformat()}")
+            if found > now:
                 return Due(latest=latest, count=count, next=found)
             count += 1
             latest = found
