@@ -75,7 +75,9 @@ def informer_objects(text: str) -> dict[str, float]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"nodes": args.nodes, "per_run": args.per_run,
                               "interval": args.interval}
-    with Stack(keep=args.keep) as stack:
+    # One simulated clock for the emulator, the cluster and the manager: the schedule's interval
+    # passes at the cluster's pace.
+    with Stack(keep=args.keep, shared_time_scale=args.time_scale) as stack:
         stack.start_emulator()
         emu_proc = stack.procs[-1]
         sim = stack.start_cluster(profile=args.cluster_profile, nodes=args.nodes,
