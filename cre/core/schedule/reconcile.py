@@ -122,19 +122,19 @@ def _scheduled_time(cert: Certification) -> datetime | None:
         return cert.metadata.creation_timestamp
 
 
-def _run_record(cert: Certification) -> ScheduleRun:
-    end = ended(cert)
+def _run_record(cert: Certification, end: datetime) -> ScheduleRun:
     return ScheduleRun(
         name=cert.metadata.name or "",
-        scheduled_time=_scheduled_time(cert) or (end[1] if end else datetime.min),
+        scheduled_time=_scheduled_time(cert) or end,
         start_time=cert.metadata.creation_timestamp,
-        completion_time=end[1] if end else None, verdict=cert.status.verdict,
+        completion_time=end, verdict=cert.status.verdict,
         nodes=len(cert.spec.target.node_names))
 
 
 def _history(known: tuple[ScheduleRun, ...], done: list[Certification]) -> tuple[ScheduleRun, ...]:
     names = {run.name for run in known}
-    runs = [*known, *(_run_record(c) for c in done if (c.metadata.name or "") not in names)]
+    runs = [*known, *(_run_record(c, end[1]) for c in done
+                      if (c.metadata.name or "") not in names and (end := ended(c)))]
     runs.sort(key=lambda r: (r.completion_time or r.scheduled_time, r.name), reverse=True)
     return tuple(runs[:HISTORY_MAX])
 
@@ -144,9 +144,9 @@ def _prune(schedule: CertificationSchedule, done: list[Certification]) -> list[C
     out: list[Certification] = []
     for outcome, limit in ((ConditionType.SUCCEEDED, schedule.spec.successful_runs_history_limit),
                            (ConditionType.FAILED, schedule.spec.failed_runs_history_limit)):
-        same = [c for c in done if (end := ended(c)) is not None and end[0] == outcome]
-        same.sort(key=lambda c: (ended(c) or (outcome, datetime.min))[1], reverse=True)
-        out.extend(c for c in same[limit:] if c.metadata.deletion_timestamp is None)
+        same = sorted(((end[1], c) for c in done if (end := ended(c)) and end[0] == outcome),
+                      key=lambda pair: (pair[0], pair[1].metadata.name or ""), reverse=True)
+        out.extend(c for _, c in same[limit:] if c.metadata.deletion_timestamp is None)
     return sorted(out, key=lambda c: c.metadata.name or "")
 
 
