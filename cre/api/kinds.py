@@ -13,6 +13,7 @@ from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.measurement import BandwidthMeasurement, LogProfile
 from cre.api.nodecertification import NodeCertification
+from cre.api.schedule import CertificationSchedule
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
 
@@ -180,6 +181,31 @@ KINDS: tuple[KindInfo, ...] = (
                           description="Categories passed / with a result"),
             PrinterColumn(name="Valid Until", json_path=".status.validUntil", type="date"),
             AGE,
+        ),
+    ),
+    KindInfo(
+        kind="CertificationSchedule",
+        model=CertificationSchedule,
+        plural="certificationschedules",
+        short_names=("certsched",),
+        columns=(
+            PrinterColumn(name="Schedule", json_path=".spec.schedule",
+                          description="Cron expression of the run times"),
+            PrinterColumn(name="Interval", json_path=".spec.interval",
+                          description="Time between runs"),
+            PrinterColumn(name="Suspend", json_path=".spec.suspend", type="boolean"),
+            PrinterColumn(name="Active", json_path=".status.active[*].name",
+                          description="The run not ended yet"),
+            PrinterColumn(name="Last Run", json_path=".status.lastScheduleTime", type="date",
+                          description="The latest due time handled"),
+            # A string, not a date: kubectl shows a future date as <invalid>.
+            PrinterColumn(name="Next Run", json_path=".status.nextScheduleTime",
+                          description="The next due time"),
+            AGE,
+            PrinterColumn(name="Missed", json_path=".status.missedRuns", type="integer",
+                          priority=1),
+            PrinterColumn(name="Skipped", json_path=".status.skippedRuns", type="integer",
+                          priority=1),
         ),
     ),
     KindInfo(

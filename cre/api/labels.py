@@ -23,6 +23,10 @@ GROUP_LABEL: Final = "cre.dev/group"
 GROUP_NODES: Final = "cre.dev/group-nodes"
 # On a Workflow whose thresholds are the catalog entry's defaults: where the figures come from.
 THRESHOLDS_SOURCE: Final = "cre.dev/thresholds-source"
+# On a Certification a CertificationSchedule made: the schedule's name, and (annotation) the
+# due time the run was made for (RFC 3339).
+SCHEDULE: Final = "cre.dev/schedule"
+SCHEDULED_TIME: Final = "cre.dev/scheduled-time"
 
 JOB_FINALIZER: Final = "cre.dev/finalizer"
 WORKFLOW_FINALIZER: Final = "cre.dev/workflow-finalizer"

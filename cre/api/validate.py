@@ -41,6 +41,14 @@ from cre.api.kinds import BY_KIND
 from cre.api.labels import API_VERSION
 from cre.api.measurement import LogPattern
 from cre.api.meta import DNS_SUBDOMAIN, ConditionStatus, ObjectMeta
+from cre.api.schedule import (
+    MIN_INTERVAL,
+    NAME_MAX,
+    CertificationSchedule,
+    CertificationScheduleSpec,
+    cron_error,
+    time_zone_error,
+)
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import (
     OrchestrationSpec,
@@ -533,6 +541,42 @@ def _check_meta(model: ObjectMeta, path: str) -> Iterator[FieldError]:
     yield from _label_errors(model.labels, join(path, "labels"), reserved=False)
 
 
+def _check_schedule_spec(model: CertificationScheduleSpec, path: str) -> Iterator[FieldError]:
+    """Exactly one of schedule and interval; a cron expression croniter reads; an interval of
+    at least a minute; an IANA time zone, with a schedule only."""
+    if (model.schedule is None) == (model.interval is None):
+        yield FieldError(path=path, message="set exactly one of schedule, interval")
+    if model.schedule is not None:
+        problem = cron_error(model.schedule)
+        if problem is not None:
+            yield FieldError(path=join(path, "schedule"), message=problem, value=model.schedule)
+    if model.interval is not None:
+        try:
+            short = duration_seconds(model.interval) < duration_seconds(MIN_INTERVAL)
+        except ValueError:
+            short = False  # the pattern check reports it
+        if short:
+            yield FieldError(path=join(path, "interval"),
+                             message=f"must be at least {MIN_INTERVAL}", value=model.interval)
+    if model.time_zone is not None:
+        problem = time_zone_error(model.time_zone)
+        if problem is not None:
+            yield FieldError(path=join(path, "timeZone"), message=problem,
+                             value=model.time_zone)
+        if model.schedule is None:
+            yield FieldError(path=join(path, "timeZone"),
+                             message="timeZone applies to schedule only")
+
+
+def _check_schedule_name(model: CertificationSchedule, path: str) -> Iterator[FieldError]:
+    """A run's name, ``<schedule>-<unix minutes>``, must stay a label value (63 characters)."""
+    name = model.metadata.name
+    if name is not None and len(name) > NAME_MAX:
+        yield FieldError(path=join(path, "metadata.name"),
+                         message=f"must be at most {NAME_MAX} characters (runs are named "
+                         "<name>-<unix minutes>)", value=name)
+
+
 def _checks() -> dict[type, tuple[Check, ...]]:
     from cre.api.certification import CategoryOptions, CertificationSpec
     from cre.api.workloadrun import WorkloadRunSpec
@@ -556,6 +600,8 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         CategoryOptions: (_check_thresholds_attr,),
         CertificationSpec: (_check_thresholds_attr, _check_certification_relative),
         WorkloadRunSpec: (_check_thresholds_attr,),
+        CertificationScheduleSpec: (_check_schedule_spec,),
+        CertificationSchedule: (_check_schedule_name,),
     }
 
 

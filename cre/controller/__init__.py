@@ -14,8 +14,10 @@ the three share :class:`cre.controller.common.tiershell.TierController` (every p
 :class:`cre.controller.measure.logread.LogMeasurementController`. All of them stand on
 :class:`cre.kube.runtime.CoreReconciler` (queue, caches from an informer factory, run and stop),
 as does :class:`cre.controller.nodecertification.controller.NodeCertificationController` (an
-ended Certification's per-node results folded into NodeCertifications, node labels and taint),
-and :mod:`cre.controller.registry` lists them once for the manager and the scenario runner.
+ended Certification's per-node results folded into NodeCertifications, node labels and taint)
+and :class:`cre.controller.schedule.controller.ScheduleController` (recurring Certifications on
+idle nodes, a TierController), and :mod:`cre.controller.registry` lists them once for the
+manager and the scenario runner.
 """
 
 from cre.controller.certification.controller import CertificationController
@@ -24,6 +26,7 @@ from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
 from cre.controller.nodecertification.controller import NodeCertificationController
 from cre.controller.registry import CONTROLLERS, ControllerContext, ControllerEntry
+from cre.controller.schedule.controller import ScheduleController
 from cre.controller.workflow.controller import WorkflowController
 from cre.controller.workloadrun.controller import WorkloadRunController
 
@@ -36,6 +39,7 @@ __all__ = [
     "GoodputController",
     "JobController",
     "NodeCertificationController",
+    "ScheduleController",
     "WorkflowController",
     "WorkloadRunController",
 ]

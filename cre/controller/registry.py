@@ -24,12 +24,14 @@ from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
 from cre.controller.nodecertification.controller import NodeCertificationController
+from cre.controller.schedule.controller import ScheduleController
 from cre.controller.workflow.controller import WorkflowController
 from cre.controller.workloadrun.controller import WorkloadRunController
 from cre.core.workflow.reconcile import DEFAULT_WORKFLOW_SETTINGS, WorkflowSettings
 from cre.kube.client import (
     BANDWIDTHMEASUREMENTS,
     CERTIFICATIONS,
+    CERTIFICATIONSCHEDULES,
     GOODPUTMEASUREMENTS,
     JOBS,
     LOGPROFILES,
@@ -121,6 +123,12 @@ def _nodecertification(ctx: ControllerContext) -> Controller:
                                        max_concurrent_reconciles=ctx.workers(1))
 
 
+def _schedule(ctx: ControllerContext) -> Controller:
+    return ScheduleController(ctx.client, informers=ctx.informers, registry=ctx.registry,
+                              clock=ctx.clock, time_scale=ctx.time_scale,
+                              max_concurrent_reconciles=ctx.workers(1))
+
+
 CONTROLLERS: tuple[ControllerEntry, ...] = (
     ControllerEntry(name="job", build=_job, requires=(
         JOBS, BANDWIDTHMEASUREMENTS, GOODPUTMEASUREMENTS, TRAINJOBS, TRAINING_RUNTIMES)),
@@ -136,5 +144,7 @@ CONTROLLERS: tuple[ControllerEntry, ...] = (
                     requires=(GOODPUTMEASUREMENTS, JOBS, LOGPROFILES)),
     ControllerEntry(name="nodecertification", build=_nodecertification,
                     requires=(NODECERTIFICATIONS, CERTIFICATIONS, WORKFLOWS)),
+    ControllerEntry(name="schedule", build=_schedule,
+                    requires=(CERTIFICATIONSCHEDULES, CERTIFICATIONS, NODECERTIFICATIONS)),
 )
 BY_NAME: dict[str, ControllerEntry] = {entry.name: entry for entry in CONTROLLERS}

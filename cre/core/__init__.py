@@ -89,6 +89,11 @@ from cre.core.nodecertification.reconcile import (
     NodeCertificationPlan,
     reconcile_nodecertification,
 )
+from cre.core.schedule.reconcile import (
+    ScheduleObservation,
+    SchedulePlan,
+    reconcile_schedule,
+)
 from cre.core.workflow.reconcile import WorkflowObservation, WorkflowPlan
 from cre.core.workflow.run import reconcile_workflow
 from cre.core.workloadrun.reconcile import (
@@ -135,6 +140,8 @@ __all__ = [
     "ProjectionError",
     "ReadEvents",
     "ReadLog",
+    "ScheduleObservation",
+    "SchedulePlan",
     "StreamLog",
     "TrainJobView",
     "WorkflowObservation",
@@ -151,6 +158,7 @@ __all__ = [
     "reconcile_goodput",
     "reconcile_job",
     "reconcile_nodecertification",
+    "reconcile_schedule",
     "reconcile_workflow",
     "reconcile_workloadrun",
     "trainjob_view",

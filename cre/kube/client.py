@@ -170,6 +170,7 @@ BANDWIDTHMEASUREMENTS = cre_resource("BandwidthMeasurement")
 GOODPUTMEASUREMENTS = cre_resource("GoodputMeasurement")
 LOGPROFILES = cre_resource("LogProfile")
 NODECERTIFICATIONS = cre_resource("NodeCertification")
+CERTIFICATIONSCHEDULES = cre_resource("CertificationSchedule")
 
 
 def _query_pairs(query: Query | None) -> list[tuple[str, str]]:

@@ -4,7 +4,10 @@ Caching every pod of a large GPU cluster is what made the reference controller's
 unbounded. CRE needs two kinds of pod only: worker pods, labelled ``cre.dev/job``, and MPI
 launcher pods, labelled ``cre.dev/launcher`` (never both, so both caches are needed). This module
 asks an :class:`cre.kube.factory.InformerFactory` for exactly those two informers (in its
-namespaces; every controller asking gets the same two), the uncached reads the Job controller
+namespaces; every controller asking gets the same two), the one wider cache the
+CertificationSchedule needs (:func:`gpu_pod_informer`: every pod CRE did not make, each reduced
+to its node, GPU count and phase, so a schedule can leave busy nodes alone), the uncached reads
+the Job controller
 confirms irreversible decisions with, and container log tails (one
 :class:`cre.core.common.plan.ReadLog` in, one tail out). Every Pod list and watch goes through
 :func:`cre.kube.guard.require_pod_scope`; ``tests/kube/test_pod_read_policy.py`` fails if any
@@ -25,6 +28,7 @@ from cre.core.common.plan import LIMIT_BYTES, ReadLog
 from cre.core.common.projections import pod_view
 from cre.core.job.failurelog import ERROR_BYTES
 from cre.core.job.logtext import bounded_tail, first_bytes, sanitize
+from cre.core.schedule.nodes import GpuPodView, gpu_pod_view
 from cre.kube.client import PODS, ApiError, KubeClient
 from cre.kube.factory import InformerFactory
 from cre.kube.guard import require_pod_scope
@@ -47,6 +51,8 @@ INDEX_OWNER: Final = "owner"
 
 WORKER_SELECTOR: Final = L.JOB
 LAUNCHER_SELECTOR: Final = L.LAUNCHER
+#: Every pod CRE did not make (the GPU-pod cache of the CertificationSchedule).
+FOREIGN_SELECTOR: Final = f"!{L.JOB},!{L.LAUNCHER}"
 
 
 def _indexers(label: str, index_name: str) -> dict[str, Indexer[PodView]]:
@@ -76,6 +82,31 @@ def launcher_pod_informer(informers: InformerFactory, *, name: str = "launcher-p
     return informers.informer(PODS, transform=pod_view, label_selector=LAUNCHER_SELECTOR,
                               indexers=_indexers(L.LAUNCHER, INDEX_LAUNCHER), name=name,
                               caller=f"{__name__}.launcher_pod_informer")
+
+
+def _holding_node(pod: GpuPodView) -> list[str]:
+    return [pod.node] if pod.gpus > 0 and pod.node else []
+
+
+def gpu_pod_informer(informers: InformerFactory, *, name: str = "foreign-gpu-pods"
+                     ) -> Informer[GpuPodView]:
+    """Pods CRE did not make (``!cre.dev/job,!cre.dev/launcher``), each kept as its node, the
+    GPUs it requests and its phase (:func:`cre.core.schedule.nodes.gpu_pod_view`), indexed by
+    the node whose GPUs it holds (:data:`INDEX_NODE`: its values are the busy nodes).
+
+    The one pod cache that is not scoped to CRE's own pods: a label cannot say "requests a
+    GPU", so every other pod is listed. Its cost stays small: a pod holding no GPU (most of a
+    cluster's: daemons, CPU work, ended pods) is stored as the one shared
+    :data:`cre.core.schedule.nodes.NO_GPU` value, so it costs its key and resourceVersion only
+    (about 150 bytes); a GPU pod, one small frozen object more."""
+    return informers.informer(PODS, transform=gpu_pod_view, label_selector=FOREIGN_SELECTOR,
+                              indexers={INDEX_NODE: _holding_node}, name=name,
+                              caller=f"{__name__}.gpu_pod_informer")
+
+
+def busy_nodes_of(informer: Informer[GpuPodView]) -> frozenset[str]:
+    """The nodes whose GPUs a pod of someone else holds, from the informer's node index."""
+    return informer.store.index_values(INDEX_NODE)
 
 
 def scoped_pod_informer(client: KubeClient, *, label_selector: str,

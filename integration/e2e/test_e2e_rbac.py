@@ -7,7 +7,8 @@ failing, one conflicting status write), a user Workflow with a ConfigMap depende
 WorkloadRun with a bandwidth and a goodput measurement (leftover measurements of an earlier Job
 deleted, conflicting measurement status writes) run here, so the Job, Workflow, Certification,
 WorkloadRun, NodeCertification and both measurement controllers' grants are each used by a real
-call. What is still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
+call, and a CertificationSchedule makes a run and prunes it (the schedule controller's).
+What is still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
 (``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator serves no DRA kinds)
 and one read only a race reaches (``RACE_VERBS``). An excused grant this run uses fails the
 test too (the excuse is stale).
@@ -270,6 +271,44 @@ def _workload_run(stack: Stack) -> None:
                    timeout=120, what=f"{kind} to go with the WorkloadRun", interval=0.5)
 
 
+SCHEDULE = """\
+apiVersion: cre.dev/v1alpha1
+kind: CertificationSchedule
+metadata: {name: rbac-sched, namespace: rbac-sched}
+spec:
+  interval: 12h
+  maxNodesPerRun: 1
+  successfulRunsHistoryLimit: 0
+  failedRunsHistoryLimit: 0
+  certificationTemplate:
+    spec:
+      categories:
+      - {domain: diagnostics, variant: dcgm-level1}
+"""
+
+
+def _schedule(stack: Stack) -> None:
+    """A CertificationSchedule due at creation: the schedule controller reads it (informer,
+    then live before the create), creates its run (owned, blocking the owner's deletion),
+    writes its status, and deletes the ended run beyond the history limits (0)."""
+    create_namespace(stack, "rbac-sched")
+    stack.kubectl("apply", "-f", "-", stdin=SCHEDULE)
+
+    def status() -> dict[str, Any]:
+        got = stack.kubectl_json("get", "certificationschedules", "-n", "rbac-sched",
+                                 "rbac-sched")
+        return dict(got.get("status") or {})
+
+    wait_until(lambda: status().get("history"), timeout=240, what="the scheduled run to end",
+               interval=0.5)
+    assert status()["runs"] == 1, status()
+    wait_until(lambda: not stack.kubectl_json("get", "certifications", "-n",
+                                              "rbac-sched")["items"],
+               timeout=120, what="the ended run pruned", interval=0.5)
+    stack.kubectl("delete", "certificationschedules", "-n", "rbac-sched", "rbac-sched",
+                  "--wait=true", "--timeout=60s")
+
+
 def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> None:
     stack = rbac_stack
     stack.apply_kustomization(REPO / "deploy" / "default")
@@ -315,6 +354,8 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
     _certify(stack)
     # A WorkloadRun with a bandwidth measurement: the WorkloadRun and measurement controllers.
     _workload_run(stack)
+    # A CertificationSchedule: its run created from the template, then pruned.
+    _schedule(stack)
     manager.stop()
 
     records = [r for r in stack.emulator_control("GET", "audit")["records"]

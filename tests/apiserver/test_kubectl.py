@@ -257,3 +257,40 @@ async def test_apply_rejects_unknown_fields_strictly(kubectl: Kubectl) -> None:
     code, _, err = await kubectl.run("apply", "-f", str(path), ok=False)
     assert code != 0
     assert 'unknown field "spec.bogus"' in err
+
+
+SCHEDULE = """\
+apiVersion: cre.dev/v1alpha1
+kind: CertificationSchedule
+metadata: {name: nightly, namespace: default}
+spec:
+  schedule: "0 2 * * *"
+  certificationTemplate:
+    spec:
+      categories: [{domain: diagnostics, variant: dcgm-level1}]
+"""
+
+
+async def test_certification_schedule_columns(kubectl: Kubectl, emu_crds: Emulator) -> None:
+    """kubectl get certsched prints schedule, interval, suspend, the active run, last and next
+    run and age; -o wide adds the missed and skipped counts."""
+    await kubectl.apply(SCHEDULE)
+    obj = emu_crds.objects.get("cre.dev/v1alpha1", "CertificationSchedule", "nightly",
+                               "default")
+    assert obj is not None
+    obj["status"] = {"lastScheduleTime": "2026-01-01T01:00:00Z",
+                     "nextScheduleTime": "2026-01-02T01:00:00Z", "missedRuns": 2,
+                     "skippedRuns": 1, "active": [{"apiVersion": "cre.dev/v1alpha1",
+                                                   "kind": "Certification",
+                                                   "name": "nightly-29433660"}]}
+    emu_crds.objects.put(obj)
+    _, out, _ = await kubectl.run("get", "certsched")
+    header, row = out.splitlines()[:2]
+    assert header.split() == ["NAME", "SCHEDULE", "INTERVAL", "SUSPEND", "ACTIVE", "LAST",
+                              "RUN", "NEXT", "RUN", "AGE"]
+    # The interval cell is empty (a cron schedule); Last Run is an age, Next Run a time.
+    assert row.split()[:8] == ["nightly", "0", "2", "*", "*", "*", "false", "nightly-29433660"]
+    assert "2026-01-02T01:00:00Z" in row
+    _, wide, _ = await kubectl.run("get", "certificationschedules", "-o", "wide")
+    assert wide.splitlines()[0].split()[-2:] == ["MISSED", "SKIPPED"]
+    assert wide.splitlines()[1].split()[-2:] == ["2", "1"]

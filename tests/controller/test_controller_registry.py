@@ -84,8 +84,10 @@ async def test_controllers_share_one_informer_and_one_watch_per_query(
         shared_emulator: Emulator) -> None:
     """Every registered controller built over one factory: the GPU-node query is one informer
     (asked for by four controllers), the worker and launcher pod caches are two (asked for by
-    two), the Jobs and LogProfiles are shared by the Job and measurement controllers; once the
-    factory runs, the emulator served one node watch and two pod watches."""
+    two), the Jobs and LogProfiles are shared by the Job and measurement controllers, the
+    Certifications and NodeCertifications by the tiers, the NodeCertification and schedule
+    controllers; once the factory runs, the emulator served one node watch and three pod
+    watches (workers, launchers, and the schedule's pods of others)."""
     namespace = f"registry-{next(_namespaces)}"
     client = await KubeClient.from_kubeconfig(str(shared_emulator.kubeconfig_path))
     try:
@@ -104,6 +106,9 @@ async def test_controllers_share_one_informer_and_one_watch_per_query(
         assert job.jobs is not wf.jobs  # the Workflow's are label-scoped: another query
         assert c["measurement"].profiles is c["goodput"].profiles
         assert job.goodputs is c["workloadrun"].goodputs
+        sched = c["schedule"]
+        assert sched.nodes is job.nodes and sched.records is c["nodecertification"].records
+        assert sched.certifications is c["nodecertification"].certifications
         asked = [i for ctl in c.values() for i in ctl.informers]
         assert len({id(i) for i in asked}) == len(factory.informers) < len(asked)
         since = shared_emulator.audit.seq
@@ -119,12 +124,12 @@ async def test_controllers_share_one_informer_and_one_watch_per_query(
                 for ctl in c.values():
                     await ctl.wait_synced()
                 # Every reflector has listed; wait until their watches reached the server.
-                while watches(NODES.plural) < 1 or watches(PODS.plural) < 2:  # noqa: ASYNC110
+                while watches(NODES.plural) < 1 or watches(PODS.plural) < 3:  # noqa: ASYNC110
                     await anyio.sleep(0.05)
             assert factory.has_synced()
             await anyio.sleep(0.5)  # a duplicate informer's watch would have arrived by now
             tg.cancel_scope.cancel()
         assert watches(NODES.plural) == 1
-        assert watches(PODS.plural) == 2
+        assert watches(PODS.plural) == 3
     finally:
         await client.close()

@@ -223,3 +223,43 @@ async def test_unscoped_live_pod_list_is_refused() -> None:
     """live_list_pods with an empty selector raises before any request is made."""
     with pytest.raises(UnscopedPodRead, match="refusing an unscoped Pod list"):
         await live_list_pods(object(), label_selector="")  # type: ignore[arg-type]
+
+
+#: Pod caches wider than CRE's own pods (built in cre/kube/pods.py only), with the reason.
+WIDE_CACHES: dict[str, str] = {
+    "gpu_pod_informer": "a CertificationSchedule leaves nodes whose GPUs others' pods hold "
+                        "alone; no label says 'requests a GPU', so every pod CRE did not make "
+                        "(!cre.dev/job,!cre.dev/launcher) is listed, each stored as the one "
+                        "shared NO_GPU value unless it holds GPUs on a node",
+}
+
+
+def test_the_pod_read_module_builds_only_scoped_caches_and_the_listed_wide_one() -> None:
+    """Every pod informer of cre/kube/pods.py uses CRE's worker or launcher selector, except
+    the functions listed in WIDE_CACHES, which use the foreign-pods selector."""
+    from cre.kube import pods
+
+    tree = ast.parse((ROOT / "cre/kube/pods.py").read_text())
+    found: dict[str, set[str]] = {}
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+            selector = next((k.value for k in call.keywords if k.arg == "label_selector"), None)
+            if _call_name(call) == "informer" and isinstance(selector, ast.Name):
+                found.setdefault(fn.name, set()).add(selector.id)
+    wide = {name for name, sel in found.items() if sel != {"WORKER_SELECTOR"}
+            and sel != {"LAUNCHER_SELECTOR"}}
+    assert wide == set(WIDE_CACHES), found
+    assert all(found[name] == {"FOREIGN_SELECTOR"} for name in wide)
+    assert pods.FOREIGN_SELECTOR == "!cre.dev/job,!cre.dev/launcher"
+    assert all(reason.strip() for reason in WIDE_CACHES.values())
+
+
+def test_a_pod_holding_no_gpu_costs_no_object_of_its_own() -> None:
+    """The wide cache's projection maps every pod that holds no GPU to one shared value."""
+    from cre.core.schedule.nodes import NO_GPU, gpu_pod_view
+
+    cpu = {"metadata": {"name": "a", "namespace": "x"},
+           "spec": {"nodeName": "n", "containers": [{"name": "c"}]},
+           "status": {"phase": "Running"}}
+    assert gpu_pod_view(cpu) is NO_GPU
+    assert gpu_pod_view({**cpu, "metadata": {"name": "b", "namespace": "y"}}) is NO_GPU

@@ -107,7 +107,8 @@ def test_the_manager_exposes_the_documented_fleet_metrics(exposed: set[str]) -> 
             "cre_workflow_verdict", "cre_node_certification_state",
             "cre_node_last_pass_timestamp_seconds", "cre_node_bus_bandwidth_gbps",
             "controller_runtime_reconcile_errors_total",
-            "workqueue_queue_duration_seconds_bucket"} <= exposed
+            "workqueue_queue_duration_seconds_bucket", "cre_schedule_runs_total",
+            "cre_schedule_missed_runs_total"} <= exposed
 
 
 def test_every_dashboard_query_uses_exposed_metrics(exposed: set[str]) -> None:
@@ -125,12 +126,12 @@ def test_every_dashboard_query_uses_exposed_metrics(exposed: set[str]) -> None:
 
 def test_every_alert_uses_exposed_metrics(exposed: set[str]) -> None:
     """The PrometheusRule's alerts (failed node, failed certification, expired node, breaker
-    holding taints back, manager down, reconcile errors, queue latency) select only metrics
-    the manager exposes."""
+    holding taints back, schedule missed, manager down, reconcile errors, queue latency) select
+    only metrics the manager exposes."""
     exprs = dict(_rule_exprs())
     assert {"CRENodeCertificationFailed", "CRECertificationFailed", "CRENodeCertificationExpired",
-            "CRENodeTaintsHeldBack", "CREManagerDown", "CREReconcileErrors",
-            "CREWorkqueueLatencyHigh"} <= set(exprs)
+            "CRENodeTaintsHeldBack", "CRECertificationScheduleMissed", "CREManagerDown",
+            "CREReconcileErrors", "CREWorkqueueLatencyHigh"} <= set(exprs)
     unknown = {(alert, name) for alert, expr in exprs.items() for name in metric_names(expr)
                if name not in exposed}
     assert unknown == set()

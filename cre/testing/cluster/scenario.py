@@ -112,6 +112,8 @@ KINDS: dict[tuple[str, str], Resource] = {
     # Cluster-scoped, one per node: what the NodeCertification controller folded in.
     ("NodeCertification", ""): Resource("cre.dev", "v1alpha1", "nodecertifications",
                                         namespaced=False, kind="NodeCertification"),
+    ("CertificationSchedule", ""): Resource("cre.dev", "v1alpha1", "certificationschedules",
+                                            kind="CertificationSchedule"),
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",

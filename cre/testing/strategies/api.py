@@ -35,6 +35,7 @@ from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.api.nodecertification import NodeCertification
+from cre.api.schedule import NAME_MAX, CertificationSchedule, CertificationScheduleSpec
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import (
     OrchestrationSpec,
@@ -447,6 +448,22 @@ def _fix_config(spec: ConfigSpec) -> ConfigSpec:
     return attrs.evolve(spec, config_map_ref=None) if spec.inline is not None else spec
 
 
+def _fix_schedule_spec(spec: CertificationScheduleSpec) -> CertificationScheduleSpec:
+    """Exactly one of a readable cron schedule (with or without its time zone) and an interval
+    of at least a minute."""
+    if spec.interval is not None and spec.schedule is None:
+        return attrs.evolve(spec, interval="90m", time_zone=None)
+    return attrs.evolve(spec, schedule="*/15 2-4 * * 1-5", interval=None,
+                        time_zone="Europe/Paris" if spec.time_zone is not None else None)
+
+
+def _fix_schedule_name(obj: CertificationSchedule) -> CertificationSchedule:
+    name = obj.metadata.name
+    if name is None or len(name) <= NAME_MAX:
+        return obj
+    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, name=name[:NAME_MAX - 1] + "s"))
+
+
 _CLASSES: dict[type, Callable[[], st.SearchStrategy[Any]]] = {
     ObjectMeta: _object_meta,
     NodeSelectorRequirement: _requirement,
@@ -472,6 +489,8 @@ _FIXUPS: dict[type, Callable[[Any], Any]] = {
     CertificationSpec: _fix_certification_spec,
     OrchestrationSpec: _fix_orchestration,
     ConfigSpec: _fix_config,
+    CertificationScheduleSpec: _fix_schedule_spec,
+    CertificationSchedule: _fix_schedule_name,
 }
 _FIELDS: dict[tuple[type | None, str], Callable[[], st.SearchStrategy[Any]]] = {
     (None, "conditions"): conditions_lists,

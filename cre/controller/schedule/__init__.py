@@ -1,0 +1,4 @@
+"""The CertificationSchedule controller (:class:`cre.controller.ScheduleController`).
+
+Internal: import the public names from :mod:`cre.controller`.
+"""
