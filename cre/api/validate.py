@@ -41,6 +41,7 @@ from cre.api.kinds import BY_KIND
 from cre.api.labels import API_VERSION
 from cre.api.measurement import LogPattern
 from cre.api.meta import DNS_SUBDOMAIN, ConditionStatus, ObjectMeta
+from cre.api.reportexport import RetryPolicy
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import (
     OrchestrationSpec,
@@ -530,6 +531,17 @@ def _check_meta(model: ObjectMeta, path: str) -> Iterator[FieldError]:
     yield from _label_errors(model.labels, join(path, "labels"), reserved=False)
 
 
+def _check_retry(model: RetryPolicy, path: str) -> Iterator[FieldError]:
+    try:
+        base, cap = duration_seconds(model.backoff_base), duration_seconds(model.backoff_max)
+    except ValueError:
+        return  # the pattern reports it
+    if cap < base:
+        yield FieldError(path=join(path, "backoffMax"),
+                         message="backoffMax must not be shorter than backoffBase",
+                         value=model.backoff_max)
+
+
 def _checks() -> dict[type, tuple[Check, ...]]:
     from cre.api.certification import CategoryOptions, CertificationSpec
     from cre.api.workloadrun import WorkloadRunSpec
@@ -553,6 +565,7 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         CategoryOptions: (_check_thresholds_attr,),
         CertificationSpec: (_check_thresholds_attr, _check_certification_relative),
         WorkloadRunSpec: (_check_thresholds_attr,),
+        RetryPolicy: (_check_retry,),
     }
 
 

@@ -204,7 +204,8 @@ def test_from_dict_rejects_unknown_kind() -> None:
     assert info.value.errors[0] == FieldError(
         path="kind",
         message="unknown CRE kind (expected one of BandwidthMeasurement, Certification, "
-        "GoodputMeasurement, Job, LogProfile, NodeCertification, Workflow, WorkloadRun)",
+        "GoodputMeasurement, Job, LogProfile, NodeCertification, ReportExport, "
+        "ReportExportPolicy, Workflow, WorkloadRun)",
         value="Pod",
     )
     assert str(info.value).startswith("Pod ns/p: kind: unknown CRE kind")

@@ -157,13 +157,17 @@ def test_printer_columns_point_at_schema_fields(info: KindInfo) -> None:
     for col in columns:
         target = _column_target(schema, col["jsonPath"])
         assert target is not None, f"{info.kind}: {col['jsonPath']}"
-        expected = "integer" if col["type"] == "integer" else "string"
+        expected = col["type"] if col["type"] in ("integer", "boolean") else "string"
         assert target["type"] == expected, col
     names = [c["name"] for c in columns]
     if info.kind in ("Certification", "Workflow"):
         assert names[:2] == ["Phase", "Verdict"]
     elif info.kind == "NodeCertification":  # no lifecycle: the node and its state first
         assert names[:2] == ["Node", "State"]
+    elif info.kind == "ReportExportPolicy":  # no status: where the reports go first
+        assert names[:2] == ["URL", "Suspended"]
+    elif info.kind == "ReportExport":  # the source, then where its delivery stands
+        assert names[:2] == ["Source", "Phase"]
     elif info.status and info.kind not in ("BandwidthMeasurement", "GoodputMeasurement"):
         assert names[:2] == ["Phase", "Reason"]
     age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
