@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "cre" / "core"
-KINDS = ("job", "workflow", "certification", "workloadrun", "measure", "nodecertification")
+KINDS = ("job", "workflow", "certification", "workloadrun", "measure", "nodecertification",
+         "export")
 
 
 def defined(package: Path, pattern: str) -> set[str]:
