@@ -15,10 +15,15 @@ the three share :class:`cre.controller.common.tiershell.TierController` (every p
 :class:`cre.kube.runtime.CoreReconciler` (queue, caches from an informer factory, run and stop),
 as does :class:`cre.controller.nodecertification.controller.NodeCertificationController` (an
 ended Certification's per-node results folded into NodeCertifications, node labels and taint),
+as do :class:`cre.controller.export.policy.ReportExportPolicyController` (one ReportExport per
+selected ended Certification) and :class:`cre.controller.export.controller.ReportExportController`
+(the report POSTed to a webhook, retried),
 and :mod:`cre.controller.registry` lists them once for the manager and the scenario runner.
 """
 
 from cre.controller.certification.controller import CertificationController
+from cre.controller.export.controller import ReportExportController
+from cre.controller.export.policy import ReportExportPolicyController
 from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
@@ -36,6 +41,8 @@ __all__ = [
     "GoodputController",
     "JobController",
     "NodeCertificationController",
+    "ReportExportController",
+    "ReportExportPolicyController",
     "WorkflowController",
     "WorkloadRunController",
 ]

@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry
 from cre.catalog.loader import load_catalog
 from cre.catalog.model import Catalog
 from cre.controller.certification.controller import CertificationController
+from cre.controller.export.controller import ReportExportController
+from cre.controller.export.policy import ReportExportPolicyController
 from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
@@ -34,6 +36,8 @@ from cre.kube.client import (
     JOBS,
     LOGPROFILES,
     NODECERTIFICATIONS,
+    REPORTEXPORTPOLICIES,
+    REPORTEXPORTS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     WORKFLOWS,
@@ -120,6 +124,17 @@ def _nodecertification(ctx: ControllerContext) -> Controller:
                                        max_concurrent_reconciles=ctx.workers(1))
 
 
+def _reportexportpolicy(ctx: ControllerContext) -> Controller:
+    return ReportExportPolicyController(ctx.client, informers=ctx.informers,
+                                        registry=ctx.registry, clock=ctx.clock,
+                                        max_concurrent_reconciles=ctx.workers(1))
+
+
+def _reportexport(ctx: ControllerContext) -> Controller:
+    return ReportExportController(ctx.client, informers=ctx.informers, registry=ctx.registry,
+                                  clock=ctx.clock, max_concurrent_reconciles=ctx.workers(2))
+
+
 CONTROLLERS: tuple[ControllerEntry, ...] = (
     ControllerEntry(name="job", build=_job, requires=(
         JOBS, BANDWIDTHMEASUREMENTS, GOODPUTMEASUREMENTS, TRAINJOBS, TRAINING_RUNTIMES)),
@@ -135,5 +150,9 @@ CONTROLLERS: tuple[ControllerEntry, ...] = (
                     requires=(GOODPUTMEASUREMENTS, JOBS, LOGPROFILES)),
     ControllerEntry(name="nodecertification", build=_nodecertification,
                     requires=(NODECERTIFICATIONS, CERTIFICATIONS, WORKFLOWS)),
+    ControllerEntry(name="reportexportpolicy", build=_reportexportpolicy,
+                    requires=(REPORTEXPORTPOLICIES, REPORTEXPORTS, CERTIFICATIONS)),
+    ControllerEntry(name="reportexport", build=_reportexport, requires=(
+        REPORTEXPORTS, CERTIFICATIONS, WORKFLOWS, JOBS, BANDWIDTHMEASUREMENTS)),
 )
 BY_NAME: dict[str, ControllerEntry] = {entry.name: entry for entry in CONTROLLERS}

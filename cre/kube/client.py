@@ -170,6 +170,8 @@ BANDWIDTHMEASUREMENTS = cre_resource("BandwidthMeasurement")
 GOODPUTMEASUREMENTS = cre_resource("GoodputMeasurement")
 LOGPROFILES = cre_resource("LogProfile")
 NODECERTIFICATIONS = cre_resource("NodeCertification")
+REPORTEXPORTPOLICIES = cre_resource("ReportExportPolicy")
+REPORTEXPORTS = cre_resource("ReportExport")
 
 
 def _query_pairs(query: Query | None) -> list[tuple[str, str]]:
