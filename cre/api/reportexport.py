@@ -52,6 +52,7 @@ class ExportReason(enum.StrEnum):
     REJECTED = "Rejected"
     RETRIES_EXHAUSTED = "RetriesExhausted"
     SNAPSHOT_LOST = "SnapshotLost"
+    PAYLOAD_TOO_LARGE = "PayloadTooLarge"
 
 
 @attrs.frozen(kw_only=True)

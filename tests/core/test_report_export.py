@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ from cre.api.reportexport import (
 )
 from cre.core.certification.report import Snapshot
 from cre.core.common.plan import ConfirmAbsent, DeliverReport, EventSeverity, Feedback
+from cre.core.export import delivery
 from cre.core.export.delivery import (
     Attempt,
     ReportExportObservation,
@@ -298,3 +300,16 @@ def test_backoff_is_bounded_and_never_shrinks(base: int, cap: int, attempts: int
     wait = backoff_seconds(retry, attempts)
     assert base <= wait <= max(base, cap)
     assert wait >= backoff_seconds(retry, attempts - 1)
+
+
+def test_a_report_too_large_to_keep_fails_before_any_attempt(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot over the bound (lowered here to 64 bytes) is not written: the export is Failed
+    (PayloadTooLarge), saying how large the report is and what to turn off."""
+    monkeypatch.setattr(delivery, "MAX_SNAPSHOT_BYTES", 64)
+    x = export_of(policy(), cert("a"))
+    plan = reconcile_reportexport(x, ReportExportObservation(source=Snapshot(
+        certification=cert("a"))), T0)
+    assert plan.creates == () and plan.asks == ()
+    assert plan.status is not None and plan.status.reason == ExportReason.PAYLOAD_TOO_LARGE
+    assert "at most 64 compressed" in (plan.status.message or "")

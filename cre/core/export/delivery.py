@@ -5,7 +5,8 @@
 1. **Snapshot first.** Before any attempt the payload is built from the Certification and its
    Workflows, Jobs and measurements (:mod:`cre.core.export.payload`) and stored, gzipped, in a
    ConfigMap the export owns; the status records its digest and the Idempotency-Key (phase
-   Delivering). Every attempt sends those bytes, so what is sent never changes after the
+   Delivering); a report over :data:`MAX_SNAPSHOT_BYTES` compressed fails it
+   (``PayloadTooLarge``). Every attempt sends those bytes, so what is sent never changes after the
    verdict, even when the Jobs are cleaned up or the manager restarts. A Certification missing
    from the cache is read live first (``ConfirmAbsent``); gone (or replaced: another uid) it
    fails the export, ``SourceGone``.
@@ -62,6 +63,9 @@ from cre.core.export.payload import (
 )
 
 FINAL: Final = frozenset({ExportPhase.DELIVERED, ExportPhase.FAILED})
+#: The largest snapshot (gzip bytes) an export keeps: a ConfigMap holds at most 1 MiB and
+#: ``binaryData`` is base64 (4/3), so 512 KiB leaves room; the reference's bound too.
+MAX_SNAPSHOT_BYTES: Final = 512 * 1024
 #: HTTP statuses worth another attempt (besides no answer at all).
 RETRYABLE: Final = frozenset({408, 425, 429})
 
@@ -123,9 +127,9 @@ def snapshot_name(export: ReportExport) -> str:
     return f"{export.metadata.name}-report"
 
 
-def snapshot_manifest(export: ReportExport, payload: bytes) -> dict[str, Any]:
-    """The snapshot ConfigMap of ``payload`` (gzip, base64 in ``binaryData``), owned by the
-    export so it goes with it."""
+def snapshot_manifest(export: ReportExport, blob: bytes) -> dict[str, Any]:
+    """The snapshot ConfigMap holding ``blob`` (the payload's gzip, base64 in ``binaryData``),
+    owned by the export so it goes with it."""
     meta = export.metadata
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -135,7 +139,7 @@ def snapshot_manifest(export: ReportExport, payload: bytes) -> dict[str, Any]:
             "ownerReferences": [{"apiVersion": L.API_VERSION, "kind": ReportExport.KIND,
                                  "name": meta.name, "uid": meta.uid, "controller": True}],
         },
-        "binaryData": {SNAPSHOT_KEY: base64.b64encode(compress(payload)).decode()},
+        "binaryData": {SNAPSHOT_KEY: base64.b64encode(blob).decode()},
     }
 
 
@@ -161,7 +165,13 @@ def _snapshot(export: ReportExport, obs: ReportExportObservation,
             f"{spec.source.kind} {spec.source.name} (uid {spec.source.uid}) is gone; there is "
             "no report to send"))
     payload = build_payload(obs.source, source=spec.source, content=spec.content)
-    cm = snapshot_manifest(export, payload)
+    blob = compress(payload)
+    if len(blob) > MAX_SNAPSHOT_BYTES:
+        return _finish(export, export.status, now, reason=ExportReason.PAYLOAD_TOO_LARGE,
+                       message=(f"the report is {len(payload)} bytes, {len(blob)} compressed; "
+                                f"at most {MAX_SNAPSHOT_BYTES} compressed can be kept (turn "
+                                "off content.perNode or content.measurements)"))
+    cm = snapshot_manifest(export, blob)
     status = attrs.evolve(
         export.status, phase=ExportPhase.DELIVERING, reason=ExportReason.SNAPSHOT_TAKEN,
         message=f"report snapshot taken ({len(payload)} bytes); delivering",
