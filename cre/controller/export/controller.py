@@ -58,6 +58,7 @@ from cre.kube.client import (
     WORKFLOWS,
     ApiError,
     KubeClient,
+    Resource,
 )
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
@@ -213,7 +214,7 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
                 obs = attrs.evolve(obs, source=self.source(export, cert))
         return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))
 
-    async def _live(self, res: Any, name: str, namespace: str) -> dict[str, Any] | None:
+    async def _live(self, res: Resource, name: str, namespace: str) -> dict[str, Any] | None:
         try:
             return await self.client.get(res, name, namespace=namespace)
         except ApiError as exc:
