@@ -1,10 +1,10 @@
 """The ``ReportExportPolicy`` and ``ReportExport`` kinds: final Certification reports sent to a
 webhook, durably and at least once.
 
-A policy (namespaced, no status) selects the Certifications of its namespace by label and says
-where their report goes (``webhook``), what it holds (``content``), how failed deliveries are
-retried (``retry``) and how long finished deliveries are kept (``retention``). For each
-Certification that reaches a final verdict after the policy was created, the policy controller
+A policy (namespaced, no status) selects the Certifications (or Workflows) of its namespace by
+label and says where their report goes (``webhook``), what it holds (``content``), how failed
+deliveries are retried (``retry``) and how long finished deliveries are kept (``retention``).
+For each source that reaches a final verdict after the policy was created, the policy controller
 creates one ``ReportExport``: the delivery record, carrying a frozen copy of those settings and
 the source's uid. Its status says where the delivery stands (docs/design/023-report-export.md).
 """
@@ -30,6 +30,13 @@ EXPORT_LABEL: Final = "cre.dev/report-export"
 #: The snapshot ConfigMap's key (gzip of the payload JSON).
 SNAPSHOT_KEY: Final = "report.json.gz"
 URL_PATTERN: Final = r"^https?://[^\s/?#]+[^\s]*$"
+
+
+class ExportSourceKind(enum.StrEnum):
+    """The kind of object whose report is exported."""
+
+    CERTIFICATION = "Certification"
+    WORKFLOW = "Workflow"  # a Workflow a user or a WorkloadRun runs: its one-category report
 
 
 class ExportPhase(enum.StrEnum):
@@ -127,9 +134,11 @@ class RetentionPolicy:
 class ReportExportPolicySpec:
     """Which Certifications are exported, where to, what, with which retries and retention."""
 
+    kind: ExportSourceKind = attrs.field(default=ExportSourceKind.CERTIFICATION, metadata=c(
+        doc="Whether Certifications or Workflows of the policy's namespace are exported."))
     selector: Mapping[str, str] = attrs.field(factory=dict, metadata=c(max_properties=32, doc=(
-        "Labels a Certification of the policy's namespace must carry to be exported (all of "
-        "them); empty selects every Certification of the namespace.")))
+        "Labels an object of that kind in the policy's namespace must carry to be exported "
+        "(all of them); empty selects every one.")))
     webhook: WebhookTarget = attrs.field(metadata=c(doc="The receiver."))
     content: ExportContent = attrs.field(factory=ExportContent, metadata=c(doc=(
         "Which parts of the report are sent.")))
@@ -157,13 +166,14 @@ class ReportExportPolicy:
 
 @attrs.frozen(kw_only=True)
 class ExportSourceRef:
-    """The Certification a ReportExport reports on."""
+    """The Certification or Workflow a ReportExport reports on."""
 
-    kind: str = attrs.field(default="Certification", metadata=c(doc="Certification."))
+    kind: ExportSourceKind = attrs.field(default=ExportSourceKind.CERTIFICATION, metadata=c(
+        doc="Certification or Workflow."))
     name: str = attrs.field(metadata=c(min_length=1, max_length=253, doc=(
-        "Name of the Certification (in the export's namespace).")))
+        "Name of the source (in the export's namespace).")))
     uid: str = attrs.field(metadata=c(min_length=1, doc=(
-        "UID of the Certification: a same-named replacement is another source.")))
+        "UID of the source: a same-named replacement is another source.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -178,7 +188,8 @@ class PolicyRef:
 class ReportExportSpec:
     """One delivery: the source and the policy's settings, frozen when it was created."""
 
-    source: ExportSourceRef = attrs.field(metadata=c(doc="The Certification reported on."))
+    source: ExportSourceRef = attrs.field(metadata=c(doc=(
+        "The Certification or Workflow reported on.")))
     policy_ref: PolicyRef = attrs.field(metadata=c(doc="The policy that created the export."))
     webhook: WebhookTarget = attrs.field(metadata=c(doc="The receiver."))
     content: ExportContent = attrs.field(factory=ExportContent, metadata=c(doc=(

@@ -16,11 +16,13 @@ def _policy(**spec: Any) -> dict[str, Any]:
 
 
 def test_a_minimal_policy_gets_the_documented_defaults() -> None:
-    """Only a URL: everything sent, 10 attempts from 10s doubling to 15m, 168h/720h kept."""
+    """Only a URL: Certifications exported, everything sent, 10 attempts from 10s doubling to
+    15m, 168h/720h kept."""
     policy = from_dict(_policy())
     assert isinstance(policy, ReportExportPolicy)
     assert validate(policy) == []
     spec = policy.spec
+    assert spec.kind == "Certification" and spec.selector == {} and not spec.suspend
     assert (spec.content.verdict, spec.content.per_node, spec.content.measurements) == (
         True, True, True)
     assert (spec.retry.max_attempts, spec.retry.backoff_base, spec.retry.backoff_max) == (

@@ -29,6 +29,7 @@ from cre.kube.client import (
     REPORTEXPORTPOLICIES,
     REPORTEXPORTS,
     SECRETS,
+    WORKFLOWS,
     KubeClient,
 )
 from cre.testing.apiserver import Emulator
@@ -65,7 +66,7 @@ async def exporting(client: KubeClient, ns: str,
 
 
 async def setup(client: KubeClient, receiver: WebhookReceiver, *, retry: dict[str, Any],
-                token_key: str = "token") -> str:
+                token_key: str = "token", kind: str = "Certification") -> str:
     """A namespace with the token Secret, a policy to ``receiver`` and a passed Certification;
     returns the namespace."""
     ns = f"rex-{next(_namespaces)}"
@@ -78,7 +79,7 @@ async def setup(client: KubeClient, receiver: WebhookReceiver, *, retry: dict[st
     await client.create(REPORTEXPORTPOLICIES, {
         "apiVersion": "cre.dev/v1alpha1", "kind": "ReportExportPolicy",
         "metadata": {"name": "fleet", "namespace": ns},
-        "spec": {"selector": {"export": "yes"},
+        "spec": {"kind": kind, "selector": {"export": "yes"},
                  "webhook": {"url": receiver.url, "timeout": "2s",
                              "tokenSecretRef": {"name": "report-token", "key": token_key}},
                  "retry": retry}}, namespace=ns)
@@ -212,3 +213,29 @@ async def test_the_token_appears_in_no_log_event_status_or_metric(
     outputs.append(generate_latest(registry).decode())
     assert any("attempt" in o for o in outputs)  # the channels were written to
     assert not [o for o in outputs if TOKEN in o]
+
+
+async def test_a_workflow_source_is_exported_as_its_one_category(client: KubeClient) -> None:
+    """A ``kind: Workflow`` policy: a labelled Workflow that ends is delivered once, its report
+    the one category ``workflow/<name>`` with the Workflow's verdict; the namespace's
+    Certification (also labelled) is not sent."""
+    async with webhook_receiver() as receiver:
+        ns = await setup(client, receiver, retry={}, kind="Workflow")
+        wf = await client.create(WORKFLOWS, {
+            "apiVersion": "cre.dev/v1alpha1", "kind": "Workflow",
+            "metadata": {"name": "user-wf", "namespace": ns, "labels": {"export": "yes"}},
+            "spec": {"jobTemplate": {"spec": {"workload": {"trainJob": {
+                "runtimeRef": {"name": "rt"}}}}}, "orchestration": {}}}, namespace=ns)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        wf["status"] = {"phase": "Failed", "verdict": "Failed", "conditions": [
+            {"type": "Failed", "status": "True", "reason": "GroupsFailed",
+             "message": "a group failed", "lastTransitionTime": now}]}
+        await client.replace(WORKFLOWS, wf, subresource="status")
+        async with exporting(client, ns, CollectorRegistry()):
+            x = await wait_export(client, ns, _phase("Delivered"))
+    assert x["spec"]["source"]["kind"] == "Workflow"
+    (got,) = receiver.requests
+    body = got.json()
+    assert body["source"]["name"] == "user-wf"
+    assert [(c["entry"], c["verdict"]) for c in body["report"]["categories"]] == [
+        ("workflow/user-wf", "Failed")]

@@ -20,10 +20,13 @@ from cre.api.reportexport import (
     ExportContent,
     ExportPhase,
     ExportReason,
+    ExportSourceKind,
+    ExportSourceRef,
     ReportExport,
     ReportExportPolicy,
     RetryPolicy,
 )
+from cre.api.workflow import Workflow
 from cre.core.certification.report import Snapshot
 from cre.core.common.plan import ConfirmAbsent, DeliverReport, EventSeverity, Feedback
 from cre.core.export import delivery
@@ -33,7 +36,12 @@ from cre.core.export.delivery import (
     backoff_seconds,
     reconcile_reportexport,
 )
-from cre.core.export.payload import SCHEMA_VERSION, build_payload, idempotency_key
+from cre.core.export.payload import (
+    SCHEMA_VERSION,
+    build_payload,
+    idempotency_key,
+    workflow_snapshot,
+)
 from cre.core.export.policy import (
     ReportExportPolicyObservation,
     export_manifest,
@@ -313,3 +321,47 @@ def test_a_report_too_large_to_keep_fails_before_any_attempt(
     assert plan.creates == () and plan.asks == ()
     assert plan.status is not None and plan.status.reason == ExportReason.PAYLOAD_TOO_LARGE
     assert "at most 64 compressed" in (plan.status.message or "")
+
+
+def _workflow(name: str, *, labels: dict[str, str], phase: str | None = "Succeeded",
+              at: datetime = T0) -> Workflow:
+    status: dict[str, Any] = {}
+    if phase is not None:
+        status = {"phase": phase, "verdict": "Passed" if phase == "Succeeded" else "Failed",
+                  "conditions": [{"type": phase, "status": "True", "reason": "Done",
+                                  "message": "done",
+                                  "lastTransitionTime": at.isoformat().replace("+00:00", "Z")}]}
+    return structure({
+        "metadata": {"name": name, "namespace": NS, "uid": f"{name}-uid", "labels": labels},
+        "spec": {"jobTemplate": {"spec": {"workload": {"trainJob": {}}}}, "orchestration": {}},
+        "status": status}, Workflow)
+
+
+def test_a_workflow_policy_exports_ended_selected_workflows_only() -> None:
+    """``kind: Workflow`` selects the namespace's Workflows (not its Certifications): an ended
+    labelled one gets an export whose source kind is Workflow; a running one none."""
+    p = policy(kind="Workflow", selector={"export": "yes"})
+    obs = ReportExportPolicyObservation(
+        certifications=(cert("a", labels={"export": "yes"}),),
+        workflows=(_workflow("done", labels={"export": "yes"}),
+                   _workflow("running", labels={"export": "yes"}, phase=None)))
+    plan = reconcile_reportexportpolicy(p, obs, T0)
+    assert [c.name for c in plan.creates] == [export_name("fleet", "done-uid")]
+    body = plan.creates[0].body
+    assert body["spec"]["source"] == {"kind": "Workflow", "name": "done", "uid": "done-uid"}
+    assert body["metadata"]["labels"]["cre.dev/workflow"] == "done"
+
+
+def test_a_workflow_report_is_its_one_category() -> None:
+    """A Workflow's payload is the report of one category ``workflow/<name>`` with the
+    Workflow's phase and verdict, under a Workflow source."""
+    wf = _workflow("done", labels={})
+    source = ExportSourceRef(kind=ExportSourceKind.WORKFLOW, name="done", uid="done-uid")
+    doc = json.loads(build_payload(workflow_snapshot(wf, jobs={}, bandwidth={}),
+                                   source=source, content=ExportContent()))
+    assert doc["source"] == {"kind": "Workflow", "namespace": NS, "name": "done",
+                             "uid": "done-uid"}
+    report = doc["report"]
+    assert report["certification"]["verdict"] == "Passed"
+    assert [(c["entry"], c["verdict"]) for c in report["categories"]] == [
+        ("workflow/done", "Passed")]

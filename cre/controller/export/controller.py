@@ -1,11 +1,12 @@
 """The ReportExport controller: one delivery's steps, and the only HTTP POST CRE makes.
 
-Keyed by export (``namespace/name``). The Observation comes from shared caches: the
-Certification (that uid) with its Workflows, their Jobs and the Jobs' BandwidthMeasurements
-(the objects ``cre report`` reads, only gathered while the payload is not snapshotted yet), and
-the snapshot ConfigMap's bytes. :func:`cre.core.export.delivery.reconcile_reportexport` plans;
-its asks are answered here: ``ConfirmAbsent`` by a live read (the Certification, the snapshot),
-``DeliverReport`` by :class:`cre.controller.export.webhook.WebhookSender`, whose
+Keyed by export (``namespace/name``). The Observation comes from shared caches: the source
+(that uid: a Certification with its Workflows, or a Workflow), the Workflows' Jobs and the
+Jobs' BandwidthMeasurements (the objects ``cre report`` reads, only gathered while the payload
+is not snapshotted yet), and the snapshot ConfigMap's bytes.
+:func:`cre.core.export.delivery.reconcile_reportexport` plans; its asks are answered here:
+``ConfirmAbsent`` by a live read (the source, the snapshot), ``DeliverReport`` by
+:class:`cre.controller.export.webhook.WebhookSender`, whose
 :class:`~cre.core.export.delivery.Attempt` goes back to the core in the same reconcile; the
 plan that records it is applied by the one :class:`cre.kube.executor.PlanExecutor`.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -30,7 +31,13 @@ from cre.api.certification import Certification
 from cre.api.job import Job
 from cre.api.labels import API_VERSION, CERTIFICATION, JOB
 from cre.api.measurement import BandwidthMeasurement
-from cre.api.reportexport import EXPORT_LABEL, SNAPSHOT_KEY, ExportPhase, ReportExport
+from cre.api.reportexport import (
+    EXPORT_LABEL,
+    SNAPSHOT_KEY,
+    ExportPhase,
+    ExportSourceKind,
+    ReportExport,
+)
 from cre.api.workflow import Workflow
 from cre.controller.certification.controller import (
     INDEX_CERTIFICATION,
@@ -49,6 +56,7 @@ from cre.core.export.delivery import (
     ReportExportPlan,
     reconcile_reportexport,
 )
+from cre.core.export.payload import workflow_snapshot
 from cre.kube.client import (
     BANDWIDTHMEASUREMENTS,
     CERTIFICATIONS,
@@ -152,43 +160,62 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
             WORKFLOWS, transform=workflow_from_dict, label_selector=CERTIFICATION,
             indexers={INDEX_CERTIFICATION: certification_index},
             name="certification-workflows")
+        self.all_workflows: Informer[Workflow] = self.cache(
+            WORKFLOWS, transform=workflow_from_dict, name="cre-workflows")
         self.jobs: Informer[Job] = self.cache(JOBS, transform=job_from_dict, name="cre-jobs")
         self.bandwidth: Informer[BandwidthMeasurement] = self.cache(
             BANDWIDTHMEASUREMENTS, transform=bandwidth_from_dict, label_selector=JOB,
             name="cre-bandwidthmeasurements")
         (self.managed_for(self.exports)
             .watches(self.snapshots, enqueue_by_label(EXPORT_LABEL))
-            .watches(self.certifications, enqueue_mapped(self._waiting_for)))
+            .watches(self.certifications, enqueue_mapped(self._waiting_for))
+            .watches(self.all_workflows, enqueue_mapped(self._waiting_for)))
 
-    def _waiting_for(self, event: WatchEvent[Certification]) -> Iterable[str]:
-        """The exports of the Certification still waiting for their snapshot."""
+    def _waiting_for(self, event: WatchEvent[Any]) -> Iterable[str]:
+        """The exports of the source (a Certification, a Workflow) still waiting for their
+        snapshot."""
         uid = event.obj.metadata.uid
         return (key_of(x) for x in self.exports.store.list()
                 if x.spec.source.uid == uid and x.status.payload_digest is None)
 
-    def source(self, export: ReportExport, cert: Certification | None) -> Snapshot | None:
-        """``cert`` (when it is the export's source, that uid) and the objects under it."""
-        if cert is None or cert.metadata.uid != export.spec.source.uid:
+    def source(self, export: ReportExport, obj: Certification | Workflow | None
+               ) -> Snapshot | None:
+        """``obj`` (when it is the export's source, that uid) and the objects under it."""
+        if obj is None or obj.metadata.uid != export.spec.source.uid:
             return None
-        ns = cert.metadata.namespace or ""
+        ns = obj.metadata.namespace or ""
+        if isinstance(obj, Workflow):
+            return workflow_snapshot(obj, jobs=self._jobs(ns, [obj]),
+                                     bandwidth=self._bandwidth(ns, self._jobs(ns, [obj])))
         workflows = {wf.metadata.name or "": wf for wf in self.workflows.store.by_index(
-            INDEX_CERTIFICATION, f"{ns}/{cert.metadata.name}")}
-        jobs = {}
-        for wf in workflows.values():
-            for group in wf.status.groups:
-                job = self.jobs.store.get(f"{ns}/{group.job_ref.name}") if group.job_ref else None
-                if job is not None:
-                    jobs[job.metadata.name or ""] = job
-        bandwidth = {bm.spec.job_ref.name: bm for bm in self.bandwidth.store.list()
-                     if bm.metadata.namespace == ns and bm.spec.job_ref.name in jobs}
-        return Snapshot(certification=cert, workflows=workflows, jobs=jobs, bandwidth=bandwidth)
+            INDEX_CERTIFICATION, f"{ns}/{obj.metadata.name}")}
+        jobs = self._jobs(ns, workflows.values())
+        return Snapshot(certification=obj, workflows=workflows, jobs=jobs,
+                        bandwidth=self._bandwidth(ns, jobs))
+
+    def _jobs(self, ns: str, workflows: Iterable[Workflow]) -> dict[str, Job]:
+        """The Jobs the Workflows' groups name, by name."""
+        refs = (g.job_ref.name for wf in workflows for g in wf.status.groups if g.job_ref)
+        found = (self.jobs.store.get(f"{ns}/{name}") for name in refs)
+        return {job.metadata.name or "": job for job in found if job is not None}
+
+    def _bandwidth(self, ns: str, jobs: Mapping[str, Job]) -> dict[str, BandwidthMeasurement]:
+        """The Jobs' BandwidthMeasurements, by the Job's name."""
+        return {bm.spec.job_ref.name: bm for bm in self.bandwidth.store.list()
+                if bm.metadata.namespace == ns and bm.spec.job_ref.name in jobs}
+
+    def cached_source(self, export: ReportExport) -> Certification | Workflow | None:
+        """The export's source as cached (any uid)."""
+        key = f"{export.metadata.namespace}/{export.spec.source.name}"
+        if export.spec.source.kind == ExportSourceKind.WORKFLOW:
+            return self.all_workflows.store.get(key)
+        return self.certifications.store.get(key)
 
     async def first_observation(self, export: ReportExport) -> ReportExportObservation:
         ns = export.metadata.namespace or ""
         source = None
         if export.status.payload_digest is None:
-            source = self.source(export, self.certifications.store.get(
-                f"{ns}/{export.spec.source.name}"))
+            source = self.source(export, self.cached_source(export))
         cached = self.snapshots.store.get(f"{ns}/{export.status.snapshot_ref}") \
             if export.status.snapshot_ref else None
         return ReportExportObservation(source=source,
@@ -207,6 +234,11 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
             elif isinstance(ask, ConfirmAbsent) and ask.kind == "ConfigMap":
                 raw = await self._live(CONFIGMAPS, ask.name, ns)
                 obs = attrs.evolve(obs, snapshot=None if raw is None else snapshot_blob(raw).blob)
+            elif isinstance(ask, ConfirmAbsent) and ask.kind == ExportSourceKind.WORKFLOW:
+                raw = await self._live(WORKFLOWS, ask.name, ns)
+                wf = None if raw is None else workflow_from_dict(
+                    {"apiVersion": API_VERSION, "kind": "Workflow", **raw})
+                obs = attrs.evolve(obs, source=self.source(export, wf))
             elif isinstance(ask, ConfirmAbsent):
                 raw = await self._live(CERTIFICATIONS, ask.name, ns)
                 cert = None if raw is None else certification_from_dict(

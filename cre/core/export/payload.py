@@ -14,9 +14,22 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
+from cre.api.certification import (
+    CategoryStatus,
+    Certification,
+    CertificationCategory,
+    CertificationSpec,
+    CertificationStatus,
+)
+from cre.api.conditions import CategoryState, Phase
+from cre.api.job import Job
+from cre.api.measurement import BandwidthMeasurement
+from cre.api.meta import NamespacedName, ObjectMeta
 from cre.api.reportexport import ExportContent, ExportSourceRef
+from cre.api.workflow import Workflow
 from cre.core.certification.report import Snapshot, build_report, report_json
 
 #: The envelope's ``schemaVersion``; bumped when a field changes meaning or goes away.
@@ -27,6 +40,32 @@ _VERDICT_KEYS: Final = ("certification", "summary")
 _CATEGORY_MEASUREMENTS: Final = ("thresholds", "busBandwidthThresholdGBps")
 _GROUP_MEASUREMENTS: Final = ("busBWPeakGBps", "bandwidth")
 _NODE_MEASUREMENTS: Final = ("busBWGBps", "outlier")
+#: The category a Workflow source's report shows it as (``workflow/<name>``).
+WORKFLOW_DOMAIN: Final = "workflow"
+_CATEGORY_STATE: Final = {Phase.SUCCEEDED: CategoryState.SUCCEEDED,
+                          Phase.FAILED: CategoryState.FAILED,
+                          Phase.RUNNING: CategoryState.IN_PROGRESS}
+
+
+def workflow_snapshot(wf: Workflow, *, jobs: Mapping[str, Job],
+                      bandwidth: Mapping[str, BandwidthMeasurement]) -> Snapshot:
+    """A Workflow source as the report builder reads it: one category, ``workflow/<name>``,
+    whose state, verdict and conditions are the Workflow's (as ``cre report
+    workloadrun/NAME`` shows a WorkloadRun's Workflow)."""
+    name = wf.metadata.name or ""
+    st = wf.status
+    category = CategoryStatus(
+        domain=WORKFLOW_DOMAIN, variant=name, workflow_ref=NamespacedName(name=name),
+        status=_CATEGORY_STATE.get(st.phase or Phase.PENDING, CategoryState.PENDING),
+        verdict=st.verdict)
+    holder = Certification(
+        metadata=ObjectMeta(name=name, namespace=wf.metadata.namespace, uid=wf.metadata.uid,
+                            creation_timestamp=wf.metadata.creation_timestamp),
+        spec=CertificationSpec(categories=(CertificationCategory(domain=WORKFLOW_DOMAIN,
+                                                                 variant=name),)),
+        status=CertificationStatus(conditions=st.conditions, phase=st.phase, verdict=st.verdict,
+                                   category_statuses=(category,)))
+    return Snapshot(certification=holder, workflows={name: wf}, jobs=jobs, bandwidth=bandwidth)
 
 
 def _without(obj: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -1,17 +1,18 @@
-"""Which ReportExports a ReportExportPolicy has: one per selected Certification that ended, and
-none kept past retention once its Certification is gone.
+"""Which ReportExports a ReportExportPolicy has: one per selected source that ended, and none
+kept past retention once its source is gone.
 
-:func:`reconcile_reportexportpolicy` reads the policy, the Certifications of its namespace and the
-exports it owns, and plans:
+:func:`reconcile_reportexportpolicy` reads the policy, the Certifications and Workflows of its
+namespace and the exports it owns, and plans:
 
-* a create of one ReportExport for every Certification the selector matches that ended (its
-  Succeeded or Failed condition) no earlier than the policy was created, unless the policy is
-  suspended. The export's name comes from the policy's name and the Certification's uid, so a
-  verdict gets at most one export however often this runs, in however many processes; a
-  Certification that ended before the policy existed is history and is not sent;
+* a create of one ReportExport for every source of the policy's ``kind`` (Certification or
+  Workflow) the selector matches that ended (its Succeeded or Failed condition) no earlier than
+  the policy was created, unless the policy is suspended. The export's name comes from the
+  policy's name and the source's uid, so a verdict gets at most one export however often this
+  runs, in however many processes; a source that ended before the policy existed is history
+  and is not sent;
 * a delete of every finished export (Delivered or Failed) whose retention has passed and whose
-  Certification (that uid) is gone. While the Certification exists its export stays: it is the
-  record that the report was sent, and deleting it would send it again;
+  source (that uid) is gone. While the source exists its export stays: it is the record that
+  the report was sent, and deleting it would send it again;
 * a requeue when the next retention runs out.
 
 The exports are owned by the policy (deleting the policy deletes them) and carry a frozen copy
@@ -35,6 +36,7 @@ from cre.api.durations import MAX_DURATION_SECONDS, duration_seconds
 from cre.api.reportexport import (
     POLICY_LABEL,
     ExportPhase,
+    ExportSourceKind,
     ExportSourceRef,
     PolicyRef,
     ReportExport,
@@ -42,6 +44,7 @@ from cre.api.reportexport import (
     ReportExportSpec,
     RetentionPolicy,
 )
+from cre.api.workflow import Workflow
 from cre.core.common.lifecycle import true_member
 from cre.core.common.plan import Create, Delete, Feedback, Plan
 
@@ -50,14 +53,24 @@ NAME_PREFIX: Final = 45
 FINISHED: Final = frozenset({ExportPhase.DELIVERED, ExportPhase.FAILED})
 
 ReportExportPolicyPlan = Plan[None]
+Source = Certification | Workflow
+#: The label on an export naming its source, by the source's kind.
+SOURCE_LABEL: Final = {ExportSourceKind.CERTIFICATION: L.CERTIFICATION,
+                       ExportSourceKind.WORKFLOW: L.WORKFLOW}
 
 
 @attrs.frozen(kw_only=True)
 class ReportExportPolicyObservation:
-    """The Certifications of the policy's namespace and the exports the policy owns."""
+    """The Certifications and Workflows of the policy's namespace and the exports the policy
+    owns."""
 
     certifications: tuple[Certification, ...] = ()
+    workflows: tuple[Workflow, ...] = ()
     exports: tuple[ReportExport, ...] = ()
+
+    def sources(self, kind: ExportSourceKind) -> tuple[Source, ...]:
+        """The observed objects of ``kind``."""
+        return self.workflows if kind == ExportSourceKind.WORKFLOW else self.certifications
     feedback: Feedback = attrs.field(factory=Feedback)
 
 
@@ -68,18 +81,18 @@ def export_name(policy: str, source_uid: str) -> str:
     return f"{policy[:NAME_PREFIX].rstrip('-.')}-{digest}"
 
 
-def ended_at(cert: Certification) -> datetime | None:
-    """When the Certification reached its verdict (Succeeded or Failed became True)."""
-    member = true_member(cert.status.conditions)
+def ended_at(source: Source) -> datetime | None:
+    """When the source reached its verdict (Succeeded or Failed became True)."""
+    member = true_member(source.status.conditions)
     if member is None or member.type not in (ConditionType.SUCCEEDED, ConditionType.FAILED):
         return None
     return member.last_transition_time
 
 
-def selects(policy: ReportExportPolicy, cert: Certification) -> bool:
-    """Whether the policy's selector matches the Certification (same namespace, every label)."""
-    labels = cert.metadata.labels
-    return (cert.metadata.namespace == policy.metadata.namespace
+def selects(policy: ReportExportPolicy, source: Source) -> bool:
+    """Whether the policy's selector matches the source (same namespace, every label)."""
+    labels = source.metadata.labels
+    return (source.metadata.namespace == policy.metadata.namespace
             and all(labels.get(k) == v for k, v in policy.spec.selector.items()))
 
 
@@ -92,12 +105,14 @@ def retention_seconds(retention: RetentionPolicy, phase: ExportPhase) -> float:
         return MAX_DURATION_SECONDS
 
 
-def export_manifest(policy: ReportExportPolicy, cert: Certification) -> dict[str, Any]:
-    """The ReportExport of ``cert`` under ``policy``, owned by the policy."""
+def export_manifest(policy: ReportExportPolicy, source: Source) -> dict[str, Any]:
+    """The ReportExport of ``source`` (of the policy's kind) under ``policy``, owned by the
+    policy."""
     meta = policy.metadata
-    uid = cert.metadata.uid or ""
+    uid = source.metadata.uid or ""
+    kind = policy.spec.kind
     spec = ReportExportSpec(
-        source=ExportSourceRef(name=cert.metadata.name or "", uid=uid),
+        source=ExportSourceRef(kind=kind, name=source.metadata.name or "", uid=uid),
         policy_ref=PolicyRef(name=meta.name or "", uid=meta.uid or ""),
         webhook=policy.spec.webhook, content=policy.spec.content, retry=policy.spec.retry,
         retention=policy.spec.retention)
@@ -106,7 +121,7 @@ def export_manifest(policy: ReportExportPolicy, cert: Certification) -> dict[str
         "metadata": {
             "name": export_name(meta.name or "", uid), "namespace": meta.namespace,
             "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, POLICY_LABEL: meta.name,
-                       L.CERTIFICATION: cert.metadata.name},
+                       SOURCE_LABEL[kind]: source.metadata.name},
             "ownerReferences": [{"apiVersion": L.API_VERSION, "kind": ReportExportPolicy.KIND,
                                  "name": meta.name, "uid": meta.uid, "controller": True}],
         },
@@ -114,17 +129,16 @@ def export_manifest(policy: ReportExportPolicy, cert: Certification) -> dict[str
     }
 
 
-def _wanted(policy: ReportExportPolicy, certs: tuple[Certification, ...]
-            ) -> Mapping[str, Certification]:
+def _wanted(policy: ReportExportPolicy, sources: tuple[Source, ...]) -> Mapping[str, Source]:
     since = policy.metadata.creation_timestamp
     out = {}
-    for cert in certs:
-        at = ended_at(cert)
-        if at is None or not cert.metadata.uid or not selects(policy, cert):
+    for source in sources:
+        at = ended_at(source)
+        if at is None or not source.metadata.uid or not selects(policy, source):
             continue
         if since is not None and at < since:
             continue
-        out[export_name(policy.metadata.name or "", cert.metadata.uid)] = cert
+        out[export_name(policy.metadata.name or "", source.metadata.uid)] = source
     return out
 
 
@@ -136,10 +150,11 @@ def reconcile_reportexportpolicy(policy: ReportExportPolicy,
     have = {x.metadata.name for x in obs.exports}
     creates = () if policy.spec.suspend else tuple(
         Create(api_version=L.API_VERSION, kind=ReportExport.KIND, namespace=meta.namespace or "",
-               name=name, body=export_manifest(policy, cert))
-        for name, cert in sorted(_wanted(policy, obs.certifications).items())
+               name=name, body=export_manifest(policy, source))
+        for name, source in sorted(_wanted(policy, obs.sources(policy.spec.kind)).items())
         if name not in have)
-    sources = {c.metadata.uid for c in obs.certifications}
+    sources = {c.metadata.uid for c in obs.certifications} | {
+        w.metadata.uid for w in obs.workflows}
     deletes, waits = [], []
     for export in obs.exports:
         st = export.status
