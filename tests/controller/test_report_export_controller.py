@@ -80,7 +80,7 @@ async def setup(client: KubeClient, receiver: WebhookReceiver, *, retry: dict[st
         "apiVersion": "cre.dev/v1alpha1", "kind": "ReportExportPolicy",
         "metadata": {"name": "fleet", "namespace": ns},
         "spec": {"kind": kind, "selector": {"export": "yes"},
-                 "webhook": {"url": receiver.url, "timeout": "2s",
+                 "webhook": {"url": receiver.url, "timeout": "20s",
                              "tokenSecretRef": {"name": "report-token", "key": token_key}},
                  "retry": retry}}, namespace=ns)
     cert = await client.create(CERTIFICATIONS, {
@@ -104,7 +104,7 @@ async def export_of(client: KubeClient, ns: str) -> dict[str, Any] | None:
 
 
 async def wait_export(client: KubeClient, ns: str, done: Callable[[dict[str, Any]], bool],
-                      *, timeout: float = 30) -> dict[str, Any]:
+                      *, timeout: float = 60) -> dict[str, Any]:
     with anyio.fail_after(timeout):
         while True:
             x = await export_of(client, ns)

@@ -77,6 +77,12 @@ log = logging.getLogger(__name__)
 
 CONTROLLER: Final = "reportexport"
 COMPONENT: Final = "cre.dev/reportexport-controller"
+INDEX_SOURCE: Final = "source-uid"
+
+
+def source_index(export: ReportExport) -> list[str]:
+    """An export under the uid of its source."""
+    return [export.spec.source.uid]
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -150,7 +156,8 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
         self.sender = WebhookSender(client)
         self.metrics = export_metrics_for(registry)
         self.exports: Informer[ReportExport] = self.cache(
-            REPORTEXPORTS, transform=export_from_dict, name="cre-reportexports")
+            REPORTEXPORTS, transform=export_from_dict, name="cre-reportexports",
+            indexers={INDEX_SOURCE: source_index})
         self.snapshots: Informer[SnapshotBlob] = self.cache(
             CONFIGMAPS, transform=snapshot_blob, label_selector=EXPORT_LABEL,
             name="reportexport-snapshots")
@@ -174,9 +181,8 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
     def _waiting_for(self, event: WatchEvent[Any]) -> Iterable[str]:
         """The exports of the source (a Certification, a Workflow) still waiting for their
         snapshot."""
-        uid = event.obj.metadata.uid
-        return (key_of(x) for x in self.exports.store.list()
-                if x.spec.source.uid == uid and x.status.payload_digest is None)
+        return (key_of(x) for x in self.exports.store.by_index(
+            INDEX_SOURCE, event.obj.metadata.uid or "") if x.status.payload_digest is None)
 
     def source(self, export: ReportExport, obj: Certification | Workflow | None
                ) -> Snapshot | None:
@@ -185,8 +191,8 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
             return None
         ns = obj.metadata.namespace or ""
         if isinstance(obj, Workflow):
-            return workflow_snapshot(obj, jobs=self._jobs(ns, [obj]),
-                                     bandwidth=self._bandwidth(ns, self._jobs(ns, [obj])))
+            jobs = self._jobs(ns, [obj])
+            return workflow_snapshot(obj, jobs=jobs, bandwidth=self._bandwidth(ns, jobs))
         workflows = {wf.metadata.name or "": wf for wf in self.workflows.store.by_index(
             INDEX_CERTIFICATION, f"{ns}/{obj.metadata.name}")}
         jobs = self._jobs(ns, workflows.values())
