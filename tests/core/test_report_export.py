@@ -44,6 +44,7 @@ from cre.core.export.payload import (
 )
 from cre.core.export.policy import (
     ReportExportPolicyObservation,
+    ended_at,
     export_manifest,
     export_name,
     reconcile_reportexportpolicy,
@@ -365,3 +366,44 @@ def test_a_workflow_report_is_its_one_category() -> None:
     assert report["certification"]["verdict"] == "Passed"
     assert [(c["entry"], c["verdict"]) for c in report["categories"]] == [
         ("workflow/done", "Passed")]
+
+
+_CERTS = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]),  # name
+                            st.integers(min_value=0, max_value=3),  # uid generation
+                            st.integers(min_value=-3, max_value=3),  # ended, hours from T0
+                            st.booleans()),  # labelled
+                  max_size=8)
+
+
+@given(certs=_CERTS, order=st.randoms(use_true_random=False))
+def test_a_verdict_never_gets_two_exports(certs: list[tuple[str, int, int, bool]],
+                                          order: Any) -> None:
+    """Whatever Certifications exist (same names with other uids, ended before or after the
+    policy, labelled or not) and in whatever order passes see the exports land: the exports
+    converge to one per selected uid that ended after the policy, and a pass over them creates
+    nothing more."""
+    p = policy(created=T0, selector={"x": "1"})
+    objs = {}
+    for name, gen, hours, labelled in certs:
+        c = cert(name, at=T0 + timedelta(hours=hours), labels={"x": "1"} if labelled else {})
+        c = attrs.evolve(c, metadata=attrs.evolve(c.metadata, uid=f"{name}-{gen}"))
+        objs[c.metadata.uid] = c
+    sources = tuple(objs.values())
+    exports: list[ReportExport] = []
+    for _ in range(3):
+        plan = reconcile_reportexportpolicy(p, ReportExportPolicyObservation(
+            certifications=sources, exports=tuple(exports)), T0)
+        made = [structure({**c.body, "metadata": {**c.body["metadata"], "uid": c.name}},
+                          ReportExport) for c in plan.creates]
+        order.shuffle(made)
+        exports += made[:max(1, len(made) // 2)]  # some creates land before the next pass
+    final = reconcile_reportexportpolicy(p, ReportExportPolicyObservation(
+        certifications=sources, exports=tuple(exports)), T0)
+    exports += [structure(c.body, ReportExport) for c in final.creates]
+    uids = [x.spec.source.uid for x in exports]
+    assert len(uids) == len(set(uids))
+    wanted = {c.metadata.uid for c in sources
+              if c.metadata.labels and ended_at(c) is not None and ended_at(c) >= T0}
+    assert set(uids) == wanted
+    assert reconcile_reportexportpolicy(p, ReportExportPolicyObservation(
+        certifications=sources, exports=tuple(exports)), T0).creates == ()
