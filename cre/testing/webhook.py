@@ -11,7 +11,8 @@ in the ways that make delivery hard:
   on its way back (the sender retries a report the receiver already has: a duplicate);
 * ``delay``: wait that many seconds before answering (longer than the sender's timeout: the
   sender gives up, the receiver keeps the report, another duplicate);
-* ``reject``: answer every POST with that status (e.g. 400).
+* ``reject``: answer every POST with that status (e.g. 400);
+* ``retry_after``: the ``Retry-After`` header of every failed answer.
 
 Every request, kept or not, is in :attr:`WebhookReceiver.requests` with its headers, so a test
 can check what was sent and how often; ``expect_token`` makes a POST with another bearer token a
@@ -56,6 +57,7 @@ class WebhookReceiver:
     delay: float = 0.0
     reject: int | None = None
     fail_status: int = 503
+    retry_after: str | None = None  # the Retry-After header of a failed answer
     expect_token: str | None = None
     url: str = ""
     requests: list[Received] = attrs.field(factory=list)
@@ -100,7 +102,9 @@ class WebhookReceiver:
               kept: bool, status: int) -> web.Response:
         self.requests.append(Received(path=request.path, key=key, authorization=auth,
                                       body=body, kept=kept))
-        return web.Response(status=status, text="ok" if status < 300 else "not now")
+        headers = {"Retry-After": self.retry_after} if status >= 300 and self.retry_after else {}
+        return web.Response(status=status, text="ok" if status < 300 else "not now",
+                            headers=headers)
 
 
 @asynccontextmanager

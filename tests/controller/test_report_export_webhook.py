@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from cre.controller.export.webhook import REDACTED, WebhookSender, redact
+from cre.controller.export.webhook import REDACTED, WebhookSender, redact, retry_after
 from cre.core.common.plan import DeliverReport
 from cre.testing.webhook import webhook_receiver
 
@@ -81,3 +82,15 @@ async def test_a_refused_connection_is_no_answer_and_redaction_replaces_the_toke
     assert attempt.http_status is None and attempt.error
     assert redact("Bearer s3cret rejected", "s3cret") == f"Bearer {REDACTED} rejected"
     assert redact("nothing here", None) == "nothing here"
+
+
+async def test_the_receivers_retry_after_comes_back_with_the_attempt() -> None:
+    """A 503 with ``Retry-After: 7`` is an attempt that asks for 7 seconds; an HTTP date is read
+    as the seconds until it; garbage is ignored."""
+    async with webhook_receiver(fail_first=1, retry_after="7") as receiver:
+        attempt = await WebhookSender(client=None).send(  # type: ignore[arg-type]
+            _ask(receiver.url), namespace="ns")
+    assert (attempt.http_status, attempt.retry_after) == (503, 7.0)
+    now = datetime(2026, 12, 6, 8, 0, tzinfo=UTC)
+    assert retry_after("Sun, 06 Dec 2026 08:00:30 GMT", now=now) == 30.0
+    assert retry_after("soon", now=now) is None and retry_after(None) is None

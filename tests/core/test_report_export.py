@@ -407,3 +407,15 @@ def test_a_verdict_never_gets_two_exports(certs: list[tuple[str, int, int, bool]
     assert set(uids) == wanted
     assert reconcile_reportexportpolicy(p, ReportExportPolicyObservation(
         certifications=sources, exports=tuple(exports)), T0).creates == ()
+
+
+def test_retry_after_lengthens_the_wait_within_the_cap() -> None:
+    """A 429 asking for 12s waits 12s (the backoff says 10s); one asking for an hour waits the
+    15s cap; one asking for less than the backoff waits the backoff."""
+    x, blob = _snapshotted(policy(), cert("a"))
+    waits = []
+    for asked in (12.0, 3600.0, 1.0):
+        plan = reconcile_reportexport(x, ReportExportObservation(
+            snapshot=blob, attempt=Attempt(http_status=429, retry_after=asked)), T0)
+        waits.append(plan.requeue_after)
+    assert waits == [12.0, 15.0, 10.0]

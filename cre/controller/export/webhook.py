@@ -3,9 +3,10 @@
 :class:`WebhookSender` reads the bearer token from the named Secret key (a live ``get`` of that
 one Secret, never a list, watch or cache), POSTs the payload with ``Idempotency-Key`` and
 ``Authorization: Bearer <token>``, follows no redirect, reads at most 64 KiB of the answer and
-returns an :class:`cre.core.export.delivery.Attempt`. Nothing it returns, logs or raises holds
-the token: every sentence is written here, naming the Secret and key only, and any text that
-comes from elsewhere (a transport error) passes :func:`redact` first.
+returns an :class:`cre.core.export.delivery.Attempt` (with the receiver's ``Retry-After``).
+Nothing it returns, logs or raises holds the token: every sentence is written here, naming the
+Secret and key only, and any text that comes from elsewhere (a transport error) passes
+:func:`redact` first.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Final
 
 import aiohttp
@@ -31,6 +34,23 @@ REDACTED: Final = "<redacted>"
 
 class TokenUnavailable(Exception):
     """The token Secret cannot be read; the message names the Secret and key only."""
+
+
+def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (delay-seconds or an HTTP date; ``None``
+    when absent or unreadable)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def redact(text: str, token: str | None) -> str:
@@ -87,7 +107,8 @@ class WebhookSender:
                 await answer.content.read(ANSWER_LIMIT)
                 ok = 200 <= answer.status < 300
                 return Attempt(http_status=answer.status,
-                               error=None if ok else redact(answer.reason or "", token) or None)
+                               error=None if ok else redact(answer.reason or "", token) or None,
+                               retry_after=retry_after(answer.headers.get("Retry-After")))
         except TimeoutError:
             return Attempt(http_status=None,
                            error=f"no answer within {ask.timeout_seconds:g}s")

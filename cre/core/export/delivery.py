@@ -16,9 +16,11 @@
    the export, ``SnapshotLost``: a different payload would carry a different key.
 3. **Judge the answer.** 2xx: Delivered. 408, 425, 429, 5xx or no answer at all (a refused
    connection, a timeout, an unreadable token Secret): retried after
-   ``min(backoffBase * 2^(attempts-1), backoffMax)``, until ``maxAttempts`` attempts were made
-   (then Failed, ``RetriesExhausted``). Anything else (a 3xx: redirects are not followed, a 4xx):
-   Failed, ``Rejected``; sending the same body again would get the same answer.
+   ``min(backoffBase * 2^(attempts-1), backoffMax)`` (longer when the receiver's
+   ``Retry-After`` asks for more, never over ``backoffMax``), until ``maxAttempts`` attempts
+   were made (then Failed, ``RetriesExhausted``). Anything else (a 3xx: redirects are not
+   followed, a 4xx): Failed, ``Rejected``; sending the same body again would get the same
+   answer.
 
 Delivery is at least once: an attempt whose answer is lost (the receiver took the report, the
 manager stopped before writing the status) is made again with the same key, which is how the
@@ -74,11 +76,13 @@ ReportExportPlan = Plan[ReportExportStatus]
 
 @attrs.frozen(kw_only=True)
 class Attempt:
-    """The outcome of one POST: the HTTP status (``None``: no answer) and, when it went wrong,
-    a sentence that never holds the token (the shell redacts it)."""
+    """The outcome of one POST: the HTTP status (``None``: no answer), when it went wrong a
+    sentence that never holds the token (the shell redacts it), and the seconds the receiver
+    asked to be left alone (its ``Retry-After``)."""
 
     http_status: int | None
     error: str | None = None
+    retry_after: float | None = None
 
     @property
     def accepted(self) -> bool:
@@ -201,6 +205,8 @@ def _judge(export: ReportExport, attempt: Attempt, now: datetime) -> ReportExpor
             f"attempt {n} of {spec.retry.max_attempts} failed ({attempt.describe()}); no "
             "attempt left"))
     wait = backoff_seconds(spec.retry, n)
+    if attempt.retry_after is not None:  # the receiver's wish, within the policy's cap
+        wait = min(max(wait, attempt.retry_after), _seconds(spec.retry.backoff_max))
     status = attrs.evolve(st, reason=ExportReason.RETRY_SCHEDULED, message=(
         f"attempt {n} of {spec.retry.max_attempts} failed ({attempt.describe()}); next in "
         f"{wait:g}s"), next_attempt_at=now + timedelta(seconds=wait))
