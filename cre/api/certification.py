@@ -93,8 +93,10 @@ class CategoryOptions:
     repeat_count: int | None = attrs.field(default=None, metadata=_int(1, doc=(
         "How many times every group runs (the Workflow's iterations). Unset: 1.")))
     test_scale: TestScale | None = attrs.field(default=None, metadata=c(doc=(
-        "How a communication test is spread over the nodes: intra-node, intra-rack or full-scale"
-        " (diagnose is refused by this version). Unset: full-scale.")))
+        "How a communication test is spread over the nodes: intra-node, intra-rack, full-scale, "
+        "or diagnose (screen in groups of ceil(sqrt(N)) unless nodesPerJob is set, then bisect "
+        "every failed group down to the bad node or link across nvidia.com/gpu.clique domains)."
+        " Unset: full-scale.")))
     max_bytes: str | None = attrs.field(
         default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$", doc=(
             "Largest message size of an NCCL test, in bytes with an optional K/M/G/T suffix "

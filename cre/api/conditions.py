@@ -227,6 +227,8 @@ class WorkflowReason(enum.StrEnum):
     # Nodes beyond the run's maxNodes were not taken (an event); the run's deadline passed.
     MAX_NODES_EXCLUDED = "MaxNodesExcluded"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
+    # A diagnose round was planned (orchestration.diagnose; docs/design/024).
+    DIAGNOSE_ROUND = "DiagnoseRound"
 
 
 class CertificationReason(enum.StrEnum):

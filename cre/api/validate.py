@@ -377,6 +377,9 @@ def _check_dependency_when(model: WorkflowSpec, path: str) -> Iterator[FieldErro
 def _check_orchestration(model: OrchestrationSpec, path: str) -> Iterator[FieldError]:
     if model.placement == "Unpinned" and model.diagnose is not None:
         yield FieldError(path=join(path, "diagnose"), message="diagnose needs Pinned placement")
+    if model.diagnose is not None and model.iterations > 1:
+        yield FieldError(path=join(path, "iterations"),
+                         message="diagnose runs its rounds once: iterations must be 1")
     if model.placement == "Unpinned" and model.topology and model.topology.strict_domain:
         yield FieldError(
             path=join(path, "topology.strictDomain"), message="strictDomain needs Pinned placement"

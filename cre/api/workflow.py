@@ -66,9 +66,12 @@ class DiagnoseSpec:
     """Adaptive fault isolation: screen, bisect and confirm suspect nodes."""
 
     min_group_size: int = attrs.field(default=2, metadata=c(minimum=1, int_format="int32", doc=(
-        "Smallest group bisection goes down to, in nodes.")))
+        "Bisection stops splitting a failure at this many suspects and confirms each one with "
+        "known-good peers; no diagnose group runs with fewer nodes.")))
     topology_key: str | None = attrs.field(default=None, metadata=c(doc=(
-        "Node label used to form the screening groups. Unset: simple chunks.")))
+        "Node label whose value is a node's topology domain: bisection splits along domains "
+        "first, and a failure that only appears across two domains is reported as a bad link. "
+        "Unset: halves by name, no domain pairs.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -394,6 +397,98 @@ class AppliedOverride:
         "The override matched but changed nothing.")))
 
 
+class DiagnoseStage(enum.StrEnum):
+    """Where a diagnose run is."""
+
+    SCREENING = "Screening"  # the partitioned groups run
+    BISECTION = "Bisection"  # failed groups split in halves, each with known-good peers
+    CONFIRMATION = "Confirmation"  # each suspect re-run with known-good peers
+    CROSS_BOUNDARY = "CrossBoundary"  # halves pass alone: topology domain pairs tested
+    COMPLETE = "Complete"
+
+
+class StepOutcome(enum.StrEnum):
+    """What one diagnose step's Job said about its suspects."""
+
+    PENDING = "Pending"
+    PASSED = "Passed"
+    FAILED = "Failed"  # a genuine failure: the test or a threshold
+    NODE_EVIDENCE = "NodeEvidence"  # the Job named broken nodes (blamed by the Job tier)
+    NOT_JUDGED = "NotJudged"  # infrastructure abort, configuration, interrupt: no evidence
+
+
+class StepResolution(enum.StrEnum):
+    """What the diagnose run concluded from a finished step (and its children)."""
+
+    CLEARED = "Cleared"  # passed: its suspects are known-good
+    BISECTED = "Bisected"  # failed: split in halves (children)
+    CONFIRMING = "Confirming"  # failed, too small to split: suspects confirmed one by one
+    CONFIRMED = "Confirmed"  # a confirmation failed again: its suspects are Failed
+    # A confirmation of several suspects together failed again (too few known-good peers to
+    # test each alone): the failure is confirmed, the suspects Uncertified, none named.
+    CONFIRMED_TOGETHER = "ConfirmedTogether"
+    CROSSING = "Crossing"  # every child passed alone: domain pairs (children) tested
+    LINK_FOUND = "LinkFound"  # a domain pair failed together: a bad link, no node blamed
+    NOT_REPRODUCED = "NotReproduced"  # every child passed: suspects Uncertified
+    NOT_JUDGED = "NotJudged"  # no evidence either way: suspects Uncertified
+    NODE_EVIDENCE = "NodeEvidence"  # the Job tier named the broken nodes
+    BUDGET_EXCEEDED = "BudgetExceeded"  # the next steps would pass the Job bound
+
+
+@attrs.frozen(kw_only=True)
+class DiagnoseStep:
+    """One node of the bisection tree: a group run by one Job."""
+
+    name: str = attrs.field(metadata=c(doc=(
+        "Step name, also its group's name in status.groups (its Job's name derives from it).")))
+    stage: DiagnoseStage = attrs.field(metadata=c(doc=(
+        "Screening, Bisection, Confirmation or CrossBoundary.")))
+    parent: str | None = attrs.field(default=None, metadata=c(doc=(
+        "The step whose failure this step narrows.")))
+    suspects: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Nodes under test.")))
+    peers: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Known-good nodes added to keep the group size.")))
+    domains: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Topology domains of the suspects (diagnose.topologyKey).")))
+    job_name: str | None = attrs.field(default=None, metadata=c(doc="The step's Job."))
+    outcome: StepOutcome = attrs.field(default=StepOutcome.PENDING, metadata=c(doc=(
+        "Pending, Passed, Failed, NodeEvidence or NotJudged.")))
+    resolution: StepResolution | None = attrs.field(default=None, metadata=c(doc=(
+        "What the run concluded from the step and its children.")))
+
+
+@attrs.frozen(kw_only=True)
+class DiagnoseLink:
+    """A bad link: two topology domains that fail together and pass apart."""
+
+    domains: tuple[str, ...] = attrs.field(metadata=c(doc="The two domains."))
+    step: str = attrs.field(metadata=c(doc="The step that failed on the pair."))
+
+
+@attrs.frozen(kw_only=True)
+class DiagnoseStatus:
+    """A diagnose run: its stage, the bisection tree, the Jobs spent and what it found."""
+
+    stage: DiagnoseStage = attrs.field(default=DiagnoseStage.SCREENING, metadata=c(doc=(
+        "Stage of the last round planned.")))
+    round: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
+        "Rounds planned after screening.")))
+    jobs_spent: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
+        "Jobs created so far, re-runs included.")))
+    job_budget: int = attrs.field(default=0, metadata=c(minimum=0, int_format="int32", doc=(
+        "At most this many Jobs; steps past it are not run, their suspects Uncertified.")))
+    steps: tuple[DiagnoseStep, ...] = attrs.field(
+        default=(), metadata=c(list_map_keys=("name",), doc=(
+            "The bisection tree, in the order the steps were planned.")))
+    failed_nodes: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Nodes confirmed Failed.")))
+    bad_links: tuple[DiagnoseLink, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Domain pairs that fail together and pass apart.")))
+    uncertified_nodes: tuple[str, ...] = attrs.field(default=(), metadata=c(doc=(
+        "Suspects the run could not judge (no evidence, not reproduced, budget).")))
+
+
 @attrs.frozen(kw_only=True)
 class OrchestrationStatus:
     """What discovery and partitioning found."""
@@ -427,9 +522,9 @@ class OrchestrationStatus:
         "Overrides that matched.")))
     placement: Placement | None = attrs.field(default=None, metadata=c(doc=(
         "Placement in effect: Pinned or Unpinned.")))
-    diagnose: Mapping[str, Any] | None = attrs.field(
-        default=None, metadata=c(preserve_unknown=True, doc=(
-            "State of the diagnose mode, as opaque JSON.")))
+    diagnose: DiagnoseStatus | None = attrs.field(default=None, metadata=c(doc=(
+        "The diagnose run (orchestration.diagnose): its stage, the bisection tree, the Jobs "
+        "spent and what it found.")))
 
 
 @attrs.frozen(kw_only=True)

@@ -36,6 +36,11 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
   fails (the simulator's ``--dcgm-fail-node``). A single-node entry runs one Job per node, so
   each node is judged on its own run: verdict Failed, node 2 Failed (its failure log shows the
   diagnostic), the three other nodes Passed.
+* ``diagnose``: the broken node, not only the broken group: a Certification of
+  ``communication/nccl-all-reduce`` with ``testScale: diagnose`` on a 16-node cluster whose node
+  13 breaks every group that holds it (the simulator's ``--broken-node``). Screening runs 4
+  groups of 4; the failed one is bisected with known-good peers and its suspects confirmed one
+  by one: verdict Failed, node 13 alone Failed, the bisection tree printed with the Jobs spent.
 * ``workloadrun``: not a Certification: an MPI WorkloadRun on 4 nodes, 2 per group, and its
   measured bus bandwidth (:mod:`cre.testing.demo_workloadrun`).
 """
@@ -76,6 +81,8 @@ LOOPBACK = "communication/nccl-loopback"
 DCGM = "diagnostics/dcgm-level1"
 HARDWARE_NODES = 4  # the hardware scenario's cluster
 BROKEN_NODE = f"{PROFILE}-node-2"  # hardware: the node whose GPU fails the DCGM diagnostic
+DIAGNOSE_NODES = 16  # the diagnose scenario's cluster
+DIAGNOSED_NODE = f"{PROFILE}-node-13"  # diagnose: the node that breaks every group holding it
 LOST_GROUP = "group-1"  # infra-abort: the group whose node is lost
 LOST_JOB = f"{CERT}-communication-nccl-all-reduce-{LOST_GROUP}-iter-1"
 # Its launcher pods: <TrainJob>-launcher-<index>-<pod> (the TrainJob name is cut + hashed).
@@ -88,6 +95,7 @@ class Scenario(enum.StrEnum):
     INFRA_ABORT = "infra-abort"
     THRESHOLD = "threshold"
     HARDWARE = "hardware"
+    DIAGNOSE = "diagnose"
     WORKLOADRUN = "workloadrun"
 
 
@@ -105,6 +113,12 @@ def certification(scenario: Scenario) -> str:
                 f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
                 f"spec:\n  target: {{nodeSelector: {{{GPU_PRESENT}: \"true\"}}}}\n"
                 f"  categories:\n  - {{domain: diagnostics, variant: dcgm-level1}}\n")
+    if scenario is Scenario.DIAGNOSE:
+        return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
+                f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
+                f"spec:\n  target: {{nodeSelector: {{{GPU_PRESENT}: \"true\"}}}}\n"
+                f"  testScale: diagnose\n"
+                f"  categories:\n  - {{domain: communication, variant: nccl-all-reduce}}\n")
     policy = "  failurePolicy: {mode: FailFast}\n" if scenario is Scenario.INFRA_ABORT else ""
     return (f"apiVersion: cre.dev/v1alpha1\nkind: Certification\n"
             f"metadata: {{name: {CERT}, namespace: {NAMESPACE}}}\n"
@@ -190,7 +204,8 @@ class Demo:
     @property
     def node_count(self) -> int:
         """The simulated cluster's size for this scenario."""
-        return HARDWARE_NODES if self.scenario is Scenario.HARDWARE else NODES
+        return {Scenario.HARDWARE: HARDWARE_NODES, Scenario.DIAGNOSE: DIAGNOSE_NODES}.get(
+            self.scenario, NODES)
 
     # -- setup -----------------------------------------------------------------------------------
 
@@ -212,6 +227,9 @@ class Demo:
         elif self.scenario is Scenario.THRESHOLD:
             extra = ["--bad-node", f"{BAD_NODE}=0.4"]
             note = f" where {BAD_NODE}'s links run at 0.4 of their bandwidth"
+        elif self.scenario is Scenario.DIAGNOSE:
+            extra = ["--broken-node", DIAGNOSED_NODE]
+            note = f" where every group holding {DIAGNOSED_NODE} fails with an NCCL error"
         elif self.scenario is Scenario.HARDWARE:
             extra = ["--dcgm-fail-node", BROKEN_NODE]
             note = f" where a GPU of {BROKEN_NODE} fails the DCGM diagnostic"
@@ -418,6 +436,8 @@ class Demo:
                         f"{c['entry']} {g['name']}: failureLog of {flog.get('pod')} on "
                         f"{flog.get('node')}, exit {flog.get('exitCode')} - class "
                         f"{fc.get('scope')}/{fc.get('reason')}")))
+        if self.scenario is Scenario.DIAGNOSE:
+            self.diagnose_tree()
         tree = self.cre("status", CERT)
         if tree.returncode == 0:
             self.step("cre status " + CERT)
@@ -431,6 +451,23 @@ class Demo:
                                  kubeconfig=str(self.stack.kubeconfig))
         self.console.print(Panel(f"HTML report: [bold]{path}[/]", expand=False))
         return self.expected(rep, snap)
+
+    def diagnose_tree(self) -> None:
+        """The bisection tree of the diagnose run (``status.orchestration.diagnose``)."""
+        wf = self.stack.kubectl_json("get", "workflows", f"{CERT}-communication-nccl-all-reduce",
+                                     "-n", NAMESPACE)
+        diag = ((wf.get("status") or {}).get("orchestration") or {}).get("diagnose") or {}
+        table = Table(title=f"Diagnose: {diag.get('jobsSpent')} of {diag.get('jobBudget')} Jobs, "
+                            f"{diag.get('round')} round(s) after screening", header_style="bold")
+        for col in ("step", "stage", "parent", "suspects", "peers", "outcome", "resolution"):
+            table.add_column(col)
+        for s in diag.get("steps") or []:
+            table.add_row(s["name"], s["stage"], s.get("parent") or "-",
+                          ", ".join(s.get("suspects") or []), str(len(s.get("peers") or [])),
+                          Text(s["outcome"], style=_phase_style(
+                              {"Passed": "Passed", "Failed": "Failed"}.get(s["outcome"], ""))),
+                          s.get("resolution") or "-")
+        self.console.print(table)
 
     def bandwidth_tables(self) -> None:
         """Each BandwidthMeasurement's final results per message size (busBW / algBW), then
@@ -535,6 +572,9 @@ class Demo:
         if self.scenario is Scenario.LAUNCHER_FAILURE:
             logs = [g for g in rep["categories"][0]["groups"] if g.get("failureLog")]
             return verdicts == ["Failed", "Passed"] and bool(logs)
+        if self.scenario is Scenario.DIAGNOSE:
+            return (verdicts == ["Failed"]
+                    and set(rep["summary"]["failedNodes"]) == {DIAGNOSED_NODE})
         if self.scenario is Scenario.HARDWARE:
             by_verdict: dict[str, set[str]] = {}
             for n in rep["categories"][0]["nodes"]:

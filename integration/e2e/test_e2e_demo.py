@@ -112,3 +112,20 @@ def test_demo_hardware(tmp_path: Path) -> None:
     assert "Failed" in rows["aws-h100-node-2"]
     assert all("Passed" in r for n, r in rows.items() if n != "aws-h100-node-2")
     assert "cre-manager exited with code 0" in raw
+
+
+@pytest.mark.slow
+def test_demo_diagnose(tmp_path: Path) -> None:
+    """testScale diagnose on 16 nodes whose node 13 breaks every group holding it: verdict
+    Failed, node 13 alone Failed in the per-node table, the bisection tree printed."""
+    result = _demo("--scenario", "diagnose", "--html", str(tmp_path / "r.html"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    raw = result.stdout
+    assert "Verdict: FAILED" in " ".join(raw.split())
+    rows = {line.split("│")[1].strip(): line for line in raw.splitlines()
+            if line.startswith("│ aws-h100-node-")}
+    assert len(rows) == 16
+    assert "Failed" in rows["aws-h100-node-13"]
+    assert all("Passed" in r for n, r in rows.items() if n != "aws-h100-node-13")
+    assert "Diagnose: 8 of 12 Jobs, 2 round(s) after screening" in raw
+    assert "cre-manager exited with code 0" in raw

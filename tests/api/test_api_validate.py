@@ -294,6 +294,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "needs Pinned placement",
     ),
     (
+        "diagnose iterations",
+        _set(workflow, "spec.orchestration", {"iterations": 2, "diagnose": {}}),
+        "spec.orchestration.iterations",
+        "iterations must be 1",
+    ),
+    (
         "unpinned strict",
         _set(
             workflow,

@@ -7,10 +7,11 @@ run as real subprocesses; readiness is read from their stderr lines, not guessed
 
 from __future__ import annotations
 
-import selectors
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import IO
 
@@ -20,25 +21,38 @@ from cre._vendor import crds
 from cre.kube.client import NODES, KubeClient
 
 # A guard against a hung child only (the test fails instead of hanging); not a timing assertion.
-STARTUP_GUARD_SECONDS = 300.0  # once exceeded at 120 s on a 2-core machine at load ~12
+STARTUP_GUARD_SECONDS = 300.0
 
 
 def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> list[str]:
-    """Read ``proc``'s stderr until a line contains ``needle``; the lines read so far."""
+    """Read ``proc``'s stderr until a line contains ``needle``; the lines read so far.
+
+    The lines are read by a thread into a queue. Waiting with ``select`` on the pipe and then
+    calling ``readline`` on the buffered text stream lost lines: one ``readline`` pulls every
+    line the child has written so far into Python's buffer, ``select`` then sees an empty pipe,
+    and a needle already in the buffer was never read (the child was up, the test waited out
+    the guard). That happened when the child wrote its last lines together, i.e. under load."""
     stream: IO[str] | None = proc.stderr
     assert stream is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
     seen: list[str] = []
-    with selectors.DefaultSelector() as sel:
-        sel.register(stream, selectors.EVENT_READ)
-        while True:
-            if not sel.select(timeout=STARTUP_GUARD_SECONDS):
-                raise AssertionError(f"no line containing {needle!r}; stderr so far: {seen}")
-            line = stream.readline()
-            if not line:
-                raise AssertionError(f"exited ({proc.wait()}) before {needle!r}: {seen}")
-            seen.append(line.rstrip())
-            if needle in line:
-                return seen
+    while True:
+        try:
+            line = lines.get(timeout=STARTUP_GUARD_SECONDS)
+        except queue.Empty:
+            raise AssertionError(f"no line containing {needle!r}; stderr so far: {seen}") from None
+        if not line:
+            raise AssertionError(f"exited ({proc.wait()}) before {needle!r}: {seen}")
+        seen.append(line.rstrip())
+        if needle in line:
+            return seen
 
 
 def _stop(proc: subprocess.Popen[str]) -> int:

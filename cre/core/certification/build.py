@@ -12,6 +12,7 @@ one node per Job; ``intra-rack``: one group per ``nvidia.com/gpu.clique`` domain
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any, Final
 
 import attrs
@@ -33,6 +34,9 @@ CATEGORY_DOMAIN: Final = "cre.dev/category-domain"
 CATEGORY_VARIANT: Final = "cre.dev/category-variant"
 CLIQUE_KEY: Final = "nvidia.com/gpu.clique"
 DEFAULT_TIMEOUT: Final = "1h"
+# Under testScale diagnose (as the reference): shorter runs, many of them.
+DIAGNOSE_TIMEOUT: Final = "15m"
+DIAGNOSE_PARAMETERS: Final = {"iterations": 5, "cycles": 1}
 # Option name -> catalog parameter name, used when the entry declares the parameter.
 PARAMETERS: Final = {"max_bytes": "maxBytes", "num_iterations": "iterations",
                      "num_cycles": "cycles"}
@@ -106,9 +110,9 @@ def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
                             f"{', '.join(sorted(catalog.entries))})")
             continue
         options = merged_options(cert, i)
-        if options.test_scale == TestScale.DIAGNOSE:
-            problems.append(f"{_where(i, 'testScale')}: diagnose is not supported by this "
-                            "version of CRE; use full-scale, intra-node or intra-rack")
+        if options.test_scale == TestScale.DIAGNOSE and (options.repeat_count or 1) > 1:
+            problems.append(f"{_where(i, 'repeatCount')}: testScale diagnose runs its rounds "
+                            "once; repeatCount must be 1")
         entry = catalog.entries[name]
         for option, param in PARAMETERS.items():
             if getattr(options, option) is not None and param not in entry.parameters:
@@ -148,7 +152,9 @@ def nodes_per_job_for(cert: Certification, index: int, *, found: Discovery,
                       catalog: Catalog) -> int:
     """The nodes of each of category ``index``'s Jobs: 1 for ``intra-node`` and for a
     single-node entry whose ``nodesPerJob`` is unset (one result per node), else
-    ``nodesPerJob`` clamped to the eligible nodes (unset: all of them)."""
+    ``nodesPerJob`` clamped to the eligible nodes (unset: all of them; under ``diagnose``,
+    screening groups of ``ceil(sqrt(N))``, at least 2, so that a failed group has known-good
+    peers to be bisected with)."""
     options = merged_options(cert, index)
     available = len(found.nodes)
     scale = options.test_scale or TestScale.FULL_SCALE
@@ -156,7 +162,11 @@ def nodes_per_job_for(cert: Certification, index: int, *, found: Discovery,
         return 1
     entry = catalog.entries[entry_name(cert.spec.categories[index])]
     if options.nodes_per_job is None:
-        return 1 if single_node(entry) and scale == TestScale.FULL_SCALE else available
+        if single_node(entry):
+            return 1 if scale in (TestScale.FULL_SCALE, TestScale.DIAGNOSE) else available
+        if scale == TestScale.DIAGNOSE:
+            return min(available, max(2, math.isqrt(available - 1) + 1))
+        return available
     return min(options.nodes_per_job, available)
 
 
@@ -188,6 +198,11 @@ def build_workflow(
         if value is not None and param in entry.parameters:
             default = entry.parameters[param].default
             params[param] = str(value) if isinstance(default, str) else value
+    if scale == TestScale.DIAGNOSE:
+        for param, value in DIAGNOSE_PARAMETERS.items():
+            if param in entry.parameters and param not in params:
+                default = entry.parameters[param].default
+                params[param] = str(value) if isinstance(default, str) else value
     gang = GangScheduler.from_spec(cert.spec.gang_scheduler) if cert.spec.gang_scheduler \
         else None
     try:
@@ -224,12 +239,18 @@ def build_workflow(
     orchestration: dict[str, Any] = {
         "target": unstructure(cert.spec.target),
         "iterations": options.repeat_count or 1,
-        "execution": {"timeoutPerJob": options.timeout_per_job or DEFAULT_TIMEOUT},
+        "execution": {"timeoutPerJob": options.timeout_per_job or (
+            DIAGNOSE_TIMEOUT if scale == TestScale.DIAGNOSE else DEFAULT_TIMEOUT)},
     }
     if options.max_concurrent:
         orchestration["execution"]["maxConcurrent"] = options.max_concurrent
     if scale == TestScale.INTRA_RACK:
         orchestration["topology"] = {"topologyKey": CLIQUE_KEY, "strictDomain": True}
+    if scale == TestScale.DIAGNOSE:
+        # Screening, bisection, confirmation, cross-boundary over NVLink domains
+        # (docs/design/024); the rounds run once.
+        orchestration["diagnose"] = {"minGroupSize": 2, "topologyKey": CLIQUE_KEY}
+        orchestration["iterations"] = 1
     spec: dict[str, Any] = {
         "namespace": namespace,
         "jobTemplate": {"spec": job_spec},

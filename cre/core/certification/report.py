@@ -11,7 +11,10 @@ for the reason given there; otherwise a Succeeded group passes its nodes, a Fail
 them with the group's failure reason, a Cancelled or InfraAborted group leaves them
 Incomplete (not certified), and a group still running shows its phase. busBW is the Job's
 measured peak (the largest ``busBW`` over message sizes, what a ``busBandwidthGBps``
-threshold is judged on); the threshold line is the bound of a ``value >= N`` expression. A node
+threshold is judged on); the threshold line is the bound of a ``value >= N`` expression. A
+finished diagnose run (``testScale: diagnose``) re-judges each node once, on its screening
+group's row: Failed only when confirmed, Incomplete when the run left it Uncertified, else
+Passed (the bisection, confirmation and cross-boundary groups stay listed as groups). A node
 the fleet-relative rule flagged (the Job's ``status.outliers``) carries the comparison
 (``outlier``), whatever its verdict: with ``action: Report`` it passes and is still shown.
 """
@@ -29,7 +32,8 @@ from cre.api.conditions import ConditionType, FailedNodeReason, GroupPhase, Verd
 from cre.api.job import FailureClass, Job, NodeOutlier
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition
-from cre.api.workflow import GroupStatus, Workflow
+from cre.api.workflow import DiagnoseStage, DiagnoseStatus, GroupStatus, Workflow
+from cre.core.workflow import diagnose as DG
 
 REPORT_KIND = "CertificationReport"
 THRESHOLD_KEY = "busBandwidthGBps"
@@ -318,6 +322,28 @@ def _nodes(group: GroupReport, job: Job | None,
     return out
 
 
+def _diagnosed(nodes: list[NodeReport], diag: DiagnoseStatus) -> list[NodeReport]:
+    """One row per node, its screening row, re-judged by what the diagnose run concluded."""
+    screening = {s.name for s in diag.steps if s.stage == DiagnoseStage.SCREENING}
+    failed, uncertified = (({r.name: r.reason for r in rs}) for rs in DG.records(diag))
+    out = []
+    for row in nodes:
+        if row.group not in screening:
+            continue
+        if row.node in failed:
+            row = attrs.evolve(row, verdict=str(Verdict.FAILED), reason=failed[row.node])
+        elif row.node in uncertified:
+            row = attrs.evolve(row, verdict=str(Verdict.INCOMPLETE),
+                               reason=uncertified[row.node])
+        elif row.verdict == Verdict.FAILED and row.reason != FailedNodeReason.\
+                HARDWARE_FAILURE_DETECTED:
+            # A suspect the run cleared (or a node of a bad link: the link failed, not it).
+            row = attrs.evolve(row, verdict=str(Verdict.PASSED), reason=None,
+                               failure_class=None)
+        out.append(row)
+    return out
+
+
 def build_report(snap: Snapshot) -> Report:
     """The report of one snapshot."""
     cert = snap.certification
@@ -329,6 +355,10 @@ def build_report(snap: Snapshot) -> Report:
         jobs = [snap.jobs[g.job] for g in groups if g.job is not None and g.job in snap.jobs]
         nodes = [n for g in groups for n in _nodes(g, snap.jobs.get(g.job or ""),
                                                    snap.bandwidth.get(g.job or ""))]
+        diag = workflow.status.orchestration.diagnose if workflow and \
+            workflow.status.orchestration else None
+        if diag is not None and diag.stage == DiagnoseStage.COMPLETE:
+            nodes = _diagnosed(nodes, diag)
         thresholds = _workflow_thresholds(workflow, jobs)
         orch = workflow.status.orchestration if workflow else None
         categories.append(CategoryReport(

@@ -428,7 +428,7 @@ def group_launch(ctx: WorkflowCtx, group: GroupStatus, *, iteration: int,
     """The creates (dependency copies first, then the Job) of one group's next attempt, on
     ``nodes`` (default: all of the group's)."""
     nodes = group.nodes if nodes is None else nodes
-    single = len(ctx.wf.status.groups) == 1 and ctx.iterations == 1
+    single = single_job(ctx)
     attempt = group.retries + group.infra_retries
     name = job_name(ctx.name, group=group.name, iteration=iteration, single=single,
                     attempt=attempt)
@@ -446,6 +446,13 @@ def group_launch(ctx: WorkflowCtx, group: GroupStatus, *, iteration: int,
     refs = tuple(_ref(o, scope=DependencyScope.JOB, group=group.name, iteration=iteration)
                  for o in copies)
     return (*(_create(o) for o in copies), _create(job)), refs, name
+
+
+def single_job(ctx: WorkflowCtx) -> bool:
+    """Whether the run is one Job (``<workflow>-job``): one group, one iteration, no diagnose
+    (whose later rounds add groups)."""
+    return (len(ctx.wf.status.groups) == 1 and ctx.iterations == 1
+            and ctx.wf.spec.orchestration.diagnose is None)
 
 
 # --- deletion ----------------------------------------------------------------------------------

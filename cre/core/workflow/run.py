@@ -30,11 +30,15 @@ from cre.api.meta import NamespacedName
 from cre.api.workflow import (
     DependencyRef,
     DependencyScope,
+    DiagnoseStage,
+    DiagnoseStatus,
     ExcludedNode,
     ExcludedNodeReason,
     GroupStatus,
     IterationGroup,
     IterationRecord,
+    StepOutcome,
+    StepResolution,
     Workflow,
     WorkflowStatus,
 )
@@ -45,6 +49,7 @@ from cre.core.common.timeouts import parse_duration
 from cre.core.common.wording import count, every
 from cre.core.job.thresholds import COMPLETION_GRACE
 from cre.core.workflow import deferral as D
+from cre.core.workflow import diagnose as DG
 from cre.core.workflow import noderesults as NR
 from cre.core.workflow.cleanup import job_remains, with_cleanup
 from cre.core.workflow.deps import suffix
@@ -63,6 +68,7 @@ from cre.core.workflow.reconcile import (
     group_launch,
     missing_job_outcome,
     result_upsert,
+    single_job,
     start_plan,
     unjudged_thresholds,
     write_status,
@@ -191,6 +197,15 @@ def _deadline_passed(ctx: WorkflowCtx) -> WorkflowPlan:
         ctx, p, message=f"Cancelled: {why}",
         records=lambda nodes: [D.NodeRecord(name=n, reason=WorkflowReason.DEADLINE_EXCEEDED,
                                             message=f"not certified: {why}") for n in nodes])
+    state = status.orchestration.diagnose if status.orchestration else None
+    if state is not None:
+        # Suspects a diagnose run had not cleared or confirmed yet are not certified.
+        open_ = {n for s in state.steps if s.outcome in (StepOutcome.FAILED, StepOutcome.PENDING)
+                 and s.resolution not in (StepResolution.CONFIRMED, StepResolution.LINK_FOUND)
+                 for n in s.suspects} - set(state.failed_nodes)
+        p.uncertified += [D.NodeRecord(name=n, reason=WorkflowReason.DEADLINE_EXCEEDED,
+                                       message=f"not certified: {why} before diagnose judged it")
+                          for n in sorted(open_)]
     p.events.append(EventSpec(
         type=EventSeverity.WARNING, reason=WorkflowReason.DEADLINE_EXCEEDED,
         message=f"{why[0].upper()}{why[1:]}: cancelled {len(cancelled)} group(s)"
@@ -204,7 +219,9 @@ def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
     status = ctx.wf.status
     assert status.orchestration is not None
     p = _Pass(groups=list(status.groups), refs=list(status.dependency_refs))
-    tripped = _tripped_by(status.groups, ctx.policy)
+    diagnosing = ctx.wf.spec.orchestration.diagnose is not None
+    # Under diagnose a failure is narrowed down, never a reason to cancel the siblings.
+    tripped = None if diagnosing else _tripped_by(status.groups, ctx.policy)
     for i, group in enumerate(p.groups):
         if group.phase != GroupPhase.RUNNING:
             continue
@@ -213,7 +230,7 @@ def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
             return ctx.plan(asks=(ctx.live,))
         if isinstance(result, GroupStatus):
             p.groups[i] = result
-            if tripped is None and D.trips_fail_fast(
+            if tripped is None and not diagnosing and D.trips_fail_fast(
                     phase=result.phase, failure_reason=result.failure_reason,
                     policy=ctx.policy):
                 tripped = result.name
@@ -225,6 +242,8 @@ def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
     status = _with_results(ctx, status, p)
     status = attrs.evolve(status, groups=tuple(p.groups), dependency_refs=tuple(p.refs))
     if all(g.phase.terminal for g in p.groups):
+        if diagnosing:
+            return _diagnose_round(ctx, status, p)
         return _iteration_done(ctx, status, p)
     orch = status.orchestration
     assert orch is not None
@@ -311,8 +330,15 @@ def _track(ctx: WorkflowCtx, group: GroupStatus, p: _Pass) -> GroupStatus | str 
         waiting = ", ".join(r.name for r in outcome.blamed)
         return attrs.evolve(group, failure_class=outcome.failure_class,
                             message=f"Waiting for NotReady node(s) {waiting} to come back")
-    p.failed += decision.failed
-    p.uncertified += decision.uncertified
+    failed, uncertified = decision.failed, decision.uncertified
+    if ctx.wf.spec.orchestration.diagnose is not None:
+        # Diagnose names the nodes of a genuine failure itself (only when confirmed); a
+        # step's peers are known-good and its suspects are judged by the run.
+        failed = tuple(r for r in failed if r.hardware)
+        if _diagnose_probe(ctx, group.name):
+            uncertified = ()
+    p.failed += failed
+    p.uncertified += uncertified
     group = attrs.evolve(group, failure_class=outcome.failure_class,
                          failure_reason=None if outcome.succeeded
                          else decision.reason or outcome.failure_reason,
@@ -469,7 +495,7 @@ def _needed(ctx: WorkflowCtx, p: _Pass) -> set[str]:
     """Suffixes of the dependency copies running groups use."""
     orch = ctx.wf.status.orchestration
     assert orch is not None
-    single = len(p.groups) == 1 and ctx.iterations == 1
+    single = single_job(ctx)
     out = set()
     for g in p.groups:
         if g.phase == GroupPhase.RUNNING:
@@ -602,6 +628,66 @@ def _iteration_done(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> Workf
                         requeue_after=ctx.settings.immediate)
 
 
+def _diagnose_probe(ctx: WorkflowCtx, group: str) -> bool:
+    """Whether ``group`` is a step diagnose planned (not a screening group)."""
+    orch = ctx.wf.status.orchestration
+    state = orch.diagnose if orch is not None else None
+    return state is not None and any(s.name == group and s.stage != DiagnoseStage.SCREENING
+                                     for s in state.steps)
+
+
+def _counts_under_diagnose(state: DiagnoseStatus, group: str) -> bool:
+    """Whether a Failed group counts as a genuine failure of a diagnose run: a failure the run
+    narrowed down counts only through the step that confirmed a node or found a bad link."""
+    step = next((s for s in state.steps if s.name == group), None)
+    return step is None or step.outcome != StepOutcome.FAILED or step.resolution in (
+        StepResolution.CONFIRMED, StepResolution.CONFIRMED_TOGETHER, StepResolution.LINK_FOUND)
+
+
+def _diagnose_round(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass) -> WorkflowPlan:
+    """Every group finished: plan the next diagnose round (new groups, launched on the next
+    pass), or, when nothing is left to narrow down, record what it found and end."""
+    spec = ctx.wf.spec.orchestration.diagnose
+    orch = status.orchestration
+    assert spec is not None and orch is not None
+    state = orch.diagnose or DG.start(p.groups)
+    state = DG.record(state, outcomes={g.name: DG.outcome_of(g) for g in p.groups},
+                      job_names={g.name: g.job_ref.name for g in p.groups if g.job_ref})
+    spent = sum(1 + g.retries + g.infra_retries for g in p.groups if g.job_ref is not None)
+    key = spec.topology_key
+    members = {n for g in p.groups for n in g.nodes}
+    domain_of = {v.name: d for v in ctx.obs.nodes if key and v.name in members
+                 and (d := v.label(key)) is not None}
+    state = DG.advance(state, jobs_spent=spent, params=DG.Params(
+        min_group_size=spec.min_group_size, group_size=orch.nodes_per_job,
+        domain_of=domain_of))
+    orch = attrs.evolve(orch, diagnose=state)
+    known = {g.name for g in p.groups}
+    new = [s for s in state.steps if s.name not in known]
+    if new:
+        p.groups += [GroupStatus(name=s.name, nodes=tuple(sorted({*s.suspects, *s.peers})),
+                                 domains=s.domains) for s in new]
+        status = attrs.evolve(status, orchestration=orch, groups=tuple(p.groups))
+        shown = "; ".join(f"{s.name}: {', '.join(s.suspects)}" for s in new[:5])
+        message = (f"Diagnose round {state.round} ({state.stage}): "
+                   f"{count(len(new), 'step')} planned, {state.jobs_spent} of "
+                   f"{state.job_budget} Jobs spent")
+        p.events.append(EventSpec(type=EventSeverity.NORMAL, reason=WorkflowReason.DIAGNOSE_ROUND,
+                                  message=f"{message}; suspects {shown}"))
+        return write_status(ctx, status, member=ConditionType.IN_PROGRESS,
+                            reason=WorkflowReason.DIAGNOSE_ROUND, message=message,
+                            requeue_after=ctx.settings.immediate, **p.plan_args())
+    failed, uncertified = DG.records(state, scopes={
+        g.name: str(g.failure_class.scope) for g in p.groups if g.failure_class is not None})
+    p.failed += failed
+    p.uncertified += uncertified
+    # The node results once, with what the run found (the pass wrote none yet for them).
+    names = {NR.configmap_name(kind, ctx.uid) for kind in (NR.FAILED, NR.UNCERTIFIED)}
+    p.upserts = [u for u in p.upserts if u.name not in names]
+    status = _with_results(ctx, attrs.evolve(status, orchestration=orch), p)
+    return _final(ctx, _outage(ctx, status, p), p)
+
+
 def _final(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass, *,
            deadline: str = "") -> WorkflowPlan:
     orch = status.orchestration
@@ -609,8 +695,10 @@ def _final(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass, *,
     all_groups: list[GroupStatus | IterationGroup] = [
         *(g for r in orch.iteration_history for g in r.groups), *p.groups]
     phases = [g.phase for g in all_groups]
-    reasons = [g.failure_reason for g in all_groups if g.phase == GroupPhase.FAILED]
-    genuine = phases.count(GroupPhase.FAILED)
+    diag = orch.diagnose if ctx.wf.spec.orchestration.diagnose is not None else None
+    reasons = [g.failure_reason for g in all_groups if g.phase == GroupPhase.FAILED
+               and (diag is None or _counts_under_diagnose(diag, g.name))]
+    genuine = len(reasons)
     aborts = phases.count(GroupPhase.INFRA_ABORTED)
     failed_records = _records(ctx, NR.FAILED, p)
     failed = {r.name for r in failed_records}
@@ -670,6 +758,8 @@ def _final(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass, *,
         if deadline:
             left = count(len(uncertified), "node")
             message += f"; ended early: {deadline} ({left} not certified)"
+        if diag is not None:
+            message = f"{DG.summary(diag)}; {message}"
         return write_status(ctx, status, member=ConditionType.FAILED, reason=reason,
                             message=message, **p.plan_args())
     if deadline:
@@ -682,6 +772,8 @@ def _final(ctx: WorkflowCtx, status: WorkflowStatus, p: _Pass, *,
         message += "; performance thresholds were not judged"
     if incomplete:
         message += f"; verdict Incomplete: {note}"
+    if diag is not None:
+        message += f"; {DG.summary(diag)}"
     return write_status(ctx, status, member=ConditionType.SUCCEEDED,
                         reason=WorkflowReason.JOB_COMPLETED, message=message, **p.plan_args())
 

@@ -83,6 +83,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     fail.add_argument("--fail-launcher-message", default=FAILURE_MESSAGE, metavar="TEXT",
                       help="the error line the failing launcher prints (default: an NCCL "
                            "NET/IB completion error)")
+    fail.add_argument("--broken-node", action="append", default=[], metavar="NODE",
+                      help="every group that holds NODE fails: its MPI launcher exits 1 with an "
+                           "NCCL error (what diagnose bisects down to)")
     p.add_argument("--dcgm-fail-node", action="append", default=[], metavar="NODE",
                    help="the DCGM diagnostic on NODE reports a failed GPU test (a broken GPU)")
     p.add_argument("--roles", default=None, metavar="NAME,...",
@@ -136,6 +139,9 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
                               after=args.fail_launcher_after, times=args.fail_launcher_times,
                               pod_prefix=args.fail_launcher_pod_prefix,
                               message=args.fail_launcher_message, id="cli-fail-launcher"),)
+    overrides += tuple(Override(behaviour=Behaviour.FAIL, role=Role.LAUNCHER, after=FAIL_AFTER,
+                                group_touches=((node,),), message=args.fail_launcher_message,
+                                id=f"cli-broken-{node}") for node in args.broken_node)
     overrides += tuple(Override(behaviour=Behaviour.DCGM_FAIL, node=node, after=3.0,
                                 id=f"cli-dcgm-fail-{node}") for node in args.dcgm_fail_node)
     return SimConfig(profile=get_profile(args.profile), node_bandwidth=tuple(bad),

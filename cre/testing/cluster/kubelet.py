@@ -372,7 +372,8 @@ def _pick(world: World, pod: Obj, node: Obj, c: Obj, role: Role | None, cfg: Sim
         group_size=len(group_nodes), gpus_per_node=prof.gpus, gpu_product=prof.gpu_product,
         peers=_peers(world, pod), wait_timeout=cfg.wait_for_workers_timeout,
         namespace=ns_of(pod),
-        state={k: v for k, v in world.marks.items() if k.startswith("trainer/")})
+        state={k: v for k, v in world.marks.items() if k.startswith("trainer/")},
+        group_nodes=tuple(group_nodes))
     chosen: Override | None = None
     for ov in cfg.overrides:
         used = uses.get(f"ovuse/{ov.id}", 0)

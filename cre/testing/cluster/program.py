@@ -77,3 +77,5 @@ class StubContext:
     namespace: str = ""
     # What earlier containers left behind (``trainer/...`` marks: checkpoints, a crash done).
     state: Mapping[str, Any] = attrs.field(factory=dict)
+    # The nodes the group's pods run on (an override can select groups by their nodes).
+    group_nodes: tuple[str, ...] = ()

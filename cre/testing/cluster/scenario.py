@@ -5,7 +5,10 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
     cluster: {profile: aws-h100, nodes: 2, scale: 50,
               config: {waitForWorkersTimeout: 60, failedJobPodDeletionDelay: 0.5},
               overrides: [{behaviour: fail, role: launcher, after: 3, times: 2}],
-              badNodes: {aws-h100-node-1: 0.4}}
+              badNodes: {aws-h100-node-1: 0.4}, cliqueSize: 4}
+                                # cliqueSize: label nodes nvidia.com/gpu.clique by index / 4;
+                                # an override's groupTouches: [[n1], [n4, n5]] hits only
+                                # groups running on a node of every set (bad node, bad link)
     controllers: [job]          # CRE controllers to run in-process (optional): job, workflow,
                                 # certification, measurement, goodput, workloadrun;
                                 # managerArgs: {infraScopedFailFast: false}
@@ -133,7 +136,10 @@ def resource_for(item: Mapping[str, Any], *, where: str) -> Resource:
 
 def build_config(spec: Mapping[str, Any]) -> SimConfig:
     """The SimConfig of a scenario's ``cluster`` section."""
-    cfg = SimConfig(profile=get_profile(str(spec.get("profile", "aws-h100"))))
+    profile = get_profile(str(spec.get("profile", "aws-h100")))
+    if spec.get("cliqueSize") is not None:  # NVLink domains of this many nodes, by index
+        profile = attrs.evolve(profile, clique_size=int(spec["cliqueSize"]))
+    cfg = SimConfig(profile=profile)
     extra = dict(spec.get("config") or {})
     unknown = set(extra) - set(CONFIG_FIELDS)
     if unknown:

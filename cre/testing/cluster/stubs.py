@@ -70,6 +70,9 @@ class Override:
     message: str = ""
     id: str = ""
     hold: float = 60.0
+    # Hit only a container whose group runs on at least one node of every set: one set of one
+    # node is a bad node (every group holding it fails), two sets of a rack each a bad link.
+    group_touches: tuple[tuple[str, ...], ...] = ()
 
 
 NCCL_BINARIES = ("all_reduce_perf", "all_gather_perf", "alltoall_perf", "reduce_scatter_perf",
@@ -91,6 +94,9 @@ def override_matches(ov: Override, ctx: StubContext) -> bool:
     if ov.pod_prefix and not ctx.pod_name.startswith(ov.pod_prefix):
         return False
     if ov.container and ov.container != ctx.container.get("name"):
+        return False
+    if ov.group_touches and not all(set(nodes) & set(ctx.group_nodes)
+                                    for nodes in ov.group_touches):
         return False
     return not (ov.node and ov.node != ctx.node_name)
 
@@ -402,7 +408,7 @@ def parse_overrides(raw: Sequence[Mapping[str, Any]], *, where: str) -> tuple[Ov
             raise ValueError(f"{path}.role: {item.get('role')!r} is not one of "
                              f"{[r.value for r in Role]}") from None
         unknown = set(item) - {"behaviour", "role", "podPrefix", "container", "node", "after",
-                               "times", "factor", "message", "hold"}
+                               "times", "factor", "message", "hold", "groupTouches"}
         if unknown:
             raise ValueError(f"{path}: unknown fields {sorted(unknown)}")
         out.append(Override(behaviour=behaviour, role=role,
@@ -411,5 +417,7 @@ def parse_overrides(raw: Sequence[Mapping[str, Any]], *, where: str) -> tuple[Ov
                             node=str(item.get("node", "")), after=float(item.get("after", 5.0)),
                             times=item.get("times"), factor=float(item.get("factor", 1.0)),
                             message=str(item.get("message", "")), id=f"{where}-{i}",
-                            hold=float(item.get("hold", 60.0))))
+                            hold=float(item.get("hold", 60.0)),
+                            group_touches=tuple(tuple(str(n) for n in nodes)
+                                                for nodes in item.get("groupTouches") or ())))
     return tuple(out)

@@ -440,6 +440,8 @@ def _fix_orchestration(spec: OrchestrationSpec) -> OrchestrationSpec:
     if spec.placement is common.Placement.UNPINNED:
         topology = spec.topology and attrs.evolve(spec.topology, strict_domain=False)
         return attrs.evolve(spec, diagnose=None, topology=topology)
+    if spec.diagnose is not None and spec.iterations > 1:  # diagnose runs its rounds once
+        return attrs.evolve(spec, iterations=1)
     return spec
 
 
