@@ -20,7 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from cre.controller.export.controller import ReportExportController
-from cre.controller.export.policy import ReportExportPolicyController
+from cre.controller.export.policy import ReportExportPolicyController, export_from_dict
 from cre.kube.client import (
     CERTIFICATIONS,
     CONFIGMAPS,
@@ -239,3 +239,30 @@ async def test_a_workflow_source_is_exported_as_its_one_category(client: KubeCli
     assert body["source"]["name"] == "user-wf"
     assert [(c["entry"], c["verdict"]) for c in body["report"]["categories"]] == [
         ("workflow/user-wf", "Failed")]
+
+
+async def test_an_attempt_starts_from_the_live_export_not_a_lagging_cache(
+        client: KubeClient) -> None:
+    """Once snapshotted, a reconcile starts from the export read live: a cached copy one
+    attempt behind (its status write's event not seen yet) is replaced by the served one, so no
+    attempt is made twice; a Pending copy is used as cached; a deleted export ends the pass."""
+    async with webhook_receiver() as receiver:
+        ns = await setup(client, receiver, retry={})
+    body = {"apiVersion": "cre.dev/v1alpha1", "kind": "ReportExport",
+            "metadata": {"name": "x", "namespace": ns},
+            "spec": {"source": {"name": "nightly", "uid": "u"}, "policyRef": {"name": "fleet"},
+                     "webhook": {"url": "http://127.0.0.1:9/"}}}
+    served = await client.create(REPORTEXPORTS, body, namespace=ns)
+    pending = export_from_dict(served)
+    served["status"] = {"phase": "Delivering", "payloadDigest": "sha256:0", "attempts": 0,
+                        "idempotencyKey": "k"}
+    lagging = await client.replace(REPORTEXPORTS, served, subresource="status")
+    lagging["status"]["attempts"] = 1
+    await client.replace(REPORTEXPORTS, lagging, subresource="status")
+    controller = ReportExportController(client, namespaces=[ns])
+    assert await controller.current(pending) is pending
+    fresh = await controller.current(export_from_dict(lagging | {"status": {
+        **lagging["status"], "attempts": 0}}))
+    assert fresh is not None and fresh.status.attempts == 1
+    await client.delete(REPORTEXPORTS, "x", namespace=ns)
+    assert await controller.current(fresh) is None

@@ -52,6 +52,7 @@ from cre.controller.workflow.shell import workflow_from_dict
 from cre.core.certification.report import Snapshot
 from cre.core.common.plan import Ask, ConfirmAbsent, DeliverReport, Plan
 from cre.core.export.delivery import (
+    FINAL,
     ReportExportObservation,
     ReportExportPlan,
     reconcile_reportexport,
@@ -216,6 +217,17 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
         if export.spec.source.kind == ExportSourceKind.WORKFLOW:
             return self.all_workflows.store.get(key)
         return self.certifications.store.get(key)
+
+    async def current(self, export: ReportExport) -> ReportExport | None:
+        """The export read live once its payload is snapshotted (an attempt may be due): a
+        cache lagging behind the last attempt's status would otherwise POST once more than
+        the status says (seen under load: the requeue after a short backoff came before the
+        status write's watch event)."""
+        if export.status.phase in FINAL or export.status.payload_digest is None:
+            return export
+        raw = await self.executor.live(export)
+        return None if raw is None else export_from_dict(
+            {"apiVersion": API_VERSION, "kind": ReportExport.KIND, **raw})
 
     async def first_observation(self, export: ReportExport) -> ReportExportObservation:
         ns = export.metadata.namespace or ""
