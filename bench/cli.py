@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 TARGET_MS = 300.0
 EAGER = ("import cre.api, cre.core, cre.catalog, cre.cli.app, cre.cli.cluster, cre.cli.render, "
-         "cre.cli.report, cre.cli.session, cre.cli.status, cre.cli.htmlreport, "
+         "cre.core.certification.report, cre.cli.session, cre.cli.status, cre.cli.htmlreport, "
          "cre.cli.validate, rich.live, rich.table, anyio")
 
 

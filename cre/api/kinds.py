@@ -13,6 +13,7 @@ from cre.api.goodput import GoodputMeasurement
 from cre.api.job import Job
 from cre.api.measurement import BandwidthMeasurement, LogProfile
 from cre.api.nodecertification import NodeCertification
+from cre.api.reportexport import ReportExport, ReportExportPolicy
 from cre.api.schedule import CertificationSchedule
 from cre.api.workflow import Workflow
 from cre.api.workloadrun import WorkloadRun
@@ -206,6 +207,33 @@ KINDS: tuple[KindInfo, ...] = (
                           priority=1),
             PrinterColumn(name="Skipped", json_path=".status.skippedRuns", type="integer",
                           priority=1),
+        ),
+    ),
+    KindInfo(
+        kind="ReportExportPolicy",
+        model=ReportExportPolicy,
+        plural="reportexportpolicies",
+        short_names=("rep",),
+        status=False,
+        columns=(
+            PrinterColumn(name="URL", json_path=".spec.webhook.url"),
+            PrinterColumn(name="Suspended", json_path=".spec.suspend", type="boolean"),
+            AGE,
+        ),
+    ),
+    KindInfo(
+        kind="ReportExport",
+        model=ReportExport,
+        plural="reportexports",
+        short_names=("rex",),
+        columns=(
+            PrinterColumn(name="Source", json_path=".spec.source.name"),
+            PHASE,
+            PrinterColumn(name="Attempts", json_path=".status.attempts", type="integer"),
+            PrinterColumn(name="HTTP", json_path=".status.lastHttpStatus", type="integer",
+                          priority=1),
+            PrinterColumn(name="Delivered", json_path=".status.deliveredAt", type="date"),
+            AGE,
         ),
     ),
     KindInfo(

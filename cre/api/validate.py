@@ -41,6 +41,7 @@ from cre.api.kinds import BY_KIND
 from cre.api.labels import API_VERSION
 from cre.api.measurement import LogPattern
 from cre.api.meta import DNS_SUBDOMAIN, ConditionStatus, ObjectMeta
+from cre.api.reportexport import RetryPolicy
 from cre.api.schedule import (
     MIN_INTERVAL,
     NAME_MAX,
@@ -575,6 +576,15 @@ def _check_schedule_name(model: CertificationSchedule, path: str) -> Iterator[Fi
         yield FieldError(path=join(path, "metadata.name"),
                          message=f"must be at most {NAME_MAX} characters (runs are named "
                          "<name>-<unix minutes>)", value=name)
+def _check_retry(model: RetryPolicy, path: str) -> Iterator[FieldError]:
+    try:
+        base, cap = duration_seconds(model.backoff_base), duration_seconds(model.backoff_max)
+    except ValueError:
+        return  # the pattern reports it
+    if cap < base:
+        yield FieldError(path=join(path, "backoffMax"),
+                         message="backoffMax must not be shorter than backoffBase",
+                         value=model.backoff_max)
 
 
 def _checks() -> dict[type, tuple[Check, ...]]:
@@ -602,6 +612,7 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         WorkloadRunSpec: (_check_thresholds_attr,),
         CertificationScheduleSpec: (_check_schedule_spec,),
         CertificationSchedule: (_check_schedule_name,),
+        RetryPolicy: (_check_retry,),
     }
 
 

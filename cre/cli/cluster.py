@@ -29,6 +29,7 @@ from cre.api.measurement import BandwidthMeasurement
 from cre.api.workflow import Workflow
 from cre.cli.exitcodes import CliError, ExitCode
 from cre.cli.kubeconfig import HOME_KUBECONFIG, check_kubeconfig, locate, unreachable_reason
+from cre.core.certification.report import Snapshot
 from cre.kube.client import ApiError, KubeClient, Resource
 
 DEFAULT_TIMEOUT = 30.0
@@ -54,17 +55,6 @@ class Connection:
     context: str | None = None
     namespace: str | None = None
     timeout: float = DEFAULT_TIMEOUT
-
-
-@attrs.frozen(kw_only=True)
-class Snapshot:
-    """A Certification and the objects under it, as API models."""
-
-    certification: Certification
-    workflows: Mapping[str, Workflow] = attrs.field(factory=dict)
-    jobs: Mapping[str, Job] = attrs.field(factory=dict)
-    # BandwidthMeasurement by the name of the Job it measures.
-    bandwidth: Mapping[str, BandwidthMeasurement] = attrs.field(factory=dict)
 
 
 def _kubeconfig_path(explicit: str | None) -> str | None:

@@ -21,10 +21,11 @@ from rich.console import Console, Group
 from rich.live import Live
 
 from cre.api.conditions import Verdict
-from cre.cli.cluster import Connection, Snapshot
+from cre.cli.cluster import Connection
 from cre.cli.exitcodes import ExitCode
 from cre.cli.session import read_snapshots
 from cre.cli.status import change_lines, status_tree, terminal
+from cre.core.certification.report import Snapshot
 
 
 def verdict_code(snaps: list[Snapshot]) -> ExitCode:

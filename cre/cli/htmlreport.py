@@ -14,7 +14,7 @@ severe genuine failure) and that failure's key log lines, linked to the full log
 groups' captured logs are folded (``<details>``; the headline's one open), wrap instead of
 scrolling sideways, and open scrolled to their first NCCL ``WARN``/``ERROR`` line (else the
 first error line), which carries an id. Every value from the cluster is escaped. Pure:
-:func:`render_html` maps a :class:`~cre.cli.report.Report` to text.
+:func:`render_html` maps a :class:`~cre.core.certification.report.Report` to text.
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ from typing import Final
 
 import attrs
 
-from cre.cli.report import CategoryReport, GroupReport, NodeReport, Report, failure_lines
+from cre.core.certification.report import (
+    CategoryReport,
+    GroupReport,
+    NodeReport,
+    Report,
+    failure_lines,
+)
 
 WIDTH, HEIGHT = 720, 320
 LEFT, RIGHT, TOP, BOTTOM = 64, 150, 20, 44

@@ -83,7 +83,7 @@ def _report(**kw: Any) -> Any:
     if any(runs):
         if len(names) > 1:
             raise CliError(ExitCode.USAGE, "workloadrun/NAME: report one WorkloadRun at a time")
-        from cre.cli.report import build_report
+        from cre.core.certification.report import build_report
 
         assert runs[0] is not None
         rs = anyio.run(view.read_run, conn, runs[0])

@@ -3,7 +3,7 @@
 Tables are plain columns padded to their widest cell, as ``kubectl get`` prints them: a node,
 group or Job name is never cut or folded, whatever the terminal width (a narrow terminal wraps
 the line, a pager scrolls it). ``wide`` adds the busBW threshold and the Job of each row;
-``json`` and ``yaml`` are :func:`cre.cli.report.report_json` for machines.
+``json`` and ``yaml`` are :func:`cre.core.certification.report.report_json` for machines.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TextIO
 from ruamel.yaml import YAML
 
 from cre.cli.columns import columns
-from cre.cli.report import CategoryReport, Report, report_json
+from cre.core.certification.report import CategoryReport, Report, report_json
 
 COLUMNS = ("NODE", "GROUP", "VERDICT", "REASON", "FAILURE CLASS", "BUSBW(GB/s)")
 WIDE_COLUMNS = (*COLUMNS, "THRESHOLD(GB/s)", "JOB")

@@ -331,9 +331,9 @@ def report(certification: str, kubeconfig: str | None, context: str | None,
     import anyio
 
     from cre.cli.htmlreport import render_html
-    from cre.cli.report import build_report
     from cre.cli.reportview import print_report
     from cre.cli.session import read_snapshots, write_text
+    from cre.core.certification.report import build_report
 
     conn = connection_from_flags(kubeconfig, context, namespace, request_timeout)
     (snap,) = anyio.run(read_snapshots, conn, certification)

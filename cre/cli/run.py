@@ -33,7 +33,7 @@ from cre.api.errors import ValidationError
 from cre.api.kinds import BY_KIND
 from cre.cli.cluster import Connection, api_failure, connect, namespace_of, snapshot
 from cre.cli.exitcodes import CliError, ExitCode
-from cre.cli.report import build_report, report_json
+from cre.core.certification.report import build_report, report_json
 from cre.kube.client import ApiError, KubeClient, Resource
 
 RUNNABLE: Final = ("Certification", "Workflow", "WorkloadRun", "Job")

@@ -13,7 +13,6 @@ import anyio
 
 from cre.cli.cluster import (
     Connection,
-    Snapshot,
     connect,
     get_certification,
     list_certifications,
@@ -22,7 +21,7 @@ from cre.cli.cluster import (
 )
 from cre.cli.exitcodes import CliError, ExitCode
 from cre.cli.htmlreport import render_html
-from cre.cli.report import Report, build_report
+from cre.core.certification.report import Report, Snapshot, build_report
 from cre.kube.client import ApiError
 
 

@@ -1,8 +1,9 @@
 """``cre status``: a Certification as a tree, Certification -> categories -> Workflows ->
 groups -> Jobs, with phase, verdict, reason, measured busBW and age on every line.
 
-Pure over a :class:`~cre.cli.cluster.Snapshot` and the current time (a parameter, so a test
-fixes it); ``--watch`` redraws the tree in a rich ``Live`` until the Certification is terminal.
+Pure over a :class:`~cre.core.certification.report.Snapshot` and the current time (a
+parameter, so a test fixes it); ``--watch`` redraws the tree in a rich ``Live`` until the
+Certification is terminal.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from rich.tree import Tree
 
 from cre.api.job import Job
 from cre.api.workflow import GroupStatus, Workflow
-from cre.cli.cluster import Snapshot
-from cre.cli.report import bandwidth_points, headline, job_reason
+from cre.core.certification.report import Snapshot, bandwidth_points, headline, job_reason
 
 STYLES = {"Passed": "green", "Succeeded": "green", "Failed": "red", "Incomplete": "yellow",
           "Running": "cyan", "InProgress": "cyan", "Cancelled": "yellow",

@@ -2,10 +2,11 @@
 
 A WorkloadRun runs one Workflow built from the user's image, so its report is the report of
 one category: the same groups, nodes, failure classes, failure logs and bandwidth as a
-Certification's category, read the same way (:func:`cre.cli.report.build_report` over a
-:class:`~cre.cli.cluster.Snapshot` holding the WorkloadRun's Workflow as that one category,
-named ``workloadrun/<name>``). Its verdict is the Workflow's (``Passed`` / ``Failed`` /
-``Incomplete``), or the WorkloadRun's phase when the Workflow is gone.
+Certification's category, read the same way
+(:func:`cre.core.certification.report.build_report` over a
+:class:`~cre.core.certification.report.Snapshot` holding the WorkloadRun's Workflow as that
+one category, named ``workloadrun/<name>``). Its verdict is the Workflow's (``Passed`` /
+``Failed`` / ``Incomplete``), or the WorkloadRun's phase when the Workflow is gone.
 
 Several Certifications in one report: each report in turn, then one line over all of them;
 as JSON a kubectl-style ``List`` of the reports with a ``summary`` across them.
@@ -41,7 +42,6 @@ from cre.cli.cluster import (
     JOBS,
     WORKFLOWS,
     Connection,
-    Snapshot,
     api_failure,
     connect,
     cre_resource,
@@ -49,7 +49,14 @@ from cre.cli.cluster import (
     read_model,
 )
 from cre.cli.exitcodes import CliError, ExitCode
-from cre.cli.report import Report, build_report, headline, job_reason, report_json
+from cre.core.certification.report import (
+    Report,
+    Snapshot,
+    build_report,
+    headline,
+    job_reason,
+    report_json,
+)
 from cre.kube.client import ApiError, KubeClient
 
 WORKLOADRUNS = cre_resource("WorkloadRun")

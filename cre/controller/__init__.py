@@ -16,11 +16,15 @@ the three share :class:`cre.controller.common.tiershell.TierController` (every p
 as does :class:`cre.controller.nodecertification.controller.NodeCertificationController` (an
 ended Certification's per-node results folded into NodeCertifications, node labels and taint)
 and :class:`cre.controller.schedule.controller.ScheduleController` (recurring Certifications on
-idle nodes, a TierController), and :mod:`cre.controller.registry` lists them once for the
-manager and the scenario runner.
+idle nodes, a TierController), :class:`cre.controller.export.policy.ReportExportPolicyController`
+(one ReportExport per selected ended Certification) and
+:class:`cre.controller.export.controller.ReportExportController` (the report POSTed to a webhook,
+retried); :mod:`cre.controller.registry` lists them once for the manager and the scenario runner.
 """
 
 from cre.controller.certification.controller import CertificationController
+from cre.controller.export.controller import ReportExportController
+from cre.controller.export.policy import ReportExportPolicyController
 from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
@@ -39,6 +43,8 @@ __all__ = [
     "GoodputController",
     "JobController",
     "NodeCertificationController",
+    "ReportExportController",
+    "ReportExportPolicyController",
     "ScheduleController",
     "WorkflowController",
     "WorkloadRunController",

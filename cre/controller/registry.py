@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry
 from cre.catalog.loader import load_catalog
 from cre.catalog.model import Catalog
 from cre.controller.certification.controller import CertificationController
+from cre.controller.export.controller import ReportExportController
+from cre.controller.export.policy import ReportExportPolicyController
 from cre.controller.job.controller import JobController
 from cre.controller.measure.bandwidth import BandwidthController
 from cre.controller.measure.goodput import GoodputController
@@ -36,6 +38,8 @@ from cre.kube.client import (
     JOBS,
     LOGPROFILES,
     NODECERTIFICATIONS,
+    REPORTEXPORTPOLICIES,
+    REPORTEXPORTS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     WORKFLOWS,
@@ -127,6 +131,15 @@ def _schedule(ctx: ControllerContext) -> Controller:
     return ScheduleController(ctx.client, informers=ctx.informers, registry=ctx.registry,
                               clock=ctx.clock, time_scale=ctx.time_scale,
                               max_concurrent_reconciles=ctx.workers(1))
+def _reportexportpolicy(ctx: ControllerContext) -> Controller:
+    return ReportExportPolicyController(ctx.client, informers=ctx.informers,
+                                        registry=ctx.registry, clock=ctx.clock,
+                                        max_concurrent_reconciles=ctx.workers(1))
+
+
+def _reportexport(ctx: ControllerContext) -> Controller:
+    return ReportExportController(ctx.client, informers=ctx.informers, registry=ctx.registry,
+                                  clock=ctx.clock, max_concurrent_reconciles=ctx.workers(2))
 
 
 CONTROLLERS: tuple[ControllerEntry, ...] = (
@@ -146,5 +159,9 @@ CONTROLLERS: tuple[ControllerEntry, ...] = (
                     requires=(NODECERTIFICATIONS, CERTIFICATIONS, WORKFLOWS)),
     ControllerEntry(name="schedule", build=_schedule,
                     requires=(CERTIFICATIONSCHEDULES, CERTIFICATIONS, NODECERTIFICATIONS)),
+    ControllerEntry(name="reportexportpolicy", build=_reportexportpolicy,
+                    requires=(REPORTEXPORTPOLICIES, REPORTEXPORTS, CERTIFICATIONS)),
+    ControllerEntry(name="reportexport", build=_reportexport, requires=(
+        REPORTEXPORTS, CERTIFICATIONS, WORKFLOWS, JOBS, BANDWIDTHMEASUREMENTS)),
 )
 BY_NAME: dict[str, ControllerEntry] = {entry.name: entry for entry in CONTROLLERS}

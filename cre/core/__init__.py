@@ -59,6 +59,7 @@ from cre.core.common.plan import (
     CreateConflict,
     CreateError,
     Delete,
+    DeliverReport,
     EventSeverity,
     EventSpec,
     Feedback,
@@ -78,6 +79,16 @@ from cre.core.common.projections import (
     object_key,
     pod_view,
     trainjob_view,
+)
+from cre.core.export.delivery import (
+    ReportExportObservation,
+    ReportExportPlan,
+    reconcile_reportexport,
+)
+from cre.core.export.policy import (
+    ReportExportPolicyObservation,
+    ReportExportPolicyPlan,
+    reconcile_reportexportpolicy,
 )
 from cre.core.job.reconcile import JobPlan, reconcile_job
 from cre.core.measure.bandwidth import BandwidthObservation, BandwidthPlan, reconcile_bandwidth
@@ -116,6 +127,7 @@ __all__ = [
     "CreateConflict",
     "CreateError",
     "Delete",
+    "DeliverReport",
     "EventSeverity",
     "EventSpec",
     "Feedback",
@@ -140,6 +152,10 @@ __all__ = [
     "ProjectionError",
     "ReadEvents",
     "ReadLog",
+    "ReportExportObservation",
+    "ReportExportPlan",
+    "ReportExportPolicyObservation",
+    "ReportExportPolicyPlan",
     "ScheduleObservation",
     "SchedulePlan",
     "StreamLog",
@@ -158,6 +174,8 @@ __all__ = [
     "reconcile_goodput",
     "reconcile_job",
     "reconcile_nodecertification",
+    "reconcile_reportexport",
+    "reconcile_reportexportpolicy",
     "reconcile_schedule",
     "reconcile_workflow",
     "reconcile_workloadrun",

@@ -171,6 +171,8 @@ GOODPUTMEASUREMENTS = cre_resource("GoodputMeasurement")
 LOGPROFILES = cre_resource("LogProfile")
 NODECERTIFICATIONS = cre_resource("NodeCertification")
 CERTIFICATIONSCHEDULES = cre_resource("CertificationSchedule")
+REPORTEXPORTPOLICIES = cre_resource("ReportExportPolicy")
+REPORTEXPORTS = cre_resource("ReportExport")
 
 
 def _query_pairs(query: Query | None) -> list[tuple[str, str]]:

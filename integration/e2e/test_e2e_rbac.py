@@ -7,11 +7,13 @@ failing, one conflicting status write), a user Workflow with a ConfigMap depende
 WorkloadRun with a bandwidth and a goodput measurement (leftover measurements of an earlier Job
 deleted, conflicting measurement status writes) run here, so the Job, Workflow, Certification,
 WorkloadRun, NodeCertification and both measurement controllers' grants are each used by a real
-call, and a CertificationSchedule makes a run and prunes it (the schedule controller's).
-What is still excused is named with the reason: the DRA objects only MNNVL/RoCE fabrics use
-(``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator serves no DRA kinds)
-and one read only a race reaches (``RACE_VERBS``). An excused grant this run uses fails the
-test too (the excuse is stale).
+call, a CertificationSchedule makes a run and prunes it (the schedule controller's), and a
+ReportExportPolicy exports the Certification's report (to a closed port: one failed attempt, the
+token read through the per-Secret Role of deploy/report-export, the export pruned once the
+Certification is gone). What is still excused is named with the reason: the DRA objects only
+MNNVL/RoCE fabrics use (``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator
+serves no DRA kinds) and one read only a race reaches (``RACE_VERBS``). An excused grant this
+run uses fails the test too (the excuse is stale).
 """
 
 from __future__ import annotations
@@ -117,6 +119,21 @@ spec:
 WORKFLOW = "rbacfail-cert-communication-nccl-all-reduce"
 # The simulator fails the launchers of this Certification's Jobs (their pods' names start so).
 FAIL_PREFIX = "rbacfail-"
+# Exports the Certification's report to a port nothing listens on: one attempt, then Failed;
+# kept 1s once the Certification is gone.
+EXPORT_POLICY = """\
+apiVersion: cre.dev/v1alpha1
+kind: ReportExportPolicy
+metadata: {name: rbac-export, namespace: rbac-cert}
+spec:
+  webhook:
+    url: http://127.0.0.1:9/reports
+    tokenSecretRef: {name: report-token, key: token}
+  retry: {maxAttempts: 1}
+  retention: {failed: 1s}
+"""
+# The one grant the manager gets on Secrets: the Role a policy's owner binds in its namespace.
+TOKEN_ROLE = REPO / "deploy" / "report-export" / "token-role.yaml"
 
 
 def _certify(stack: Stack) -> None:
@@ -126,6 +143,11 @@ def _certify(stack: Stack) -> None:
     Once it ended, the NodeCertification controller creates the nodes' records, writes their
     status and labels and taints the failed nodes (``nodeState``)."""
     create_namespace(stack, "rbac-cert")
+    stack.kubectl("create", "secret", "generic", "report-token", "-n", "rbac-cert",
+                  "--from-literal=token=rbac-token-value")
+    stack.kubectl("apply", "-f", "-",
+                  stdin=TOKEN_ROLE.read_text().replace("namespace: team-a", "namespace: rbac-cert"))
+    stack.kubectl("apply", "-f", "-", stdin=EXPORT_POLICY)
     since = stack.emulator_control("GET", "audit?since=999999999")["seq"]
     stack.emulator_control("POST", "faults", {"errors": [
         {"code": 409, "rate": 1.0, "verb": "update", "resource": "certifications"}]})
@@ -154,9 +176,19 @@ def _certify(stack: Stack) -> None:
                    for t in (n.get("spec") or {}).get("taints") or [])
 
     wait_until(tainted, timeout=60, what="a failed node tainted", interval=0.5)
+
+    def exports() -> list[dict[str, Any]]:
+        return list(stack.kubectl_json("get", "reportexports", "-n", "rbac-cert")["items"])
+
+    wait_until(lambda: [x.get("status", {}).get("phase") for x in exports()] == ["Failed"],
+               timeout=60, what="the report export to fail", interval=0.5)
+    assert exports()[0]["status"]["reason"] == "RetriesExhausted", exports()
     _user_workflow(stack)
     stack.kubectl("delete", "certifications", "-n", "rbac-cert", "rbacfail-cert", "--wait=true",
                   "--timeout=120s")
+    wait_until(lambda: not exports() and not stack.kubectl_json(
+        "get", "configmaps", "-n", "rbac-cert", "-l", "cre.dev/report-export")["items"],
+        timeout=60, what="the export and its snapshot pruned", interval=0.5)
     for kind in ("workflows.cre.dev", "jobs.cre.dev", "trainingruntimes.trainer.kubeflow.org",
                  "configmaps"):
         left = stack.kubectl_json("get", kind, "-n", "rbac-cert")["items"]
@@ -366,19 +398,24 @@ def test_deployed_rbac_is_exactly_what_the_manager_uses(rbac_stack: Stack) -> No
     assert not denied, f"deploy/ grants less than the manager uses: {denied}"
 
     grants = _grants(docs)
+    # Not in deploy/: the per-Secret Role the policy's owner binds (deploy/report-export).
+    token_grant = {("", "secrets", "get"): "rbac-cert"}
     used: set[tuple[str, str, str]] = set()
     for r in records:
         if not r["resource"]:
             continue  # non-resource URLs: discovery, /version (every user may)
         resource = f'{r["resource"]}/{r["subresource"]}' if r["subresource"] else r["resource"]
         key = (r["group"], resource, r["verb"])
-        scope = grants.get(key)
+        scope = grants.get(key, token_grant.get(key))
         assert scope is not None, f"used without a grant (the 403 check missed it): {key}"
+        if key in token_grant:
+            assert r["name"] == "report-token", r
         assert not scope or r["namespace"] == scope, f"{key} used outside {scope}: {r}"
         used.add(key)
     assert {("", "pods/log", "get"), ("trainer.kubeflow.org", "trainjobs", "create"),
             ("cre.dev", "jobs/finalizers", "update")} <= used  # the run did the real work
     assert not any(resource.startswith("secrets") for _, resource, _ in grants)
+    assert set(token_grant) <= used  # the export read its token, through that Role only
     later = dict(LATER_VERBS)
     unused = sorted(set(grants) - used - set(later) - set(RACE_VERBS))
     assert not unused, f"deploy/ grants what no call uses: {unused}"

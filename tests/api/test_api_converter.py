@@ -205,7 +205,7 @@ def test_from_dict_rejects_unknown_kind() -> None:
         path="kind",
         message="unknown CRE kind (expected one of BandwidthMeasurement, Certification, "
         "CertificationSchedule, GoodputMeasurement, Job, LogProfile, NodeCertification, "
-        "Workflow, WorkloadRun)",
+        "ReportExport, ReportExportPolicy, Workflow, WorkloadRun)",
         value="Pod",
     )
     assert str(info.value).startswith("Pod ns/p: kind: unknown CRE kind")

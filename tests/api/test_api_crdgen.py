@@ -166,6 +166,10 @@ def test_printer_columns_point_at_schema_fields(info: KindInfo) -> None:
         assert names[:2] == ["Node", "State"]
     elif info.kind == "CertificationSchedule":  # no lifecycle: when it runs first, as CronJob
         assert names[:2] == ["Schedule", "Interval"]
+    elif info.kind == "ReportExportPolicy":  # no status: where the reports go first
+        assert names[:2] == ["URL", "Suspended"]
+    elif info.kind == "ReportExport":  # the source, then where its delivery stands
+        assert names[:2] == ["Source", "Phase"]
     elif info.status and info.kind not in ("BandwidthMeasurement", "GoodputMeasurement"):
         assert names[:2] == ["Phase", "Reason"]
     age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}

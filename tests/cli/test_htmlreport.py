@@ -16,9 +16,8 @@ import attrs
 import pytest
 
 from cre.api.converter import from_dict
-from cre.cli.cluster import Snapshot
 from cre.cli.htmlreport import OUTLIER_FRACTION, log_html, node_bars, render_html
-from cre.cli.report import Report, build_report
+from cre.core.certification.report import Report, Snapshot, build_report
 from cre.testing.apiserver import Emulator
 
 from .conftest import HERE, RunCli, fixture_documents, in_thread

@@ -8,11 +8,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from cre.api.converter import from_dict
-from cre.cli.cluster import Snapshot, api_failure
+from cre.cli.cluster import api_failure
 from cre.cli.exitcodes import ExitCode
 from cre.cli.htmlreport import nice_step, render_html, size_label
-from cre.cli.report import build_report, threshold_gbps
 from cre.cli.yamlpos import resolve, show_path, tokens
+from cre.core.certification.report import Snapshot, build_report, threshold_gbps
 from cre.kube.client import ApiError
 
 from .conftest import fixture_documents

@@ -164,7 +164,7 @@ async def test_the_failure_log_opens_at_its_first_warn_line_and_wraps(tmp_path: 
     import attrs
 
     from cre.cli.htmlreport import render_html
-    from cre.cli.report import build_report
+    from cre.core.certification.report import build_report
 
     from .test_htmlreport import LOOPBACK, snapshot
 

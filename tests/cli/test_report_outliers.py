@@ -9,8 +9,8 @@ import attrs
 from cre.api.conditions import OutlierBasis
 from cre.api.job import NodeOutlier
 from cre.cli.htmlreport import node_bars
-from cre.cli.report import Report, build_report, report_json
 from cre.cli.reportview import report_lines
+from cre.core.certification.report import Report, build_report, report_json
 
 from .conftest import HERE
 from .test_htmlreport import snapshot

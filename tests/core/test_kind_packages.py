@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "cre" / "core"
 KINDS = ("job", "workflow", "certification", "workloadrun", "measure", "nodecertification",
-         "schedule")
+         "schedule", "export")
 
 
 def defined(package: Path, pattern: str) -> set[str]:

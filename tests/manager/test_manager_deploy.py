@@ -144,6 +144,9 @@ def test_rbac_is_least_privilege(default: list[dict[str, Any]]) -> None:
     assert by_resource[("", "pods/log")] == {"get"}
     assert by_resource[("", "nodes")] == {"list", "watch", "patch"}
     assert by_resource[("cre.dev", "nodecertifications")] == {"list", "watch", "create"}
+    assert by_resource[("cre.dev", "reportexportpolicies")] == {"get", "list", "watch"}
+    assert by_resource[("cre.dev", "reportexports")] == {"get", "list", "watch", "create",
+                                                         "delete"}
     # create: one per transition; list: the Events of a workload that never started.
     assert by_resource[("", "events")] == {"create", "list"}
     assert not any(g == "events.k8s.io" for g, _, _ in cluster)

@@ -98,12 +98,19 @@ class TierController(CoreReconciler[K, B, Any]):
     def applied(self, obj: K, plan: Plan[Any]) -> None:
         """Called once ``plan`` was applied in full (for a subclass's log)."""
 
+    async def current(self, obj: K) -> K | None:
+        """The copy a reconcile starts from: the cached ``obj`` (a subclass about to act on the
+        outside world reads it live instead; ``None``: gone)."""
+        return obj
+
     # --- the Reconciler --------------------------------------------------------------------
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the object ``namespace/name``."""
         assert self._owners is not None, "managed_for was not called"
         obj = self._owners.store.get(key)
+        if obj is not None:
+            obj = await self.current(obj)
         if obj is None:
             return DONE
         return await converge(self._step, obj, await self.first_observation(obj),

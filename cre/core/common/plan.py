@@ -22,7 +22,9 @@ executor (:mod:`cre.kube.executor`) applies, in the one order written there. A P
   - :class:`ListLive`: the caches' lists may lag (no pod left, a child not yet seen); the shell
     lists live and puts the lists where the cached ones were;
   - :class:`ReadEvents`: an object's Events (no cache holds them), answered in the
-    Observation's ``workload_events``.
+    Observation's ``workload_events``;
+  - :class:`DeliverReport`: one webhook POST of a ReportExport's payload, answered as a
+    :class:`cre.core.export.delivery.Attempt` in the Observation's ``attempt``.
 
   Every answered ask is recorded in the Observation's :class:`Feedback` (``answered``), so the
   core never asks twice for what it was given.
@@ -169,7 +171,20 @@ class ReadEvents:
     name: str
 
 
-Ask = ReadLog | StreamLog | ConfirmAbsent | ListLive | ReadEvents
+@attrs.frozen(kw_only=True)
+class DeliverReport:
+    """POST ``body`` (JSON) to ``url`` once, with the ``Idempotency-Key`` header ``key`` and,
+    when ``token_secret`` names a Secret key (``(name, key)``, in the reconciled object's
+    namespace), a bearer token read from it; answered with the attempt's outcome."""
+
+    url: str
+    key: str
+    body: bytes
+    timeout_seconds: float
+    token_secret: tuple[str, str] | None = None
+
+
+Ask = ReadLog | StreamLog | ConfirmAbsent | ListLive | ReadEvents | DeliverReport
 
 
 # --- the feedback -----------------------------------------------------------------------------

@@ -408,7 +408,7 @@ class ScenarioRun:
         if "report" in item:
             # What `cre report -o json` prints for the Certification, read from the cluster.
             from cre.cli.cluster import get_certification, snapshot
-            from cre.cli.report import build_report, report_json
+            from cre.core.certification.report import build_report, report_json
 
             cert = await get_certification(self.client, str(item["report"]), self.namespace)
             return {"report": report_json(build_report(await snapshot(self.client, cert)))}

@@ -28,6 +28,7 @@ from cre.api.certification import (
 )
 from cre.api.common import NodeSelectorOperator, NodeSelectorRequirement, WorkloadMetadata
 from cre.api.conditions import LIFECYCLE_CONDITIONS, ConditionType
+from cre.api.durations import duration_seconds
 from cre.api.fields import Constraints, constraints
 from cre.api.job import CelExpression, JobSpec, NodeConditionSignal, NodeHealthMonitor, WorkloadSpec
 from cre.api.kinds import KINDS
@@ -35,6 +36,7 @@ from cre.api.labels import API_VERSION
 from cre.api.measurement import DECIMAL, LogPattern, LogPatterns, LogProfile, TimeUnit
 from cre.api.meta import Condition, ConditionStatus, ObjectMeta
 from cre.api.nodecertification import NodeCertification
+from cre.api.reportexport import RetryPolicy
 from cre.api.schedule import NAME_MAX, CertificationSchedule, CertificationScheduleSpec
 from cre.api.schema import unwrap_optional
 from cre.api.workflow import (
@@ -477,6 +479,12 @@ _CLASSES: dict[type, Callable[[], st.SearchStrategy[Any]]] = {
 }
 
 
+def _fix_retry(retry: RetryPolicy) -> RetryPolicy:
+    if duration_seconds(retry.backoff_max) < duration_seconds(retry.backoff_base):
+        return attrs.evolve(retry, backoff_max=retry.backoff_base)
+    return retry
+
+
 def _fix_cluster_scoped(obj: Any) -> Any:
     return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=None))
 
@@ -491,6 +499,7 @@ _FIXUPS: dict[type, Callable[[Any], Any]] = {
     ConfigSpec: _fix_config,
     CertificationScheduleSpec: _fix_schedule_spec,
     CertificationSchedule: _fix_schedule_name,
+    RetryPolicy: _fix_retry,
 }
 _FIELDS: dict[tuple[type | None, str], Callable[[], st.SearchStrategy[Any]]] = {
     (None, "conditions"): conditions_lists,

@@ -1,9 +1,10 @@
 """The Certification report: per category, per group and per node, as one value.
 
-Built purely from a :class:`~cre.cli.cluster.Snapshot` (the API models of the Certification,
-its Workflows, their Jobs and the Jobs' BandwidthMeasurements), then printed three ways: a
-terminal table (``cre report``), JSON for machines (``--json``, also the golden), and one
-self-contained HTML file (``--html``, :mod:`cre.cli.htmlreport`).
+Built purely from a :class:`Snapshot` (the API models of the Certification, its Workflows,
+their Jobs and the Jobs' BandwidthMeasurements), then printed three ways: a terminal table
+(``cre report``), JSON for machines (``--json``, also the golden, and the body a ReportExport
+sends: :mod:`cre.core.export`), and one self-contained HTML file (``--html``,
+:mod:`cre.cli.htmlreport`). It lives in the pure core so the CLI and the export share it.
 
 A node's verdict comes from its group: a node the group's Job names in ``failedNodes`` failed
 for the reason given there; otherwise a Succeeded group passes its nodes, a Failed one fails
@@ -27,17 +28,28 @@ from typing import Any, Final
 
 import attrs
 
+from cre.api.certification import Certification
 from cre.api.conditions import ConditionType, FailedNodeReason, GroupPhase, Verdict
 from cre.api.job import FailureClass, Job, NodeOutlier
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import Condition
 from cre.api.workflow import DiagnoseStage, DiagnoseStatus, GroupStatus, Workflow
-from cre.cli.cluster import Snapshot
 from cre.core.workflow import diagnose as DG
 
 REPORT_KIND = "CertificationReport"
 THRESHOLD_KEY = "busBandwidthGBps"
 _LOWER_BOUND = re.compile(r"\bvalue\s*>=?\s*([0-9]+(?:\.[0-9]+)?)")
+
+
+@attrs.frozen(kw_only=True)
+class Snapshot:
+    """A Certification and the objects under it, as API models."""
+
+    certification: Certification
+    workflows: Mapping[str, Workflow] = attrs.field(factory=dict)
+    jobs: Mapping[str, Job] = attrs.field(factory=dict)
+    # BandwidthMeasurement by the name of the Job it measures.
+    bandwidth: Mapping[str, BandwidthMeasurement] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)

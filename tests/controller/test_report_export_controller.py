@@ -1,0 +1,268 @@
+"""ReportExport on the emulator: the real controllers, a webhook receiver that misbehaves.
+
+Each test applies a ReportExportPolicy and a Certification that ends (its status written the
+way the Certification controller writes it), runs the ReportExportPolicy and ReportExport
+controllers against the emulator, and reads what the receiver got."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from cre.controller.export.controller import ReportExportController
+from cre.controller.export.policy import ReportExportPolicyController, export_from_dict
+from cre.kube.client import (
+    CERTIFICATIONS,
+    CONFIGMAPS,
+    EVENTS,
+    NAMESPACES,
+    REPORTEXPORTPOLICIES,
+    REPORTEXPORTS,
+    SECRETS,
+    WORKFLOWS,
+    KubeClient,
+)
+from cre.testing.apiserver import Emulator
+from cre.testing.webhook import WebhookReceiver, webhook_receiver
+
+TOKEN = "tok-5f1d0c2a9b7e4e31-do-not-leak"
+_namespaces = itertools.count()
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def client(shared_emulator: Emulator) -> AsyncIterator[KubeClient]:
+    kube = await KubeClient.from_kubeconfig(str(shared_emulator.kubeconfig_path))
+    try:
+        yield kube
+    finally:
+        await kube.close()
+
+
+@contextlib.asynccontextmanager
+async def exporting(client: KubeClient, ns: str,
+                    registry: CollectorRegistry) -> AsyncIterator[ReportExportController]:
+    """Both controllers, watching ``ns``, until the block ends (a manager that stops)."""
+    policies = ReportExportPolicyController(client, namespaces=[ns], registry=registry)
+    exports = ReportExportController(client, namespaces=[ns], registry=registry)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(policies.run)
+        tg.start_soon(exports.run)
+        with anyio.fail_after(20):
+            await policies.wait_synced()
+            await exports.wait_synced()
+        yield exports
+        tg.cancel_scope.cancel()
+
+
+async def setup(client: KubeClient, receiver: WebhookReceiver, *, retry: dict[str, Any],
+                token_key: str = "token", kind: str = "Certification") -> str:
+    """A namespace with the token Secret, a policy to ``receiver`` and a passed Certification;
+    returns the namespace."""
+    ns = f"rex-{next(_namespaces)}"
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": ns}})
+    await client.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                                  "metadata": {"name": "report-token", "namespace": ns},
+                                  "data": {"token": base64.b64encode(TOKEN.encode()).decode()}},
+                        namespace=ns)
+    await client.create(REPORTEXPORTPOLICIES, {
+        "apiVersion": "cre.dev/v1alpha1", "kind": "ReportExportPolicy",
+        "metadata": {"name": "fleet", "namespace": ns},
+        "spec": {"kind": kind, "selector": {"export": "yes"},
+                 "webhook": {"url": receiver.url, "timeout": "20s",
+                             "tokenSecretRef": {"name": "report-token", "key": token_key}},
+                 "retry": retry}}, namespace=ns)
+    cert = await client.create(CERTIFICATIONS, {
+        "apiVersion": "cre.dev/v1alpha1", "kind": "Certification",
+        "metadata": {"name": "nightly", "namespace": ns, "labels": {"export": "yes"}},
+        "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+                 "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]}},
+        namespace=ns)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cert["status"] = {"phase": "Succeeded", "verdict": "Passed", "conditions": [
+        {"type": "Succeeded", "status": "True", "reason": "AllCategoriesPassed",
+         "message": "every category passed", "lastTransitionTime": now}]}
+    await client.replace(CERTIFICATIONS, cert, subresource="status")
+    return ns
+
+
+async def export_of(client: KubeClient, ns: str) -> dict[str, Any] | None:
+    items = (await client.list(REPORTEXPORTS, namespace=ns))["items"]
+    assert len(items) <= 1, items
+    return items[0] if items else None
+
+
+async def wait_export(client: KubeClient, ns: str, done: Callable[[dict[str, Any]], bool],
+                      *, timeout: float = 60) -> dict[str, Any]:
+    with anyio.fail_after(timeout):
+        while True:
+            x = await export_of(client, ns)
+            if x is not None and done(x.get("status") or {}):
+                return x
+            await anyio.sleep(0.05)
+
+
+def _phase(phase: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda st: st.get("phase") == phase
+
+
+def _count(registry: CollectorRegistry, result: str) -> float:
+    return registry.get_sample_value("cre_report_exports_total", {"result": result}) or 0.0
+
+
+async def test_failures_and_lost_answers_deliver_one_report_under_one_key(
+        client: KubeClient) -> None:
+    """Two refused POSTs and one whose answer is lost: the report arrives (at least once, the
+    receiver holding one copy), every POST carries the same Idempotency-Key and the bearer
+    token, the export records four attempts and the counters say 3 retries, 1 delivery."""
+    registry = CollectorRegistry()
+    async with webhook_receiver(fail_first=2, lose_first=1, expect_token=TOKEN) as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "100ms",
+                                                  "backoffMax": "200ms"})
+        async with exporting(client, ns, registry):
+            x = await wait_export(client, ns, _phase("Delivered"))
+    st = x["status"]
+    assert st["attempts"] == 4 and st["lastHttpStatus"] == 202
+    assert receiver.distinct_keys == {st["idempotencyKey"]}
+    assert len(receiver.reports) == 1 and receiver.duplicates() == 1
+    assert [r.authorization for r in receiver.requests] == [f"Bearer {TOKEN}"] * 4
+    body = receiver.requests[-1].json()
+    assert body["schemaVersion"] == "cre.dev/report-export/v1"
+    assert body["source"]["name"] == "nightly" and body["source"]["uid"] == \
+        x["spec"]["source"]["uid"]
+    assert body["report"]["certification"]["verdict"] == "Passed"
+    assert (_count(registry, "retry"), _count(registry, "delivered")) == (3.0, 1.0)
+
+
+async def test_a_manager_restart_mid_retry_loses_nothing_and_keeps_the_key(
+        client: KubeClient) -> None:
+    """The receiver refuses until the controllers stop mid-retry; new controllers (a restarted
+    manager) deliver the same snapshot under the same key, and no second export appears."""
+    async with webhook_receiver(fail_first=1_000_000) as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "200ms", "backoffMax": "1s"})
+        async with exporting(client, ns, CollectorRegistry()):
+            before = await wait_export(client, ns, lambda st: st.get("attempts", 0) >= 2)
+        snapshot = await client.get(CONFIGMAPS, before["status"]["snapshotRef"], namespace=ns)
+        receiver.fail_first = 0  # the receiver is back while no manager runs
+        async with exporting(client, ns, CollectorRegistry()):
+            after = await wait_export(client, ns, _phase("Delivered"))
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["status"]["idempotencyKey"] == before["status"]["idempotencyKey"]
+    assert after["status"]["attempts"] > before["status"]["attempts"]
+    assert receiver.distinct_keys == {before["status"]["idempotencyKey"]}
+    again = await client.get(CONFIGMAPS, before["status"]["snapshotRef"], namespace=ns)
+    assert again["metadata"]["uid"] == snapshot["metadata"]["uid"]
+    assert again["binaryData"] == snapshot["binaryData"]
+
+
+@pytest.mark.parametrize(("knobs", "reason", "posts"), [
+    ({"fail_first": 1_000_000}, "RetriesExhausted", 3),
+    ({"reject": 400}, "Rejected", 1),
+], ids=["always-503", "400"])
+async def test_attempts_are_bounded(client: KubeClient, knobs: dict[str, Any], reason: str,
+                                    posts: int) -> None:
+    """A receiver that always answers 503 gets exactly maxAttempts POSTs, then the export is
+    Failed (RetriesExhausted); a 400 is final after one POST (Rejected)."""
+    registry = CollectorRegistry()
+    async with webhook_receiver(**knobs) as receiver:
+        ns = await setup(client, receiver, retry={"maxAttempts": 3, "backoffBase": "50ms",
+                                                  "backoffMax": "100ms"})
+        async with exporting(client, ns, registry):
+            x = await wait_export(client, ns, _phase("Failed"))
+            await anyio.sleep(0.3)  # nothing more is sent once Failed
+    assert x["status"]["reason"] == reason and x["status"]["attempts"] == posts
+    assert len(receiver.requests) == posts
+    assert _count(registry, "failed") == 1.0
+
+
+async def test_the_token_appears_in_no_log_event_status_or_metric(
+        client: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """With every CRE logger at DEBUG, a delivery that fails, retries and succeeds, and a
+    second policy whose Secret key is missing: the token is in no log record, no Event, no
+    ReportExport or policy, no metric; the missing key is reported by Secret and key name."""
+    caplog.set_level(logging.DEBUG)
+    registry = CollectorRegistry()
+    async with webhook_receiver(fail_first=1, expect_token=TOKEN) as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "50ms", "backoffMax": "50ms"})
+        async with exporting(client, ns, registry):
+            await wait_export(client, ns, _phase("Delivered"))
+        bad = await setup(client, receiver, token_key="missing",
+                          retry={"maxAttempts": 2, "backoffBase": "50ms", "backoffMax": "50ms"})
+        async with exporting(client, bad, registry):
+            failed = await wait_export(client, bad, _phase("Failed"))
+    assert failed["status"]["lastError"] == \
+        f"Secret {bad}/report-token has no key 'missing'"
+    outputs = [r.getMessage() + " " + str(r.args) + " " + (r.exc_text or "")
+               for r in caplog.records if not r.name.startswith("cre.testing")]
+    for space in (ns, bad):
+        outputs.append(json.dumps((await client.list(EVENTS, namespace=space))["items"]))
+        outputs.append(json.dumps((await client.list(REPORTEXPORTS, namespace=space))["items"]))
+        outputs.append(json.dumps(
+            (await client.list(REPORTEXPORTPOLICIES, namespace=space))["items"]))
+    outputs.append(generate_latest(registry).decode())
+    assert any("attempt" in o for o in outputs)  # the channels were written to
+    assert not [o for o in outputs if TOKEN in o]
+
+
+async def test_a_workflow_source_is_exported_as_its_one_category(client: KubeClient) -> None:
+    """A ``kind: Workflow`` policy: a labelled Workflow that ends is delivered once, its report
+    the one category ``workflow/<name>`` with the Workflow's verdict; the namespace's
+    Certification (also labelled) is not sent."""
+    async with webhook_receiver() as receiver:
+        ns = await setup(client, receiver, retry={}, kind="Workflow")
+        wf = await client.create(WORKFLOWS, {
+            "apiVersion": "cre.dev/v1alpha1", "kind": "Workflow",
+            "metadata": {"name": "user-wf", "namespace": ns, "labels": {"export": "yes"}},
+            "spec": {"jobTemplate": {"spec": {"workload": {"trainJob": {
+                "runtimeRef": {"name": "rt"}}}}}, "orchestration": {}}}, namespace=ns)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        wf["status"] = {"phase": "Failed", "verdict": "Failed", "conditions": [
+            {"type": "Failed", "status": "True", "reason": "GroupsFailed",
+             "message": "a group failed", "lastTransitionTime": now}]}
+        await client.replace(WORKFLOWS, wf, subresource="status")
+        async with exporting(client, ns, CollectorRegistry()):
+            x = await wait_export(client, ns, _phase("Delivered"))
+    assert x["spec"]["source"]["kind"] == "Workflow"
+    (got,) = receiver.requests
+    body = got.json()
+    assert body["source"]["name"] == "user-wf"
+    assert [(c["entry"], c["verdict"]) for c in body["report"]["categories"]] == [
+        ("workflow/user-wf", "Failed")]
+
+
+async def test_an_attempt_starts_from_the_live_export_not_a_lagging_cache(
+        client: KubeClient) -> None:
+    """Once snapshotted, a reconcile starts from the export read live: a cached copy one
+    attempt behind (its status write's event not seen yet) is replaced by the served one, so no
+    attempt is made twice; a Pending copy is used as cached; a deleted export ends the pass."""
+    async with webhook_receiver() as receiver:
+        ns = await setup(client, receiver, retry={})
+    body = {"apiVersion": "cre.dev/v1alpha1", "kind": "ReportExport",
+            "metadata": {"name": "x", "namespace": ns},
+            "spec": {"source": {"name": "nightly", "uid": "u"}, "policyRef": {"name": "fleet"},
+                     "webhook": {"url": "http://127.0.0.1:9/"}}}
+    served = await client.create(REPORTEXPORTS, body, namespace=ns)
+    pending = export_from_dict(served)
+    served["status"] = {"phase": "Delivering", "payloadDigest": "sha256:0", "attempts": 0,
+                        "idempotencyKey": "k"}
+    lagging = await client.replace(REPORTEXPORTS, served, subresource="status")
+    lagging["status"]["attempts"] = 1
+    await client.replace(REPORTEXPORTS, lagging, subresource="status")
+    controller = ReportExportController(client, namespaces=[ns])
+    assert await controller.current(pending) is pending
+    fresh = await controller.current(export_from_dict(lagging | {"status": {
+        **lagging["status"], "attempts": 0}}))
+    assert fresh is not None and fresh.status.attempts == 1
+    await client.delete(REPORTEXPORTS, "x", namespace=ns)
+    assert await controller.current(fresh) is None
