@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -49,9 +49,6 @@ class TierObject(Protocol):
 
 K = TypeVar("K", bound=TierObject)
 B = TypeVar("B", bound=WithFeedback)
-
-#: Passes of the core one reconcile may take (live reads, name conflicts, a fresh copy).
-MAX_PASSES: Final = 8
 
 
 class TierController(CoreReconciler[K, B, Any]):
@@ -107,7 +104,7 @@ class TierController(CoreReconciler[K, B, Any]):
         if obj is None:
             return DONE
         return await converge(self._step, obj, await self.first_observation(obj),
-                              what=f"{self._name} {key}", max_passes=MAX_PASSES)
+                              what=f"{self._name} {key}")
 
     async def _step(self, obj: K, obs: B) -> Again[K, B] | Result:
         plan = self.plan(obj, obs, self._clock())

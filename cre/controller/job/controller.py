@@ -100,8 +100,6 @@ log = logging.getLogger(__name__)
 
 CONTROLLER: Final = "job"
 COMPONENT: Final = "cre.dev/job-controller"
-# Passes of the core per reconcile (log reads, live reads, create answers, conflicts).
-MAX_PASSES: Final = 8
 # Tombstones of failed launchers kept per Job (a retry makes two; more is a runaway).
 MAX_DEPARTED: Final = 8
 # Tombstones of failed workers kept per Job (the earliest failures win on overflow).
@@ -226,8 +224,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             return DONE
         if is_terminal(job) or job.metadata.deletion_timestamp is not None:
             self._forget_failures(key)
-        return await converge(self._step, job, self.observe(job), what=f"job {key}",
-                              max_passes=MAX_PASSES)
+        return await converge(self._step, job, self.observe(job), what=f"job {key}")
 
     async def _step(self, job: Job, obs: Observation) -> Again[Job, Observation] | Result:
         """Run the core once; answer what it asks, or apply its Plan and answer the outcome."""

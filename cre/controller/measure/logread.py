@@ -65,7 +65,6 @@ from cre.kube.runtime import (
 
 #: The replicated job whose pods carry ``cre.dev/launcher=<job>`` (the others: ``cre.dev/job``).
 LAUNCHER_JOB: Final = "launcher"
-MAX_PASSES: Final = 6
 
 
 def profile_from_dict(raw: dict[str, Any]) -> LogProfile:
@@ -269,7 +268,7 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
             self.metrics.clear(ns or "", self.series(name, name))
             return DONE
         return await converge(self._step, m, await self.observe(m),
-                              what=f"{self._wiring.what} {key}", max_passes=MAX_PASSES)
+                              what=f"{self._wiring.what} {key}")
 
     async def stream(self, request: StreamLog, feed: Callable[[str], None]) -> Streamed:
         """Stream the log ``request`` asks for; every line the window admits goes to ``feed``."""

@@ -37,12 +37,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 
 from cre.api.goodput import GoodputMeasurement
 from cre.api.measurement import BandwidthMeasurement
+from cre.api.meta import ObjectMeta
 from cre.core.common.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
 
 # Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
@@ -56,6 +57,7 @@ READ_LIMIT_BYTES: Final = 8 * LIMIT_BYTES
 SAMPLE_LIMIT_BYTES: Final = 8 * 1024 * 1024
 
 S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 
 
 class EventSeverity(enum.StrEnum):
@@ -266,6 +268,27 @@ class Plan(Generic[S]):
     def quiet(self) -> bool:
         """No write, no event and no ask: nothing left to do right now."""
         return not (self.writes or self.asks)
+
+
+class StatusOwner(Protocol[S_co]):
+    """What a plan about an object reads of it: its resourceVersion and its current status."""
+
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+    @property
+    def status(self) -> S_co: ...
+
+
+def owner_plan(owner: StatusOwner[S], status: S | None = None, *,
+               events: tuple[EventSpec, ...] = (), asks: tuple[Ask, ...] = (),
+               requeue_after: float | None = None) -> Plan[S]:
+    """A plan about ``owner`` computed from its copy at hand (the status write's precondition)
+    that writes ``status`` only when it differs from the owner's (``None``: no status write),
+    then ``events``; or that ``asks`` (and writes nothing)."""
+    return Plan(resource_version=owner.metadata.resource_version or "",
+                status=status if status is not None and status != owner.status else None,
+                events=events, asks=asks, requeue_after=requeue_after)
 
 
 @attrs.frozen(kw_only=True)
