@@ -39,6 +39,7 @@ from cre.api.labels import GPU_PRESENT, JOB
 from cre.api.measurement import BandwidthMeasurement
 from cre.controller.job.events import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.job.metrics import job_metrics_for
+from cre.controller.job.nodechecks import NodeChecks
 from cre.controller.job.prefetch import LogPrefetcher
 from cre.controller.job.shell import (
     JobReads,
@@ -65,6 +66,7 @@ from cre.core.common.projections import node_view, trainjob_view
 from cre.core.job.bandwidth import BANDWIDTH_KIND, bandwidth_name
 from cre.core.job.classify import group_nodes
 from cre.core.job.goodput import GOODPUT_KIND, goodput_name
+from cre.core.job.health import expression_of
 from cre.core.job.reconcile import JobPlan, is_terminal, reconcile_job
 from cre.core.job.workload import TRAINJOB_KIND, workload_name
 from cre.kube.client import (
@@ -151,15 +153,9 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
                  max_concurrent_reconciles: int = 4, settings: JobSettings = DEFAULT_SETTINGS,
                  log_timeout: float = 10.0, clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
-        if time_scale <= 0:
-            raise ValueError(f"JobController: time_scale must be positive, got {time_scale}")
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          workers=max_concurrent_reconciles, clock=clock, informers=informers,
-                         namespaces=namespaces, registry=registry)
-        # Seconds of ``clock`` per wall second (a simulated clock runs faster): the core's
-        # requeues are in clock seconds (its deadlines, e.g. the threshold verdict's, are read
-        # on that clock), the workqueue waits in wall seconds.
-        self.time_scale = time_scale
+                         namespaces=namespaces, registry=registry, time_scale=time_scale)
         self.settings = settings
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.metrics = job_metrics_for(registry)
@@ -181,6 +177,8 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         # Failed pods deleted before the Job's failure was recorded, by Job key (tombstones).
         self.departed_launchers = Tombstones(per_job=MAX_DEPARTED)
         self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
+        # The nodeHealthMonitor's results, evaluated once per node copy (not per pass).
+        self.node_checks = NodeChecks()
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.reads = JobReads(client, self.prefetcher, log_timeout=log_timeout)
         self.executor = job_executor(client, self.recorder, clock=clock)
@@ -209,11 +207,14 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
                                    {} if draining else self.departed_launchers.pods(key))
         hosts = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
         nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
+        expression = expression_of(job)
         trainjob = object_key(job.metadata.namespace, workload_name(job.metadata.name or ""))
         bandwidth = object_key(job.metadata.namespace, bandwidth_name(job.metadata.name or ""))
         goodput = object_key(job.metadata.namespace, goodput_name(job.metadata.name or ""))
         return Observation(trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
                            launcher_pods=launchers, nodes=nodes,
+                           node_checks=self.node_checks.checks(expression, nodes)
+                           if expression else (),
                            bandwidth_measurement=self.measurements.store.get(bandwidth),
                            goodput_measurement=self.goodputs.store.get(goodput))
 
@@ -249,8 +250,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         self._record(job, plan, outcome)
         if plan.status is not None and is_terminal(attrs.evolve(job, status=plan.status)):
             self._forget_failures(key)  # the verdict is written: nothing left to record
-        requeue = plan.requeue_after
-        return Result(requeue_after=requeue / self.time_scale if requeue is not None else None)
+        return self.requeue(plan.requeue_after)
 
     async def _answer(self, job: Job, obs: Observation, asks: Sequence[Ask]) -> Observation:
         """``obs`` with the answers to ``asks`` (the core asks one kind of thing at a time)."""

@@ -161,10 +161,11 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
                  compile_profile: Callable[[LogProfile], C], metrics: Series,
                  registry: CollectorRegistry | None, namespaces: Sequence[str] | None,
                  informers: InformerFactory | None, workers: int,
-                 log_timeout: float, clock: Callable[[], datetime]) -> None:
+                 log_timeout: float, clock: Callable[[], datetime],
+                 time_scale: float) -> None:
         super().__init__(client, name=wiring.controller, component=wiring.component,
                          workers=workers, clock=clock, informers=informers,
-                         namespaces=namespaces, registry=registry)
+                         namespaces=namespaces, registry=registry, time_scale=time_scale)
         self.log_timeout = log_timeout
         self._wiring = wiring
         self._compile = compile_profile

@@ -44,7 +44,14 @@ import attrs
 from cre.api.goodput import GoodputMeasurement
 from cre.api.measurement import BandwidthMeasurement
 from cre.api.meta import ObjectMeta
-from cre.core.common.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
+from cre.core.common.observed import (
+    LogTail,
+    NodeCheck,
+    NodeView,
+    ObjectEvent,
+    PodView,
+    TrainJobView,
+)
 
 # Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
 TAIL_LINES: Final = 800
@@ -300,7 +307,9 @@ class Observation:
     :class:`ConfirmAbsent`). ``worker_pods`` and ``launcher_pods`` come from a live list when
     ``feedback`` holds the answered :class:`ListLive` asks of pods. A create of the workload
     whose name was held, or that was refused for good, is in ``feedback``. ``nodes`` are the
-    GPU nodes of the group and those hosting the Job's pods, as far as the cache holds them.
+    GPU nodes of the group and those hosting the Job's pods, as far as the cache holds them;
+    ``node_checks`` the Job's ``nodeHealthMonitor`` expression evaluated on each of them (the
+    shell evaluates an expression once per node copy, not on every pass).
     Launcher pods come first wherever pods are combined, so a same-second tie picks the launcher.
     """
 
@@ -308,6 +317,7 @@ class Observation:
     worker_pods: tuple[PodView, ...] = ()
     launcher_pods: tuple[PodView, ...] = ()
     nodes: tuple[NodeView, ...] = ()
+    node_checks: tuple[NodeCheck, ...] = ()
     log_tails: tuple[LogTail, ...] = ()
     # The Job's BandwidthMeasurement (``<job>-bandwidth``) as cached, or as the live holder a
     # create's AlreadyExists returned (see cre.core.job.bandwidth).
