@@ -58,7 +58,7 @@ from cre.kube.client import (
     Resource,
 )
 from cre.kube.events import EventRecorder
-from cre.kube.runtime import DONE, Again, Result, TerminalError
+from cre.kube.runtime import DONE, Again, OwnStatusEcho, Result, TerminalError, key_of
 
 #: Creates of one kind in flight at once: a Workflow launching 125 groups writes 250 objects,
 #: which one at a time take the API round-trip 250 times over (docs/design/013, "Scale").
@@ -137,6 +137,7 @@ class Outcome:
     rejections: tuple[CreateError, ...] = ()
     fresh: dict[str, Any] | None = None  # CONFLICT: the owner as served now
     status_written_at: datetime | None = None
+    written: dict[str, Any] | None = None  # the owner as its last write (status, patch) left it
 
 
 def _utcnow() -> datetime:
@@ -182,6 +183,7 @@ class PlanExecutor:
         done = tuple(created)
         rv = plan.resource_version
         written_at = None
+        written = None
         if plan.status is not None:
             body = to_dict(attrs.evolve(obj, status=plan.status))
             body["metadata"]["resourceVersion"] = rv
@@ -190,7 +192,7 @@ class PlanExecutor:
             except ApiError as exc:
                 return await self._stopped(obj, exc, created=done)
             written_at = self._clock()
-            rv = _rv(answer, rv)
+            written, rv = answer, _rv(answer, rv)
         for event in plan.events:
             await self.recorder.emit(involved=self.involved(obj), type_=event.type,
                                      reason=event.reason, message=event.message)
@@ -206,8 +208,9 @@ class PlanExecutor:
             except ApiError as exc:
                 return attrs.evolve(await self._stopped(obj, exc, created=done),
                                     status_written_at=written_at)
-            rv = _rv(answer, rv)
-        return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at)
+            written, rv = answer, _rv(answer, rv)
+        return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at,
+                       written=written)
 
     async def _stopped(self, obj: Any, exc: ApiError, *, created: tuple[dict[str, Any], ...]
                        ) -> Outcome:
@@ -337,6 +340,18 @@ def refused_again(obj: Any, obs: WithFeedback, plan: Plan[Any],
     if refusals:
         raise TerminalError("; ".join(r.describe() for r in refusals), reason="CreateRefused",
                             involved=involved(obj))
+
+
+def remember_applied(echo: OwnStatusEcho, obj: Any, plan: Plan[Any], outcome: Outcome, *,
+                     decode: Callable[[dict[str, Any]], Any]) -> None:
+    """After ``plan`` (about ``obj``) was applied in full: the status it wrote is the watch
+    echo to drop, and until that echo arrives the owner as the write returned it stands in for
+    the cache's older copy (:meth:`OwnStatusEcho.latest`)."""
+    if plan.status is None:
+        return
+    written = outcome.written
+    echo.remember(key_of(obj), plan.status, replaced=plan.resource_version,
+                  copy=None if written is None else (_rv(written, ""), lambda: decode(written)))
 
 
 def answer(obj: K, obs: B, outcome: Outcome, *, decode: Callable[[dict[str, Any]], K],

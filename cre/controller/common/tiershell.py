@@ -25,7 +25,13 @@ from prometheus_client import CollectorRegistry
 from cre.api.meta import ObjectMeta
 from cre.core.common.plan import Ask, Plan
 from cre.kube.client import KubeClient, Resource
-from cre.kube.executor import PlanExecutor, WithFeedback, answer, refused_again
+from cre.kube.executor import (
+    PlanExecutor,
+    WithFeedback,
+    answer,
+    refused_again,
+    remember_applied,
+)
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.runtime import (
@@ -35,7 +41,6 @@ from cre.kube.runtime import (
     CoreReconciler,
     Result,
     converge,
-    key_of,
 )
 
 # --- the controller shell ---------------------------------------------------------------------
@@ -100,7 +105,7 @@ class TierController(CoreReconciler[K, B, Any]):
     async def reconcile(self, key: str) -> Result:
         """One pass over the object ``namespace/name``."""
         assert self._owners is not None, "managed_for was not called"
-        obj = self._owners.store.get(key)
+        obj = self.status_echo.latest(key, self._owners.store.get(key))
         if obj is None:
             return DONE
         return await converge(self._step, obj, await self.first_observation(obj),
@@ -115,7 +120,6 @@ class TierController(CoreReconciler[K, B, Any]):
         after = answer(obj, obs, outcome, decode=self._decode)
         if after is not None:
             return after
-        if plan.status is not None:
-            self.status_echo.remember(key_of(obj), plan.status)
+        remember_applied(self.status_echo, obj, plan, outcome, decode=self._decode)
         self.applied(obj, plan)
         return Result(requeue_after=plan.requeue_after)

@@ -77,7 +77,7 @@ from cre.kube.client import (
     TRAINJOBS,
     KubeClient,
 )
-from cre.kube.executor import CreateFailed, Outcome, answer, refused_again
+from cre.kube.executor import CreateFailed, Outcome, answer, refused_again, remember_applied
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import (
@@ -191,8 +191,8 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
 
     def bind(self, tg: TaskGroup | None) -> None:
         """Log prefetches and events run in the background while the controller runs."""
+        super().bind(tg)
         self.prefetcher.bind(tg)
-        self.recorder.bind(tg)
 
     # --- the Reconciler -----------------------------------------------------------------------
 
@@ -220,7 +220,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the Job ``namespace/name``."""
-        job = self.jobs.store.get(key)
+        job = self.status_echo.latest(key, self.jobs.store.get(key))
         if job is None:
             return DONE
         if is_terminal(job) or job.metadata.deletion_timestamp is not None:
@@ -274,7 +274,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         status = plan.status
         if status is None:
             return
-        self.status_echo.remember(key_of(job), status)
+        remember_applied(self.status_echo, job, plan, outcome, decode=job_from_dict)
         self.metrics.set_job_phase(ns, name, status.phase)
         log_ = status.failure_log
         if (log_ is not None and log_ != job.status.failure_log and log_.finished_at is not None

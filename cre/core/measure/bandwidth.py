@@ -229,14 +229,14 @@ def reconcile_bandwidth(bm: BandwidthMeasurement, obs: BandwidthObservation,
         problem = _profile_problem(ctx)
         if problem is not None:
             return problem
-    if member is None:
-        return owner_plan(ctx.bm, requeue_after=POLL)
+    if member is None:  # the Job's next change brings the measurement back (watched)
+        return owner_plan(ctx.bm)
     if member.type == ConditionType.SUCCEEDED:
         return _final(ctx, job, succeeded=True, ended=member.last_transition_time or now)
     if member.type == ConditionType.FAILED:
         return _final(ctx, job, succeeded=False, ended=member.last_transition_time or now)
     if member.reason != JobReason.WORKLOAD_RUNNING:
-        return owner_plan(ctx.bm, requeue_after=POLL)
+        return owner_plan(ctx.bm)  # as above
     return _sample(ctx)
 
 
@@ -261,6 +261,9 @@ def _await_job(ctx: _Ctx) -> BandwidthPlan:
 
 
 def _profile_problem(ctx: _Ctx) -> BandwidthPlan | None:
+    """``Measuring=False`` naming a LogProfile that is missing or does not compile, or
+    ``None``. Not polled: the shell watches LogProfiles and the Job, and either changing brings
+    the measurement back."""
     if ctx.obs.profile is not None:
         return None
     error = ctx.obs.profile_error
@@ -273,7 +276,7 @@ def _profile_problem(ctx: _Ctx) -> BandwidthPlan | None:
                           now=ctx.now)
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=reason, message=message)
-    return owner_plan(ctx.bm, new, events=(event,) if new != status else (), requeue_after=POLL)
+    return owner_plan(ctx.bm, new, events=(event,) if new != status else ())
 
 
 def _sample(ctx: _Ctx) -> BandwidthPlan:

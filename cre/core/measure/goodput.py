@@ -153,7 +153,8 @@ def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: date
         return _final(ctx, status, succeeded=member.type == ConditionType.SUCCEEDED,
                       why=member.reason, ended=member.last_transition_time or now)
     if member is None or member.reason != JobReason.WORKLOAD_RUNNING:
-        return owner_plan(ctx.gm, status, events=events, requeue_after=POLL)
+        # Not polled: the Job's next change brings the measurement back (watched).
+        return owner_plan(ctx.gm, status, events=events)
     return _sample(ctx, status, events)
 
 
@@ -177,6 +178,9 @@ def _log_interval(ctx: _Ctx) -> int | None:
 
 
 def _profile_problem(ctx: _Ctx, status: GoodputMeasurementStatus) -> GoodputPlan | None:
+    """``Measuring=False`` naming a LogProfile that is missing or does not compile, or
+    ``None``. Not polled: the shell watches LogProfiles and the Job, and either changing brings
+    the measurement back."""
     if ctx.obs.parser is not None:
         return None
     reason = (MeasurementReason.LOG_PROFILE_NOT_FOUND if ctx.obs.profile_missing
@@ -188,7 +192,7 @@ def _profile_problem(ctx: _Ctx, status: GoodputMeasurementStatus) -> GoodputPlan
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=reason, message=message)
     changed = new.conditions != ctx.gm.status.conditions
-    return owner_plan(ctx.gm, new, events=(event,) if changed else (), requeue_after=POLL)
+    return owner_plan(ctx.gm, new, events=(event,) if changed else ())
 
 
 def _request(ctx: _Ctx, status: GoodputMeasurementStatus, pod: PodView, container: str | None,

@@ -123,7 +123,9 @@ class CoreReconciler(abc.ABC, Generic[K, O, S]):
         await self.controller.wait_synced()
 
     def bind(self, tg: TaskGroup | None) -> None:
-        """Start background helpers in ``tg`` while running (``None``: stop them); none here."""
+        """Start background helpers in ``tg`` while running (``None``: stop them): here the
+        event recorder's sink, so a worker never waits on an Event write."""
+        self.recorder.bind(tg)
 
     async def run(self) -> None:
         """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (a
