@@ -10,7 +10,9 @@ holds, or that was refused for good, in the Observation's ``feedback``; a status
 conflicts, on the live copy; a gone object ends the reconcile). A core that plans again a
 create the API server refused for good ends the reconcile in a
 :class:`cre.kube.runtime.TerminalError` (recorded, not requeued). An applied status is
-remembered so its own watch echo does not enqueue the key again.
+remembered so its own watch echo does not enqueue the key again, and until that echo arrives a
+reconcile reads the copy the write returned instead of the cache's older one
+(:meth:`cre.kube.runtime.OwnStatusEcho.latest`). Events are written in the background.
 """
 
 from __future__ import annotations

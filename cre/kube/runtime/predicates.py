@@ -113,8 +113,14 @@ class OwnStatusEcho:
         return len(self._written)
 
     def is_echo(self, event: WatchEvent[Any]) -> bool:
-        """Whether ``event`` is only the echo of the remembered status write."""
+        """Whether ``event`` is only the echo of the remembered status write (any event of a
+        copy no write of this controller replaced also ends :meth:`latest`'s stand-in: the
+        cache holds that copy now)."""
         old, new = event.old, event.new
+        if new is not None:
+            own = self._copies.get(key_of(new))
+            if own is not None and (new.metadata.resource_version or "") not in own.replaced:
+                del self._copies[key_of(new)]
         if event.type != WatchEventType.MODIFIED or old is None or new is None:
             return False
         written = self._written.get(key_of(new))
