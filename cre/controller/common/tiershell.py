@@ -122,6 +122,6 @@ class TierController(CoreReconciler[K, B, Any]):
         after = answer(obj, obs, outcome, decode=self._decode)
         if after is not None:
             return after
-        remember_applied(self.status_echo, obj, plan, outcome, decode=self._decode)
+        remember_applied(self.status_echo, obj, plan, outcome)
         self.applied(obj, plan)
         return Result(requeue_after=plan.requeue_after)

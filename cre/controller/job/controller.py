@@ -274,7 +274,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         status = plan.status
         if status is None:
             return
-        remember_applied(self.status_echo, job, plan, outcome, decode=job_from_dict)
+        remember_applied(self.status_echo, job, plan, outcome)
         self.metrics.set_job_phase(ns, name, status.phase)
         log_ = status.failure_log
         if (log_ is not None and log_ != job.status.failure_log and log_.finished_at is not None

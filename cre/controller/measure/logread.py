@@ -298,5 +298,5 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
             self._clear(m)
         after = answer(m, obs, outcome, decode=self._wiring.decode, stale=self.without_reads)
         if after is None:
-            remember_applied(self.status_echo, m, plan, outcome, decode=self._wiring.decode)
+            remember_applied(self.status_echo, m, plan, outcome)
         return after

@@ -73,7 +73,7 @@ class OwnStatusEcho:
     def remember(self, key: str, status: Any, *, replaced: str = "",
                  copy: tuple[str, Callable[[], Any]] | None = None) -> None:
         """The status this controller just wrote for ``key``; ``copy``: the resourceVersion
-        and (a function decoding) the object the write returned, which replaced the copy at
+        and (a function building) the object as the write left it, which replaced the copy at
         ``replaced`` (and the one this reconcile started from)."""
         self._written[key] = status
         if copy is None:
@@ -85,8 +85,8 @@ class OwnStatusEcho:
 
     def latest(self, key: str, cached: S | None) -> S | None:
         """``cached`` (an object with ``metadata``), or the copy this controller's last write
-        of ``key`` returned while ``cached`` is one that a write of its replaced (the watch
-        echo not seen yet)."""
+        of ``key`` left while ``cached`` is one that a write of its replaced (the watch echo
+        not seen yet)."""
         own = self._copies.get(key)
         if cached is None:
             return None
