@@ -207,16 +207,23 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
                                    {} if draining else self.departed_launchers.pods(key))
         hosts = set(group_nodes(job)) | {p.node_name for p in workers + launchers if p.node_name}
         nodes = tuple(n for n in (self.nodes.store.get(x) for x in sorted(hosts)) if n is not None)
-        expression = expression_of(job)
         trainjob = object_key(job.metadata.namespace, workload_name(job.metadata.name or ""))
         bandwidth = object_key(job.metadata.namespace, bandwidth_name(job.metadata.name or ""))
         goodput = object_key(job.metadata.namespace, goodput_name(job.metadata.name or ""))
-        return Observation(trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
-                           launcher_pods=launchers, nodes=nodes,
-                           node_checks=self.node_checks.checks(expression, nodes)
-                           if expression else (),
-                           bandwidth_measurement=self.measurements.store.get(bandwidth),
-                           goodput_measurement=self.goodputs.store.get(goodput))
+        return self._checked(job, Observation(
+            trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
+            launcher_pods=launchers, nodes=nodes,
+            bandwidth_measurement=self.measurements.store.get(bandwidth),
+            goodput_measurement=self.goodputs.store.get(goodput)))
+
+    def _checked(self, job: Job, obs: Observation) -> Observation:
+        """``obs`` with the Job's nodeHealthMonitor expression evaluated on its nodes when the
+        core judges them: the Job is not terminal and its workload is observed (else nothing is
+        evaluated, and the CEL library is not even loaded)."""
+        expression = expression_of(job)
+        if expression is None or obs.trainjob is None or is_terminal(job):
+            return attrs.evolve(obs, node_checks=()) if obs.node_checks else obs
+        return attrs.evolve(obs, node_checks=self.node_checks.checks(expression, obs.nodes))
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the Job ``namespace/name``."""
@@ -239,7 +246,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             await self.recorder.emit(involved=involved(job), type_="Warning",
                                      reason="WorkloadCreationError", message=str(exc))
             raise
-        obs = _absorb(obs, outcome)
+        obs = self._checked(job, _absorb(obs, outcome))
         after = answer(job, obs, outcome, decode=job_from_dict)
         if after is not None:
             return after
@@ -263,7 +270,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             obs = attrs.evolve(obs, workload_events=await self.reads.workload_events(
                 obs.trainjob))
         if any(isinstance(a, ConfirmAbsent) for a in asks):
-            obs = attrs.evolve(obs, trainjob=await self.reads.trainjob(job))
+            obs = self._checked(job, attrs.evolve(obs, trainjob=await self.reads.trainjob(job)))
         return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))
 
     def _record(self, job: Job, plan: JobPlan, outcome: Outcome) -> None:
