@@ -111,7 +111,8 @@ def _workloadrun(ctx: ControllerContext) -> Controller:
 
 def _measurement(ctx: ControllerContext) -> Controller:
     return BandwidthController(ctx.client, informers=ctx.informers, registry=ctx.registry,
-                                 clock=ctx.clock, max_concurrent_reconciles=ctx.workers(2))
+                               clock=ctx.clock, time_scale=ctx.time_scale,
+                               max_concurrent_reconciles=ctx.workers(2))
 
 
 def _goodput(ctx: ControllerContext) -> Controller:

@@ -58,7 +58,7 @@ from cre.kube.client import (
     Resource,
 )
 from cre.kube.events import EventRecorder
-from cre.kube.runtime import DONE, Again, Result, TerminalError
+from cre.kube.runtime import DONE, Again, OwnStatusEcho, Result, TerminalError, key_of
 
 #: Creates of one kind in flight at once: a Workflow launching 125 groups writes 250 objects,
 #: which one at a time take the API round-trip 250 times over (docs/design/013, "Scale").
@@ -137,6 +137,8 @@ class Outcome:
     rejections: tuple[CreateError, ...] = ()
     fresh: dict[str, Any] | None = None  # CONFLICT: the owner as served now
     status_written_at: datetime | None = None
+    # The owner's resourceVersion after its status write (None: no status write).
+    status_resource_version: str | None = None
 
 
 def _utcnow() -> datetime:
@@ -182,6 +184,7 @@ class PlanExecutor:
         done = tuple(created)
         rv = plan.resource_version
         written_at = None
+        written_rv = None
         if plan.status is not None:
             body = to_dict(attrs.evolve(obj, status=plan.status))
             body["metadata"]["resourceVersion"] = rv
@@ -190,7 +193,7 @@ class PlanExecutor:
             except ApiError as exc:
                 return await self._stopped(obj, exc, created=done)
             written_at = self._clock()
-            rv = _rv(answer, rv)
+            rv = written_rv = _rv(answer, rv)
         for event in plan.events:
             await self.recorder.emit(involved=self.involved(obj), type_=event.type,
                                      reason=event.reason, message=event.message)
@@ -207,7 +210,8 @@ class PlanExecutor:
                 return attrs.evolve(await self._stopped(obj, exc, created=done),
                                     status_written_at=written_at)
             rv = _rv(answer, rv)
-        return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at)
+        return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at,
+                       status_resource_version=written_rv)
 
     async def _stopped(self, obj: Any, exc: ApiError, *, created: tuple[dict[str, Any], ...]
                        ) -> Outcome:
@@ -337,6 +341,21 @@ def refused_again(obj: Any, obs: WithFeedback, plan: Plan[Any],
     if refusals:
         raise TerminalError("; ".join(r.describe() for r in refusals), reason="CreateRefused",
                             involved=involved(obj))
+
+
+def remember_applied(echo: OwnStatusEcho, obj: Any, plan: Plan[Any], outcome: Outcome) -> None:
+    """After ``plan`` (about ``obj``, an attrs model) was applied in full: the status it wrote
+    is the watch echo to drop, and until that echo arrives ``obj`` with that status and the
+    resourceVersion the write returned stands in for the cache's older copy
+    (:meth:`OwnStatusEcho.latest`). Not after a patch of the owner (its finalizers): the
+    patch's precondition guards a plan made on the older copy, and removing the last finalizer
+    may have deleted the owner."""
+    rv = outcome.status_resource_version
+    if plan.status is None:
+        return
+    copy = None if rv is None or plan.patches else (rv, lambda: attrs.evolve(
+        obj, status=plan.status, metadata=attrs.evolve(obj.metadata, resource_version=rv)))
+    echo.remember(key_of(obj), plan.status, replaced=plan.resource_version, copy=copy)
 
 
 def answer(obj: K, obs: B, outcome: Outcome, *, decode: Callable[[dict[str, Any]], K],

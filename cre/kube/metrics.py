@@ -11,9 +11,12 @@ which is what a component built without an explicit ``metrics`` uses.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Final, Generic, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+C = TypeVar("C")
 
 # client-go's workqueue histograms use exponential buckets from 10 ns, factor 10, 12 buckets.
 _WORKQUEUE_BUCKETS: Final = tuple(1e-8 * 10**i for i in range(12))
@@ -127,18 +130,27 @@ class KubeMetrics:
         self.informer_reconnects.labels(informer=informer)
 
 
-_BY_REGISTRY: dict[int, tuple[CollectorRegistry, KubeMetrics]] = {}
+class PerRegistry(Generic[C]):
+    """Collectors built once per registry: called with a registry (default:
+    prometheus-client's default registry), ``build(registry)`` the first time, the same object
+    after. The registry is kept beside its collectors, so a new registry at a recycled ``id``
+    never gets another's."""
+
+    def __init__(self, build: Callable[[CollectorRegistry], C]) -> None:
+        self._build = build
+        self._held: dict[int, tuple[CollectorRegistry, C]] = {}
+
+    def __call__(self, registry: CollectorRegistry | None = None) -> C:
+        reg = REGISTRY if registry is None else registry
+        held = self._held.get(id(reg))
+        if held is None or held[0] is not reg:
+            held = (reg, self._build(reg))
+            self._held[id(reg)] = held
+        return held[1]
 
 
-def metrics_for(registry: CollectorRegistry | None = None) -> KubeMetrics:
-    """The collectors of ``registry`` (default: prometheus-client's default registry), created
-    the first time they are asked for."""
-    reg = REGISTRY if registry is None else registry
-    held = _BY_REGISTRY.get(id(reg))
-    if held is None or held[0] is not reg:
-        held = (reg, KubeMetrics(reg))
-        _BY_REGISTRY[id(reg)] = held
-    return held[1]
+#: The runtime's collectors of a registry (``metrics_for(registry)``), created on first use.
+metrics_for: Final = PerRegistry(KubeMetrics)
 
 
 def init_workqueue_series(name: str) -> None:

@@ -34,6 +34,7 @@ from cre.core.common.observed import NodeView, PodView
 from cre.core.common.plan import CreateError, Feedback, Observation, ReadEvents
 from cre.core.job.bandwidth import JOB_UID_ANNOTATION
 from cre.core.job.classify import group_nodes
+from cre.core.job.health import check_nodes, expression_of
 from cre.core.job.reconcile import is_terminal, reconcile_job
 from cre.core.job.workload import reference, workload_name
 from cre.testing.strategies.job import (
@@ -126,6 +127,9 @@ def _observation(job: Job, story: Story, *, bad: str, start: datetime) -> Observ
         obs = Observation(nodes=nodes)
     elif story == Story.THRESHOLD_MISSED:
         obs = attrs.evolve(obs, bandwidth_measurement=_measured(job, start))
+    expression = expression_of(job)
+    if expression:  # the shell's evaluation of the monitor (cre.controller.job.nodechecks)
+        obs = attrs.evolve(obs, node_checks=check_nodes(expression, obs.nodes))
     return obs
 
 

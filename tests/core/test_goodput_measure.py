@@ -118,7 +118,8 @@ def test_sampling_reads_from_the_anchor_and_counts_each_line_once() -> None:
 
 
 def test_no_read_while_the_container_waits_and_no_profile_is_a_condition() -> None:
-    """A crash-looping trainer is not read; a missing profile sets Measuring=False."""
+    """A crash-looping trainer is not read; a missing profile sets Measuring=False and is not
+    polled (the LogProfile watch brings the measurement back)."""
     from cre.testing.strategies.job import crashloop
 
     waiting = attrs.evolve(WORKER, container_statuses=tuple(
@@ -127,7 +128,7 @@ def test_no_read_while_the_container_waits_and_no_profile_is_a_condition() -> No
     assert _read(plan) is None and plan.status is not None
     missing = reconcile_goodput(_gm(), GoodputObservation(job=_job(), profile_missing=True),
                                 _t(10))
-    assert missing.status is not None
+    assert missing.status is not None and missing.requeue_after is None
     cond = missing.status.conditions[0]
     assert (cond.type, cond.status, cond.reason) == (
         ConditionType.MEASURING, ConditionStatus.FALSE, MeasurementReason.LOG_PROFILE_NOT_FOUND)

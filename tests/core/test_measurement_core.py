@@ -235,13 +235,14 @@ def test_job_gone_or_replaced() -> None:
 
 def test_missing_profile_is_not_terminal() -> None:
     """A missing profile (LogProfileNotFound, naming it) or an invalid one (LogProfileInvalid,
-    the compiler's error) is reported on Measuring at the first pass and retried."""
+    the compiler's error) is reported on Measuring at the first pass, and not polled: a change
+    of the profile or of the Job (both watched) brings the measurement back."""
     missing = attrs.evolve(RUNNING, profile=None)
     bm, plan = _pass(_bm(), missing, at(5), [])
     assert _cond(bm, ConditionType.MEASURING) == ("False", "LogProfileNotFound")
     cond = next(c for c in bm.status.conditions if c.type == ConditionType.MEASURING)
     assert cond.message == "LogProfile nccl-bandwidth not found"
-    assert _cond(bm, ConditionType.COMPLETE) is None and plan.requeue_after == 15.0
+    assert _cond(bm, ConditionType.COMPLETE) is None and plan.requeue_after is None
     invalid = attrs.evolve(missing, profile_error="LogProfile nccl-bandwidth: bad regex")
     bm, _ = _pass(_bm(), invalid, at(5), [])
     assert _cond(bm, ConditionType.MEASURING) == ("False", "LogProfileInvalid")

@@ -19,7 +19,15 @@ from cre.api.validate import validate
 from cre.core.common.lifecycle import true_member
 from cre.core.common.observed import NodeCondition, NodeTaint, NodeView
 from cre.core.common.plan import Observation
-from cre.core.job.health import GROUP_GPUS, check_monitor, check_nodes, group_gpus, node_object
+from cre.core.job.health import (
+    GROUP_GPUS,
+    cel_verdict,
+    check_monitor,
+    check_node,
+    check_nodes,
+    group_gpus,
+    node_object,
+)
 from cre.core.job.reconcile import reconcile_job, spec_errors
 from cre.testing.strategies.job import NODES, at, make_job, node, running_status, trainjob
 
@@ -51,7 +59,7 @@ def test_syntax_error_is_a_field_error_and_fails_the_job_before_any_workload() -
 def test_the_node_variable_has_go_zero_values() -> None:
     """A node that omits ``spec.unschedulable`` reads as false, as the typed Go object does."""
     plain, cordoned = node("a"), attrs.evolve(node("b"), unschedulable=True)
-    verdict = check_nodes(CORDONED, [cordoned, plain])
+    verdict = cel_verdict(CORDONED, check_nodes(CORDONED, [cordoned, plain]))
     assert verdict.flagged == ("b",) and verdict.errors == ()
     assert node_object(plain)["spec"]["unschedulable"] is False
 
@@ -68,17 +76,18 @@ def test_conditions_taints_and_labels_are_visible() -> None:
         "node.spec.taints.exists(t, t.effect == 'NoExecute')",
         "node.metadata.labels['nvidia.com/gpu.health'] == 'bad'",
     ):
-        verdict = check_nodes(expression, [sick])
-        assert verdict.flagged == ("a",), expression
-    assert check_nodes("node.spec.taints.exists(t, t.effect == 'NoExecute')",
-                       [healthy]).flagged == ()
+        assert check_node(expression, sick).unhealthy, expression
+    assert not check_node("node.spec.taints.exists(t, t.effect == 'NoExecute')",
+                          healthy).unhealthy
 
 
 def test_evaluation_errors_do_not_flag_and_are_named_in_the_running_message() -> None:
     """An expression that cannot be evaluated on a node (missing label key) flags nothing; the
     InProgress message names the node and the error."""
     job = _monitored("node.metadata.labels['rack'] == 'r1'", status=running_status())
-    obs = Observation(trainjob=trainjob(), nodes=tuple(node(n) for n in NODES))
+    nodes = tuple(node(n) for n in NODES)
+    obs = Observation(trainjob=trainjob(), nodes=nodes,
+                      node_checks=check_nodes("node.metadata.labels['rack'] == 'r1'", nodes))
     plan = reconcile_job(job, obs, at(30))
     assert plan.status is not None
     current = true_member(plan.status.conditions)
@@ -93,7 +102,8 @@ def test_a_flagged_node_fails_the_job_as_a_node_failure() -> None:
     expression, failure class Node/GPUUnhealthy, and the workload deleted."""
     job = _monitored(CORDONED, status=running_status())
     nodes = (node("gpu-0"), attrs.evolve(node("gpu-1"), unschedulable=True), node("gpu-2"))
-    plan = reconcile_job(job, Observation(trainjob=trainjob(), nodes=nodes), at(30))
+    obs = Observation(trainjob=trainjob(), nodes=nodes, node_checks=check_nodes(CORDONED, nodes))
+    plan = reconcile_job(job, obs, at(30))
     status = plan.status
     assert status is not None
     failed = true_member(status.conditions)
@@ -114,7 +124,8 @@ def test_a_flagged_node_fails_the_job_as_a_node_failure() -> None:
 def test_healthy_nodes_leave_the_run_alone() -> None:
     """No node flagged: the running plan is what it is without a monitor."""
     job = _monitored(CORDONED, status=running_status())
-    obs = Observation(trainjob=trainjob(), nodes=tuple(node(n) for n in NODES))
+    nodes = tuple(node(n) for n in NODES)
+    obs = Observation(trainjob=trainjob(), nodes=nodes, node_checks=check_nodes(CORDONED, nodes))
     plain = make_job(status=running_status())
     assert reconcile_job(job, obs, at(30)) == reconcile_job(plain, obs, at(30))
 
@@ -200,7 +211,20 @@ def test_a_monitor_with_cel_and_signals_names_both() -> None:
     """The expression and a signal both hold on a node: the message names each."""
     monitor = _signals(cel=CelExpression(expression=CORDONED), labels={"bad": "yes"})
     view = NodeView(name="a", unschedulable=True, labels=(("bad", "yes"),))
-    verdict = check_monitor(monitor, [view, NodeView(name="b", unschedulable=True)])
+    views = [view, NodeView(name="b", unschedulable=True)]
+    verdict = check_monitor(monitor, views, checks=check_nodes(CORDONED, views))
     assert verdict.flagged == ("a", "b")
     assert f"a: nodeHealthMonitor `{CORDONED}` is true, label bad=yes" in verdict.message()
     assert f"b: nodeHealthMonitor `{CORDONED}` is true" in verdict.message()
+
+
+def test_the_core_reads_the_checks_of_its_own_expression_only() -> None:
+    """The core judges a Job's expression by the results handed to it: a check of another
+    expression, or none at all, flags nothing; a compile error is said once, on node ``*``."""
+    cordoned = attrs.evolve(node("gpu-1"), unschedulable=True)
+    other = check_nodes("true", [cordoned])
+    assert cel_verdict(CORDONED, other).flagged == ()
+    assert cel_verdict(CORDONED, ()).flagged == ()
+    assert cel_verdict(CORDONED, check_nodes(CORDONED, [cordoned])).flagged == ("gpu-1",)
+    broken = cel_verdict("node.((", check_nodes("node.((", [cordoned, node("gpu-2")]))
+    assert [n for n, _ in broken.errors] == ["*"] and broken.flagged == ()

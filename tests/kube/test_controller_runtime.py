@@ -257,6 +257,35 @@ def test_predicates() -> None:
     assert isinstance(old.metadata, ObjectMeta)
 
 
+def _at(job: Job, rv: str, restarts: int) -> Job:
+    return attrs.evolve(job, status=attrs.evolve(job.status, restart_count=restarts),
+                        metadata=attrs.evolve(job.metadata, resource_version=rv))
+
+
+def test_own_writes_stand_in_for_the_cache_until_their_echo() -> None:
+    """While the cache holds a copy the controller's own status writes replaced (the one a
+    reconcile started from, or the one a plan was computed on after a conflict), ``latest``
+    gives the copy the last write returned; once the cache shows that copy or a newer one (or
+    the echo passes the predicate), the cache wins; a key never written, or forgotten, reads
+    the cache."""
+    echo = OwnStatusEcho()
+    key = "team-a/j1"
+    v1, v2, v3, v4 = (_at(make_job(), str(rv), rv) for rv in (1, 2, 3, 4))
+    assert echo.latest(key, v1) is v1  # the reconcile starts from the cache's v1
+    echo.remember(key, v2.status, replaced="1", copy=("2", lambda: v2))
+    assert echo.latest(key, v1) is v2  # the watch has not delivered v2 yet
+    # That reconcile's plan conflicted with a foreign write (v3, read live) and wrote v4.
+    echo.remember(key, v4.status, replaced="3", copy=("4", lambda: v4))
+    assert [echo.latest(key, c) for c in (v1, v3)] == [v4, v4]
+    assert echo.latest(key, v4) is v4 and echo.latest(key, v1) is v1  # caught up: cache wins
+    echo.remember(key, v2.status, replaced="1", copy=("2", lambda: v2))
+    assert not echo(_event(v2, v1))  # the echo arrives: dropped, and the stand-in ends
+    assert echo.latest(key, v1) is v1
+    echo.remember(key, v2.status, replaced="1", copy=("2", lambda: v2))
+    echo.forget(key)
+    assert echo.latest(key, v1) is v1 and echo.latest(key, None) is None
+
+
 async def test_converge_bounds_the_passes() -> None:
     """The shell answers until the core asks nothing; a core that keeps asking is an error
     naming the object and the answers given."""

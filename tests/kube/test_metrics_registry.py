@@ -42,3 +42,17 @@ def test_import_registers_nothing_on_the_default_registry() -> None:
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_collectors_are_built_once_per_registry() -> None:
+    """``PerRegistry(build)`` builds a registry's collectors the first time it is asked and
+    hands the same ones after; another registry gets its own."""
+    from prometheus_client import CollectorRegistry
+
+    from cre.kube.metrics import PerRegistry
+
+    built: list[CollectorRegistry] = []
+    per = PerRegistry(lambda reg: built.append(reg) or len(built))
+    one, two = CollectorRegistry(), CollectorRegistry()
+    assert (per(one), per(one), per(two), per(one)) == (1, 1, 2, 1)
+    assert built == [one, two]

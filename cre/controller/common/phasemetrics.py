@@ -12,10 +12,12 @@ at import time: :func:`phase_metrics_for` creates a kind's collectors on first u
 from __future__ import annotations
 
 import contextlib
+import functools
 
-from prometheus_client import REGISTRY, CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Gauge
 
 from cre.api.conditions import Phase, Verdict
+from cre.kube.metrics import PerRegistry
 
 
 class PhaseMetrics:
@@ -46,15 +48,13 @@ class PhaseMetrics:
                     gauge.remove(namespace, name, value.value)
 
 
-_BY_REGISTRY: dict[tuple[int, str], tuple[CollectorRegistry, PhaseMetrics]] = {}
+_BY_KIND: dict[str, PerRegistry[PhaseMetrics]] = {}
 
 
 def phase_metrics_for(kind: str, registry: CollectorRegistry | None = None) -> PhaseMetrics:
     """The ``kind``'s gauges on ``registry`` (default: prometheus-client's default registry),
     created the first time they are asked for."""
-    reg = REGISTRY if registry is None else registry
-    held = _BY_REGISTRY.get((id(reg), kind))
-    if held is None or held[0] is not reg:
-        held = (reg, PhaseMetrics(reg, kind=kind))
-        _BY_REGISTRY[(id(reg), kind)] = held
-    return held[1]
+    per = _BY_KIND.get(kind)
+    if per is None:
+        per = _BY_KIND[kind] = PerRegistry(functools.partial(PhaseMetrics, kind=kind))
+    return per(registry)

@@ -10,7 +10,9 @@ holds, or that was refused for good, in the Observation's ``feedback``; a status
 conflicts, on the live copy; a gone object ends the reconcile). A core that plans again a
 create the API server refused for good ends the reconcile in a
 :class:`cre.kube.runtime.TerminalError` (recorded, not requeued). An applied status is
-remembered so its own watch echo does not enqueue the key again.
+remembered so its own watch echo does not enqueue the key again, and until that echo arrives a
+reconcile reads the copy the write returned instead of the cache's older one
+(:meth:`cre.kube.runtime.OwnStatusEcho.latest`). Events are written in the background.
 """
 
 from __future__ import annotations
@@ -18,14 +20,20 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from cre.api.meta import ObjectMeta
 from cre.core.common.plan import Ask, Plan
 from cre.kube.client import KubeClient, Resource
-from cre.kube.executor import PlanExecutor, WithFeedback, answer, refused_again
+from cre.kube.executor import (
+    PlanExecutor,
+    WithFeedback,
+    answer,
+    refused_again,
+    remember_applied,
+)
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.runtime import (
@@ -35,7 +43,6 @@ from cre.kube.runtime import (
     CoreReconciler,
     Result,
     converge,
-    key_of,
 )
 
 # --- the controller shell ---------------------------------------------------------------------
@@ -49,9 +56,6 @@ class TierObject(Protocol):
 
 K = TypeVar("K", bound=TierObject)
 B = TypeVar("B", bound=WithFeedback)
-
-#: Passes of the core one reconcile may take (live reads, name conflicts, a fresh copy).
-MAX_PASSES: Final = 8
 
 
 class TierController(CoreReconciler[K, B, Any]):
@@ -108,13 +112,13 @@ class TierController(CoreReconciler[K, B, Any]):
     async def reconcile(self, key: str) -> Result:
         """One pass over the object ``namespace/name``."""
         assert self._owners is not None, "managed_for was not called"
-        obj = self._owners.store.get(key)
+        obj = self.status_echo.latest(key, self._owners.store.get(key))
         if obj is not None:
             obj = await self.current(obj)
         if obj is None:
             return DONE
         return await converge(self._step, obj, await self.first_observation(obj),
-                              what=f"{self._name} {key}", max_passes=MAX_PASSES)
+                              what=f"{self._name} {key}")
 
     async def _step(self, obj: K, obs: B) -> Again[K, B] | Result:
         plan = self.plan(obj, obs, self._clock())
@@ -125,7 +129,6 @@ class TierController(CoreReconciler[K, B, Any]):
         after = answer(obj, obs, outcome, decode=self._decode)
         if after is not None:
             return after
-        if plan.status is not None:
-            self.status_echo.remember(key_of(obj), plan.status)
+        remember_applied(self.status_echo, obj, plan, outcome)
         self.applied(obj, plan)
         return Result(requeue_after=plan.requeue_after)

@@ -39,6 +39,7 @@ from cre.api.labels import GPU_PRESENT, JOB
 from cre.api.measurement import BandwidthMeasurement
 from cre.controller.job.events import INDEX_GROUP_NODE, JobEvents, node_changed
 from cre.controller.job.metrics import job_metrics_for
+from cre.controller.job.nodechecks import NodeChecks
 from cre.controller.job.prefetch import LogPrefetcher
 from cre.controller.job.shell import (
     JobReads,
@@ -65,6 +66,7 @@ from cre.core.common.projections import node_view, trainjob_view
 from cre.core.job.bandwidth import BANDWIDTH_KIND, bandwidth_name
 from cre.core.job.classify import group_nodes
 from cre.core.job.goodput import GOODPUT_KIND, goodput_name
+from cre.core.job.health import expression_of
 from cre.core.job.reconcile import JobPlan, is_terminal, reconcile_job
 from cre.core.job.workload import TRAINJOB_KIND, workload_name
 from cre.kube.client import (
@@ -75,7 +77,7 @@ from cre.kube.client import (
     TRAINJOBS,
     KubeClient,
 )
-from cre.kube.executor import CreateFailed, Outcome, answer, refused_again
+from cre.kube.executor import CreateFailed, Outcome, answer, refused_again, remember_applied
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import (
@@ -100,8 +102,6 @@ log = logging.getLogger(__name__)
 
 CONTROLLER: Final = "job"
 COMPONENT: Final = "cre.dev/job-controller"
-# Passes of the core per reconcile (log reads, live reads, create answers, conflicts).
-MAX_PASSES: Final = 8
 # Tombstones of failed launchers kept per Job (a retry makes two; more is a runaway).
 MAX_DEPARTED: Final = 8
 # Tombstones of failed workers kept per Job (the earliest failures win on overflow).
@@ -153,15 +153,9 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
                  max_concurrent_reconciles: int = 4, settings: JobSettings = DEFAULT_SETTINGS,
                  log_timeout: float = 10.0, clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
-        if time_scale <= 0:
-            raise ValueError(f"JobController: time_scale must be positive, got {time_scale}")
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          workers=max_concurrent_reconciles, clock=clock, informers=informers,
-                         namespaces=namespaces, registry=registry)
-        # Seconds of ``clock`` per wall second (a simulated clock runs faster): the core's
-        # requeues are in clock seconds (its deadlines, e.g. the threshold verdict's, are read
-        # on that clock), the workqueue waits in wall seconds.
-        self.time_scale = time_scale
+                         namespaces=namespaces, registry=registry, time_scale=time_scale)
         self.settings = settings
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.metrics = job_metrics_for(registry)
@@ -183,6 +177,8 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         # Failed pods deleted before the Job's failure was recorded, by Job key (tombstones).
         self.departed_launchers = Tombstones(per_job=MAX_DEPARTED)
         self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
+        # The nodeHealthMonitor's results, evaluated once per node copy (not per pass).
+        self.node_checks = NodeChecks()
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.reads = JobReads(client, self.prefetcher, log_timeout=log_timeout)
         self.executor = job_executor(client, self.recorder, clock=clock)
@@ -195,8 +191,8 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
 
     def bind(self, tg: TaskGroup | None) -> None:
         """Log prefetches and events run in the background while the controller runs."""
+        super().bind(tg)
         self.prefetcher.bind(tg)
-        self.recorder.bind(tg)
 
     # --- the Reconciler -----------------------------------------------------------------------
 
@@ -214,20 +210,29 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         trainjob = object_key(job.metadata.namespace, workload_name(job.metadata.name or ""))
         bandwidth = object_key(job.metadata.namespace, bandwidth_name(job.metadata.name or ""))
         goodput = object_key(job.metadata.namespace, goodput_name(job.metadata.name or ""))
-        return Observation(trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
-                           launcher_pods=launchers, nodes=nodes,
-                           bandwidth_measurement=self.measurements.store.get(bandwidth),
-                           goodput_measurement=self.goodputs.store.get(goodput))
+        return self._checked(job, Observation(
+            trainjob=self.trainjobs.store.get(trainjob), worker_pods=workers,
+            launcher_pods=launchers, nodes=nodes,
+            bandwidth_measurement=self.measurements.store.get(bandwidth),
+            goodput_measurement=self.goodputs.store.get(goodput)))
+
+    def _checked(self, job: Job, obs: Observation) -> Observation:
+        """``obs`` with the Job's nodeHealthMonitor expression evaluated on its nodes when the
+        core judges them: the Job is not terminal and its workload is observed (else nothing is
+        evaluated, and the CEL library is not even loaded)."""
+        expression = expression_of(job)
+        if expression is None or obs.trainjob is None or is_terminal(job):
+            return attrs.evolve(obs, node_checks=()) if obs.node_checks else obs
+        return attrs.evolve(obs, node_checks=self.node_checks.checks(expression, obs.nodes))
 
     async def reconcile(self, key: str) -> Result:
         """One pass over the Job ``namespace/name``."""
-        job = self.jobs.store.get(key)
+        job = self.status_echo.latest(key, self.jobs.store.get(key))
         if job is None:
             return DONE
         if is_terminal(job) or job.metadata.deletion_timestamp is not None:
             self._forget_failures(key)
-        return await converge(self._step, job, self.observe(job), what=f"job {key}",
-                              max_passes=MAX_PASSES)
+        return await converge(self._step, job, self.observe(job), what=f"job {key}")
 
     async def _step(self, job: Job, obs: Observation) -> Again[Job, Observation] | Result:
         """Run the core once; answer what it asks, or apply its Plan and answer the outcome."""
@@ -241,7 +246,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             await self.recorder.emit(involved=involved(job), type_="Warning",
                                      reason="WorkloadCreationError", message=str(exc))
             raise
-        obs = _absorb(obs, outcome)
+        obs = self._checked(job, _absorb(obs, outcome))
         after = answer(job, obs, outcome, decode=job_from_dict)
         if after is not None:
             return after
@@ -252,8 +257,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         self._record(job, plan, outcome)
         if plan.status is not None and is_terminal(attrs.evolve(job, status=plan.status)):
             self._forget_failures(key)  # the verdict is written: nothing left to record
-        requeue = plan.requeue_after
-        return Result(requeue_after=requeue / self.time_scale if requeue is not None else None)
+        return self.requeue(plan.requeue_after)
 
     async def _answer(self, job: Job, obs: Observation, asks: Sequence[Ask]) -> Observation:
         """``obs`` with the answers to ``asks`` (the core asks one kind of thing at a time)."""
@@ -266,7 +270,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             obs = attrs.evolve(obs, workload_events=await self.reads.workload_events(
                 obs.trainjob))
         if any(isinstance(a, ConfirmAbsent) for a in asks):
-            obs = attrs.evolve(obs, trainjob=await self.reads.trainjob(job))
+            obs = self._checked(job, attrs.evolve(obs, trainjob=await self.reads.trainjob(job)))
         return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))
 
     def _record(self, job: Job, plan: JobPlan, outcome: Outcome) -> None:
@@ -277,7 +281,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         status = plan.status
         if status is None:
             return
-        self.status_echo.remember(key_of(job), status)
+        remember_applied(self.status_echo, job, plan, outcome)
         self.metrics.set_job_phase(ns, name, status.phase)
         log_ = status.failure_log
         if (log_ is not None and log_ != job.status.failure_log and log_.finished_at is not None

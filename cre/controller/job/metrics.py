@@ -10,10 +10,12 @@ failed launcher about half a second after it exits). Nothing is registered at im
 from __future__ import annotations
 
 import contextlib
+from typing import Final
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from cre.api.conditions import Phase
+from cre.kube.metrics import PerRegistry
 
 
 class JobMetrics:
@@ -45,15 +47,5 @@ class JobMetrics:
                 self.job_status.remove(namespace, job, candidate.value)
 
 
-_BY_REGISTRY: dict[int, tuple[CollectorRegistry, JobMetrics]] = {}
-
-
-def job_metrics_for(registry: CollectorRegistry | None = None) -> JobMetrics:
-    """The Job collectors of ``registry`` (default: prometheus-client's default registry),
-    created the first time they are asked for."""
-    reg = REGISTRY if registry is None else registry
-    held = _BY_REGISTRY.get(id(reg))
-    if held is None or held[0] is not reg:
-        held = (reg, JobMetrics(reg))
-        _BY_REGISTRY[id(reg)] = held
-    return held[1]
+#: The Job collectors of a registry (``job_metrics_for(registry)``), created on first use.
+job_metrics_for: Final = PerRegistry(JobMetrics)

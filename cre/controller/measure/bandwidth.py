@@ -70,12 +70,12 @@ class BandwidthController(LogMeasurementController[BandwidthMeasurement,
                  informers: InformerFactory | None = None,
                  max_concurrent_reconciles: int = 2, log_timeout: float = 120.0,
                  clock: Callable[[], datetime] = utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         super().__init__(client, wiring=_WIRING, compile_profile=compile_profile,
                          metrics=bandwidth_metrics_for(registry), registry=registry,
                          namespaces=namespaces, informers=informers,
                          workers=max_concurrent_reconciles, log_timeout=log_timeout,
-                         clock=clock)
+                         clock=clock, time_scale=time_scale)
 
     def series(self, name: str, job: str) -> str:
         return job_name_of(name) or job
@@ -125,7 +125,7 @@ class BandwidthController(LogMeasurementController[BandwidthMeasurement,
                 self.metrics.clear(ns, job)
         elif status.results:
             self.metrics.publish(ns, job, status.results)
-        return Result(requeue_after=plan.requeue_after)
+        return self.requeue(plan.requeue_after)
 
     async def _answer(self, bm: BandwidthMeasurement, obs: BandwidthObservation,
                       asks: Sequence[Ask]) -> BandwidthObservation:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import Final
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from cre.api.measurement import BandwidthResult
+from cre.kube.metrics import PerRegistry
 
 
 class BandwidthMetrics:
@@ -55,15 +57,5 @@ class BandwidthMetrics:
                     gauge.remove(namespace, job, size)
 
 
-_BY_REGISTRY: dict[int, tuple[CollectorRegistry, BandwidthMetrics]] = {}
-
-
-def bandwidth_metrics_for(registry: CollectorRegistry | None = None) -> BandwidthMetrics:
-    """The measurement collectors of ``registry`` (default: prometheus-client's default
-    registry), created the first time they are asked for."""
-    reg = REGISTRY if registry is None else registry
-    held = _BY_REGISTRY.get(id(reg))
-    if held is None or held[0] is not reg:
-        held = (reg, BandwidthMetrics(reg))
-        _BY_REGISTRY[id(reg)] = held
-    return held[1]
+#: The bandwidth collectors of a registry (``bandwidth_metrics_for(registry)``), built once.
+bandwidth_metrics_for: Final = PerRegistry(BandwidthMetrics)

@@ -66,16 +66,11 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
                  log_timeout: float = 120.0,
                  clock: Callable[[], datetime] = utcnow,
                  registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
-        if time_scale <= 0:
-            raise ValueError(f"GoodputController: time_scale must be positive, got {time_scale}")
-        # Seconds of ``clock`` per wall second (a simulated clock runs faster): requeues are
-        # in clock seconds, the workqueue waits in wall seconds.
-        self.time_scale = time_scale
         super().__init__(client, wiring=_WIRING, compile_profile=compile_goodput_profile,
                          metrics=goodput_metrics_for(registry), registry=registry,
                          namespaces=namespaces, informers=informers,
                          workers=max_concurrent_reconciles, log_timeout=log_timeout,
-                         clock=clock)
+                         clock=clock, time_scale=time_scale)
 
     def series(self, name: str, job: str) -> str:
         return name
@@ -127,8 +122,7 @@ class GoodputController(LogMeasurementController[GoodputMeasurement, GoodputObse
                 not terminal and status.last_sample_time is not None):
             self.metrics.publish(gm.metadata.namespace or "", gm.metadata.name or "", status,
                                  terminal=terminal)
-        after = plan.requeue_after
-        return Result(requeue_after=after / self.time_scale if after is not None else None)
+        return self.requeue(plan.requeue_after)
 
     async def _answer(self, gm: GoodputMeasurement, obs: GoodputObservation,
                       asks: Sequence[Ask]) -> GoodputObservation:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 from typing import Final
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from cre.api.goodput import GoodputMeasurementStatus
+from cre.kube.metrics import PerRegistry
 
 _TIMES: Final = (
     ("training", "training_time_sec"), ("lost_work", "lost_work_time_sec"),
@@ -73,15 +74,5 @@ class GoodputMetrics:
                 gauge.remove(namespace, name)
 
 
-_BY_REGISTRY: dict[int, tuple[CollectorRegistry, GoodputMetrics]] = {}
-
-
-def goodput_metrics_for(registry: CollectorRegistry | None = None) -> GoodputMetrics:
-    """The goodput collectors of ``registry`` (default: prometheus-client's default registry),
-    created the first time they are asked for."""
-    reg = REGISTRY if registry is None else registry
-    held = _BY_REGISTRY.get(id(reg))
-    if held is None or held[0] is not reg:
-        held = (reg, GoodputMetrics(reg))
-        _BY_REGISTRY[id(reg)] = held
-    return held[1]
+#: The goodput collectors of a registry (``goodput_metrics_for(registry)``), created on first use.
+goodput_metrics_for: Final = PerRegistry(GoodputMetrics)

@@ -32,7 +32,6 @@ from datetime import datetime
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
-from anyio.abc import TaskGroup
 from prometheus_client import CollectorRegistry, Counter
 
 from cre.api.converter import structure
@@ -46,7 +45,7 @@ from cre.core.common.plan import Plan, StreamLog
 from cre.core.measure.logprofile import ProfileError
 from cre.core.measure.logwindow import WindowFilter
 from cre.kube.client import JOBS, LOGPROFILES, ApiError, KubeClient, Resource
-from cre.kube.executor import OutcomeKind, PlanExecutor, WithFeedback, answer
+from cre.kube.executor import OutcomeKind, PlanExecutor, WithFeedback, answer, remember_applied
 from cre.kube.factory import InformerFactory
 from cre.kube.informer import Informer
 from cre.kube.pods import live_list_pods, stream_pod_log
@@ -65,7 +64,6 @@ from cre.kube.runtime import (
 
 #: The replicated job whose pods carry ``cre.dev/launcher=<job>`` (the others: ``cre.dev/job``).
 LAUNCHER_JOB: Final = "launcher"
-MAX_PASSES: Final = 6
 
 
 def profile_from_dict(raw: dict[str, Any]) -> LogProfile:
@@ -162,10 +160,11 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
                  compile_profile: Callable[[LogProfile], C], metrics: Series,
                  registry: CollectorRegistry | None, namespaces: Sequence[str] | None,
                  informers: InformerFactory | None, workers: int,
-                 log_timeout: float, clock: Callable[[], datetime]) -> None:
+                 log_timeout: float, clock: Callable[[], datetime],
+                 time_scale: float) -> None:
         super().__init__(client, name=wiring.controller, component=wiring.component,
                          workers=workers, clock=clock, informers=informers,
-                         namespaces=namespaces, registry=registry)
+                         namespaces=namespaces, registry=registry, time_scale=time_scale)
         self.log_timeout = log_timeout
         self._wiring = wiring
         self._compile = compile_profile
@@ -185,11 +184,6 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
             .watches(self.profiles, enqueue_mapped(self._for_profile)))
 
     # --- wiring -------------------------------------------------------------------------------
-
-    def bind(self, tg: TaskGroup | None) -> None:
-        """Events are queued and written in the background while the controller runs: a
-        worker never waits on one."""
-        self.recorder.bind(tg)
 
     def _for_job(self, event: WatchEvent[Job]) -> Iterable[str]:
         job = event.obj
@@ -263,13 +257,13 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
         return Observed(job=job, profile=profile, error=error, pods=pods)
 
     async def reconcile(self, key: str) -> Result:
-        m = self.measurements.store.get(key)
+        m = self.status_echo.latest(key, self.measurements.store.get(key))
         if m is None:
             ns, name = split_key(key)
             self.metrics.clear(ns or "", self.series(name, name))
             return DONE
         return await converge(self._step, m, await self.observe(m),
-                              what=f"{self._wiring.what} {key}", max_passes=MAX_PASSES)
+                              what=f"{self._wiring.what} {key}")
 
     async def stream(self, request: StreamLog, feed: Callable[[str], None]) -> Streamed:
         """Stream the log ``request`` asks for; every line the window admits goes to ``feed``."""
@@ -303,6 +297,6 @@ class LogMeasurementController(CoreReconciler[M, B, Any], Generic[M, B, C]):
         if outcome.kind == OutcomeKind.GONE:
             self._clear(m)
         after = answer(m, obs, outcome, decode=self._wiring.decode, stale=self.without_reads)
-        if after is None and plan.status is not None:
-            self.status_echo.remember(key_of(m), plan.status)
+        if after is None:
+            remember_applied(self.status_echo, m, plan, outcome)
         return after

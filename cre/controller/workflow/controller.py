@@ -34,7 +34,7 @@ from cre.api.job import Job
 from cre.api.watch import WatchEventType
 from cre.api.workflow import Workflow
 from cre.controller.common.phasemetrics import phase_metrics_for
-from cre.controller.common.tiershell import MAX_PASSES, TierController
+from cre.controller.common.tiershell import TierController
 from cre.controller.job.events import node_changed
 from cre.controller.job.shell import job_from_dict
 from cre.controller.workflow.shell import (
@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 CONTROLLER: Final = "workflow"
 COMPONENT: Final = "cre.dev/workflow-controller"
 
-__all__ = ["MAX_PASSES", "WORKFLOWS", "WorkflowController", "workflow_from_dict"]
+__all__ = ["WORKFLOWS", "WorkflowController", "workflow_from_dict"]
 
 
 def _namespace(wf: Workflow) -> str:

@@ -155,6 +155,19 @@ class NodeView:
         return label_value(self.labels, key)
 
 
+@attrs.frozen(slots=True, kw_only=True)
+class NodeCheck:
+    """A ``nodeHealthMonitor`` expression evaluated on one copy of a node: ``unhealthy``
+    when it returned true, ``error`` when it could not be evaluated (on node ``"*"``: the
+    expression does not compile). The shell evaluates each expression once per node copy
+    (``cre.core.job.health.check_node``) and hands the results to the core."""
+
+    node: str
+    expression: str
+    unhealthy: bool = False
+    error: str | None = None
+
+
 @attrs.frozen(slots=True)
 class ObjectCondition:
     """A status condition of a non-Pod object (TrainJob, JobSet, batch Job)."""

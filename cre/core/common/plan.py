@@ -39,13 +39,21 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 
 from cre.api.goodput import GoodputMeasurement
 from cre.api.measurement import BandwidthMeasurement
-from cre.core.common.observed import LogTail, NodeView, ObjectEvent, PodView, TrainJobView
+from cre.api.meta import ObjectMeta
+from cre.core.common.observed import (
+    LogTail,
+    NodeCheck,
+    NodeView,
+    ObjectEvent,
+    PodView,
+    TrainJobView,
+)
 
 # Tail limits of every failure-log record (reference section 5.2: 800 lines, last 32 KiB).
 TAIL_LINES: Final = 800
@@ -58,6 +66,7 @@ READ_LIMIT_BYTES: Final = 8 * LIMIT_BYTES
 SAMPLE_LIMIT_BYTES: Final = 8 * 1024 * 1024
 
 S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 
 
 class EventSeverity(enum.StrEnum):
@@ -283,6 +292,27 @@ class Plan(Generic[S]):
         return not (self.writes or self.asks)
 
 
+class StatusOwner(Protocol[S_co]):
+    """What a plan about an object reads of it: its resourceVersion and its current status."""
+
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+    @property
+    def status(self) -> S_co: ...
+
+
+def owner_plan(owner: StatusOwner[S], status: S | None = None, *,
+               events: tuple[EventSpec, ...] = (), asks: tuple[Ask, ...] = (),
+               requeue_after: float | None = None) -> Plan[S]:
+    """A plan about ``owner`` computed from its copy at hand (the status write's precondition)
+    that writes ``status`` only when it differs from the owner's (``None``: no status write),
+    then ``events``; or that ``asks`` (and writes nothing)."""
+    return Plan(resource_version=owner.metadata.resource_version or "",
+                status=status if status is not None and status != owner.status else None,
+                events=events, asks=asks, requeue_after=requeue_after)
+
+
 @attrs.frozen(kw_only=True)
 class Observation:
     """Everything the Job core may read about one Job's world at one instant.
@@ -292,7 +322,9 @@ class Observation:
     :class:`ConfirmAbsent`). ``worker_pods`` and ``launcher_pods`` come from a live list when
     ``feedback`` holds the answered :class:`ListLive` asks of pods. A create of the workload
     whose name was held, or that was refused for good, is in ``feedback``. ``nodes`` are the
-    GPU nodes of the group and those hosting the Job's pods, as far as the cache holds them.
+    GPU nodes of the group and those hosting the Job's pods, as far as the cache holds them;
+    ``node_checks`` the Job's ``nodeHealthMonitor`` expression evaluated on each of them (the
+    shell evaluates an expression once per node copy, not on every pass).
     Launcher pods come first wherever pods are combined, so a same-second tie picks the launcher.
     """
 
@@ -300,6 +332,7 @@ class Observation:
     worker_pods: tuple[PodView, ...] = ()
     launcher_pods: tuple[PodView, ...] = ()
     nodes: tuple[NodeView, ...] = ()
+    node_checks: tuple[NodeCheck, ...] = ()
     log_tails: tuple[LogTail, ...] = ()
     # The Job's BandwidthMeasurement (``<job>-bandwidth``) as cached, or as the live holder a
     # create's AlreadyExists returned (see cre.core.job.bandwidth).

@@ -1,9 +1,11 @@
 """The ``nodeHealthMonitor``: a user's CEL expression over each node of a running Job.
 
 The reference runs a CEL detector with one variable, ``node`` (a corev1 Node), on the Job's
-nodes while the Job is not terminal; true means the node is unhealthy. Here the pure core does
-it on every pass, against the nodes of the Observation (the group's nodes and those hosting the
-Job's pods), with the program compiled once per expression (``cre.api.cel``, cached, no I/O).
+nodes while the Job is not terminal; true means the node is unhealthy. Here the expression is
+evaluated on the nodes of the Observation (the group's nodes and those hosting the Job's pods) by
+:func:`check_node`, with the program compiled once per expression (``cre.api.cel``, cached, no
+I/O). The shell calls it once per node copy (a node's resourceVersion) and expression, not on
+every pass of every Job, and the core reads the results (``Observation.node_checks``).
 
 ``node`` is the Node as the slim projection keeps it, in corev1 JSON shape: ``metadata`` (name,
 uid, every label), ``spec`` (``unschedulable``, ``taints``, ``providerID``) and ``status``
@@ -42,7 +44,7 @@ from cre.api.conditions import ConditionType, FailedNodeReason, JobReason
 from cre.api.job import FailedNode, Job, JobStatus, NodeHealthMonitor
 from cre.api.meta import Condition, ConditionStatus
 from cre.core.common.lifecycle import bound_note
-from cre.core.common.observed import NodeView
+from cre.core.common.observed import NodeCheck, NodeView
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 # ``node=count,...``: each group node's allocatable nvidia.com/gpu when the group launched.
@@ -154,32 +156,48 @@ def expression_of(job: Job) -> str | None:
     return monitor.cel.expression if monitor is not None and monitor.cel is not None else None
 
 
-def check_nodes(expression: str, nodes: Sequence[NodeView]) -> HealthVerdict:
-    """Evaluate ``expression`` on every node; a node is flagged when the result is ``true``."""
+def check_node(expression: str, view: NodeView) -> NodeCheck:
+    """``expression`` evaluated on ``view``: unhealthy when the result is ``true``; an error
+    when it fails or is not a bool, or on node ``"*"`` when it does not compile."""
     try:
         program = compile_cel(expression)
     except CelError as exc:  # validation reports it before any workload; never raise here
-        return HealthVerdict(expression=expression, errors=(("*", str(exc)),))
-    flagged: list[str] = []
-    errors: list[tuple[str, str]] = []
-    for view in sorted(nodes, key=lambda n: n.name):
-        try:
-            result = program.run({"node": node_object(view)})
-        except CelError as exc:
-            errors.append((view.name, str(exc)))
-            continue
-        if result is True:
-            flagged.append(view.name)
-        elif result is not False:
-            errors.append((view.name, f"must return a bool, got {type(result).__name__}"))
-    return HealthVerdict(expression=expression, flagged=tuple(flagged), errors=tuple(errors))
+        return NodeCheck(node="*", expression=expression, error=str(exc))
+    try:
+        result = program.run({"node": node_object(view)})
+    except CelError as exc:
+        return NodeCheck(node=view.name, expression=expression, error=str(exc))
+    if result is True or result is False:
+        return NodeCheck(node=view.name, expression=expression, unhealthy=result)
+    return NodeCheck(node=view.name, expression=expression,
+                     error=f"must return a bool, got {type(result).__name__}")
+
+
+def check_nodes(expression: str, nodes: Sequence[NodeView]) -> tuple[NodeCheck, ...]:
+    """``expression`` evaluated on every node (:func:`check_node`), without a cache."""
+    return tuple(check_node(expression, view) for view in nodes)
+
+
+def cel_verdict(expression: str, checks: Sequence[NodeCheck]) -> HealthVerdict:
+    """The verdict of ``expression`` from its ``checks`` (those of other expressions are
+    ignored): a node is flagged when the result was ``true``; a compile error is the only error
+    said."""
+    mine = sorted((c for c in checks if c.expression == expression), key=lambda c: c.node)
+    broken = next((c for c in mine if c.node == "*"), None)
+    if broken is not None:
+        return HealthVerdict(expression=expression, errors=(("*", broken.error or ""),))
+    return HealthVerdict(expression=expression,
+                         flagged=tuple(c.node for c in mine if c.unhealthy),
+                         errors=tuple((c.node, c.error) for c in mine if c.error is not None))
 
 
 def check_monitor(monitor: NodeHealthMonitor, nodes: Sequence[NodeView], *,
+                  checks: Sequence[NodeCheck] = (),
                   baseline: Mapping[str, int] | None = None) -> HealthVerdict:
-    """Every signal of ``monitor`` on every node: a node is flagged when one holds."""
+    """Every signal of ``monitor`` on every node: a node is flagged when one holds (the
+    expression's results are ``checks``, evaluated by the shell)."""
     expression = monitor.cel.expression if monitor.cel is not None else ""
-    verdict = check_nodes(expression, nodes) if expression else HealthVerdict()
+    verdict = cel_verdict(expression, checks) if expression else HealthVerdict()
     by_cel = set(verdict.flagged)
     start = dict(baseline or {})
     findings: list[tuple[str, str]] = []
@@ -204,12 +222,14 @@ def check_monitor(monitor: NodeHealthMonitor, nodes: Sequence[NodeView], *,
                         findings=tuple(findings))
 
 
-def check_job(job: Job, nodes: Sequence[NodeView]) -> HealthVerdict | None:
+def check_job(job: Job, nodes: Sequence[NodeView], checks: Sequence[NodeCheck]
+              ) -> HealthVerdict | None:
     """The monitor's verdict on ``nodes`` for ``job`` (``None``: the Job has no monitor)."""
     monitor = job.spec.node_health_monitor
     if monitor is None:
         return None
-    return check_monitor(monitor, nodes, baseline=group_gpus(job.metadata.annotations))
+    return check_monitor(monitor, nodes, checks=checks,
+                         baseline=group_gpus(job.metadata.annotations))
 
 
 def mark_hardware_failed(status: JobStatus, verdict: HealthVerdict, *, now: datetime,

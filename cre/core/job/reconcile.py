@@ -394,7 +394,7 @@ def _track(ctx: _Ctx, view: TrainJobView) -> JobPlan:
             return ctx.plan(requeue_after=wait)
         return _fail(ctx, cause=Cause.WORKLOAD_FAILED, reason=JobReason.WORKLOAD_FAILED,
                      message=message, view=view, status=status)
-    health = check_job(ctx.job, ctx.obs.nodes)
+    health = check_job(ctx.job, ctx.obs.nodes, ctx.obs.node_checks)
     if health is not None and health.flagged:
         return _hardware_failed(ctx, view, status, health)
     preempted = preempted_message(_current_pods(ctx, view))

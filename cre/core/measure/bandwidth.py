@@ -60,7 +60,13 @@ from cre.api.measurement import (
 from cre.api.meta import ConditionStatus
 from cre.core.common.lifecycle import true_member
 from cre.core.common.observed import PodView
-from cre.core.common.plan import ConfirmAbsent, EventSeverity, EventSpec, Plan, StreamLog
+from cre.core.common.plan import (
+    EventSeverity,
+    EventSpec,
+    Plan,
+    StreamLog,
+    owner_plan,
+)
 from cre.core.common.wording import count
 from cre.core.measure.logprofile import CompiledProfile
 from cre.core.measure.logread import FINAL_LIMIT_BYTES as FINAL_LIMIT_BYTES
@@ -193,26 +199,13 @@ class _Ctx:
     obs: BandwidthObservation
     now: datetime
 
-    def plan(self, *, asks: tuple[ReadRequest | ConfirmAbsent, ...] = (),
-             requeue_after: float | None = None) -> BandwidthPlan:
-        """A plan that writes nothing."""
-        return Plan(resource_version=self.bm.metadata.resource_version or "", asks=asks,
-                    requeue_after=requeue_after)
-
-    def write(self, status: BandwidthMeasurementStatus, *, events: tuple[EventSpec, ...] = (),
-              requeue_after: float | None = None) -> BandwidthPlan:
-        """A plan that writes ``status`` (when it changed) and ``events``."""
-        return Plan(resource_version=self.bm.metadata.resource_version or "",
-                    status=status if status != self.bm.status else None, events=events,
-                    requeue_after=requeue_after)
-
 
 def reconcile_bandwidth(bm: BandwidthMeasurement, obs: BandwidthObservation,
                           now: datetime) -> BandwidthPlan:
     """The Plan that moves ``bm`` one step along its Job."""
     ctx = _Ctx(bm=bm, obs=obs, now=now)
     if is_complete(bm):
-        return ctx.plan()  # first terminal write won: frozen
+        return owner_plan(bm)  # first terminal write won: frozen
     ref = bm.spec.job_ref
     if ref.kind != "Job" or ref.api_group not in (None, "", L.GROUP):
         return _complete(ctx, MeasurementReason.INVALID_JOB_REF,
@@ -224,7 +217,7 @@ def reconcile_bandwidth(bm: BandwidthMeasurement, obs: BandwidthObservation,
                   started=bm.status.start_time is not None)
     if gap is not None:
         if gap.kind == JobGapKind.CONFIRM:
-            return ctx.plan(asks=(job_absence(ref.name),))
+            return owner_plan(ctx.bm, asks=(job_absence(ref.name),))
         if gap.kind == JobGapKind.WAIT:
             return _await_job(ctx)  # never saw its Job: wait visibly, bounded
         return _complete(ctx, MeasurementReason.LOGS_UNAVAILABLE,
@@ -236,14 +229,14 @@ def reconcile_bandwidth(bm: BandwidthMeasurement, obs: BandwidthObservation,
         problem = _profile_problem(ctx)
         if problem is not None:
             return problem
-    if member is None:
-        return ctx.plan(requeue_after=POLL)
+    if member is None:  # the Job's next change brings the measurement back (watched)
+        return owner_plan(ctx.bm)
     if member.type == ConditionType.SUCCEEDED:
         return _final(ctx, job, succeeded=True, ended=member.last_transition_time or now)
     if member.type == ConditionType.FAILED:
         return _final(ctx, job, succeeded=False, ended=member.last_transition_time or now)
     if member.reason != JobReason.WORKLOAD_RUNNING:
-        return ctx.plan(requeue_after=POLL)
+        return owner_plan(ctx.bm)  # as above
     return _sample(ctx)
 
 
@@ -264,10 +257,13 @@ def _await_job(ctx: _Ctx) -> BandwidthPlan:
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.JOB_NOT_FOUND,
                       message=message)
-    return ctx.write(new, events=(event,) if new != status else (), requeue_after=POLL)
+    return owner_plan(ctx.bm, new, events=(event,) if new != status else (), requeue_after=POLL)
 
 
 def _profile_problem(ctx: _Ctx) -> BandwidthPlan | None:
+    """``Measuring=False`` naming a LogProfile that is missing or does not compile, or
+    ``None``. Not polled: the shell watches LogProfiles and the Job, and either changing brings
+    the measurement back."""
     if ctx.obs.profile is not None:
         return None
     error = ctx.obs.profile_error
@@ -280,7 +276,7 @@ def _profile_problem(ctx: _Ctx) -> BandwidthPlan | None:
                           now=ctx.now)
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=reason, message=message)
-    return ctx.write(new, events=(event,) if new != status else (), requeue_after=POLL)
+    return owner_plan(ctx.bm, new, events=(event,) if new != status else ())
 
 
 def _sample(ctx: _Ctx) -> BandwidthPlan:
@@ -288,7 +284,7 @@ def _sample(ctx: _Ctx) -> BandwidthPlan:
     interval = seconds(bm.spec.sample_interval, 60.0)
     wait = sample_wait(bm.status.last_sample_time, now, interval)
     if wait is not None and obs.read is None:
-        return ctx.plan(requeue_after=wait)
+        return owner_plan(ctx.bm, requeue_after=wait)
     problem = _profile_problem(ctx)
     if problem is not None:
         return problem
@@ -297,7 +293,7 @@ def _sample(ctx: _Ctx) -> BandwidthPlan:
     pod = choose_pod(obs.pods, profile.replicated_job)
     if pod is None or pod.phase not in ("Running", "Succeeded"):
         # Pod events do not wake a measurement: poll, never slower than its sampleInterval.
-        return ctx.plan(requeue_after=min(interval, POLL))
+        return owner_plan(ctx.bm, requeue_after=min(interval, POLL))
     container, waiting, restarts = container_state(pod, profile.container)
     status = bm.status
     if status.start_time is None:
@@ -313,7 +309,7 @@ def _sample(ctx: _Ctx) -> BandwidthPlan:
     status = attrs.evolve(status, conditions=conds)
     if waiting:
         # A crash-looping container: its log is not NCCL output. No read, anchor kept.
-        return ctx.write(status, requeue_after=min(interval, POLL))
+        return owner_plan(ctx.bm, status, requeue_after=min(interval, POLL))
     read = obs.read
     if read is None or read.request.final or read.request.pod_uid != pod.uid:
         anchor = status.sampled_through
@@ -321,7 +317,7 @@ def _sample(ctx: _Ctx) -> BandwidthPlan:
                               container=container, pod_uid=pod.uid, final=False,
                               regex=profile.pattern.pattern, since_time=since_time(anchor, now),
                               anchor=anchor, skip_lines=status.sampled_through_lines or 0)
-        return ctx.plan(asks=(request,))
+        return owner_plan(ctx.bm, asks=(request,))
     status = attrs.evolve(status, last_sample_time=now)
     if read.error is None:
         advance = read.rows > 0 or restarts == 0
@@ -332,7 +328,7 @@ def _sample(ctx: _Ctx) -> BandwidthPlan:
         if advance and read.last_stamp is not None:
             status = attrs.evolve(status, sampled_through=read.last_stamp,
                                   sampled_through_lines=read.lines_at_last)
-    return ctx.write(status, requeue_after=interval)
+    return owner_plan(ctx.bm, status, requeue_after=interval)
 
 
 def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> BandwidthPlan:
@@ -353,7 +349,7 @@ def _final(ctx: _Ctx, job: Job, *, succeeded: bool, ended: datetime) -> Bandwidt
     if pod is not None and (read is None or not read.request.final
                             or read.request.pod_uid != pod.uid):
         container, _, _ = container_state(pod, profile.container)
-        return ctx.plan(asks=(ReadRequest(
+        return owner_plan(ctx.bm, asks=(ReadRequest(
             namespace=bm.metadata.namespace or "", pod=pod.name, container=container,
             pod_uid=pod.uid, final=True, regex=profile.pattern.pattern,
             limit_bytes=FINAL_LIMIT_BYTES),))
@@ -402,8 +398,8 @@ def _pending(ctx: _Ctx, job: Job, error: str, *, ended: datetime) -> BandwidthPl
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=MeasurementReason.FINAL_READ_PENDING,
                       message=f"Final log read failed, retrying: {error}")
-    return ctx.write(new, events=(event,) if new != status else (),
-                     requeue_after=FINAL_READ_RETRY)
+    return owner_plan(ctx.bm, new, events=(event,) if new != status else (),
+                      requeue_after=FINAL_READ_RETRY)
 
 
 def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
@@ -424,7 +420,7 @@ def _complete(ctx: _Ctx, reason: MeasurementReason, message: str, *,
                           reason=reason, message=message, now=ctx.now)
     status = attrs.evolve(status, conditions=conds, completion_time=done_at,
                           phase=MeasurementPhase.COMPLETE)
-    return ctx.write(status)
+    return owner_plan(ctx.bm, status)
 
 
 def _node_result(read: ReadResult, pod: PodView) -> NodeBandwidth:
@@ -449,7 +445,7 @@ def _final_multi(ctx: _Ctx, job: Job, profile: CompiledProfile, *, succeeded: bo
     done = {r.request.pod_uid: r for r in obs.node_reads if r.request.final}
     missing = [p for p in pods if p.uid not in done]
     if missing:
-        return ctx.plan(asks=tuple(ReadRequest(
+        return owner_plan(ctx.bm, asks=tuple(ReadRequest(
             namespace=bm.metadata.namespace or "", pod=p.name,
             container=container_state(p, profile.container)[0], pod_uid=p.uid, final=True,
             regex=profile.pattern.pattern, limit_bytes=FINAL_LIMIT_BYTES, per_node=True)

@@ -49,7 +49,13 @@ from cre.api.job import Job
 from cre.api.meta import ConditionStatus
 from cre.core.common.lifecycle import true_member
 from cre.core.common.observed import PodView
-from cre.core.common.plan import ConfirmAbsent, EventSeverity, EventSpec, Plan, StreamLog
+from cre.core.common.plan import (
+    EventSeverity,
+    EventSpec,
+    Plan,
+    StreamLog,
+    owner_plan,
+)
 from cre.core.measure import goodputfold as G
 from cre.core.measure.bandwidth import choose_pod
 from cre.core.measure.goodputlog import GoodputParser, LogEvent, to_ms
@@ -123,34 +129,21 @@ class _Ctx:
     obs: GoodputObservation
     now: datetime
 
-    def plan(self, *, asks: tuple[GoodputReadRequest | ConfirmAbsent, ...] = (),
-             requeue_after: float | None = None) -> GoodputPlan:
-        """A plan that writes nothing."""
-        return Plan(resource_version=self.gm.metadata.resource_version or "", asks=asks,
-                    requeue_after=requeue_after)
-
-    def write(self, status: GoodputMeasurementStatus, *, events: tuple[EventSpec, ...] = (),
-              requeue_after: float | None = None) -> GoodputPlan:
-        """A plan that writes ``status`` (when it changed) and ``events``."""
-        return Plan(resource_version=self.gm.metadata.resource_version or "",
-                    status=status if status != self.gm.status else None, events=events,
-                    requeue_after=requeue_after)
-
 
 def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: datetime
                       ) -> GoodputPlan:
     """The Plan that moves ``gm`` one step along its Job."""
     ctx = _Ctx(gm=gm, obs=obs, now=now)
     if is_complete(gm):
-        return ctx.plan()  # written once: frozen
+        return owner_plan(gm)  # written once: frozen
     job = obs.job
     gap = job_gap(gm, job, job_name=gm.spec.job_ref.name, feedback=obs.feedback,
                   started=gm.status.start_time is not None)
     if gap is not None:
         if gap.kind == JobGapKind.CONFIRM:
-            return ctx.plan(asks=(job_absence(gm.spec.job_ref.name),))
+            return owner_plan(ctx.gm, asks=(job_absence(gm.spec.job_ref.name),))
         if gap.kind == JobGapKind.WAIT:
-            return ctx.plan(requeue_after=POLL)
+            return owner_plan(ctx.gm, requeue_after=POLL)
         return _complete(ctx, gm.status, MeasurementReason.LOGS_UNAVAILABLE,
                          f"{gap.why}; goodput covers the logs read until then", done_at=now)
     assert job is not None  # job_gap: the Job is followed
@@ -160,7 +153,8 @@ def reconcile_goodput(gm: GoodputMeasurement, obs: GoodputObservation, now: date
         return _final(ctx, status, succeeded=member.type == ConditionType.SUCCEEDED,
                       why=member.reason, ended=member.last_transition_time or now)
     if member is None or member.reason != JobReason.WORKLOAD_RUNNING:
-        return ctx.write(status, events=events, requeue_after=POLL)
+        # Not polled: the Job's next change brings the measurement back (watched).
+        return owner_plan(ctx.gm, status, events=events)
     return _sample(ctx, status, events)
 
 
@@ -184,6 +178,9 @@ def _log_interval(ctx: _Ctx) -> int | None:
 
 
 def _profile_problem(ctx: _Ctx, status: GoodputMeasurementStatus) -> GoodputPlan | None:
+    """``Measuring=False`` naming a LogProfile that is missing or does not compile, or
+    ``None``. Not polled: the shell watches LogProfiles and the Job, and either changing brings
+    the measurement back."""
     if ctx.obs.parser is not None:
         return None
     reason = (MeasurementReason.LOG_PROFILE_NOT_FOUND if ctx.obs.profile_missing
@@ -194,8 +191,8 @@ def _profile_problem(ctx: _Ctx, status: GoodputMeasurementStatus) -> GoodputPlan
                           now=ctx.now)
     new = attrs.evolve(status, conditions=conds)
     event = EventSpec(type=EventSeverity.WARNING, reason=reason, message=message)
-    return ctx.write(new, events=(event,) if new.conditions != ctx.gm.status.conditions else (),
-                     requeue_after=POLL)
+    changed = new.conditions != ctx.gm.status.conditions
+    return owner_plan(ctx.gm, new, events=(event,) if changed else ())
 
 
 def _request(ctx: _Ctx, status: GoodputMeasurementStatus, pod: PodView, container: str | None,
@@ -239,7 +236,7 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
     interval = _interval(gm)
     wait = sample_wait(status.last_sample_time, now, interval)
     if wait is not None and obs.read is None and not events:
-        return ctx.plan(requeue_after=wait)
+        return owner_plan(ctx.gm, requeue_after=wait)
     problem = _profile_problem(ctx, status)
     if problem is not None:
         return problem
@@ -248,7 +245,7 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
     pod = worker_zero(obs.pods, parser.replicated_job)
     # A failed trainer is read too: the Job waits on this sample for its last checkpoint.
     if pod is None or pod.phase not in ("Running", "Succeeded", "Failed"):
-        return ctx.write(status, events=events, requeue_after=POLL)
+        return owner_plan(ctx.gm, status, events=events, requeue_after=POLL)
     container, waiting, _ = container_state(pod, parser.container)
     if status.start_time is None:
         status = attrs.evolve(status, start_time=now, phase=MeasurementPhase.MEASURING)
@@ -257,12 +254,12 @@ def _sample(ctx: _Ctx, status: GoodputMeasurementStatus, events: tuple[EventSpec
                           message="Referenced Job is running, measurement in progress", now=now)
     status = attrs.evolve(status, conditions=conds)
     if waiting:
-        return ctx.write(status, events=events, requeue_after=min(interval, POLL))
+        return owner_plan(ctx.gm, status, events=events, requeue_after=min(interval, POLL))
     read = _answer(ctx, pod, final=False)
     if read is None:
-        return ctx.plan(asks=(_request(ctx, status, pod, container, final=False),))
+        return owner_plan(ctx.gm, asks=(_request(ctx, status, pod, container, final=False),))
     status = attrs.evolve(_fold_read(ctx, status, read), last_sample_time=now)
-    return ctx.write(status, events=events, requeue_after=interval)
+    return owner_plan(ctx.gm, status, events=events, requeue_after=interval)
 
 
 def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why: str,
@@ -281,7 +278,7 @@ def _final(ctx: _Ctx, status: GoodputMeasurementStatus, *, succeeded: bool, why:
         container, _, _ = container_state(pod, parser.container)
         read = _answer(ctx, pod, final=True)
         if read is None:
-            return ctx.plan(asks=(_request(ctx, status, pod, container, final=True),))
+            return owner_plan(ctx.gm, asks=(_request(ctx, status, pod, container, final=True),))
         status = _fold_read(ctx, status, read)
     if status.tally.run == 0:
         if succeeded:
@@ -315,7 +312,7 @@ def _complete(ctx: _Ctx, status: GoodputMeasurementStatus, reason: MeasurementRe
                           reason=reason, message=message, now=done_at)
     status = attrs.evolve(status, conditions=conds, completion_time=done_at,
                           phase=MeasurementPhase.COMPLETE)
-    return ctx.write(status)
+    return owner_plan(ctx.gm, status)
 
 
 def stall_grace(gm: GoodputMeasurement) -> timedelta:

@@ -50,12 +50,18 @@ class CoreReconciler(abc.ABC, Generic[K, O, S]):
 
     ``informers``: the process's shared factory (the manager's); ``None`` builds a private one
     over ``namespaces`` that :meth:`run` runs. ``registry``: where the runtime's metrics go.
+    ``time_scale``: seconds of ``clock`` per wall second (a simulated clock runs faster): a
+    core's requeues are in clock seconds (its deadlines are read on that clock), the workqueue
+    waits in wall seconds (:meth:`requeue`).
     """
 
     def __init__(self, client: KubeClient, *, name: str, component: str, workers: int,
                  clock: Callable[[], datetime], informers: InformerFactory | None,
                  namespaces: Sequence[str] | None,
-                 registry: CollectorRegistry | None) -> None:
+                 registry: CollectorRegistry | None, time_scale: float = 1.0) -> None:
+        if time_scale <= 0:
+            raise ValueError(f"{type(self).__name__}: time_scale must be positive, got "
+                             f"{time_scale}")
         if workers < 1:
             raise ValueError(f"{type(self).__name__}: max_concurrent_reconciles must be at "
                              f"least 1, got {workers}")
@@ -64,6 +70,7 @@ class CoreReconciler(abc.ABC, Generic[K, O, S]):
                              "factory's; pass one or the other")
         self.client = client
         self._clock = clock
+        self.time_scale = time_scale
         kube = metrics_for(registry)
         self._runs_informers = informers is None
         self.informer_factory = informers or InformerFactory(client, namespaces=namespaces,
@@ -85,6 +92,11 @@ class CoreReconciler(abc.ABC, Generic[K, O, S]):
     def managed(self) -> Builder[K]:
         """The builder that wires this controller's watches (``for_``, ``owns``, ``watches``)."""
         return Builder(self.controller, echo=self.status_echo)
+
+    def requeue(self, after: float | None) -> Result:
+        """The Result that looks again ``after`` seconds of the clock from now (``None``:
+        only on the next event), in wall seconds."""
+        return Result(requeue_after=after / self.time_scale if after is not None else None)
 
     @abc.abstractmethod
     async def reconcile(self, key: str) -> Result:
@@ -111,7 +123,9 @@ class CoreReconciler(abc.ABC, Generic[K, O, S]):
         await self.controller.wait_synced()
 
     def bind(self, tg: TaskGroup | None) -> None:
-        """Start background helpers in ``tg`` while running (``None``: stop them); none here."""
+        """Start background helpers in ``tg`` while running (``None``: stop them): here the
+        event recorder's sink, so a worker never waits on an Event write."""
+        self.recorder.bind(tg)
 
     async def run(self) -> None:
         """Watch and reconcile until cancelled, or until :meth:`stop` drained the queue (a

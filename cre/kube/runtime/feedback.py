@@ -23,9 +23,9 @@ O = TypeVar("O")  # noqa: E741  (the object reconciled)
 B = TypeVar("B")  # its Observation
 R = TypeVar("R")  # what the reconcile returns
 
-#: Passes per reconcile before it gives up (the Job core needs at most four in practice: a log
-#: read, a live confirmation or the workload's Events, a create's answer and a conflict's
-#: re-read).
+#: Passes per reconcile before it gives up, the bound every controller uses (the Job core needs
+#: at most four in practice: a log read, a live confirmation or the workload's Events, a
+#: create's answer and a conflict's re-read).
 DEFAULT_MAX_PASSES = 8
 
 
