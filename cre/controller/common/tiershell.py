@@ -67,10 +67,11 @@ class TierController(CoreReconciler[K, B, Any]):
                  decode: Callable[[dict[str, Any]], K], involved: Callable[[Any], dict[str, Any]],
                  workers: int, clock: Callable[[], datetime],
                  informers: InformerFactory | None, namespaces: Sequence[str] | None,
-                 registry: CollectorRegistry | None) -> None:
+                 registry: CollectorRegistry | None, time_scale: float = 1.0) -> None:
         """``name`` names the controller (metrics, logs, errors)."""
         super().__init__(client, name=name, component=component, workers=workers, clock=clock,
-                         informers=informers, namespaces=namespaces, registry=registry)
+                         informers=informers, namespaces=namespaces, registry=registry,
+                         time_scale=time_scale)
         self._name = name
         self._decode = decode
         self.executor = PlanExecutor(client, self.recorder, owner=owner, involved=involved,

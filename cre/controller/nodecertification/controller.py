@@ -117,13 +117,9 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         Certifications ending together would otherwise race for the same records.
         ``time_scale``: how many ``clock`` seconds pass per wall second (a simulated clock);
         the next expiry is waited for in wall seconds."""
-        if time_scale <= 0:
-            raise ValueError(f"NodeCertificationController: time_scale must be positive, got "
-                             f"{time_scale}")
-        self.time_scale = time_scale
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          workers=max_concurrent_reconciles, clock=clock, informers=informers,
-                         namespaces=None, registry=registry)
+                         namespaces=None, registry=registry, time_scale=time_scale)
         self.certifications: Informer[Certification] = self.cache(
             CERTIFICATIONS, transform=certification_from_dict, name="cre-certifications")
         self.workflows: Informer[Workflow] = self.cache(
@@ -207,8 +203,7 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         if key == EXPIRY_KEY:
             plan = reconcile_expiry(self._records(), self._nodes(), self._clock())
             await self._apply_all(plan)
-            after = plan.requeue_after
-            return Result(requeue_after=after / self.time_scale if after is not None else None)
+            return self.requeue(plan.requeue_after)
         cert = self.certifications.store.get(key)
         if cert is None:
             return DONE

@@ -116,14 +116,11 @@ class ScheduleController(TierController[CertificationSchedule, ScheduleObservati
         """``informers``: the process's shared informer factory (then its namespaces apply);
         ``time_scale``: how much faster than the wall ``clock`` runs (a simulated cluster's),
         so the wait until the next due time is that much shorter."""
-        if time_scale <= 0:
-            raise ValueError(f"ScheduleController: time_scale must be positive, got {time_scale}")
-        self.time_scale = time_scale
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          owner=CERTIFICATIONSCHEDULES, decode=schedule_from_dict,
                          involved=involved_schedule, workers=max_concurrent_reconciles,
                          clock=clock, informers=informers, namespaces=namespaces,
-                         registry=registry)
+                         registry=registry, time_scale=time_scale)
         self.schedules: Informer[CertificationSchedule] = self.cache(
             CERTIFICATIONSCHEDULES, transform=schedule_from_dict, name="cre-schedules")
         self.certifications: Informer[Certification] = self.cache(
@@ -144,9 +141,7 @@ class ScheduleController(TierController[CertificationSchedule, ScheduleObservati
     async def reconcile(self, key: str) -> Result:
         """One pass over the schedule ``namespace/name``; the requeue in wall seconds."""
         result = await super().reconcile(key)
-        after = result.requeue_after
-        return attrs.evolve(result, requeue_after=None if after is None
-                            else after / self.time_scale)
+        return attrs.evolve(result, requeue_after=self.requeue(result.requeue_after).requeue_after)
 
     def observe(self, schedule: CertificationSchedule) -> ScheduleObservation:
         """The Observation of ``schedule`` from the caches."""
