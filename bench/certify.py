@@ -38,7 +38,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+from cre.testing.procs import ManagerProc, Proc, Stack, StackError, wait_until
 
 NS = "default"
 NAME = "scale"
@@ -169,6 +169,20 @@ def progress(stack: Stack) -> dict[str, Any]:
             "groups_by_phase": dict(sorted(phases.items()))}
 
 
+def wait_nodes_ready(stack: Stack, sim: Proc, nodes: int) -> float:
+    """Wait until ``nodes`` GPU nodes are Ready (not just registered: discovery leaves NotReady
+    nodes out); the seconds it took."""
+    started = time.monotonic()
+
+    def ready() -> bool:
+        out = stack.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true",
+                            "--no-headers", timeout=120).stdout
+        return sum(1 for line in out.splitlines() if line.split()[1:2] == ["Ready"]) >= nodes
+    wait_until(ready, timeout=900, what=f"{nodes} Ready GPU nodes", interval=2.0,
+               alive=sim.check_alive)
+    return round(time.monotonic() - started, 1)
+
+
 def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
     groups = nodes // args.nodes_per_job
     result: dict[str, Any] = {"nodes": nodes, "groups": groups}
@@ -178,16 +192,7 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
         sim = stack.start_cluster(profile=args.cluster_profile, nodes=nodes,
                                   time_scale=args.time_scale,
                                   extra_args=["--write-concurrency", str(args.write_concurrency)])
-        started = time.monotonic()
-
-        def ready() -> bool:  # Ready, not just registered: discovery excludes NotReady nodes
-            out = stack.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true",
-                                "--no-headers", timeout=120).stdout
-            return sum(1 for line in out.splitlines() if line.split()[1:2] == ["Ready"]) \
-                >= nodes
-        wait_until(ready, timeout=900, what=f"{nodes} Ready GPU nodes", interval=2.0,
-                   alive=sim.check_alive)
-        result["nodes_ready_seconds"] = round(time.monotonic() - started, 1)
+        result["nodes_ready_seconds"] = wait_nodes_ready(stack, sim, nodes)
         manager: ManagerProc = stack.start_manager(
             "--log-format", "json", "--max-concurrent-reconciles",
             str(args.max_concurrent_reconciles), timeout=300)

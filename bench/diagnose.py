@@ -23,8 +23,8 @@ import math
 import time
 from typing import Any
 
-from bench.certify import NS, progress
-from cre.testing.procs import Stack, StackError, wait_until
+from bench.certify import NS, progress, wait_nodes_ready
+from cre.testing.procs import Stack, StackError
 
 NAME = "scale"  # what bench.certify.progress reads
 WORKFLOW = f"{NAME}-communication-nccl-all-reduce"
@@ -46,14 +46,7 @@ def run_size(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
                                   time_scale=args.time_scale,
                                   extra_args=["--write-concurrency", "16",
                                               "--broken-node", broken])
-
-        def ready() -> bool:
-            out = stack.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true",
-                                "--no-headers", timeout=120).stdout
-            return sum(1 for line in out.splitlines() if line.split()[1:2] == ["Ready"]) \
-                >= nodes
-        wait_until(ready, timeout=900, what=f"{nodes} Ready GPU nodes", interval=2.0,
-                   alive=sim.check_alive)
+        wait_nodes_ready(stack, sim, nodes)
         manager = stack.start_manager("--log-format", "json", timeout=300)
         started = time.monotonic()
         stack.kubectl("apply", "-f", "-", stdin=certification())

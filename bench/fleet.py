@@ -29,8 +29,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.certify import Emulator, cpu_seconds, latency, proc_status
-from cre.testing.procs import ManagerProc, Stack, StackError, wait_until
+from bench.certify import Emulator, cpu_seconds, latency, proc_status, wait_nodes_ready
+from cre.testing.procs import ManagerProc, Stack, StackError
 
 NS = "default"
 NAME = "fleet"
@@ -83,16 +83,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sim = stack.start_cluster(profile=args.cluster_profile, nodes=args.nodes,
                                   time_scale=args.time_scale,
                                   extra_args=["--write-concurrency", str(args.write_concurrency)])
-        started = time.monotonic()
-
-        def ready() -> bool:
-            out = stack.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true",
-                                "--no-headers", timeout=120).stdout
-            return sum(1 for line in out.splitlines() if line.split()[1:2] == ["Ready"]) \
-                >= args.nodes
-        wait_until(ready, timeout=900, what=f"{args.nodes} Ready GPU nodes", interval=2.0,
-                   alive=sim.check_alive)
-        result["nodes_ready_seconds"] = round(time.monotonic() - started, 1)
+        result["nodes_ready_seconds"] = wait_nodes_ready(stack, sim, args.nodes)
         manager: ManagerProc = stack.start_manager(
             "--log-format", "json", "--max-concurrent-reconciles",
             str(args.max_concurrent_reconciles), timeout=300)
