@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -27,6 +28,7 @@ from cre.api.nodecertification import (
 )
 from cre.controller.nodecertification.controller import NodeCertificationController
 from cre.core.nodecertification.nodestate import STATE_LABEL, TAINT_KEY
+from cre.core.nodecertification.reconcile import NodeWrite
 from cre.core.workflow import noderesults as NR
 from cre.kube.client import (
     CERTIFICATIONS,
@@ -196,3 +198,27 @@ async def test_the_breaker_condition_event_and_gauge_follow_the_held_back_nodes(
         assert registry.get_sample_value("cre_node_taints_held_back", gauge) == 0
         c = await client.get(NODES, "breaker-c")
         assert [t["key"] for t in c["spec"]["taints"]] == [TAINT_KEY]
+
+
+async def test_a_node_that_moved_on_under_its_patch_is_planned_again_not_failed(
+        client: KubeClient) -> None:
+    """A node patch whose resourceVersion test fails (422: the Node changed since the decision)
+    leaves the Node as it is and asks for another pass, not a reconcile error; the same patch
+    over the current resourceVersion applies."""
+    await _node(client, "moved-on-node")
+    node = await client.get(NODES, "moved-on-node")
+    rv = node["metadata"]["resourceVersion"]
+    await client.patch(NODES, "moved-on-node", {"metadata": {"labels": {"other": "write"}}})
+    label = {"op": "add", "path": f"/metadata/labels/{STATE_LABEL.replace('/', '~1')}",
+             "value": "passed"}
+    controller = NodeCertificationController(client, registry=CollectorRegistry())
+    stale = NodeWrite(node="moved-on-node", node_patch=(
+        {"op": "test", "path": "/metadata/resourceVersion", "value": rv}, label))
+    assert await controller._apply(stale) is False
+    assert STATE_LABEL not in (await client.get(NODES, "moved-on-node"))["metadata"]["labels"]
+    current = (await client.get(NODES, "moved-on-node"))["metadata"]["resourceVersion"]
+    fresh = attrs.evolve(stale, node_patch=(
+        {"op": "test", "path": "/metadata/resourceVersion", "value": current}, label))
+    assert await controller._apply(fresh) is True
+    got = (await client.get(NODES, "moved-on-node"))["metadata"]["labels"]
+    assert got[STATE_LABEL] == "passed"

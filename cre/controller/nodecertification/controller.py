@@ -60,6 +60,7 @@ from cre.kube.client import (
     NODECERTIFICATIONS,
     NODES,
     WORKFLOWS,
+    ApiError,
     KubeClient,
 )
 from cre.kube.factory import InformerFactory
@@ -76,6 +77,10 @@ from cre.kube.runtime import (
 from cre.kube.runtime.base import utcnow
 
 log = logging.getLogger(__name__)
+
+# A Node changed under a planned patch: look again after the rate limiter's backoff, once the
+# node cache has the newer copy (no error is logged or counted).
+STALE_NODE: Final = Result(requeue=True)
 
 CONTROLLER: Final = "nodecertification"
 COMPONENT: Final = "cre.dev/nodecertification-controller"
@@ -202,14 +207,16 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         :data:`EXPIRY_KEY`, bring every record to now and come back at the next expiry."""
         if key == EXPIRY_KEY:
             plan = reconcile_expiry(self._records(), self._nodes(), self._clock())
-            await self._apply_all(plan)
+            if not await self._apply_all(plan):
+                return STALE_NODE
             return self.requeue(plan.requeue_after)
         cert = self.certifications.store.get(key)
         if cert is None:
             return DONE
         obs = self.observe(cert)
         plan = reconcile_nodecertification(cert, obs, self._clock())
-        await self._apply_all(plan)
+        if not await self._apply_all(plan):
+            return STALE_NODE
         await self._breaker(cert, plan)
         if ended_at(cert) is None and cert.metadata.deletion_timestamp is None:
             self.node_metrics.publish(f"certification:{key}",
@@ -224,11 +231,15 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
     def _nodes(self) -> dict[str, NodeView]:
         return {n.name: n for n in self.nodes.store.list()}
 
-    async def _apply_all(self, plan: NodeCertificationPlan) -> None:
+    async def _apply_all(self, plan: NodeCertificationPlan) -> bool:
+        """Apply ``plan``'s writes in order; False when a Node changed since the copy its patch
+        was decided on (the rest is planned again from fresher caches)."""
         for write in plan.writes:
-            await self._apply(write)
+            if not await self._apply(write):
+                return False
             if write.expired:
                 await self._expired(write)
+        return True
 
     async def _expired(self, write: NodeWrite) -> None:
         """The one Warning event of a record turning Expired (its write just succeeded)."""
@@ -270,7 +281,7 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         with contextlib.suppress(KeyError):
             self.held_back.remove(ns, name)
 
-    async def _apply(self, write: NodeWrite) -> None:
+    async def _apply(self, write: NodeWrite) -> bool:
         rv = write.resource_version
         if write.create is not None:
             created = await self.client.create(NODECERTIFICATIONS, dict(write.create))
@@ -283,5 +294,16 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
             log.info("node %s: %s (%s)", write.node, write.status.state,
                      write.status.categories_passed)
         if write.node_patch:
-            await self.client.patch(NODES, write.node, list(write.node_patch),
-                                    content_type=JSON_PATCH)
+            try:
+                await self.client.patch(NODES, write.node, list(write.node_patch),
+                                        content_type=JSON_PATCH)
+            except ApiError as exc:
+                # The patch's first operation tests the Node's resourceVersion: the API server
+                # answers a failed test with 422 (the patch cannot be applied). The Node moved
+                # on; not an error, plan again from its newer copy.
+                if exc.status != 422:
+                    raise
+                log.debug("node %s changed since its patch was planned (%s); planning again",
+                          write.node, exc)
+                return False
+        return True
