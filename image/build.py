@@ -302,7 +302,9 @@ def wheelhouse() -> Path:
     lock_key = _digest(LOCK.read_bytes(), arch)[:12]
     cached = cache_dir() / f"wheels-{lock_key}"
     if not (cached / ".complete").is_file():
-        partial = cached.with_name(cached.name + ".partial")
+        # Per process: two builds at once (two checkouts on one machine) must not empty each
+        # other's download; the last one to finish replaces an equal wheelhouse.
+        partial = cached.with_name(f"{cached.name}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         print(f"image: pip download the pinned wheels ({LOCK.relative_to(REPO)})", file=sys.stderr)
         _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
@@ -312,8 +314,11 @@ def wheelhouse() -> Path:
              what="pip download (the lock file's wheels)",
              env={**os.environ, "PIP_FIND_LINKS": ""})
         (partial / ".complete").write_text(LOCK.read_text())
-        shutil.rmtree(cached, ignore_errors=True)
-        partial.replace(cached)
+        if (cached / ".complete").is_file():  # another build finished the same lock first
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            shutil.rmtree(cached, ignore_errors=True)
+            partial.replace(cached)
     target = DIST / "wheels"
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
