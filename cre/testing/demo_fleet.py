@@ -91,12 +91,14 @@ def node_rows(nodes: list[dict[str, Any]], records: list[dict[str, Any]]) -> lis
     return rows
 
 
-def settled(rows: list[NodeRow], *, failed: set[str]) -> bool:
-    """Every node judged and labelled as the run left it: the ``failed`` nodes Failed, labelled
-    ``failed`` and tainted, every other node Passed, labelled ``passed`` and untainted."""
+def settled(rows: list[NodeRow], *, run: str, failed: set[str]) -> bool:
+    """Every node judged last by ``run`` and labelled as it left them: the ``failed`` nodes
+    Failed, labelled ``failed`` and tainted, every other node Passed, labelled ``passed`` and
+    untainted."""
     return len(rows) == NODES and all(
-        (r.state, r.label, r.tainted) == (("Failed", "failed", True) if r.node in failed
-                                          else ("Passed", "passed", False)) for r in rows)
+        (r.judged_by, r.state, r.label, r.tainted) == (
+            (run, "Failed", "failed", True) if r.node in failed
+            else (run, "Passed", "passed", False)) for r in rows)
 
 
 def _style(state: str) -> str:
@@ -181,7 +183,7 @@ class FleetDemo:
             ended = self.history()
             if len(ended) >= number:
                 rows = self.rows()
-                if settled(rows, failed=failed):
+                if settled(rows, run=str(ended[number - 1]["name"]), failed=failed):
                     return ended[number - 1], rows
             if time.monotonic() - self.started > self.timeout:
                 raise StackError(f"run {number} of {SCHEDULE} did not end with the nodes "
