@@ -43,6 +43,10 @@ Scenarios (the exit code is 0 when the run ended the way the scenario should):
   by one: verdict Failed, node 13 alone Failed, the bisection tree printed with the Jobs spent.
 * ``workloadrun``: not a Certification: an MPI WorkloadRun on 4 nodes, 2 per group, and its
   measured bus bandwidth (:mod:`cre.testing.demo_workloadrun`).
+* ``fleet``: not one Certification: a CertificationSchedule of ``diagnostics/dcgm-level1`` on 8
+  nodes with node labels and taint on; run 1 fails node 2 (the simulator's ``--dcgm-fail-node``)
+  and taints it, the node is repaired, run 2 passes it and releases the taint; the node table is
+  printed after each run (:mod:`cre.testing.demo_fleet`).
 """
 
 from __future__ import annotations
@@ -97,6 +101,7 @@ class Scenario(enum.StrEnum):
     HARDWARE = "hardware"
     DIAGNOSE = "diagnose"
     WORKLOADRUN = "workloadrun"
+    FLEET = "fleet"
 
 
 THRESHOLD = "value >= 300"
@@ -669,6 +674,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cre.testing.demo_workloadrun import run_demo
 
         return run_demo(time_scale=args.time_scale, timeout=args.timeout, keep=args.keep)
+    if args.scenario is Scenario.FLEET:
+        from cre.testing.demo_fleet import run_demo as run_fleet
+
+        return run_fleet(time_scale=args.time_scale, timeout=args.timeout, keep=args.keep)
     html = args.html or Path(tempfile.gettempdir()) / f"cre-demo-{args.scenario}.html"
     return run(args.scenario, time_scale=args.time_scale, timeout=args.timeout, keep=args.keep,
                html=html)

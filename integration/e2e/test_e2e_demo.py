@@ -1,4 +1,4 @@
-"""``make demo``'s driver end to end, both scenarios, as a subprocess."""
+"""``make demo``'s driver end to end, every scenario, as a subprocess."""
 
 from __future__ import annotations
 
@@ -129,3 +129,37 @@ def test_demo_diagnose(tmp_path: Path) -> None:
     assert all("Passed" in r for n, r in rows.items() if n != "aws-h100-node-13")
     assert "Diagnose: 8 of 12 Jobs, 2 round(s) after screening" in raw
     assert "cre-manager exited with code 0" in raw
+
+
+def _node_table(text: str) -> dict[str, list[str]]:
+    """The node table's cells by node (node, state, passed, valid until, judged by, label,
+    tainted)."""
+    return {cells[0]: cells for cells in (
+        [c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines()
+        if line.startswith("│ aws-h100-node-"))}
+
+
+@pytest.mark.slow
+def test_demo_fleet() -> None:
+    """A CertificationSchedule with node state on: after run 1 node 2 is Failed, labelled
+    failed and tainted and the 7 others Passed; after the node is repaired, run 2 passes every
+    node and node 2's taint is released; the manager exits 0."""
+    result = _demo("--scenario", "fleet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "certificationschedule.cre.dev/fleet created" in out
+    first, second = out.split("Fleet after run 1:", 1)[1].split("Fleet after run 2:", 1)
+    assert "verdict Failed" in first.splitlines()[0]
+    assert "verdict Passed" in second.splitlines()[0]
+    run1, run2 = _node_table(first), _node_table(second)
+    nodes = [f"aws-h100-node-{i}" for i in range(8)]
+    assert sorted(run1) == sorted(run2) == nodes
+    assert [run1["aws-h100-node-2"][i] for i in (1, 2, 5, 6)] == ["Failed", "0/1", "failed", "yes"]
+    for node in nodes:
+        assert [run2[node][i] for i in (1, 2, 5, 6)] == ["Passed", "1/1", "passed", "no"], node
+        if node != "aws-h100-node-2":
+            assert [run1[node][i] for i in (1, 2, 5, 6)] == ["Passed", "1/1", "passed", "no"]
+    # Each table names the run that judged the nodes: two different runs of the schedule.
+    assert len({r[4] for r in run1.values()} | {r[4] for r in run2.values()}) == 2
+    assert "SIGUSR1 to the simulator drops its DCGM fault" in out
+    assert "cre-manager exited with code 0" in out

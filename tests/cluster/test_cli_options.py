@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cre.testing.cluster.__main__ import FAILURE_MESSAGE, parse_args, sim_config
+from cre.testing.cluster.__main__ import FAILURE_MESSAGE, faulty_nodes, parse_args, sim_config
 from cre.testing.cluster.config import SimConfig
 from cre.testing.cluster.program import Role
 from cre.testing.cluster.stubs import Behaviour
@@ -80,3 +80,11 @@ def test_unknown_role_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         _config("--roles", "trainer,kube-scheduler")
     assert "--roles: unknown simulated controller(s) ['kube-scheduler']" in capsys.readouterr().err
+
+
+def test_faulty_nodes_are_the_nodes_the_flags_broke_once_each() -> None:
+    """SIGUSR1 repairs the nodes of --dcgm-fail-node, --broken-node and --bad-node, each once."""
+    args = parse_args([*KUBECONFIG, "--dcgm-fail-node", "n2", "--broken-node", "n5",
+                       "--bad-node", "n2=0.5", "--bad-node", "n3"])
+    assert faulty_nodes(args) == ["n2", "n5", "n3"]
+    assert faulty_nodes(parse_args(KUBECONFIG)) == []

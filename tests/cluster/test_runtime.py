@@ -213,3 +213,20 @@ async def test_a_step_that_raises_does_not_stop_the_others() -> None:
         engine.CONTROLLERS = original
     assert marks == {"ran": True}
     assert reported[0] == ("broken", None, "cannot convert float infinity to integer")
+
+
+async def test_repair_node_drops_that_node_faults_only(
+        simulated_cluster: SimulatedCluster) -> None:
+    """Repairing a node removes the overrides aimed at it and its bandwidth factor; another
+    node's faults stay."""
+    cluster = simulated_cluster
+    bad, other = "aws-h100-node-1", "aws-h100-node-0"
+    cluster.add_override(Override(behaviour=Behaviour.DCGM_FAIL, node=bad, id="dcgm"))
+    cluster.add_override(Override(behaviour=Behaviour.FAIL, role=Role.LAUNCHER,
+                                  group_touches=((bad,),), id="broken"))
+    cluster.add_override(Override(behaviour=Behaviour.DCGM_FAIL, node=other, id="kept"))
+    cluster.mark_node_bad(bad)
+    cluster.mark_node_bad(other, factor=0.5)
+    cluster.repair_node(bad)
+    assert [ov.id for ov in cluster.config.overrides] == ["kept"]
+    assert cluster.config.node_bandwidth == ((other, 0.5),)

@@ -8,7 +8,9 @@ with flags rather than with a separate runner: ``--bad-node`` degrades a node's 
 ``--unavailable-image`` makes pulls of an image, repository or registry fail (on some nodes or
 all: containers wait ``ErrImagePull`` / ``ImagePullBackOff``),
 ``--fail-launcher`` makes MPI launchers exit 1 with an NCCL error (the
-``make demo SCENARIO=launcher-failure`` path). ``--roles`` runs only some of the simulated
+``make demo SCENARIO=launcher-failure`` path). SIGUSR1 repairs the nodes ``--dcgm-fail-node``,
+``--broken-node`` and ``--bad-node`` broke (containers started there afterwards run normally:
+the ``make demo SCENARIO=fleet`` path). ``--roles`` runs only some of the simulated
 controllers, e.g. ``trainer,jobset,nodelifecycle,kubelet`` beside the real Job controller and
 kube-scheduler.
 """
@@ -149,6 +151,13 @@ def sim_config(args: argparse.Namespace) -> SimConfig:
                      roles=args.roles)
 
 
+def faulty_nodes(args: argparse.Namespace) -> list[str]:
+    """The nodes the flags broke, in order and once each (what SIGUSR1 repairs)."""
+    names = [*args.dcgm_fail_node, *args.broken_node,
+             *(item.partition("=")[0] for item in args.bad_node)]
+    return list(dict.fromkeys(names))
+
+
 def unavailable_images(args: argparse.Namespace) -> list[tuple[str, tuple[str, ...]]]:
     """``--unavailable-image`` as ``(ref, nodes)`` pairs (no nodes: every node)."""
     out = []
@@ -183,8 +192,15 @@ async def run(args: argparse.Namespace) -> None:
             logging.getLogger("cre.testing.cluster").info(
                 "simulating %d %s nodes (time scale %g)%s", args.nodes, args.profile,
                 args.time_scale, " (launchers fail)" if args.fail_launcher else "")
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT,
+                                            signal.SIGUSR1) as signals:
+                async for signum in signals:
+                    if signum == signal.SIGUSR1:
+                        for node in faulty_nodes(args):
+                            cluster.repair_node(node)
+                        logging.getLogger("cre.testing.cluster").info(
+                            "repaired %s", ", ".join(faulty_nodes(args)) or "no node")
+                        continue
                     tg.cancel_scope.cancel()
                     break
     finally:

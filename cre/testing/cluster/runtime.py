@@ -335,6 +335,16 @@ class SimulatedCluster:
         self.config = attrs.evolve(self.config, node_bandwidth=(*rest, (node, factor)))
         self._poke()
 
+    def repair_node(self, node: str) -> None:
+        """``node`` is repaired: the overrides aimed at it (its ``node``, or a broken node's
+        ``group_touches`` of that node alone) and its bandwidth factor are dropped, so the
+        containers started there from now on run their normal programs."""
+        keep = tuple(ov for ov in self.config.overrides
+                     if ov.node != node and ov.group_touches != ((node,),))
+        rest = tuple((n, f) for n, f in self.config.node_bandwidth if n != node)
+        self.config = attrs.evolve(self.config, overrides=keep, node_bandwidth=rest)
+        self._poke()
+
     def set_image_pull(self, image: str, *, available: bool,
                        nodes: Sequence[str] | None = None, message: str = "") -> None:
         """Make pulls of ``image`` (an image, a repository or a registry host) fail on
