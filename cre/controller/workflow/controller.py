@@ -190,7 +190,10 @@ class WorkflowController(TierController[Workflow, WorkflowObservation]):
         else:
             # Launching a group re-checks its nodes (NotReady, cordoned, tainted): the nodes
             # of the groups not finished (a running group may be re-run in this very pass).
-            wanted = sorted({n for g in wf.status.groups if not g.phase.terminal
+            # Diagnose plans its next round from the topology domains of every node it has
+            # run (a cross-boundary pair joins nodes of finished groups): all of them.
+            every = wf.spec.orchestration.diagnose is not None
+            wanted = sorted({n for g in wf.status.groups if every or not g.phase.terminal
                              for n in g.nodes})
             nodes = tuple(v for n in wanted if (v := self.nodes.store.get(n)) is not None)
         return WorkflowObservation(nodes=nodes, jobs=jobs, dependencies=views_for(owned, uid),
