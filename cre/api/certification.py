@@ -99,6 +99,17 @@ class CategoryOptions:
         "or diagnose (screen in groups of ceil(sqrt(N)) unless nodesPerJob is set, then bisect "
         "every failed group down to the bad node or link across nvidia.com/gpu.clique domains)."
         " Unset: full-scale.")))
+    min_group_size: int | None = attrs.field(default=None, metadata=_int(1, doc=(
+        "testScale diagnose only: bisection stops splitting a failed group at this many "
+        "suspects and confirms each one with known-good peers; no diagnose group runs with "
+        "fewer nodes (the Workflow's orchestration.diagnose.minGroupSize). Unset: 2.")))
+    topology_key: str | None = attrs.field(
+        default=None, metadata=c(max_length=317, pattern=QUALIFIED_NAME, doc=(
+            "testScale intra-rack and diagnose only: the node label whose value is a node's "
+            "topology domain (intra-rack: one group per domain; diagnose: halves along domains, "
+            "a failure seen only across two domains reported as a bad link). Nodes without "
+            "the label have no domain (diagnose then halves by name). Unset: "
+            "nvidia.com/gpu.clique.")))
     max_bytes: str | None = attrs.field(
         default=None, metadata=c(pattern=r"^[0-9]+(K|M|G|T)?$", doc=(
             "Largest message size of an NCCL test, in bytes with an optional K/M/G/T suffix "

@@ -155,6 +155,7 @@ def _ops(write: NodeWrite) -> str:
 
 TRAINING = ("training", "nemotron5-8b")
 CHECKPOINTING = {"enableCheckpoint": True}
+DIAGNOSING = {"testScale": "diagnose"}
 
 
 def _pvc(wf: Built) -> Mapping[str, Any]:
@@ -197,6 +198,10 @@ CASES: dict[str, Case] = {
     "repeatCount": Case(3, lambda wf: wf["spec"]["orchestration"]["iterations"] == 3),
     "testScale": Case("intra-node", lambda wf: _job(wf)["workload"]["trainJob"]["trainer"]
                       ["numNodes"] == 1),
+    "minGroupSize": Case(3, lambda wf: wf["spec"]["orchestration"]["diagnose"]
+                         ["minGroupSize"] == 3, extra=DIAGNOSING),
+    "topologyKey": Case("example.com/rack", lambda wf: wf["spec"]["orchestration"]
+                        ["diagnose"]["topologyKey"] == "example.com/rack", extra=DIAGNOSING),
     "maxBytes": Case("1G", lambda wf: _after("-e")(wf) == "1G"),
     "numIterations": Case(7, lambda wf: _after("-n")(wf) == "7"),
     "numCycles": Case(3, lambda wf: _after("-N")(wf) == "3"),

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
+from cre.api.certification import CategoryOptions, Certification
+from cre.api.common import TestScale
 from cre.core.certification.build import build_workflow, discover_for, precheck
 from cre.core.workflow.discovery import DiscoveryFailure
 from tests.core.tierworld import catalog, certification, nodes
@@ -41,6 +45,45 @@ def test_diagnose_refuses_repeat_count() -> None:
     assert precheck(cert, catalog()) == (
         "spec.categories[0].options.repeatCount: testScale diagnose runs its rounds once; "
         "repeatCount must be 1",)
+
+
+def _own(cert: Certification, index: int, **options: Any) -> Certification:
+    """``cert`` with category ``index``'s own options set to ``options``."""
+    categories = list(cert.spec.categories)
+    categories[index] = attrs.evolve(categories[index], options=CategoryOptions(**options))
+    return attrs.evolve(cert, spec=attrs.evolve(cert.spec, categories=tuple(categories)))
+
+
+def test_diagnose_knobs_reach_the_workflow() -> None:
+    """minGroupSize and topologyKey become the Workflow's orchestration.diagnose; topologyKey
+    also names intra-rack's domains; a category's own minGroupSize under a global diagnose
+    passes the precheck."""
+    orch = _built(16, testScale="diagnose", minGroupSize=4,
+                  topologyKey="example.com/rack")["spec"]["orchestration"]
+    assert orch["diagnose"] == {"minGroupSize": 4, "topologyKey": "example.com/rack"}
+    rack = _built(16, testScale="intra-rack", topologyKey="example.com/rack")
+    assert rack["spec"]["orchestration"]["topology"] == {"topologyKey": "example.com/rack",
+                                                         "strictDomain": True}
+    cert = _own(certification(ALL_REDUCE, testScale="diagnose"), 0, min_group_size=3)
+    assert precheck(cert, catalog()) == ()
+
+
+def test_diagnose_knobs_elsewhere_are_refused_naming_the_field() -> None:
+    """minGroupSize outside testScale diagnose, or topologyKey outside intra-rack and
+    diagnose, would be silently ignored: the precheck refuses it, naming the field path."""
+    assert precheck(certification(ALL_REDUCE, minGroupSize=3), catalog()) == (
+        "spec.minGroupSize: applies only with testScale diagnose, and no category runs at "
+        "that scale",)
+    assert precheck(certification(ALL_REDUCE, testScale="intra-node",
+                                  topologyKey="example.com/rack"), catalog()) == (
+        "spec.topologyKey: applies only with testScale intra-rack or diagnose, and no "
+        "category runs at that scale",)
+    # A global knob one category uses is fine; a category's own knob it cannot use is not.
+    cert = _own(certification(ALL_REDUCE, ALL_REDUCE, testScale="diagnose", minGroupSize=3),
+                1, test_scale=TestScale.FULL_SCALE, min_group_size=3)
+    assert precheck(cert, catalog()) == (
+        "spec.categories[1].options.minGroupSize: applies only with testScale diagnose; the "
+        "category's testScale is full-scale",)
 
 
 def test_diagnose_screens_in_sqrt_groups() -> None:

@@ -6,7 +6,8 @@ global ones (inline in the spec) with the category's own ``options`` laid over f
 resolved, rendered spec: ``cre.render`` renders the entry for the detected platform and GPU
 architecture (the template the Workflow re-pins per group), the rendered runtime and DRA
 objects become its dependencies, and ``testScale`` becomes its orchestration (``intra-node``:
-one node per Job; ``intra-rack``: one group per ``nvidia.com/gpu.clique`` domain).
+one node per Job; ``intra-rack``: one group per topology domain, ``topologyKey`` or
+``nvidia.com/gpu.clique``; ``diagnose``: orchestration.diagnose with ``minGroupSize``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ DEFAULT_TIMEOUT: Final = "1h"
 # Under testScale diagnose (as the reference): shorter runs, many of them.
 DIAGNOSE_TIMEOUT: Final = "15m"
 DIAGNOSE_PARAMETERS: Final = {"iterations": 5, "cycles": 1}
+DIAGNOSE_MIN_GROUP_SIZE: Final = 2
+#: Options that act only under these test scales (set elsewhere, they would be ignored).
+SCALE_OPTIONS: Final = {"min_group_size": (TestScale.DIAGNOSE,),
+                        "topology_key": (TestScale.INTRA_RACK, TestScale.DIAGNOSE)}
 # Option name -> catalog parameter name, used when the entry declares the parameter.
 PARAMETERS: Final = {"max_bytes": "maxBytes", "num_iterations": "iterations",
                      "num_cycles": "cycles", "max_steps": "maxSteps",
@@ -116,6 +121,11 @@ def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
             problems.append(f"{_where(i, 'repeatCount')}: testScale diagnose runs its rounds "
                             "once; repeatCount must be 1")
         entry = catalog.entries[name]
+        own = category.options
+        for option, scales in SCALE_OPTIONS.items():
+            if own is not None and getattr(own, option) is not None and \
+                    options.test_scale not in scales:
+                problems.append(f"{_where(i, _camel(option))}: {_scale_note(scales, options)}")
         for option, param in PARAMETERS.items():
             if getattr(options, option) is not None and param not in entry.parameters:
                 problems.append(f"{_where(i, _camel(option))}: {name} takes no {param} "
@@ -124,7 +134,21 @@ def precheck(cert: Certification, catalog: Catalog) -> tuple[str, ...]:
                                           or entry.training.checkpoint is None):
             problems.append(f"{_where(i, 'enableCheckpoint')}: {name} does not checkpoint "
                             "(only training entries do)")
+    for option, scales in SCALE_OPTIONS.items():
+        if getattr(cert.spec, option) is not None and not any(
+                merged_options(cert, i).test_scale in scales
+                for i in range(len(cert.spec.categories))):
+            problems.append(f"spec.{_camel(option)}: {_scale_note(scales, None)}")
     return tuple(problems)
+
+
+def _scale_note(scales: tuple[TestScale, ...], options: CategoryOptions | None) -> str:
+    """Why an option that acts only under ``scales`` is refused where it stands."""
+    only = " or ".join(str(s) for s in scales)
+    if options is None:
+        return f"applies only with testScale {only}, and no category runs at that scale"
+    return (f"applies only with testScale {only}; the category's testScale is "
+            f"{options.test_scale or TestScale.FULL_SCALE}")
 
 
 def checkpoint_pvc(*, name: str, namespace: str, entry: CatalogEntry,
@@ -282,11 +306,14 @@ def build_workflow(
     if options.max_concurrent:
         orchestration["execution"]["maxConcurrent"] = options.max_concurrent
     if scale == TestScale.INTRA_RACK:
-        orchestration["topology"] = {"topologyKey": CLIQUE_KEY, "strictDomain": True}
+        orchestration["topology"] = {"topologyKey": options.topology_key or CLIQUE_KEY,
+                                     "strictDomain": True}
     if scale == TestScale.DIAGNOSE:
         # Screening, bisection, confirmation, cross-boundary over NVLink domains
         # (docs/design/024); the rounds run once.
-        orchestration["diagnose"] = {"minGroupSize": 2, "topologyKey": CLIQUE_KEY}
+        orchestration["diagnose"] = {
+            "minGroupSize": options.min_group_size or DIAGNOSE_MIN_GROUP_SIZE,
+            "topologyKey": options.topology_key or CLIQUE_KEY}
         orchestration["iterations"] = 1
     spec: dict[str, Any] = {
         "namespace": namespace,
