@@ -330,6 +330,24 @@ def _check_workflow_spec(model: WorkflowSpec, path: str) -> Iterator[FieldError]
             join(path, "validation.performance.relativeThreshold"))
 
 
+def _check_diagnose_overrides(model: WorkflowSpec, path: str) -> Iterator[FieldError]:
+    """Under ``orchestration.diagnose`` an override may not set what the base may not have
+    (more than one iteration, Unpinned placement): the rounds would silently run once."""
+    if model.orchestration.diagnose is None:
+        return
+    for i, override in enumerate(model.overrides):
+        orch = override.orchestration
+        where = join(join(join(path, "overrides"), i), "orchestration")
+        if orch is not None and orch.iterations is not None and orch.iterations > 1:
+            yield FieldError(path=join(where, "iterations"), value=orch.iterations,
+                             message="spec.orchestration.diagnose is set and diagnose runs its "
+                                     "rounds once: iterations must be 1")
+        if orch is not None and orch.placement == "Unpinned":
+            yield FieldError(path=join(where, "placement"), value=orch.placement,
+                             message="spec.orchestration.diagnose is set and diagnose needs "
+                                     "Pinned placement")
+
+
 def _check_template_nodes(model: WorkflowSpec, path: str) -> Iterator[FieldError]:
     """``trainer.numNodes`` of the template sets nodesPerJob: a positive integer when set."""
     train_job = model.job_template.spec.workload.train_job or {}
@@ -600,7 +618,8 @@ def _checks() -> dict[type, tuple[Check, ...]]:
         JobSpec: (_check_job_spec,),
         NodeHealthMonitor: (_check_monitor,),
         JobStatus: (_check_job_status,),
-        WorkflowSpec: (_check_workflow_spec, _check_template_nodes, _check_dependency_when),
+        WorkflowSpec: (_check_workflow_spec, _check_template_nodes, _check_dependency_when,
+                       _check_diagnose_overrides),
         OrchestrationSpec: (_check_orchestration,),
         OverrideSpec: (_check_override,),
         TorchSpec: (_check_torch,),

@@ -300,6 +300,20 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "iterations must be 1",
     ),
     (
+        "diagnose override iterations",
+        _set(lambda: _set(workflow, "spec.orchestration", {"diagnose": {}}), "spec.overrides",
+             [{"when": {}, "orchestration": {"iterations": 2}}]),
+        "spec.overrides[0].orchestration.iterations",
+        "diagnose runs its rounds once: iterations must be 1",
+    ),
+    (
+        "diagnose override unpinned",
+        _set(lambda: _set(workflow, "spec.orchestration", {"diagnose": {}}), "spec.overrides",
+             [{"when": {}}, {"when": {}, "orchestration": {"placement": "Unpinned"}}]),
+        "spec.overrides[1].orchestration.placement",
+        "diagnose needs Pinned placement",
+    ),
+    (
         "unpinned strict",
         _set(
             workflow,

@@ -57,6 +57,31 @@ def test_unappliable_patch_fails_naming_the_override() -> None:
     assert world.created == []
 
 
+def test_an_override_may_not_repeat_or_unpin_a_diagnose_run() -> None:
+    """Under testScale diagnose an override setting iterations 3 (or Unpinned placement),
+    even one whose platform would not match, fails the Workflow InvalidSpec before anything
+    is created, the message naming the Workflow and the override's field path; iterations 1
+    is accepted."""
+    pool = nodes(4)
+    base = workflow(pool, testScale="diagnose")
+    for orchestration, field in (({"iterations": 3}, "iterations"),
+                                 ({"placement": "Unpinned"}, "placement")):
+        bad = _with(base, {"when": {"platform": {"equals": "gcp"}},
+                           "orchestration": orchestration})
+        world = WorkflowWorld(wf=bad, nodes=pool)
+        world.step(at(0))
+        failed = world.condition("Failed")
+        assert failed.reason == WorkflowReason.INVALID_SPEC
+        assert failed.message.startswith(
+            f"Workflow certs/{base.metadata.name} has an invalid spec: "
+            f"spec.overrides[0].orchestration.{field}: spec.orchestration.diagnose is set")
+        assert world.created == []
+    once = WorkflowWorld(wf=_with(base, {"when": {}, "orchestration": {"iterations": 1}}),
+                         nodes=pool)
+    once.step(at(0))
+    assert once.wf.status.groups
+
+
 def test_orchestration_and_dependency_overrides() -> None:
     """Orchestration fields replace; a dependency merges by apiVersion/kind/name (named lists
     by name), a new one is appended; a no-op override is marked so."""

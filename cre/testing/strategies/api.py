@@ -446,6 +446,16 @@ def _fix_orchestration(spec: OrchestrationSpec) -> OrchestrationSpec:
     return spec
 
 
+def _fix_workflow_spec(spec: WorkflowSpec) -> WorkflowSpec:
+    """Under diagnose, no override repeats the rounds or unpins the groups."""
+    if spec.orchestration.diagnose is None:
+        return spec
+    return attrs.evolve(spec, overrides=tuple(
+        attrs.evolve(o, orchestration=attrs.evolve(o.orchestration, iterations=None,
+                                                   placement=None))
+        if o.orchestration is not None else o for o in spec.overrides))
+
+
 def _fix_config(spec: ConfigSpec) -> ConfigSpec:
     return attrs.evolve(spec, config_map_ref=None) if spec.inline is not None else spec
 
@@ -496,6 +506,7 @@ _FIXUPS: dict[type, Callable[[Any], Any]] = {
     PerformanceSpec: _fix_performance,
     CertificationSpec: _fix_certification_spec,
     OrchestrationSpec: _fix_orchestration,
+    WorkflowSpec: _fix_workflow_spec,
     ConfigSpec: _fix_config,
     CertificationScheduleSpec: _fix_schedule_spec,
     CertificationSchedule: _fix_schedule_name,
