@@ -186,3 +186,68 @@ def test_suspects_without_known_good_peers_are_confirmed_together_not_named() ->
     assert [s.resolution for s in state.steps] == [StepResolution.CONFIRMING,
                                                    StepResolution.CONFIRMED_TOGETHER]
     assert jobs == 2
+
+
+LABELS = st.sampled_from(["one-per-node", "absent", "half-labelled"])
+
+
+def _domains(nodes: list[str], labels: str) -> dict[str, str]:
+    """Topology domains without NVLink racks: every node its own domain, no label at all, or
+    the label on every other node only."""
+    if labels == "one-per-node":
+        return {n: f"d-{n}" for n in nodes}
+    if labels == "half-labelled":
+        return {n: f"rack-{i // 4}" for i, n in enumerate(nodes) if i % 2 == 0}
+    return {}
+
+
+@given(n_groups=st.integers(1, 6), size=st.sampled_from([2, 3, 4, 8]),
+       pick=st.integers(0, 10_000), floor=st.sampled_from([1, 2, 3]), labels=LABELS)
+@COMMON
+def test_no_nvlink_domains_still_find_the_bad_node(n_groups: int, size: int, pick: int,
+                                                   floor: int, labels: str) -> None:
+    """With topology domains of one node, or the domain label absent (on every node or on
+    some), one bad node is never wrongly blamed, is named alone whenever a known-good peer
+    exists, within the rounds and the Job bound, and no narrowing step runs with fewer than
+    minGroupSize nodes (or all of them, when there are fewer)."""
+    nodes = _nodes(n_groups * size)
+    bad = nodes[pick % len(nodes)]
+    state, jobs = drive(_groups(nodes, size), bad={bad}, domain_of=_domains(nodes, labels),
+                        min_group_size=floor)
+    assert set(state.failed_nodes) <= {bad}
+    if n_groups > 1 or floor == 1:
+        assert state.failed_nodes == (bad,)
+        assert state.uncertified_nodes == ()
+    assert state.bad_links == ()
+    assert state.round <= DG.ceil_log2(size) + 1
+    assert jobs <= state.job_budget
+    assert all(len({*s.suspects, *s.peers}) >= min(floor, len(nodes)) for s in state.steps
+               if s.stage != DiagnoseStage.SCREENING)
+
+
+def test_a_bad_link_between_two_one_node_domains_is_named_without_blame() -> None:
+    """One node per domain (no NVLink rack): nodes 4 and 5 fail only together. Screening fails
+    their group, bisection leaves them as a failed pair, each passes its confirmation with
+    known-good peers, and the pair run alone fails: a bad link between their domains, nobody
+    blamed."""
+    nodes = _nodes(16)
+    domain_of = _domains(nodes, "one-per-node")
+    link = frozenset({domain_of["n004"], domain_of["n005"]})
+    state, jobs = drive(_groups(nodes, 4), links={link}, domain_of=domain_of)
+    assert [link.domains for link in state.bad_links] == [("d-n004", "d-n005")]
+    assert state.failed_nodes == () and state.uncertified_nodes == ()
+    cross = next(s for s in state.steps if s.stage == DiagnoseStage.CROSS_BOUNDARY)
+    assert cross.suspects == ("n004", "n005") and cross.peers == ()
+    assert jobs == 4 + 2 + 2 + 1 <= state.job_budget
+
+
+def test_a_domain_pair_below_min_group_size_is_not_probed() -> None:
+    """With minGroupSize 3 a pair of one-node domains would run on 2 nodes: it is not run;
+    the failure is not reproduced and the suspects are Uncertified, never Failed."""
+    nodes = _nodes(16)
+    domain_of = _domains(nodes, "one-per-node")
+    link = frozenset({domain_of["n004"], domain_of["n005"]})
+    state, _ = drive(_groups(nodes, 4), links={link}, domain_of=domain_of, min_group_size=3)
+    assert state.bad_links == () and state.failed_nodes == ()
+    assert {"n004", "n005"} <= set(state.uncertified_nodes)
+    assert not [s for s in state.steps if s.stage == DiagnoseStage.CROSS_BOUNDARY]

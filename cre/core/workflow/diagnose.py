@@ -24,10 +24,13 @@ The rules:
   peers the suspects re-run together: failing again confirms the failure (the run fails) but
   names nobody (the suspects are Uncertified). When every confirmation passes, the failure was
   not reproduced: the suspects are Uncertified.
-* **Cross-boundary**: when both halves of a failed step pass, the failure needs both together.
-  With domains, every pair of a domain of one half and a domain of the other (at most
-  ``MAX_PAIRS``) runs alone; a pair that fails is a bad link (reported, no node blamed). Without
-  domains, or when every pair passes, the suspects are Uncertified (not reproduced).
+* **Cross-boundary**: when both halves of a failed step pass (or every suspect passes its own
+  confirmation), the failure needs them together. With domains, every pair of a domain of one
+  child and a domain of another (at most ``MAX_PAIRS``) runs alone; a pair that fails is a bad
+  link (reported, no node blamed). A pair with fewer than ``minGroupSize`` nodes is not run.
+  Domains of one node each (no NVLink rack) make a pair of nodes: a bad cable between two
+  nodes is found as their link. Without domains, or when every pair passes, the suspects are
+  Uncertified (not reproduced).
 * **The Job bound**: after screening, the run may spend ``job_budget`` Jobs in all (re-runs
   included); a round that would pass it is not started, and the suspects it would have tested
   are Uncertified (``BudgetExceeded``).
@@ -293,26 +296,30 @@ class _Planner:
         kids = self.children(step.name)
         if not kids or any(k.outcome != StepOutcome.PASSED for k in kids):
             return
-        if step.resolution == StepResolution.BISECTED:
-            pairs = self._pairs(kids)
-            if pairs and len(pairs) <= MAX_PAIRS:
-                for a, b in pairs:
-                    nodes = [n for n in step.suspects
-                             if self.params.domain_of.get(n) in (a, b)]
-                    self._add(step, DiagnoseStage.CROSS_BOUNDARY, nodes, domains=(a, b))
+        if step.resolution in (StepResolution.BISECTED, StepResolution.CONFIRMING):
+            probes = [(pair, nodes) for pair in self._pairs(kids)
+                      if len(nodes := [n for n in step.suspects
+                                       if self.params.domain_of.get(n) in pair])
+                      >= self.params.min_group_size]
+            if probes and len(self._pairs(kids)) <= MAX_PAIRS:
+                for pair, nodes in probes:
+                    self._add(step, DiagnoseStage.CROSS_BOUNDARY, nodes, domains=pair)
                 self.resolve(step, StepResolution.CROSSING)
                 return
         self.resolve(step, StepResolution.NOT_REPRODUCED)
         self.unresolved |= set(step.suspects)
 
     def _pairs(self, kids: list[DiagnoseStep]) -> list[tuple[str, str]]:
-        """The domain pairs across two halves whose domains do not overlap."""
-        if len(kids) != 2 or not self.params.domain_of:
+        """The domain pairs across children (two halves, or suspects confirmed one by one)
+        whose domains do not overlap; none when a child has no domain."""
+        if len(kids) < 2 or not self.params.domain_of:
             return []
-        left, right = (set(k.domains) for k in kids)
-        if not left or not right or left & right:
+        sides = [set(k.domains) for k in kids]
+        every = [d for side in sides for d in side]
+        if any(not side for side in sides) or len(every) != len(set(every)):
             return []
-        return [(a, b) for a in sorted(left) for b in sorted(right)]
+        return [(a, b) for i, left in enumerate(sides) for right in sides[i + 1:]
+                for a in sorted(left) for b in sorted(right)]
 
 
 def records(state: DiagnoseStatus, *, scopes: Mapping[str, str] | None = None,
