@@ -36,6 +36,8 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
       - refuseCreate: {resource: trainjobs, code: 403,   # as admission would (400/403/409/422)
                        message: 'admission webhook "x" denied the request: ...'}
                                 # also name, field (422), times; {resource: R, remove: true}
+      - stopControllers: {}     # the manager dies: controllers, caches, queues gone
+      - startControllers: {}    # a new manager: the same controllers over fresh caches
       - advance: 10             # let 10 simulated seconds pass
       - addNodes: 2             # register 2 more nodes of the profile (they turn Ready)
       - nodesReady: {}          # wait until every registered node is Ready
@@ -71,7 +73,7 @@ from typing import Any
 
 import anyio
 import attrs
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
 from cre.kube.client import (
     BATCH_JOBS,
@@ -224,6 +226,7 @@ class ScenarioRun:
     cluster: SimulatedCluster
     emu: Any
     namespace: str
+    manager: ManagerSlot | None = None
     waits: list[dict[str, Any]] = attrs.field(factory=list)
     snapshots: list[dict[str, Any]] = attrs.field(factory=list)
 
@@ -361,6 +364,11 @@ class ScenarioRun:
                                 profile_name=cl.config.profile.name,
                                 nodes=[f"{cl.config.profile.name}-node-{i}"
                                        for i in range(cl.node_count)])
+        elif action in ("stopControllers", "startControllers"):
+            if self.manager is None:
+                raise ScenarioError(f"{where}: {action} needs controllers")
+            await (self.manager.stop(where=where) if action == "stopControllers"
+                   else self.manager.start(where=where))
         elif action == "nodesReady":
             await cl.wait_for(lambda w: _all_ready(w, cl.node_count))
         elif action == "addNodes":
@@ -513,9 +521,12 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
     async with simulate(emu, kubeconfig=kubeconfig, profile=cfg.profile.name, nodes=nodes,
                         config=cfg, clock=clock, logs=logs, node_status=node_status
                         ) as cluster, anyio.create_task_group() as tg:
-        run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace)
-        await start_controllers(tg, [str(n) for n in spec.get("controllers") or []], cluster,
-                                 namespace, dict(spec.get("managerArgs") or {}))
+        manager = ManagerSlot(tg=tg, names=[str(n) for n in spec.get("controllers") or []],
+                              cluster=cluster, namespace=namespace,
+                              args=dict(spec.get("managerArgs") or {}))
+        run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace,
+                          manager=manager if manager.names else None)
+        await manager.start(where="controllers")
         node_names = [f"{cfg.profile.name}-node-{i}" for i in range(nodes)]
         await apply_objects(cluster.client, list(spec.get("apply") or []), namespace=namespace,
                             profile_name=cfg.profile.name, nodes=node_names)
@@ -532,6 +543,45 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
     if not spec.get("ignoreSimulatorErrors"):
         out["simulatorErrors"] = cluster.errors
     return out
+
+
+@attrs.define
+class ManagerSlot:
+    """The scenario's in-process controllers as one manager process. ``stopControllers``
+    kills it (controllers, informer caches, work queues and in-flight requests gone, as a
+    crashed pod); ``startControllers`` starts a new one over fresh informers, as a restarted
+    manager that knows only what the API server holds."""
+
+    tg: TaskGroup
+    names: list[str]
+    cluster: SimulatedCluster
+    namespace: str
+    args: dict[str, Any]
+    scope: anyio.CancelScope | None = None
+    ended: anyio.Event | None = None
+
+    async def start(self, *, where: str) -> None:
+        if self.scope is not None:
+            raise ScenarioError(f"{where}: the controllers are already running")
+        scope, ended = anyio.CancelScope(), anyio.Event()
+
+        async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            with scope:
+                async with anyio.create_task_group() as inner:
+                    await start_controllers(inner, self.names, self.cluster, self.namespace,
+                                            self.args)
+                    task_status.started()
+            ended.set()
+
+        await self.tg.start(run)
+        self.scope, self.ended = scope, ended
+
+    async def stop(self, *, where: str) -> None:
+        if self.scope is None or self.ended is None:
+            raise ScenarioError(f"{where}: the controllers are not running")
+        self.scope.cancel()
+        await self.ended.wait()
+        self.scope = self.ended = None
 
 
 async def start_controllers(tg: TaskGroup, names: Sequence[str], cluster: SimulatedCluster,
@@ -579,7 +629,11 @@ async def start_controllers(tg: TaskGroup, names: Sequence[str], cluster: Simula
     built = []
     for name in names:
         for profile in shipped[name]() if name in shipped else ():
-            await cluster.client.create(LOGPROFILES, to_dict(profile))
+            try:
+                await cluster.client.create(LOGPROFILES, to_dict(profile))
+            except ApiError as exc:  # installed by an earlier start (a restarted manager)
+                if not exc.already_exists:
+                    raise
         built.append(BY_NAME[name].build(ctx))
     tg.start_soon(informers.run)
     for ctrl in built:
