@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from cre.testing.cluster.__main__ import parse_args
 from cre.testing.cluster.scenario import (
+    ManagerSlot,
     ScenarioError,
     _satisfied,
     build_config,
@@ -110,3 +112,16 @@ async def test_fault_verbs_refuse_malformed_arguments() -> None:
     run.emu = None
     with pytest.raises(ScenarioError, match="needs an in-process emulator"):
         await run.step({"refuseCreate": {"resource": "pods", "code": 422}}, where="t")
+
+
+def test_a_manager_that_is_not_running_cannot_be_stopped() -> None:
+    """stopControllers before the controllers run (or twice) is a scenario error naming the
+    step, not a silent no-op."""
+    async def stop() -> None:
+        async with anyio.create_task_group() as tg:
+            slot = ManagerSlot(tg=tg, names=["job"], cluster=None,  # type: ignore[arg-type]
+                               namespace="default", args={})
+        await slot.stop(where="timeline[3]")
+
+    with pytest.raises(ScenarioError, match=r"timeline\[3\]: the controllers are not running"):
+        anyio.run(stop)
