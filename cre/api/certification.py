@@ -24,7 +24,7 @@ from cre.api.common import (
     threshold_values,
 )
 from cre.api.conditions import CategoryState, GroupPhase, Phase, Verdict
-from cre.api.failurepolicy import FailurePolicy
+from cre.api.failurepolicy import FAILURE_POLICY_DOC, FailurePolicy
 from cre.api.fields import c
 from cre.api.job import IMAGE_PULL_GRACE_MAX, NodeHealthMonitor, NodeOutlier
 from cre.api.labels import API_VERSION
@@ -139,9 +139,8 @@ class CategoryOptions:
     workload_metadata: WorkloadMetadata | None = attrs.field(default=None, metadata=c(doc=(
         "Labels put on the generated TrainJob (not on pods). Global and per-category labels "
         "merge per key.")))
-    failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(doc=(
-        "What a failed group does to the rest of the Workflow (fail fast or continue) and how "
-        "infrastructure aborts are retried.")))
+    failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(
+        doc=FAILURE_POLICY_DOC))
     scheduling_stall_timeout: str | None = attrs.field(default=None, metadata=duration_field(doc=(
         "Go duration the workload's pods may stay unschedulable (the timeout clock paused) "
         "before the group's Job fails Platform/Unschedulable. Copied to each group Job. Unset: "

@@ -1,8 +1,9 @@
 """How a Workflow treats a failed group: run on (``Continue``) or stop early (``FailFast``),
 and whether an infrastructure abort is deferred instead of counted as a test failure.
 
-Kept in its own module because both the Workflow spec and the Certification's category
-options carry it (a Certification copies it into each Workflow it creates). The deferral
+Kept in its own module because the Workflow spec, the Certification's category options and
+the WorkloadRun spec carry it (a Certification or WorkloadRun copies it into each Workflow it
+creates). The deferral
 rules themselves live in ``cre.core.workflow.deferral``; see
 docs/design/013-workflow-certification.md.
 """
@@ -25,6 +26,11 @@ MAX_NODE_NOT_READY_GRACE_SECONDS: Final = 86400
 # SuspectedClusterOutage needs at least 2 infra-aborted groups and at least this percentage of
 # the iteration's groups.
 DEFAULT_OUTAGE_THRESHOLD_PERCENT: Final = 50
+#: The description of a ``failurePolicy`` field on a kind that runs Workflows (a
+#: Certification's category options, a WorkloadRun): one text, so the CRDs say the same.
+FAILURE_POLICY_DOC: Final = (
+    "What a failed group does to the rest of the Workflow (fail fast or continue) and how "
+    "infrastructure aborts are retried.")
 
 
 class FailureMode(enum.StrEnum):

@@ -44,8 +44,10 @@ class ExportPhase(enum.StrEnum):
 
     PENDING = "Pending"  # no payload snapshot yet
     DELIVERING = "Delivering"  # snapshot taken; attempts under way or scheduled
+    SUSPENDED = "Suspended"  # the policy is suspended: no attempt until it is resumed
     DELIVERED = "Delivered"  # the receiver answered 2xx
     FAILED = "Failed"  # rejected, out of attempts, or the source or snapshot lost
+    CANCELLED = "Cancelled"  # spec.cancel was set before the report was delivered
 
 
 class ExportReason(enum.StrEnum):
@@ -60,6 +62,9 @@ class ExportReason(enum.StrEnum):
     RETRIES_EXHAUSTED = "RetriesExhausted"
     SNAPSHOT_LOST = "SnapshotLost"
     PAYLOAD_TOO_LARGE = "PayloadTooLarge"
+    POLICY_SUSPENDED = "PolicySuspended"
+    RESUMED = "Resumed"
+    CANCELLED = "Cancelled"
 
 
 @attrs.frozen(kw_only=True)
@@ -147,7 +152,9 @@ class ReportExportPolicySpec:
     retention: RetentionPolicy = attrs.field(factory=RetentionPolicy, metadata=c(doc=(
         "How long finished exports are kept once their Certification is gone.")))
     suspend: bool = attrs.field(default=False, metadata=c(doc=(
-        "Create no new exports while true (deliveries under way continue).")))
+        "While true, create no new exports and make no attempt of the exports under way "
+        "(phase Suspended; their snapshots are still taken). Set back to false, they resume "
+        "where they stopped, under the same key.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -186,18 +193,30 @@ class PolicyRef:
 
 @attrs.frozen(kw_only=True)
 class ReportExportSpec:
-    """One delivery: the source and the policy's settings, frozen when it was created."""
+    """One delivery: the source and the policy's settings, frozen when it was created, and the
+    one thing a user may change, ``cancel``."""
 
-    source: ExportSourceRef = attrs.field(metadata=c(doc=(
-        "The Certification or Workflow reported on.")))
-    policy_ref: PolicyRef = attrs.field(metadata=c(doc="The policy that created the export."))
-    webhook: WebhookTarget = attrs.field(metadata=c(doc="The receiver."))
-    content: ExportContent = attrs.field(factory=ExportContent, metadata=c(doc=(
-        "Which parts of the report are sent.")))
-    retry: RetryPolicy = attrs.field(factory=RetryPolicy, metadata=c(doc=(
-        "How failed deliveries are retried.")))
-    retention: RetentionPolicy = attrs.field(factory=RetentionPolicy, metadata=c(doc=(
-        "How long the export is kept once finished and its Certification is gone.")))
+    source: ExportSourceRef = attrs.field(metadata=c(immutable=True, doc=(
+        "The Certification or Workflow reported on. Cannot change after creation.")))
+    policy_ref: PolicyRef = attrs.field(metadata=c(immutable=True, doc=(
+        "The policy that created the export. Cannot change after creation.")))
+    webhook: WebhookTarget = attrs.field(metadata=c(immutable=True, doc=(
+        "The receiver. Cannot change after creation.")))
+    content: ExportContent = attrs.field(factory=ExportContent, metadata=c(
+        immutable=True, presence_immutable=True, doc=(
+            "Which parts of the report are sent. Cannot change after creation.")))
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy, metadata=c(
+        immutable=True, presence_immutable=True, doc=(
+            "How failed deliveries are retried. Cannot change after creation.")))
+    retention: RetentionPolicy = attrs.field(factory=RetentionPolicy, metadata=c(
+        immutable=True, presence_immutable=True, doc=(
+            "How long the export is kept once finished and its Certification is gone. Cannot "
+            "change after creation.")))
+    cancel: bool = attrs.field(default=False, metadata=c(doc=(
+        "Set to true to stop the delivery: no further attempt is made and the export ends "
+        "Cancelled (kept as the record that this report is not to be sent; deleting the "
+        "export instead would make the policy send the report again). No effect once the "
+        "export is Delivered or Failed.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -205,7 +224,7 @@ class ReportExportStatus:
     """Where the delivery stands."""
 
     phase: ExportPhase = attrs.field(default=ExportPhase.PENDING, metadata=c(doc=(
-        "Pending, Delivering, Delivered or Failed.")))
+        "Pending, Delivering, Suspended, Delivered, Failed or Cancelled.")))
     reason: ExportReason | None = attrs.field(default=None, metadata=c(doc=(
         "Why the phase is what it is.")))
     message: str | None = attrs.field(default=None, metadata=c(max_length=1024, doc=(
@@ -231,7 +250,8 @@ class ReportExportStatus:
     delivered_at: datetime | None = attrs.field(default=None, metadata=c(doc=(
         "When the receiver accepted the report.")))
     finished_at: datetime | None = attrs.field(default=None, metadata=c(doc=(
-        "When the export became Delivered or Failed (retention counts from here).")))
+        "When the export became Delivered, Failed or Cancelled (retention counts from "
+        "here).")))
 
 
 @attrs.frozen(kw_only=True)
@@ -244,7 +264,7 @@ class ReportExport:
     kind: str = attrs.field(default="ReportExport", metadata=c(doc="ReportExport."))
     metadata: ObjectMeta = attrs.field(factory=ObjectMeta, metadata=c(doc=(
         "Standard object metadata (owned by the policy).")))
-    spec: ReportExportSpec = attrs.field(metadata=c(immutable=True, doc=(
-        "The source and the frozen settings. Cannot change after creation.")))
+    spec: ReportExportSpec = attrs.field(metadata=c(doc=(
+        "The source and the frozen settings (immutable), and cancel.")))
     status: ReportExportStatus = attrs.field(factory=ReportExportStatus, metadata=c(doc=(
         "Where the delivery stands, written by the ReportExport controller.")))

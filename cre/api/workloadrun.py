@@ -25,6 +25,7 @@ from cre.api.common import (
     threshold_values,
 )
 from cre.api.conditions import Phase
+from cre.api.failurepolicy import FAILURE_POLICY_DOC, FailurePolicy
 from cre.api.fields import CelRule, c
 from cre.api.job import BandwidthMeasurementRequest, GoodputMeasurementRequest
 from cre.api.labels import API_VERSION
@@ -216,6 +217,8 @@ class WorkloadRunSpec:
     priority_class_name: str | None = attrs.field(
         default=None, metadata=c(max_length=253, pattern=DNS_SUBDOMAIN, doc=(
             "PriorityClass of the workload pods.")))
+    failure_policy: FailurePolicy | None = attrs.field(default=None, metadata=c(
+        doc=FAILURE_POLICY_DOC))
 
 
 @attrs.frozen(kw_only=True)

@@ -135,12 +135,14 @@ def _schedule(ctx: ControllerContext) -> Controller:
 def _reportexportpolicy(ctx: ControllerContext) -> Controller:
     return ReportExportPolicyController(ctx.client, informers=ctx.informers,
                                         registry=ctx.registry, clock=ctx.clock,
+                                        time_scale=ctx.time_scale,
                                         max_concurrent_reconciles=ctx.workers(1))
 
 
 def _reportexport(ctx: ControllerContext) -> Controller:
     return ReportExportController(ctx.client, informers=ctx.informers, registry=ctx.registry,
-                                  clock=ctx.clock, max_concurrent_reconciles=ctx.workers(2))
+                                  clock=ctx.clock, time_scale=ctx.time_scale,
+                                  max_concurrent_reconciles=ctx.workers(2))
 
 
 CONTROLLERS: tuple[ControllerEntry, ...] = (
@@ -163,6 +165,7 @@ CONTROLLERS: tuple[ControllerEntry, ...] = (
     ControllerEntry(name="reportexportpolicy", build=_reportexportpolicy,
                     requires=(REPORTEXPORTPOLICIES, REPORTEXPORTS, CERTIFICATIONS)),
     ControllerEntry(name="reportexport", build=_reportexport, requires=(
-        REPORTEXPORTS, CERTIFICATIONS, WORKFLOWS, JOBS, BANDWIDTHMEASUREMENTS)),
+        REPORTEXPORTS, REPORTEXPORTPOLICIES, CERTIFICATIONS, WORKFLOWS, JOBS,
+        BANDWIDTHMEASUREMENTS)),
 )
 BY_NAME: dict[str, ControllerEntry] = {entry.name: entry for entry in CONTROLLERS}

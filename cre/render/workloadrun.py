@@ -445,6 +445,8 @@ def build_run(run: WorkloadRun, *, env: RunEnvironment) -> BuiltRun:
             "thresholds": dict(spec.thresholds)}}}
     if spec.gang_scheduler is not None:
         wf_spec["gangScheduler"] = unstructure(spec.gang_scheduler)
+    if spec.failure_policy is not None:
+        wf_spec["failurePolicy"] = unstructure(spec.failure_policy)
     workflow = {
         "apiVersion": L.API_VERSION, "kind": "Workflow",
         "metadata": {"name": name, "namespace": namespace,

@@ -56,7 +56,6 @@ import enum
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -74,7 +73,8 @@ from rich.text import Text
 
 from cre.api.labels import GPU_PRESENT
 from cre.core.job.workload import workload_name
-from cre.testing.procs import REPO, Stack, StackError, wait_until
+from cre.testing.demokit import DemoSteps, demo_console, drive
+from cre.testing.procs import Stack, StackError, wait_until
 
 CERT = "gpu-cert"
 NAMESPACE = "default"
@@ -187,13 +187,12 @@ class Snapshot:
         return next((g for g in self.groups if g[0] == name), None)
 
 
-class Demo:
+class Demo(DemoSteps):
     """One demo run over a :class:`Stack`."""
 
     def __init__(self, stack: Stack, console: Console, *, scenario: Scenario,
                  time_scale: float, timeout: float) -> None:
-        self.stack = stack
-        self.console = console
+        super().__init__(stack, console)
         self.scenario = scenario
         self.time_scale = time_scale
         self.timeout = timeout
@@ -202,9 +201,6 @@ class Demo:
         self.node_lost = False
         self.node_back = False
         self.deferred = ""  # the failure class of the deferred abort
-
-    def step(self, text: str) -> None:
-        self.console.print(f"[bold cyan]>[/] {text}")
 
     @property
     def node_count(self) -> int:
@@ -252,10 +248,7 @@ class Demo:
 
         self.nodes = wait_until(gpu_nodes, timeout=60, what=f"{count} GPU nodes",
                                 interval=0.2, alive=cluster.check_alive)
-        self.step("kubectl apply -k deploy/logprofiles   (the LogProfiles CRE ships)")
-        out = self.stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles")).stdout
-        for line in out.splitlines():
-            self.console.print(f"  {line}")
+        self.apply_logprofiles()
         self.step("starting cre-manager (separate process) and waiting for /readyz")
         started = time.monotonic()
         manager = self.stack.start_manager("--log-format", "json")
@@ -263,13 +256,7 @@ class Demo:
                            f"probes {manager.health_url}, metrics {manager.metrics_url}/metrics")
 
     def apply(self) -> None:
-        body = certification(self.scenario)
-        self.step("kubectl apply -f - <<EOF")
-        for line in body.splitlines():
-            self.console.print(f"  [dim]{line}[/]")
-        out = self.stack.kubectl("apply", "-f", "-", stdin=body).stdout
-        for line in out.splitlines():
-            self.console.print(f"  {line}")
+        self.apply_manifest(certification(self.scenario))
 
     # -- progress --------------------------------------------------------------------------------
 
@@ -597,16 +584,6 @@ class Demo:
                 and rep["certification"]["verdict"] in ("Passed", "Incomplete")
                 and lost["job"] != LOST_JOB)  # re-run on the infra retry
 
-    def stop_manager(self) -> None:
-        self.step("shutting down: SIGTERM to cre-manager (drains, releases, exits 0)")
-        for proc in self.stack.procs:
-            if proc.name == "manager":
-                proc.send(signal.SIGTERM)
-                code = proc.wait(60)
-                self.console.print(f"  cre-manager exited with code {code}")
-                if code != 0:
-                    raise StackError(f"cre-manager exited {code}:\n{proc.tail()}")
-
 
 def _span(pairs: list[tuple[str, str]]) -> str:
     """``busBW / algBW`` when every pair agrees, else the busBW range ``lo-hi`` (GB/s)."""
@@ -625,35 +602,22 @@ def _size(size: int) -> str:
 
 def run(scenario: Scenario, *, time_scale: float, timeout: float, keep: bool,
         html: Path) -> int:
-    console = Console(highlight=False)
-    if not console.is_terminal:  # piped (CI, `make demo | tee`): room for the tables
-        console = Console(highlight=False, width=160)
+    console = demo_console()
     what = (f"[bold]{DCGM}[/] (a single-node test) on a simulated {HARDWARE_NODES}-node"
             if scenario is Scenario.HARDWARE else
             f"[bold]{ALL_REDUCE}[/] and [bold]{LOOPBACK}[/] on a simulated {NODES}-node")
     console.print(Panel(f"CRE demo: a Certification of {what} {PROFILE} cluster - "
                         f"scenario [bold]{scenario}[/]", expand=False))
-    with Stack(keep=keep) as stack:
+
+    def body(stack: Stack) -> bool:
         demo = Demo(stack, console, scenario=scenario, time_scale=time_scale, timeout=timeout)
-        try:
-            demo.start()
-            demo.apply()
-            snap = demo.follow()
-            expected = demo.report(snap, html)
-            demo.stop_manager()
-        except (StackError, subprocess.TimeoutExpired) as exc:
-            console.print(f"[bold red]demo failed:[/] {exc}")
-            console.print(f"  process logs: {stack.workdir}")
-            stack.keep = True
-            return 1
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/]")
-            return 130
-    if not expected:
-        console.print(f"[bold red]unexpected outcome for scenario {scenario}[/]")
-        return 1
-    console.print("[bold green]demo finished[/]: every process stopped cleanly")
-    return 0
+        demo.start()
+        demo.apply()
+        expected = demo.report(demo.follow(), html)
+        demo.stop_manager()
+        return expected
+
+    return drive(Stack(keep=keep), console, body, scenario=str(scenario))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,7 +23,6 @@ the Certification that judged the node last) beside the node's label and taint.
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from typing import Any
 
@@ -34,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cre.api.labels import CERTIFICATION, GPU_PRESENT
+from cre.testing.demokit import DemoSteps, demo_console, drive
 from cre.testing.procs import Proc, Stack, StackError, wait_until
 
 SCHEDULE = "fleet"
@@ -106,19 +106,15 @@ def _style(state: str) -> str:
             "failed": "bold red"}.get(state, "cyan")
 
 
-class FleetDemo:
+class FleetDemo(DemoSteps):
     """One fleet demo over a :class:`Stack` that shares its scaled clock."""
 
     def __init__(self, stack: Stack, console: Console, *, timeout: float) -> None:
-        self.stack = stack
-        self.console = console
+        super().__init__(stack, console)
         self.timeout = timeout
         self.cluster: Proc | None = None
         self.seen: dict[str, str] = {}
         self.started = time.monotonic()
-
-    def step(self, text: str) -> None:
-        self.console.print(f"[bold cyan]>[/] {text}")
 
     def start(self, *, time_scale: float) -> None:
         self.step("starting the Kubernetes API emulator (Trainer, JobSet and CRE CRDs)")
@@ -141,12 +137,7 @@ class FleetDemo:
         self.stack.start_manager("--log-format", "json")
 
     def apply(self) -> None:
-        self.step("kubectl apply -f - <<EOF")
-        for line in CERTIFICATION_SCHEDULE.splitlines():
-            self.console.print(f"  [dim]{line}[/]")
-        out = self.stack.kubectl("apply", "-f", "-", stdin=CERTIFICATION_SCHEDULE).stdout
-        for line in out.splitlines():
-            self.console.print(f"  {line}")
+        self.apply_manifest(CERTIFICATION_SCHEDULE)
         self.started = time.monotonic()
 
     def rows(self) -> list[NodeRow]:
@@ -212,45 +203,28 @@ class FleetDemo:
         self.step("kubectl get certificationschedules")
         self.console.print(self.stack.kubectl("get", "certificationschedules", "-n",
                                               NAMESPACE).stdout.rstrip())
-        self.step("shutting down: SIGTERM to cre-manager (drains, releases, exits 0)")
-        manager = next(p for p in self.stack.procs if p.name == "manager")
-        manager.send(signal.SIGTERM)
-        code = manager.wait(60)
-        self.console.print(f"  cre-manager exited with code {code}")
-        if code != 0:
-            raise StackError(f"cre-manager exited {code}:\n{manager.tail()}")
+        super().stop_manager()
 
 
 def run_demo(*, time_scale: float, timeout: float, keep: bool) -> int:
     """The demo; 0 when run 1 failed and tainted the faulty node and run 2 passed and released
     it, every other node passing both."""
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=160)
+    console = demo_console()
     console.print(Panel(f"CRE demo: a CertificationSchedule of diagnostics/dcgm-level1 every "
                         f"{INTERVAL} on a simulated {NODES}-node {PROFILE} fleet, node labels "
                         f"and taint on - scenario [bold]fleet[/]", expand=False))
-    with Stack(keep=keep, shared_time_scale=time_scale) as stack:
+
+    def body(stack: Stack) -> bool:
         demo = FleetDemo(stack, console, timeout=timeout)
-        try:
-            demo.start(time_scale=time_scale)
-            demo.apply()
-            first, rows = demo.wait_run(1, failed={FAULTY_NODE})
-            demo.table(first, rows, number=1)
-            demo.repair()
-            second, rows = demo.wait_run(2, failed=set())
-            demo.table(second, rows, number=2)
-            demo.stop_manager()
-        except (StackError, subprocess.TimeoutExpired) as exc:
-            console.print(f"[bold red]demo failed:[/] {exc}")
-            console.print(f"  process logs: {stack.workdir}")
-            stack.keep = True
-            return 1
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/]")
-            return 130
-    if (first.get("verdict"), second.get("verdict")) != ("Failed", "Passed"):
-        console.print("[bold red]unexpected outcome for scenario fleet[/]")
-        return 1
-    console.print("[bold green]demo finished[/]: every process stopped cleanly")
-    return 0
+        demo.start(time_scale=time_scale)
+        demo.apply()
+        first, rows = demo.wait_run(1, failed={FAULTY_NODE})
+        demo.table(first, rows, number=1)
+        demo.repair()
+        second, rows = demo.wait_run(2, failed=set())
+        demo.table(second, rows, number=2)
+        demo.stop_manager()
+        return (first.get("verdict"), second.get("verdict")) == ("Failed", "Passed")
+
+    return drive(Stack(keep=keep, shared_time_scale=time_scale), console, body,
+                 scenario="fleet")

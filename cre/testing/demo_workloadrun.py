@@ -14,7 +14,6 @@ bandwidth test has no training steps).
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from typing import Any
 
@@ -23,7 +22,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from cre.api.labels import GPU_PRESENT
-from cre.testing.procs import REPO, Stack, StackError, wait_until
+from cre.testing.demokit import DemoSteps, demo_console, drive
+from cre.testing.procs import Stack, StackError, wait_until
 
 RUN = "nccl-all-reduce"
 NAMESPACE = "default"
@@ -51,18 +51,14 @@ def _true(obj: dict[str, Any]) -> tuple[str, str, str]:
     return "Pending", "", ""
 
 
-class RunDemo:
+class RunDemo(DemoSteps):
     """One WorkloadRun demo over a :class:`Stack`."""
 
     def __init__(self, stack: Stack, console: Console, *, time_scale: float,
                  timeout: float) -> None:
-        self.stack = stack
-        self.console = console
+        super().__init__(stack, console)
         self.time_scale = time_scale
         self.timeout = timeout
-
-    def step(self, text: str) -> None:
-        self.console.print(f"[bold cyan]>[/] {text}")
 
     def start(self) -> None:
         self.step("starting the Kubernetes API emulator (Trainer, JobSet and CRE CRDs)")
@@ -77,20 +73,12 @@ class RunDemo:
 
         wait_until(gpu_nodes, timeout=60, what=f"{NODES} GPU nodes", interval=0.2,
                    alive=cluster.check_alive)
-        self.step("kubectl apply -k deploy/logprofiles")
-        out = self.stack.kubectl("apply", "-k", str(REPO / "deploy" / "logprofiles")).stdout
-        for line in out.splitlines():
-            self.console.print(f"  {line}")
+        self.apply_logprofiles()
         self.step("starting cre-manager (separate process) and waiting for /readyz")
         self.stack.start_manager("--log-format", "json")
 
     def apply(self) -> None:
-        self.step("kubectl apply -f - <<EOF")
-        for line in WORKLOAD_RUN.splitlines():
-            self.console.print(f"  [dim]{line}[/]")
-        out = self.stack.kubectl("apply", "-f", "-", stdin=WORKLOAD_RUN).stdout
-        for line in out.splitlines():
-            self.console.print(f"  {line}")
+        self.apply_manifest(WORKLOAD_RUN)
 
     def follow(self) -> dict[str, Any]:
         """Print each transition of the run, its Workflow's groups and Jobs until the run ends."""
@@ -160,27 +148,14 @@ class RunDemo:
 
 def run_demo(*, time_scale: float, timeout: float, keep: bool) -> int:
     """The demo; 0 when the run Succeeded with every group measured."""
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=160)
+    console = demo_console()
     console.print(Panel(f"CRE demo: an MPI WorkloadRun ({RUN}) on a simulated {NODES}-node "
                         f"{PROFILE} cluster, 2 nodes per group", expand=False))
-    with Stack(keep=keep) as stack:
+
+    def body(stack: Stack) -> bool:
         demo = RunDemo(stack, console, time_scale=time_scale, timeout=timeout)
-        try:
-            demo.start()
-            demo.apply()
-            ok = demo.report(demo.follow())
-        except (StackError, subprocess.TimeoutExpired) as exc:
-            console.print(f"[bold red]demo failed:[/] {exc}")
-            console.print(f"  process logs: {stack.workdir}")
-            stack.keep = True
-            return 1
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/]")
-            return 130
-    if not ok:
-        console.print("[bold red]unexpected outcome for scenario workloadrun[/]")
-        return 1
-    console.print("[bold green]demo finished[/]: every process stopped cleanly")
-    return 0
+        demo.start()
+        demo.apply()
+        return demo.report(demo.follow())
+
+    return drive(Stack(keep=keep), console, body, scenario="workloadrun")

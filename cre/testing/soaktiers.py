@@ -36,7 +36,6 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from cre.api.failurepolicy import DEFAULT_NODE_NOT_READY_GRACE_SECONDS
 from cre.testing.procs import Stack, StackError, wait_until
 from cre.testing.soakreport import RunResult
 
@@ -135,20 +134,20 @@ def failure_log_problem(status: dict[str, Any], *, blind: bool) -> str:
 
 
 # A group whose Job failed naming a NotReady node waits this long (the Workflow's
-# failurePolicy.nodeNotReadyGraceSeconds) for the node to come back before it blames it; the
-# soak keeps its NotReady node down for the whole run, so that wait is part of the verdict's.
-CERTIFICATION_NOT_READY_GRACE: Final = 30
+# failurePolicy.nodeNotReadyGraceSeconds, which a Certification and a WorkloadRun both pass on)
+# for the node to come back before it blames it; the soak keeps its NotReady node down for the
+# whole run, so that wait is part of the verdict's.
+NOT_READY_GRACE: Final = 30
+FAILURE_POLICY: Final = f"  failurePolicy: {{nodeNotReadyGraceSeconds: {NOT_READY_GRACE}}}\n"
 
 
-def verdict_wait(soak: SoakDriver, kind: TierKind, faults: list[str]) -> float:
+def verdict_wait(soak: SoakDriver, faults: list[str]) -> float:
     """How long a tier run may take to its verdict: the soak's verdict timeout, plus the NotReady
     grace when a node is NotReady for the whole run (a run waits at most that long: no run waits
     forever, but none blames a node before its grace is over)."""
     if "node_not_ready" not in faults:
         return soak.verdict_timeout
-    grace = (CERTIFICATION_NOT_READY_GRACE if kind is CERTIFICATION
-             else DEFAULT_NODE_NOT_READY_GRACE_SECONDS)
-    return soak.verdict_timeout + grace
+    return soak.verdict_timeout + NOT_READY_GRACE
 
 
 def manifest(kind: TierKind, name: str, namespace: str) -> str:
@@ -156,17 +155,16 @@ def manifest(kind: TierKind, name: str, namespace: str) -> str:
     ``communication/nccl-all-reduce``, or the reference's example MPI WorkloadRun (nccl-tests'
     all_reduce with a bandwidth measurement) also asking for a goodput measurement (of an NCCL
     log it finds no training step: it must not change the verdict), both over the soak's nodes
-    in two groups of 4. The Certification shortens the NotReady grace to
-    :data:`CERTIFICATION_NOT_READY_GRACE` (the WorkloadRun keeps the default: it has no failure
-    policy), see :func:`verdict_wait`."""
+    in two groups of 4. Both shorten the NotReady grace to :data:`NOT_READY_GRACE`, see
+    :func:`verdict_wait`."""
     head = (f"apiVersion: cre.dev/v1alpha1\nkind: {kind.tier}\n"
             f"metadata: {{name: {name}, namespace: {namespace}}}\n")
     if kind is CERTIFICATION:
-        return (head + "spec:\n  nodesPerJob: 4\n"
-                f"  failurePolicy: {{nodeNotReadyGraceSeconds: {CERTIFICATION_NOT_READY_GRACE}}}\n"
-                "  categories:\n  - {domain: communication, variant: nccl-all-reduce}\n")
+        return (head + "spec:\n  nodesPerJob: 4\n" + FAILURE_POLICY
+                + "  categories:\n  - {domain: communication, variant: nccl-all-reduce}\n")
     return (head + "spec:\n  image: nvcr.io/nvidia/pytorch:26.01-py3\n  numNodes: 4\n"
-            "  framework:\n    mpi: {binary: /usr/local/bin/all_reduce_perf_mpi, "
+            + FAILURE_POLICY
+            + "  framework:\n    mpi: {binary: /usr/local/bin/all_reduce_perf_mpi, "
             "mpirunPath: /usr/local/mpi/bin/mpirun,\n"
             '          args: ["-b", "8", "-e", "1G", "-f", "2", "-n", "20"]}\n'
             "  bandwidthMeasurement: {logProfileRef: nccl-bandwidth, testType: all_reduce}\n"
@@ -209,7 +207,7 @@ def run_tier(soak: SoakDriver, result: RunResult, rng: random.Random, *, kind: T
         else:
             wait_until(lambda: soak.supervised(
                 (phase_and_verdict(soak, kind, name, namespace) or ("",))[0] in TERMINAL),
-                timeout=verdict_wait(soak, kind, kinds),
+                timeout=verdict_wait(soak, kinds),
                 what=f"{namespace}/{name} to reach a verdict",
                 interval=0.5)
     except StackError as exc:

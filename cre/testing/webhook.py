@@ -14,23 +14,37 @@ in the ways that make delivery hard:
 * ``reject``: answer every POST with that status (e.g. 400);
 * ``retry_after``: the ``Retry-After`` header of every failed answer.
 
-Every request, kept or not, is in :attr:`WebhookReceiver.requests` with its headers, so a test
-can check what was sent and how often; ``expect_token`` makes a POST with another bearer token a
-401 (the receiver's own check of the token the sender read from its Secret).
+Every request, kept or not, is in :attr:`WebhookReceiver.requests` with its headers and the
+status it was answered, so a test can check what was sent and how often; ``expect_token`` makes
+a POST with another bearer token a 401 (the receiver's own check of the token the sender read
+from its Secret).
+
+A scenario (:mod:`cre.testing.cluster.scenario`) serves one with its ``webhook:`` knobs
+(:func:`scenario_receiver`), writes its URL where an applied object says ``$WEBHOOK_URL``
+(:func:`with_url`) and records :meth:`WebhookReceiver.summary`: what arrived, with keys as
+numbered stand-ins and the token never shown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import attrs
 from aiohttp import web
 
-__all__ = ["Received", "WebhookReceiver", "webhook_receiver"]
+__all__ = ["URL_PLACEHOLDER", "Received", "WebhookReceiver", "scenario_receiver",
+           "webhook_receiver", "with_url"]
+
+#: The string an object applied by a scenario holds where the receiver's URL goes.
+URL_PLACEHOLDER: Final = "$WEBHOOK_URL"
+#: A scenario's ``webhook:`` knobs (camelCase) and the receiver's attributes they set.
+SCENARIO_KNOBS: Final = {"failFirst": "fail_first", "loseFirst": "lose_first", "delay": "delay",
+                         "reject": "reject", "failStatus": "fail_status",
+                         "retryAfter": "retry_after", "expectToken": "expect_token"}
 
 
 @attrs.frozen(kw_only=True)
@@ -42,6 +56,7 @@ class Received:
     authorization: str | None
     body: bytes
     kept: bool
+    status: int  # what the receiver answered
 
     def json(self) -> Any:
         """The body, parsed."""
@@ -79,6 +94,26 @@ class WebhookReceiver:
                 seen.add(r.key)
         return count
 
+    def summary(self, *, export_keys: set[str]) -> dict[str, Any]:
+        """What arrived, stable across runs: per POST its key as ``<key-N>`` (numbered by first
+        appearance), the answer, whether it was kept and whose token it carried (``expected``,
+        ``other`` or ``none``: never the token); how many reports are kept and how many POSTs
+        were duplicates; whether the keys seen are exactly ``export_keys`` (the
+        ReportExports' ``status.idempotencyKey``)."""
+        names: dict[str, str] = {}
+
+        def token(auth: str | None) -> str:
+            if auth is None:
+                return "none"
+            return "expected" if auth == f"Bearer {self.expect_token}" else "other"
+
+        return {"requests": [{"key": names.setdefault(r.key, f"<key-{len(names) + 1}>")
+                              if r.key is not None else None,
+                              "status": r.status, "kept": r.kept,
+                              "token": token(r.authorization)} for r in self.requests],
+                "reports": len(self.reports), "duplicates": self.duplicates(),
+                "keysAreTheExports": self.distinct_keys == export_keys}
+
     async def _post(self, request: web.Request) -> web.Response:
         body = await request.read()
         key = request.headers.get("Idempotency-Key")
@@ -101,7 +136,7 @@ class WebhookReceiver:
     def _seen(self, request: web.Request, key: str | None, auth: str | None, body: bytes, *,
               kept: bool, status: int) -> web.Response:
         self.requests.append(Received(path=request.path, key=key, authorization=auth,
-                                      body=body, kept=kept))
+                                      body=body, kept=kept, status=status))
         headers = {"Retry-After": self.retry_after} if status >= 300 and self.retry_after else {}
         return web.Response(status=status, text="ok" if status < 300 else "not now",
                             headers=headers)
@@ -124,3 +159,29 @@ async def webhook_receiver(**knobs: Any) -> AsyncIterator[WebhookReceiver]:
     finally:
         await runner.cleanup()
 
+
+
+@asynccontextmanager
+async def scenario_receiver(knobs: Mapping[str, Any] | None
+                            ) -> AsyncIterator[WebhookReceiver | None]:
+    """A receiver built from a scenario's ``webhook:`` section (``None``: no receiver)."""
+    if knobs is None:
+        yield None
+        return
+    unknown = sorted(set(knobs) - set(SCENARIO_KNOBS))
+    if unknown:
+        raise ValueError(f"webhook: unknown knobs {unknown} (known: {sorted(SCENARIO_KNOBS)})")
+    async with webhook_receiver(**{SCENARIO_KNOBS[k]: v for k, v in knobs.items()}) as receiver:
+        yield receiver
+
+
+def with_url(value: Any, url: str) -> Any:
+    """``value`` (a scenario's YAML) with every string :data:`URL_PLACEHOLDER` replaced by
+    ``url``."""
+    if isinstance(value, str):
+        return url if value == URL_PLACEHOLDER else value
+    if isinstance(value, Mapping):
+        return {k: with_url(v, url) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_url(v, url) for v in value]
+    return value

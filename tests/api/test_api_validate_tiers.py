@@ -88,3 +88,27 @@ def test_per_category_failure_policy_is_checked() -> None:
     cert = copy.deepcopy(CERT)
     cert["spec"]["categories"][0]["options"] = {"failurePolicy": {"infraRetries": -1}}
     assert _paths(cert) == ["spec.categories[0].options.failurePolicy.infraRetries"]
+
+
+def test_workloadrun_failure_policy_is_the_certifications() -> None:
+    """A WorkloadRun's failurePolicy is checked like a Certification's (a grace over a day is
+    named at its path) and its CRD schema is the Certification's, description included."""
+    from cre.api import crdgen
+    from cre.api.kinds import KINDS
+
+    run = {"apiVersion": "cre.dev/v1alpha1", "kind": "WorkloadRun",
+           "metadata": {"name": "wr", "namespace": "ns"},
+           "spec": {"image": "img:1", "numNodes": 2, "framework": {"exec": {"command": ["x"]}},
+                    "failurePolicy": {"nodeNotReadyGraceSeconds": 30}}}
+    assert validate(run) == []
+    run["spec"]["failurePolicy"]["nodeNotReadyGraceSeconds"] = 86401
+    assert _paths(run) == ["spec.failurePolicy.nodeNotReadyGraceSeconds"]
+
+    def spec_schema(kind: str) -> dict[str, Any]:
+        info = next(k for k in KINDS if k.kind == kind)
+        root = crdgen.build_crd(info)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        props: dict[str, Any] = root["properties"]["spec"]["properties"]
+        return props
+
+    assert spec_schema("WorkloadRun")["failurePolicy"] == \
+        spec_schema("Certification")["failurePolicy"]

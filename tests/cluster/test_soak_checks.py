@@ -8,18 +8,23 @@ from collections import Counter
 from typing import Any, cast
 
 import pytest
+import yaml
 
+from cre.api.validate import validate
 from cre.testing.soak import Soak
 from cre.testing.soakreport import RunResult, percentile, summarize
 from cre.testing.soaktiers import (
     BLIND_FAULTS,
+    CERTIFICATION,
     FAULT_KINDS,
+    NOT_READY_GRACE,
     TIERS,
     UNSEEN_REASONS,
     WORKLOAD_RUN,
     check,
     draw,
     failure_log_problem,
+    manifest,
 )
 
 SHORT_SOAK_SEED = 319  # integration/e2e/test_e2e_soak.py
@@ -177,3 +182,12 @@ def test_a_workload_run_checks_its_own_children() -> None:
     check(result, namespace=NS, versions=lost, audit=[], fail=True, blind=False,
           kind=WORKLOAD_RUN)
     assert "workloadruns/r lost its terminal phase" in result.violations["no_regression"]
+
+
+@pytest.mark.parametrize("kind", [CERTIFICATION, WORKLOAD_RUN], ids=lambda k: k.tier)
+def test_every_tier_run_shortens_the_not_ready_grace(kind: Any) -> None:
+    """The soak's Certification and WorkloadRun are valid objects that both set the NotReady
+    grace the verdict wait allows for (the WorkloadRun no longer waits the default 300 s)."""
+    doc = yaml.safe_load(manifest(kind, "r", NS))
+    assert validate(doc) == []
+    assert doc["spec"]["failurePolicy"] == {"nodeNotReadyGraceSeconds": NOT_READY_GRACE}

@@ -30,9 +30,12 @@ from cre.kube.client import (
     REPORTEXPORTS,
     SECRETS,
     WORKFLOWS,
+    ApiError,
     KubeClient,
 )
+from cre.kube.runtime.base import utcnow
 from cre.testing.apiserver import Emulator
+from cre.testing.cluster.clock import SimClock
 from cre.testing.webhook import WebhookReceiver, webhook_receiver
 
 TOKEN = "tok-5f1d0c2a9b7e4e31-do-not-leak"
@@ -50,11 +53,15 @@ async def client(shared_emulator: Emulator) -> AsyncIterator[KubeClient]:
 
 
 @contextlib.asynccontextmanager
-async def exporting(client: KubeClient, ns: str,
-                    registry: CollectorRegistry) -> AsyncIterator[ReportExportController]:
-    """Both controllers, watching ``ns``, until the block ends (a manager that stops)."""
-    policies = ReportExportPolicyController(client, namespaces=[ns], registry=registry)
-    exports = ReportExportController(client, namespaces=[ns], registry=registry)
+async def exporting(client: KubeClient, ns: str, registry: CollectorRegistry, *,
+                    clock: Callable[[], datetime] = utcnow,
+                    time_scale: float = 1.0) -> AsyncIterator[ReportExportController]:
+    """Both controllers, watching ``ns``, until the block ends (a manager that stops), on
+    ``clock`` running ``time_scale`` times the wall clock."""
+    policies = ReportExportPolicyController(client, namespaces=[ns], registry=registry,
+                                            clock=clock, time_scale=time_scale)
+    exports = ReportExportController(client, namespaces=[ns], registry=registry, clock=clock,
+                                     time_scale=time_scale)
     async with anyio.create_task_group() as tg:
         tg.start_soon(policies.run)
         tg.start_soon(exports.run)
@@ -266,3 +273,83 @@ async def test_an_attempt_starts_from_the_live_export_not_a_lagging_cache(
     assert fresh is not None and fresh.status.attempts == 1
     await client.delete(REPORTEXPORTS, "x", namespace=ns)
     assert await controller.current(fresh) is None
+
+
+async def _suspend(client: KubeClient, ns: str, value: bool) -> None:
+    await client.patch(REPORTEXPORTPOLICIES, "fleet", {"spec": {"suspend": value}}, namespace=ns)
+
+
+async def test_suspending_the_policy_pauses_retries_and_resuming_delivers_under_the_key(
+        client: KubeClient) -> None:
+    """A delivery in backoff (the receiver refused once) is paused when its policy is
+    suspended: the export turns Suspended and nothing is POSTed however long it stays so; once
+    the policy is resumed the next attempt is made and the report is delivered under the first
+    attempt's Idempotency-Key."""
+    async with webhook_receiver(fail_first=1) as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "2s", "backoffMax": "2s"})
+        async with exporting(client, ns, CollectorRegistry()):
+            first = await wait_export(client, ns, lambda st: st.get("attempts", 0) >= 1)
+            await _suspend(client, ns, True)
+            paused = await wait_export(client, ns, _phase("Suspended"))
+            await anyio.sleep(3)  # past the 2 s the next attempt was due after
+            assert len(receiver.requests) == 1
+            still = await export_of(client, ns)
+            assert still is not None and still["status"]["phase"] == "Suspended"
+            await _suspend(client, ns, False)
+            done = await wait_export(client, ns, _phase("Delivered"))
+    assert paused["status"]["reason"] == "PolicySuspended" and paused["status"]["attempts"] == 1
+    assert done["status"]["attempts"] == 2
+    assert receiver.distinct_keys == {first["status"]["idempotencyKey"]}
+    assert len(receiver.reports) == 1
+
+
+async def test_cancel_stops_a_delivery_and_the_policy_does_not_send_it_again(
+        client: KubeClient) -> None:
+    """spec.cancel on an export whose receiver keeps refusing: it ends Cancelled, no POST
+    follows, and the policy creates no second export for the same verdict."""
+    async with webhook_receiver(fail_first=1_000_000) as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "500ms", "backoffMax": "1s"})
+        async with exporting(client, ns, CollectorRegistry()):
+            x = await wait_export(client, ns, lambda st: st.get("attempts", 0) >= 1)
+            await client.patch(REPORTEXPORTS, x["metadata"]["name"], {"spec": {"cancel": True}},
+                               namespace=ns)
+            done = await wait_export(client, ns, _phase("Cancelled"))
+            posts = len(receiver.requests)
+            await anyio.sleep(1.5)  # longer than the backoff: nothing more is sent
+            items = (await client.list(REPORTEXPORTS, namespace=ns))["items"]
+    assert done["status"]["reason"] == "Cancelled" and done["status"]["finishedAt"]
+    assert len(receiver.requests) == posts == done["status"]["attempts"]
+    assert [i["metadata"]["uid"] for i in items] == [x["metadata"]["uid"]]
+
+
+async def test_backoff_waits_run_on_the_controllers_clock(client: KubeClient) -> None:
+    """On a clock running 1000 times the wall clock, two 100 s backoffs pass in a fraction of
+    a wall second: the workqueue waits the scaled time (unscaled, the test would time out)."""
+    clock = SimClock(scale=1000, start=datetime.now(UTC).timestamp())
+
+    def now() -> datetime:
+        return datetime.fromtimestamp(clock.now(), tz=UTC)
+
+    async with webhook_receiver(fail_first=2) as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "100s", "backoffMax": "100s"})
+        async with exporting(client, ns, CollectorRegistry(), clock=now, time_scale=1000):
+            x = await wait_export(client, ns, _phase("Delivered"), timeout=30)
+    assert x["status"]["attempts"] == 3 and len(receiver.requests) == 3
+
+
+async def test_only_cancel_may_change_in_an_exports_spec(client: KubeClient) -> None:
+    """The API server takes a patch of spec.cancel and refuses one of the receiver's URL
+    (422, naming the field): editing a delivery under way is not possible, cancelling it is."""
+    async with webhook_receiver() as receiver:
+        ns = await setup(client, receiver, retry={})
+    await client.create(REPORTEXPORTS, {
+        "apiVersion": "cre.dev/v1alpha1", "kind": "ReportExport",
+        "metadata": {"name": "x", "namespace": ns},
+        "spec": {"source": {"name": "nightly", "uid": "u"}, "policyRef": {"name": "fleet"},
+                 "webhook": {"url": "http://127.0.0.1:9/"}}}, namespace=ns)
+    with pytest.raises(ApiError) as refused:
+        await client.patch(REPORTEXPORTS, "x", {"spec": {"webhook": {
+            "url": "http://elsewhere.example/"}}}, namespace=ns)
+    assert refused.value.status == 422 and "webhook" in str(refused.value)
+    patched = await client.patch(REPORTEXPORTS, "x", {"spec": {"cancel": True}}, namespace=ns)
+    assert patched["spec"]["cancel"] is True

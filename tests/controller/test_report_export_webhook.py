@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
 from cre.controller.export.webhook import REDACTED, WebhookSender, redact, retry_after
 from cre.core.common.plan import DeliverReport
-from cre.testing.webhook import webhook_receiver
+from cre.testing.webhook import URL_PLACEHOLDER, scenario_receiver, webhook_receiver, with_url
 
 pytestmark = pytest.mark.anyio
 
@@ -94,3 +95,42 @@ async def test_the_receivers_retry_after_comes_back_with_the_attempt() -> None:
     now = datetime(2026, 12, 6, 8, 0, tzinfo=UTC)
     assert retry_after("Sun, 06 Dec 2026 08:00:30 GMT", now=now) == 30.0
     assert retry_after("soon", now=now) is None and retry_after(None) is None
+
+
+async def test_a_scenario_receiver_summary_numbers_keys_and_never_shows_the_token() -> None:
+    """Built from a scenario's camelCase knobs, the receiver refuses the first POST; its summary
+    names keys by first appearance, says whose token came (never the token itself), counts the
+    kept report and checks the keys against the exports'. Unknown knobs are refused."""
+    posts = [("a", "Bearer s3cret"), ("a", "Bearer s3cret"), ("b", "Bearer guess"), ("b", None)]
+    async with scenario_receiver({"failFirst": 1, "expectToken": "s3cret"}) as receiver:
+        assert receiver is not None
+        async with aiohttp.ClientSession() as session:
+            for key, auth in posts:
+                headers = {"Idempotency-Key": key * 64} | (
+                    {"Authorization": auth} if auth else {})
+                async with session.post(receiver.url, data=b"{}", headers=headers) as answer:
+                    await answer.read()
+    summary = receiver.summary(export_keys={"a" * 64, "b" * 64})
+    assert summary["requests"] == [
+        {"key": "<key-1>", "status": 503, "kept": False, "token": "expected"},
+        {"key": "<key-1>", "status": 202, "kept": True, "token": "expected"},
+        {"key": "<key-2>", "status": 401, "kept": False, "token": "other"},
+        {"key": "<key-2>", "status": 401, "kept": False, "token": "none"}]
+    assert (summary["reports"], summary["duplicates"]) == (1, 0)
+    assert summary["keysAreTheExports"] and "s3cret" not in repr(summary)
+    assert receiver.summary(export_keys={"a" * 64})["keysAreTheExports"] is False
+    with pytest.raises(ValueError, match="failfirst"):
+        async with scenario_receiver({"failfirst": 1}):
+            pass
+    async with scenario_receiver(None) as none:
+        assert none is None
+
+
+def test_the_url_placeholder_is_replaced_in_whole_strings_only() -> None:
+    """$WEBHOOK_URL as a whole string value anywhere in a scenario becomes the URL; a string
+    that only contains it, keys and other values stay."""
+    spec = {"apply": [{"object": {"spec": {"webhook": {"url": URL_PLACEHOLDER}},
+                                  "note": f"see {URL_PLACEHOLDER}", "n": 1}}]}
+    assert with_url(spec, "http://127.0.0.1:1/r") == {"apply": [{"object": {
+        "spec": {"webhook": {"url": "http://127.0.0.1:1/r"}},
+        "note": f"see {URL_PLACEHOLDER}", "n": 1}}]}

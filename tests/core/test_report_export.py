@@ -419,3 +419,108 @@ def test_retry_after_lengthens_the_wait_within_the_cap() -> None:
             snapshot=blob, attempt=Attempt(http_status=429, retry_after=asked)), T0)
         waits.append(plan.requeue_after)
     assert waits == [12.0, 15.0, 10.0]
+
+
+# --- suspend and cancel -----------------------------------------------------------------------
+
+
+def _cancelled(x: ReportExport) -> ReportExport:
+    return attrs.evolve(x, spec=attrs.evolve(x.spec, cancel=True))
+
+
+def test_a_suspended_policy_pauses_a_delivery_in_backoff_until_resumed() -> None:
+    """A 503 schedules the next attempt 10s later; the policy is suspended: at and long after
+    that time no attempt is asked for, the phase is Suspended (once: no second write) with the
+    attempt count, key and due time kept. Resumed before the due time it waits out the rest
+    (Resumed); resumed after it, the same key is POSTed at once and judged as attempt 2."""
+    x, blob = _snapshotted(policy(), cert("a"))
+    failed = reconcile_reportexport(x, ReportExportObservation(
+        snapshot=blob, attempt=Attempt(http_status=503)), T0)
+    assert failed.status is not None
+    x = attrs.evolve(x, status=failed.status)
+    key, due = x.status.idempotency_key, x.status.next_attempt_at
+    paused = reconcile_reportexport(x, ReportExportObservation(snapshot=blob, suspended=True),
+                                    T0 + timedelta(seconds=10))
+    assert paused.asks == () and paused.requeue_after is None and paused.status is not None
+    assert paused.status.phase == ExportPhase.SUSPENDED
+    assert paused.status.reason == ExportReason.POLICY_SUSPENDED
+    assert (paused.status.attempts, paused.status.idempotency_key,
+            paused.status.next_attempt_at) == (1, key, due)
+    x = attrs.evolve(x, status=paused.status)
+    later = T0 + timedelta(hours=5)
+    still = reconcile_reportexport(x, ReportExportObservation(snapshot=blob, suspended=True),
+                                   later)
+    assert still.asks == () and still.status is None and still.requeue_after is None
+    early = reconcile_reportexport(x, ReportExportObservation(snapshot=blob),
+                                   T0 + timedelta(seconds=4))
+    assert early.asks == () and early.status is not None and early.requeue_after == 6.0
+    assert (early.status.phase, early.status.reason) == (ExportPhase.DELIVERING,
+                                                        ExportReason.RESUMED)
+    resumed = reconcile_reportexport(x, ReportExportObservation(snapshot=blob), later)
+    (ask,) = resumed.asks
+    assert isinstance(ask, DeliverReport) and ask.key == key
+    judged = reconcile_reportexport(x, ReportExportObservation(
+        snapshot=blob, attempt=Attempt(http_status=503)), later)
+    assert judged.status is not None and judged.status.phase == ExportPhase.DELIVERING
+    assert judged.status.attempts == 2 and judged.requeue_after == 15.0
+
+
+def test_a_suspended_policy_still_snapshots_but_sends_nothing() -> None:
+    """An export created just before its policy was suspended takes its snapshot (the report is
+    kept while the Jobs are still there) and then waits Suspended without any attempt."""
+    x = export_of(policy(), cert("a"))
+    first = reconcile_reportexport(x, ReportExportObservation(
+        source=Snapshot(certification=cert("a")), suspended=True), T0)
+    assert first.status is not None and first.creates and first.asks == ()
+    x = attrs.evolve(x, status=first.status)
+    (cm,) = first.creates
+    blob = base64.b64decode(cm.body["binaryData"][SNAPSHOT_KEY])
+    paused = reconcile_reportexport(x, ReportExportObservation(snapshot=blob, suspended=True),
+                                    T0)
+    assert paused.asks == () and paused.status is not None
+    assert paused.status.phase == ExportPhase.SUSPENDED and paused.status.attempts == 0
+
+
+@pytest.mark.parametrize("stage", ["pending", "backoff", "suspended"])
+def test_cancel_ends_the_export_without_another_attempt(stage: str) -> None:
+    """spec.cancel on a pending export, one in backoff or one suspended: Cancelled at once
+    (finishedAt set, no attempt asked, nothing created, a Normal event), final afterwards."""
+    x = export_of(policy(), cert("a"))
+    if stage != "pending":
+        x, blob = _snapshotted(policy(), cert("a"))
+        plan = reconcile_reportexport(x, ReportExportObservation(
+            snapshot=blob, attempt=Attempt(http_status=503)), T0)
+        assert plan.status is not None
+        x = attrs.evolve(x, status=plan.status)
+        if stage == "suspended":
+            x = attrs.evolve(x, status=attrs.evolve(x.status, phase=ExportPhase.SUSPENDED))
+    now = T0 + timedelta(minutes=1)
+    plan = reconcile_reportexport(_cancelled(x), ReportExportObservation(
+        source=Snapshot(certification=cert("a"))), now)
+    assert plan.asks == () and plan.creates == () and plan.status is not None
+    assert (plan.status.phase, plan.status.reason) == (ExportPhase.CANCELLED,
+                                                      ExportReason.CANCELLED)
+    assert plan.status.finished_at == now and plan.status.next_attempt_at is None
+    assert plan.events[0].type == EventSeverity.NORMAL
+    done = attrs.evolve(_cancelled(x), status=plan.status)
+    assert reconcile_reportexport(done, ReportExportObservation(), now).status is None
+
+
+def test_cancel_after_delivery_changes_nothing() -> None:
+    """A Delivered export stays Delivered when cancel is set afterwards."""
+    x = _cancelled(export_of(policy(), cert("a"), phase="Delivered"))
+    plan = reconcile_reportexport(x, ReportExportObservation(), T0)
+    assert plan.status is None and plan.asks == ()
+
+
+def test_a_cancelled_export_is_pruned_after_the_failed_retention() -> None:
+    """A Cancelled export whose Certification is gone is deleted after retention.failed
+    (720h), not before."""
+    p = policy()
+    x = export_of(p, cert("a"), phase="Cancelled",
+                  finishedAt=(T0 - timedelta(hours=700)).isoformat())
+    plan = reconcile_reportexportpolicy(p, ReportExportPolicyObservation(exports=(x,)), T0)
+    assert plan.deletes == () and plan.requeue_after == timedelta(hours=20).total_seconds()
+    later = reconcile_reportexportpolicy(p, ReportExportPolicyObservation(exports=(x,)),
+                                         T0 + timedelta(hours=20))
+    assert [d.name for d in later.deletes] == [x.metadata.name]

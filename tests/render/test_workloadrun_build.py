@@ -197,6 +197,17 @@ def test_orchestration_from_the_run() -> None:
     assert trainer(rack)["numNodes"] == 2
 
 
+def test_failure_policy_is_copied_to_the_workflow() -> None:
+    """A WorkloadRun's failurePolicy becomes its Workflow's (so its groups get that NotReady
+    grace); without one the Workflow has none and runs on the Workflow defaults."""
+    policy = {"nodeNotReadyGraceSeconds": 30, "mode": "FailFast"}
+    built = build_run(run_of({"failurePolicy": policy}), env=env())
+    assert built.workflow["spec"]["failurePolicy"] == {
+        "mode": "FailFast", "infraRetries": 1, "nodeNotReadyGraceSeconds": 30,
+        "outageThresholdPercent": 50}
+    assert "failurePolicy" not in build_run(run_of({}), env=env()).workflow["spec"]
+
+
 def test_resources_default_and_explicit_gpu() -> None:
     """Without resources only the GPUs; resources without nvidia.com/gpu get it; an explicit
     0 is kept."""

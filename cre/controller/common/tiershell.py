@@ -132,4 +132,4 @@ class TierController(CoreReconciler[K, B, Any]):
             return after
         remember_applied(self.status_echo, obj, plan, outcome)
         self.applied(obj, plan)
-        return Result(requeue_after=plan.requeue_after)
+        return self.requeue(plan.requeue_after)

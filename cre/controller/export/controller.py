@@ -3,12 +3,18 @@
 Keyed by export (``namespace/name``). The Observation comes from shared caches: the source
 (that uid: a Certification with its Workflows, or a Workflow), the Workflows' Jobs and the
 Jobs' BandwidthMeasurements (the objects ``cre report`` reads, only gathered while the payload
-is not snapshotted yet), and the snapshot ConfigMap's bytes.
+is not snapshotted yet), the snapshot ConfigMap's bytes, and whether the export's policy is
+suspended (the policies' cache, shared with the policy controller: a policy's change wakes its
+unfinished exports).
 :func:`cre.core.export.delivery.reconcile_reportexport` plans; its asks are answered here:
 ``ConfirmAbsent`` by a live read (the source, the snapshot), ``DeliverReport`` by
 :class:`cre.controller.export.webhook.WebhookSender`, whose
 :class:`~cre.core.export.delivery.Attempt` goes back to the core in the same reconcile; the
 plan that records it is applied by the one :class:`cre.kube.executor.PlanExecutor`.
+
+Every wait (the backoff before the next attempt) is in seconds of the controller's clock and
+reaches the workqueue divided by ``time_scale`` (a simulated clock's pace); the per-attempt
+``timeout`` is not a wait on that clock but on a real socket, and stays in wall seconds.
 
 ``cre_report_exports_total{result}`` counts attempts once their outcome is written:
 ``delivered``, ``retry`` (a failed attempt with another to come) and ``failed`` (the export
@@ -37,6 +43,7 @@ from cre.api.reportexport import (
     ExportPhase,
     ExportSourceKind,
     ReportExport,
+    ReportExportPolicy,
 )
 from cre.api.workflow import Workflow
 from cre.controller.certification.controller import (
@@ -45,7 +52,7 @@ from cre.controller.certification.controller import (
     certification_index,
 )
 from cre.controller.common.tiershell import TierController
-from cre.controller.export.policy import export_from_dict
+from cre.controller.export.policy import export_from_dict, policy_from_dict
 from cre.controller.export.webhook import WebhookSender
 from cre.controller.job.shell import bandwidth_from_dict, involved_object, job_from_dict
 from cre.controller.workflow.shell import workflow_from_dict
@@ -63,6 +70,7 @@ from cre.kube.client import (
     CERTIFICATIONS,
     CONFIGMAPS,
     JOBS,
+    REPORTEXPORTPOLICIES,
     REPORTEXPORTS,
     WORKFLOWS,
     ApiError,
@@ -79,11 +87,17 @@ log = logging.getLogger(__name__)
 CONTROLLER: Final = "reportexport"
 COMPONENT: Final = "cre.dev/reportexport-controller"
 INDEX_SOURCE: Final = "source-uid"
+INDEX_POLICY: Final = "policy"
 
 
 def source_index(export: ReportExport) -> list[str]:
     """An export under the uid of its source."""
     return [export.spec.source.uid]
+
+
+def policy_index(export: ReportExport) -> list[str]:
+    """An export under ``namespace/policy``."""
+    return [f"{export.metadata.namespace}/{export.spec.policy_ref.name}"]
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -149,16 +163,18 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
     def __init__(self, client: KubeClient, *, informers: InformerFactory | None = None,
                  namespaces: Sequence[str] | None = None, max_concurrent_reconciles: int = 2,
                  clock: Callable[[], datetime] = utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
         super().__init__(client, name=CONTROLLER, component=COMPONENT, owner=REPORTEXPORTS,
                          decode=export_from_dict, involved=involved_export,
                          workers=max_concurrent_reconciles, clock=clock, informers=informers,
-                         namespaces=namespaces, registry=registry)
+                         namespaces=namespaces, registry=registry, time_scale=time_scale)
         self.sender = WebhookSender(client)
         self.metrics = export_metrics_for(registry)
         self.exports: Informer[ReportExport] = self.cache(
             REPORTEXPORTS, transform=export_from_dict, name="cre-reportexports",
-            indexers={INDEX_SOURCE: source_index})
+            indexers={INDEX_SOURCE: source_index, INDEX_POLICY: policy_index})
+        self.policies: Informer[ReportExportPolicy] = self.cache(
+            REPORTEXPORTPOLICIES, transform=policy_from_dict, name="cre-reportexportpolicies")
         self.snapshots: Informer[SnapshotBlob] = self.cache(
             CONFIGMAPS, transform=snapshot_blob, label_selector=EXPORT_LABEL,
             name="reportexport-snapshots")
@@ -176,6 +192,7 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
             name="cre-bandwidthmeasurements")
         (self.managed_for(self.exports)
             .watches(self.snapshots, enqueue_by_label(EXPORT_LABEL))
+            .watches(self.policies, enqueue_mapped(self._unfinished_of))
             .watches(self.certifications, enqueue_mapped(self._waiting_for))
             .watches(self.all_workflows, enqueue_mapped(self._waiting_for)))
 
@@ -184,6 +201,18 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
         snapshot."""
         return (key_of(x) for x in self.exports.store.by_index(
             INDEX_SOURCE, event.obj.metadata.uid or "") if x.status.payload_digest is None)
+
+    def _unfinished_of(self, event: WatchEvent[ReportExportPolicy]) -> Iterable[str]:
+        """The policy's exports still under way (its ``suspend`` may have changed)."""
+        return (key_of(x) for x in self.exports.store.by_index(INDEX_POLICY, key_of(event.obj))
+                if x.status.phase not in FINAL)
+
+    def suspended(self, export: ReportExport) -> bool:
+        """Whether the export's policy (that uid) is cached and suspended."""
+        ref = export.spec.policy_ref
+        policy = self.policies.store.get(f"{export.metadata.namespace}/{ref.name}")
+        return policy is not None and policy.spec.suspend and (
+            not ref.uid or policy.metadata.uid == ref.uid)
 
     def source(self, export: ReportExport, obj: Certification | Workflow | None
                ) -> Snapshot | None:
@@ -237,7 +266,8 @@ class ReportExportController(TierController[ReportExport, ReportExportObservatio
         cached = self.snapshots.store.get(f"{ns}/{export.status.snapshot_ref}") \
             if export.status.snapshot_ref else None
         return ReportExportObservation(source=source,
-                                       snapshot=cached.blob if cached is not None else None)
+                                       snapshot=cached.blob if cached is not None else None,
+                                       suspended=self.suspended(export))
 
     async def answer(self, export: ReportExport, obs: ReportExportObservation,
                      asks: Sequence[Ask]) -> ReportExportObservation:

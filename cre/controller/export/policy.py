@@ -73,12 +73,13 @@ class ReportExportPolicyController(TierController[ReportExportPolicy,
     def __init__(self, client: KubeClient, *, informers: InformerFactory | None = None,
                  namespaces: Sequence[str] | None = None, max_concurrent_reconciles: int = 1,
                  clock: Callable[[], datetime] = utcnow,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, time_scale: float = 1.0) -> None:
+        """``time_scale``: seconds of ``clock`` per wall second (retention waits are on it)."""
         super().__init__(client, name=CONTROLLER, component=COMPONENT,
                          owner=REPORTEXPORTPOLICIES, decode=policy_from_dict,
                          involved=involved_policy, workers=max_concurrent_reconciles,
                          clock=clock, informers=informers, namespaces=namespaces,
-                         registry=registry)
+                         registry=registry, time_scale=time_scale)
         self.policies: Informer[ReportExportPolicy] = self.cache(
             REPORTEXPORTPOLICIES, transform=policy_from_dict, name="cre-reportexportpolicies")
         self.certifications: Informer[Certification] = self.cache(

@@ -22,9 +22,15 @@
    followed, a 4xx): Failed, ``Rejected``; sending the same body again would get the same
    answer.
 
+4. **Suspend pauses, cancel stops.** While the export's policy is suspended no attempt is made:
+   the phase is Suspended (the snapshot is still taken first; the attempts made, the key and
+   ``nextAttemptAt`` are kept) until the policy is resumed, when the delivery goes on where it
+   stopped (at once when the wait it was serving is over). ``spec.cancel`` ends the export
+   Cancelled before anything else is done; an attempt already on the wire is not called back.
+
 Delivery is at least once: an attempt whose answer is lost (the receiver took the report, the
 manager stopped before writing the status) is made again with the same key, which is how the
-receiver recognises it. Delivered and Failed are final.
+receiver recognises it. Delivered, Failed and Cancelled are final.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ from cre.core.export.payload import (
     idempotency_key,
 )
 
-FINAL: Final = frozenset({ExportPhase.DELIVERED, ExportPhase.FAILED})
+FINAL: Final = frozenset({ExportPhase.DELIVERED, ExportPhase.FAILED, ExportPhase.CANCELLED})
 #: The largest snapshot (gzip bytes) an export keeps: a ConfigMap holds at most 1 MiB and
 #: ``binaryData`` is base64 (4/3), so 512 KiB leaves room; the reference's bound too.
 MAX_SNAPSHOT_BYTES: Final = 512 * 1024
@@ -104,11 +110,13 @@ class Attempt:
 class ReportExportObservation:
     """The export's source (its Certification, that uid, and the objects under it; ``None``
     when not cached) and the snapshot ConfigMap's gzip bytes (``None`` when not cached);
-    ``attempt``: the answer to this pass's ``DeliverReport``."""
+    ``attempt``: the answer to this pass's ``DeliverReport``; ``suspended``: the export's
+    policy (that uid) is suspended."""
 
     source: Snapshot | None = None
     snapshot: bytes | None = None
     attempt: Attempt | None = None
+    suspended: bool = False
     feedback: Feedback = attrs.field(factory=Feedback)
 
 
@@ -147,13 +155,17 @@ def snapshot_manifest(export: ReportExport, blob: bytes) -> dict[str, Any]:
     }
 
 
+_ENDS: Final = {ExportReason.DELIVERED: ExportPhase.DELIVERED,
+                ExportReason.CANCELLED: ExportPhase.CANCELLED}
+
+
 def _finish(export: ReportExport, status: ReportExportStatus, now: datetime, *,
             reason: ExportReason, message: str,
             delivered_at: datetime | None = None) -> ReportExportPlan:
-    phase = ExportPhase.DELIVERED if reason == ExportReason.DELIVERED else ExportPhase.FAILED
+    phase = _ENDS.get(reason, ExportPhase.FAILED)
     new = attrs.evolve(status, phase=phase, reason=reason, message=message[:1024],
                        finished_at=now, next_attempt_at=None, delivered_at=delivered_at)
-    severity = EventSeverity.NORMAL if phase == ExportPhase.DELIVERED else EventSeverity.WARNING
+    severity = EventSeverity.WARNING if phase == ExportPhase.FAILED else EventSeverity.NORMAL
     return Plan(resource_version=export.metadata.resource_version or "", status=new,
                 events=(EventSpec(type=severity, reason=str(reason), message=message),))
 
@@ -207,7 +219,8 @@ def _judge(export: ReportExport, attempt: Attempt, now: datetime) -> ReportExpor
     wait = backoff_seconds(spec.retry, n)
     if attempt.retry_after is not None:  # the receiver's wish, within the policy's cap
         wait = min(max(wait, attempt.retry_after), _seconds(spec.retry.backoff_max))
-    status = attrs.evolve(st, reason=ExportReason.RETRY_SCHEDULED, message=(
+    status = attrs.evolve(st, phase=ExportPhase.DELIVERING,
+                          reason=ExportReason.RETRY_SCHEDULED, message=(
         f"attempt {n} of {spec.retry.max_attempts} failed ({attempt.describe()}); next in "
         f"{wait:g}s"), next_attempt_at=now + timedelta(seconds=wait))
     return Plan(resource_version=export.metadata.resource_version or "", status=status,
@@ -220,7 +233,11 @@ def reconcile_reportexport(export: ReportExport, obs: ReportExportObservation,
     st, rv = export.status, export.metadata.resource_version or ""
     if st.phase in FINAL:
         return Plan(resource_version=rv)
-    if st.payload_digest is None or st.idempotency_key is None:
+    if export.spec.cancel:
+        return _finish(export, st, now, reason=ExportReason.CANCELLED, message=(
+            f"cancelled (spec.cancel) after {st.attempts} attempt(s); the report is not sent"))
+    key = st.idempotency_key
+    if st.payload_digest is None or key is None:
         return _snapshot(export, obs, now)
     if obs.attempt is not None:
         return _judge(export, obs.attempt, now)
@@ -235,12 +252,26 @@ def reconcile_reportexport(export: ReportExport, obs: ReportExportObservation,
     if st.attempts >= export.spec.retry.max_attempts:
         return _finish(export, st, now, reason=ExportReason.RETRIES_EXHAUSTED,
                        message=f"{st.attempts} attempts made; no attempt left")
+    if obs.suspended:  # the policy's change wakes the export: no requeue
+        if st.phase == ExportPhase.SUSPENDED:
+            return Plan(resource_version=rv)
+        return Plan(resource_version=rv, status=attrs.evolve(
+            st, phase=ExportPhase.SUSPENDED, reason=ExportReason.POLICY_SUSPENDED, message=(
+                f"policy {export.spec.policy_ref.name} is suspended: no attempt until it is "
+                f"resumed ({st.attempts} made so far)")))
     due = st.next_attempt_at or now
+    if st.phase == ExportPhase.SUSPENDED:
+        st = attrs.evolve(st, phase=ExportPhase.DELIVERING, reason=ExportReason.RESUMED,
+                          message=(f"policy {export.spec.policy_ref.name} resumed; next attempt "
+                                   f"{'now' if now >= due else 'at ' + due.isoformat()}"))
+        if now < due:
+            return Plan(resource_version=rv, status=st,
+                        requeue_after=(due - now).total_seconds())
     if now < due:
         return Plan(resource_version=rv, requeue_after=(due - now).total_seconds())
     hook = export.spec.webhook
     ref = hook.token_secret_ref
     return Plan(resource_version=rv, asks=(DeliverReport(
-        url=hook.url, key=st.idempotency_key, body=payload,
+        url=hook.url, key=key, body=payload,
         timeout_seconds=_seconds(hook.timeout),
         token_secret=None if ref is None else (ref.name, ref.key)),))

@@ -10,9 +10,9 @@ namespace and the exports it owns, and plans:
   policy's name and the source's uid, so a verdict gets at most one export however often this
   runs, in however many processes; a source that ended before the policy existed is history
   and is not sent;
-* a delete of every finished export (Delivered or Failed) whose retention has passed and whose
-  source (that uid) is gone. While the source exists its export stays: it is the record that
-  the report was sent, and deleting it would send it again;
+* a delete of every finished export (Delivered, Failed or Cancelled) whose retention has
+  passed and whose source (that uid) is gone. While the source exists its export stays: it is
+  the record that the report was sent, and deleting it would send it again;
 * a requeue when the next retention runs out.
 
 The exports are owned by the policy (deleting the policy deletes them) and carry a frozen copy
@@ -47,10 +47,10 @@ from cre.api.reportexport import (
 from cre.api.workflow import Workflow
 from cre.core.common.lifecycle import true_member
 from cre.core.common.plan import Create, Delete, Feedback, Plan
+from cre.core.export.delivery import FINAL
 
 #: Characters of the policy's name kept in an export's name (the rest is 10 hex digits).
 NAME_PREFIX: Final = 45
-FINISHED: Final = frozenset({ExportPhase.DELIVERED, ExportPhase.FAILED})
 
 ReportExportPolicyPlan = Plan[None]
 Source = Certification | Workflow
@@ -97,7 +97,8 @@ def selects(policy: ReportExportPolicy, source: Source) -> bool:
 
 
 def retention_seconds(retention: RetentionPolicy, phase: ExportPhase) -> float:
-    """How long a finished export in ``phase`` is kept (the bound when the value is bad)."""
+    """How long a finished export in ``phase`` is kept (a Cancelled one as a Failed one; the
+    bound when the value is bad)."""
     text = retention.delivered if phase == ExportPhase.DELIVERED else retention.failed
     try:
         return min(duration_seconds(text), MAX_DURATION_SECONDS)
@@ -158,7 +159,7 @@ def reconcile_reportexportpolicy(policy: ReportExportPolicy,
     deletes, waits = [], []
     for export in obs.exports:
         st = export.status
-        if st.phase not in FINISHED or st.finished_at is None \
+        if st.phase not in FINAL or st.finished_at is None \
                 or export.spec.source.uid in sources:
             continue
         expires = st.finished_at + timedelta(

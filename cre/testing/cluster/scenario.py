@@ -13,6 +13,10 @@ A scenario (``integration/cases/<suite>/<case>/input.yaml``, ``type: scenario``)
                                 # certification, measurement, goodput, workloadrun;
                                 # managerArgs: {infraScopedFailFast: false}
     ignoreSimulatorErrors: false  # true when apiFault makes the simulator's writes fail
+    webhook: {failFirst: 2, expectToken: T}  # a report receiver on loopback (knobs of
+                                # cre.testing.webhook); applied objects say $WEBHOOK_URL for its
+                                # URL; collect ``webhook: {}`` records what it got (the token
+                                # never: an output holding it is an error)
     apply:                      # objects to create, in order
       - render: {entry: communication/nccl-all-reduce, job: ar, as: job|trainjob, kai: false,
                  launcherRestartPolicy: OnFailure}   # a launcher that crash-loops in place
@@ -81,6 +85,9 @@ from cre.kube.client import (
     JOBSETS,
     NODES,
     PODS,
+    REPORTEXPORTPOLICIES,
+    REPORTEXPORTS,
+    SECRETS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     ApiError,
@@ -94,6 +101,7 @@ from cre.testing.cluster.profiles import get_profile
 from cre.testing.cluster.runtime import LogSink, SimulatedCluster, simulate
 from cre.testing.cluster.stubs import parse_overrides
 from cre.testing.cluster.workloads import render_documents, trainjob_objects
+from cre.testing.webhook import WebhookReceiver, scenario_receiver, with_url
 
 CRE_JOBS = Resource("cre.dev", "v1alpha1", "jobs", kind="Job")
 CRE_WORKFLOWS = Resource("cre.dev", "v1alpha1", "workflows", kind="Workflow")
@@ -116,6 +124,8 @@ KINDS: dict[tuple[str, str], Resource] = {
                                         namespaced=False, kind="NodeCertification"),
     ("CertificationSchedule", ""): Resource("cre.dev", "v1alpha1", "certificationschedules",
                                             kind="CertificationSchedule"),
+    ("ReportExportPolicy", ""): REPORTEXPORTPOLICIES, ("ReportExport", ""): REPORTEXPORTS,
+    ("Secret", ""): SECRETS,
 }
 CONFIG_FIELDS = {"failedJobPodDeletionDelay": "failed_job_pod_deletion_delay",
                  "podFailureBackoff": "pod_failure_backoff",
@@ -227,6 +237,7 @@ class ScenarioRun:
     emu: Any
     namespace: str
     manager: ManagerSlot | None = None
+    receiver: WebhookReceiver | None = None
     waits: list[dict[str, Any]] = attrs.field(factory=list)
     snapshots: list[dict[str, Any]] = attrs.field(factory=list)
 
@@ -404,6 +415,12 @@ class ScenarioRun:
     async def collect(self, item: Mapping[str, Any], *, where: str) -> Any:
         if "nodeResults" in item:
             return {"nodeResults": await self.node_results(str(item["nodeResults"]))}
+        if "webhook" in item:
+            if self.receiver is None:
+                raise ScenarioError(f"{where}: webhook needs the scenario's webhook: section")
+            exports, _ = await self._list(REPORTEXPORTS, {})
+            return {"webhook": self.receiver.summary(export_keys={
+                str((x.get("status") or {}).get("idempotencyKey")) for x in exports})}
         if "facts" in item:
             from cre.testing.cluster.facts import check_facts
 
@@ -518,14 +535,17 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
     nodes = int(cluster_spec.get("nodes", 2))
     clock = clock or SimClock(scale=float(cluster_spec.get("scale", 50)),
                               start=emu.clock().timestamp() if emu is not None else time.time())
-    async with simulate(emu, kubeconfig=kubeconfig, profile=cfg.profile.name, nodes=nodes,
-                        config=cfg, clock=clock, logs=logs, node_status=node_status
-                        ) as cluster, anyio.create_task_group() as tg:
+    async with scenario_receiver(spec.get("webhook")) as receiver, simulate(
+            emu, kubeconfig=kubeconfig, profile=cfg.profile.name, nodes=nodes, config=cfg,
+            clock=clock, logs=logs, node_status=node_status
+    ) as cluster, anyio.create_task_group() as tg:
+        if receiver is not None:
+            spec = with_url(spec, receiver.url)
         manager = ManagerSlot(tg=tg, names=[str(n) for n in spec.get("controllers") or []],
                               cluster=cluster, namespace=namespace,
                               args=dict(spec.get("managerArgs") or {}))
         run = ScenarioRun(client=cluster.client, cluster=cluster, emu=emu, namespace=namespace,
-                          manager=manager if manager.names else None)
+                          manager=manager if manager.names else None, receiver=receiver)
         await manager.start(where="controllers")
         node_names = [f"{cfg.profile.name}-node-{i}" for i in range(nodes)]
         await apply_objects(cluster.client, list(spec.get("apply") or []), namespace=namespace,
@@ -542,6 +562,9 @@ async def run_scenario(spec: Mapping[str, Any], *, emu: Any, clock: SimClock | N
         out["snapshots"] = run.snapshots
     if not spec.get("ignoreSimulatorErrors"):
         out["simulatorErrors"] = cluster.errors
+    token = receiver.expect_token if receiver is not None else None
+    if token and token in json.dumps(out):
+        raise ScenarioError("the webhook's bearer token appears in the scenario's output")
     return out
 
 
