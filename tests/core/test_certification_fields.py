@@ -355,8 +355,9 @@ def test_checkpointing_an_entry_that_cannot_is_refused_before_anything_is_create
 
 def test_training_options_reach_the_trainer_and_its_job() -> None:
     """On a training category, resources replace the entry's 64 CPU / 500Gi on the trainer
-    container (GPUs and the platform's EFA devices kept), startupStallTimeoutSeconds replaces the entry's 1200, and the
-    entry's stall multiplier and goodput measurement reach the Job."""
+    container (GPUs and the platform's EFA devices kept), startupStallTimeoutSeconds
+    replaces the entry's 1200, and the entry's stall multiplier and goodput measurement
+    reach the Job."""
     plain = certification(TRAINING)
     tuned = certification(TRAINING, startupStallTimeoutSeconds=300, resources={
         "limits": {"cpu": "96", "memory": "700Gi"}, "requests": {"cpu": "48"}})
