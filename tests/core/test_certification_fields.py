@@ -203,9 +203,10 @@ CASES: dict[str, Case] = {
     "thresholds": Case({"busBandwidthGBps": "value >= 1"}, lambda wf: wf["spec"]["validation"]
                        ["performance"]["thresholds"]["thresholds"]
                        == {"busBandwidthGBps": "value >= 1"}),
-    "relativeThreshold": Case({"percent": 70, "action": "Fail"}, lambda wf: wf["spec"]
-                              ["validation"]["performance"]["relativeThreshold"]
-                              == {"percent": 70, "minPeers": 4, "action": "Fail"}),
+    "relativeThreshold": Case({"percent": 70, "action": "Fail", "scope": "Group"},
+                              lambda wf: wf["spec"]["validation"]["performance"]
+                              ["relativeThreshold"] == {"percent": 70, "minPeers": 4,
+                                                        "action": "Fail", "scope": "Group"}),
     "maxConcurrent": Case(2, lambda wf: wf["spec"]["orchestration"]["execution"]
                           ["maxConcurrent"] == 2),
     "timeoutPerJob": Case("7m", lambda wf: wf["spec"]["orchestration"]["execution"]
