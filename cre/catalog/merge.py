@@ -63,8 +63,9 @@ def network_merge(base: Mapping[str, Any], fabric: Mapping[str, Any]) -> dict[st
 
 
 def _append(mine: list[Any], theirs: list[Any]) -> list[Any]:
-    """``mine`` then the items of ``theirs`` it does not already have (by ``name``)."""
+    """``mine`` then the items of ``theirs`` it does not already have (by ``name``; an item
+    without one by its whole value)."""
     def key(item: Any) -> Any:
-        return item.get("name") if isinstance(item, Mapping) else item
+        return item["name"] if isinstance(item, Mapping) and "name" in item else repr(item)
     known = {key(i) for i in mine}
     return [*copy.deepcopy(mine), *(copy.deepcopy(i) for i in theirs if key(i) not in known)]

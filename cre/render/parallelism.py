@@ -54,9 +54,9 @@ def check_parallelism(resolved: ResolvedWorkload) -> None:
              f"{resolved.num_nodes} node(s) x {gpus} GPUs = {world}")
 
     def value(flag: str, default: int | None = 1) -> int | None:
-        if flag not in argv or argv.index(flag) + 1 >= len(argv):
+        text = _last(argv, flag)
+        if text is None:
             return default
-        text = argv[argv.index(flag) + 1]
         try:
             number = int(text)
         except ValueError:
@@ -68,10 +68,9 @@ def check_parallelism(resolved: ResolvedWorkload) -> None:
     def field(flag: str) -> str:
         """The entry parameter that feeds ``flag`` (``parameters.<name> (flag)``), else
         the flag in ``spec.command``."""
-        if flag in source and source.index(flag) + 1 < len(source):
-            token = source[source.index(flag) + 1]
-            if token.startswith("${") and token.endswith("}"):
-                return f"parameters.{token[2:-1]} ({flag})"
+        token = _last(source, flag)
+        if token is not None and token.startswith("${") and token.endswith("}"):
+            return f"parameters.{token[2:-1]} ({flag})"
         return f"spec.command {flag}"
 
     tp, pp, cp = value(TP), value(PP), value(CP)
@@ -104,6 +103,12 @@ def check_parallelism(resolved: ResolvedWorkload) -> None:
     if batch is not None and batch % (micro * data):
         raise RenderError(f"{where}: {field(GLOBAL_BATCH)} {batch} is not a multiple of "
                           f"{field(MICRO_BATCH)} {micro} x the data-parallel size {data}")
+
+
+def _last(argv: Sequence[str], flag: str) -> str | None:
+    """The value after the last ``flag`` in ``argv`` (argparse keeps the last), or ``None``."""
+    at = [i for i, a in enumerate(argv) if a == flag and i + 1 < len(argv)]
+    return argv[at[-1] + 1] if at else None
 
 
 def _divides(where: str, size: int, name: str,

@@ -164,3 +164,10 @@ def test_shipped_training_entries_render_each_platforms_network(entry: str, plat
         assert want["volume"] in {v["name"] for v in pod["spec"]["volumes"]}
     if "object" in want:
         assert want["object"] in {d["kind"] for d in docs}
+
+
+def test_items_without_a_name_are_appended_unless_equal() -> None:
+    """Capabilities (strings) and unnamed items are kept once by value; new ones append."""
+    out = network_merge({"worker": {"capabilities": ["IPC_LOCK"]}},
+                        {"worker": {"capabilities": ["IPC_LOCK", "SYS_NICE"]}})
+    assert out["worker"]["capabilities"] == ["IPC_LOCK", "SYS_NICE"]

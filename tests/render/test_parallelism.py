@@ -149,3 +149,15 @@ def test_a_certification_names_its_category_when_the_split_does_not_fit() -> Non
     assert message.startswith("spec.categories[0] (training/nemotron5-8b): ")
     assert "parameters.tensorParallel (--tensor-model-parallel-size) 3" in message
     assert "does not divide the world size 16" in message
+
+
+def test_a_repeated_flag_is_read_as_megatron_reads_it_the_last_one() -> None:
+    """argparse keeps the last value of a repeated flag: an earlier TP 8 (which 12 heads
+    cannot take) followed by the parameter's 1 renders; the parameter is the field named."""
+    entry = ENTRY.replace('--group-query-attention, --tensor-model-parallel-size, "${tp}"',
+                          '--tensor-model-parallel-size, "8", --group-query-attention, '
+                          '--tensor-model-parallel-size, "${tp}"')
+    catalog = parse_catalog(files(entry=entry))
+    _render("comm/test", count=2, catalog=catalog)
+    assert "parameters.tp (--tensor-model-parallel-size) 4" in _refusal(
+        entry="comm/test", count=2, catalog=catalog, tp=4)
