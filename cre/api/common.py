@@ -191,6 +191,14 @@ class RelativeAction(enum.StrEnum):
     FAIL = "Fail"
 
 
+class RelativeScope(enum.StrEnum):
+    """What a fleet-relative rule compares: nodes within a per-node measurement, or the
+    groups of a Workflow (one busBW each) with each other."""
+
+    NODE = "Node"
+    GROUP = "Group"
+
+
 @attrs.frozen(kw_only=True)
 class RelativeThreshold:
     """Fleet-relative rule on per-node busBW: a node far below its peers is an Outlier."""
@@ -210,3 +218,9 @@ class RelativeThreshold:
     action: RelativeAction = attrs.field(default=RelativeAction.REPORT, metadata=c(doc=(
         "Report lists outliers in status.outliers and the report and changes no verdict; Fail "
         "also fails each outlier node (ThresholdViolation).")))
+    scope: RelativeScope = attrs.field(default=RelativeScope.NODE, metadata=c(doc=(
+        "Node compares each node of a per-node measurement with its peers (above). Group "
+        "compares each group of the Workflow (its Job's busBW) with the median of the other "
+        "groups, once every group of the iteration has finished (at least minPeers of them "
+        "measured; topologyKey is not used): an outlier group's nodes are listed in "
+        "status.outliers, and Fail fails the group (ThresholdViolation). Not on a Job.")))

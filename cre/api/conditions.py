@@ -172,6 +172,7 @@ class OutlierBasis(enum.StrEnum):
 
     PEER_MEDIAN = "PeerMedian"
     FLEET_P10 = "FleetP10"
+    GROUP_MEDIAN = "GroupMedian"
 
 
 class FailureScope(enum.StrEnum):
@@ -235,6 +236,8 @@ class WorkflowReason(enum.StrEnum):
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     # A diagnose round was planned (orchestration.diagnose; docs/design/024).
     DIAGNOSE_ROUND = "DiagnoseRound"
+    # A group below its peer groups' median (relativeThreshold scope Group; an event).
+    GROUP_OUTLIER = "GroupOutlier"
 
 
 class CertificationReason(enum.StrEnum):

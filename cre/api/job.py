@@ -237,11 +237,14 @@ class NodeOutlier:
     reference: str = attrs.field(metadata=c(pattern=r"^[0-9]+(\.[0-9]+)?$", doc=(
         "The figure it was compared with, GB/s: its peers' median or the fleet's 10th "
         "percentile.")))
-    basis: OutlierBasis = attrs.field(metadata=c(doc="PeerMedian or FleetP10."))
+    basis: OutlierBasis = attrs.field(metadata=c(doc="PeerMedian, FleetP10 or GroupMedian."))
     peers: int = attrs.field(metadata=c(minimum=1, int_format="int32", doc=(
         "How many peers the reference was computed from.")))
     domain: str | None = attrs.field(default=None, metadata=c(doc=(
         "The topology domain of the peers (PeerMedian only).")))
+    group: str | None = attrs.field(default=None, metadata=c(doc=(
+        "The Workflow group that was the outlier (GroupMedian only): its busBW is the "
+        "group's and its peers are the other groups.")))
     message: str = attrs.field(default="", metadata=c(doc="The comparison in words."))
 
 

@@ -28,6 +28,7 @@ from cre.api.common import (
     GangSchedulerSpec,
     NodeSelectorOperator,
     NodeSelectorRequirement,
+    RelativeScope,
     WorkloadMetadata,
     is_reserved_label_key,
 )
@@ -295,6 +296,12 @@ def _check_job_spec(model: JobSpec, path: str) -> Iterator[FieldError]:
     yield from _thresholds(model.thresholds, join(path, "thresholds"))
     yield from _relative_floor(model.relative_threshold, model.thresholds,
                                join(path, "relativeThreshold"))
+    if (model.relative_threshold is not None
+            and model.relative_threshold.scope == RelativeScope.GROUP):
+        yield FieldError(path=join(join(path, "relativeThreshold"), "scope"),
+                         message="a Job is one group: Group compares the groups of a Workflow "
+                                 "(set it on the Workflow or the Certification)",
+                         value=str(model.relative_threshold.scope))
     if model.stall_multiplier is not None and model.goodput_measurement is None:
         yield FieldError(
             path=join(path, "stallMultiplier"),

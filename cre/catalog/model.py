@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from cre.catalog.errors import CatalogError
-from cre.catalog.merge import deep_merge
+from cre.catalog.merge import deep_merge, network_merge
 from cre.catalog.shape import SPEC, check, resolve
 from cre.catalog.template import Scalar, TemplateError, substitute
 
@@ -42,6 +42,18 @@ class RuntimeShape(Enum):
     MPI = "mpi"
     SINGLE_POD = "single-pod"
     TORCH = "torch"
+
+
+class Fabric(Enum):
+    """What an entry takes from its platform file's fabric blocks: nothing (``false``);
+    everything (``true``: the NCCL-test entries, whose image and mpirun the blocks swap for the
+    platform's nccl-tests build); or only the network (``network``: env, worker resources,
+    annotations, capabilities, volumes, init containers, DRA claims, the ComputeDomain; never
+    ``image`` or ``mpirun``), for an entry that brings its own image, as training does."""
+
+    NONE = "none"
+    ALL = "all"
+    NETWORK = "network"
 
 
 class MeasurementKind(Enum):
@@ -146,6 +158,8 @@ class TrainingDefaults:
     checkpoint: CheckpointDefaults | None = None
     # The fewest GPUs (nodes x GPUs per node) the model fits on; 1: no minimum.
     min_gpus: int = 1
+    # Whether tensor parallelism may span nodes (Megatron's TP all-reduces leave NVLink).
+    tensor_across_nodes: bool = False
 
 
 @attrs.frozen
@@ -164,7 +178,7 @@ class CatalogEntry:
     file: str
     description: str
     runtime: RuntimeShape
-    fabric: bool
+    fabric: Fabric
     parameters: Mapping[str, Parameter]
     measurement: Measurement | None
     platforms: frozenset[str] | None
@@ -302,13 +316,18 @@ class Catalog:
         if num_nodes < 1:
             raise CatalogError(entry.file, "", f"num_nodes must be >= 1, got {num_nodes}")
         defaults = pdata.architectures[arch]
-        blocks = [b for b in pdata.fabric if entry.fabric and b.applies(platform, arch)]
-        blocks += [b for b in entry.overrides if b.applies(platform, arch)]
+        fabric = [b for b in pdata.fabric
+                  if entry.fabric is not Fabric.NONE and b.applies(platform, arch)]
+        own = [b for b in entry.overrides if b.applies(platform, arch)]
+        lay = network_merge if entry.fabric is Fabric.NETWORK else deep_merge
         spec: dict[str, Any] = dict(entry.spec)
         params: dict[str, Scalar] = {n: p.default for n, p in entry.parameters.items()}
-        for block in blocks:
+        for block in fabric:
+            spec = lay(spec, block.spec)
+        for block in own:
             spec = deep_merge(spec, block.spec)
             params.update(block.parameters)
+        blocks = [*fabric, *own]
         for key, value in (parameters or {}).items():
             params[key] = _coerce_parameter(entry, key, value, path=f"parameters.{key}")
         values = {**params, **_builtin_values(defaults, num_nodes=num_nodes,

@@ -25,6 +25,7 @@ from cre.catalog.model import (
     Catalog,
     CatalogEntry,
     CheckpointDefaults,
+    Fabric,
     Measurement,
     MeasurementKind,
     OverrideBlock,
@@ -161,6 +162,12 @@ def _str(value: Any, *, file: str, path: str) -> str:
 def _int(value: Any, *, file: str, path: str, minimum: int = 0) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise CatalogError(file, path, f"expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _bool(value: Any, *, file: str, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise CatalogError(file, path, f"expected true or false, got {value!r}")
     return value
 
 
@@ -431,9 +438,11 @@ def _parse_entry(
             "runtime",
             f"expected one of {[s.value for s in RuntimeShape]}, got {doc['runtime']!r}",
         ) from None
-    fabric = doc.get("fabric", False)
-    if not isinstance(fabric, bool):
-        raise CatalogError(file, "fabric", f"expected a boolean, got {fabric!r}")
+    raw_fabric = doc.get("fabric", False)
+    fabric = (Fabric.ALL if raw_fabric is True else Fabric.NONE if raw_fabric is False
+              else Fabric.NETWORK if raw_fabric == "network" else None)
+    if fabric is None:
+        raise CatalogError(file, "fabric", f"expected true, false or network, got {raw_fabric!r}")
     parameters = _parse_parameters(doc.get("parameters", {}), file=file)
     spec = _mapping(doc["spec"], file=file, path="spec")
     check(spec, SPEC, file=file, path="spec")
@@ -514,13 +523,14 @@ def _parse_measurement(value: Any, *, file: str) -> Measurement:
 
 def _parse_training(value: Any, *, file: str,
                     parameters: Mapping[str, Parameter]) -> TrainingDefaults:
-    """``{stallMultiplier, startupStallTimeoutSeconds, minGpus?, checkpoint?: {mountPath,
+    """``{stallMultiplier, startupStallTimeoutSeconds, minGpus?, tensorAcrossNodes?,
+    checkpoint?: {mountPath,
     args, maxRestarts, storageSize}}``; checkpoint args may reference parameters and
     built-ins."""
     raw = _mapping(value, file=file, path="training")
     _keys(raw, file=file, path="training",
           required=["stallMultiplier", "startupStallTimeoutSeconds"],
-          optional=["checkpoint", "minGpus"])
+          optional=["checkpoint", "minGpus", "tensorAcrossNodes"])
     checkpoint = None
     if "checkpoint" in raw:
         path = "training.checkpoint"
@@ -546,4 +556,6 @@ def _parse_training(value: Any, *, file: str,
                                            path="training.startupStallTimeoutSeconds",
                                            minimum=1),
         checkpoint=checkpoint,
-        min_gpus=_int(raw.get("minGpus", 1), file=file, path="training.minGpus", minimum=1))
+        min_gpus=_int(raw.get("minGpus", 1), file=file, path="training.minGpus", minimum=1),
+        tensor_across_nodes=_bool(raw.get("tensorAcrossNodes", False), file=file,
+                                  path="training.tensorAcrossNodes"))

@@ -111,7 +111,7 @@ def print_entry(console: Console, catalog: Catalog, name: str) -> None:
     entry = lookup(catalog, name)
     console.print(f"[bold]{entry.name}[/bold]  ({entry.file})")
     console.print(entry.description)
-    fabric = "yes" if entry.fabric else "no"
+    fabric = {"none": "no", "all": "yes"}.get(entry.fabric.value, entry.fabric.value)
     console.print(f"kind: {entry.runtime.value}    fabric overrides: {fabric}"
                   f"    default nodes: {DEFAULT_NODES}")
     if entry.measurement is not None:

@@ -27,9 +27,10 @@ from typing import Any
 import attrs
 
 from cre.api import labels as L
-from cre.catalog.model import ResolvedWorkload, RuntimeShape
+from cre.catalog.model import Fabric, ResolvedWorkload, RuntimeShape
 from cre.render import scripts
 from cre.render.options import GangScheduler, RenderError, RenderOptions
+from cre.render.parallelism import check_parallelism
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 TRAINER_GROUP = "trainer.kubeflow.org"
@@ -88,6 +89,7 @@ def render_workload(
         raise RenderError(
             f"{job_name}: resolved for {resolved.num_nodes} nodes, got {len(nodes)} target nodes"
         )
+    check_parallelism(resolved)
     spec = resolved.spec
     mpi = resolved.entry.runtime is RuntimeShape.MPI
     primary = str(spec["image"])
@@ -231,7 +233,7 @@ def _worker_job(
         mounts.append({"name": "checkpoint", "mountPath": checkpoint})
         volumes.append({"name": "checkpoint",
                         "persistentVolumeClaim": {"claimName": opts.checkpoint_claim}})
-    if resolved.entry.fabric:
+    if resolved.entry.fabric is Fabric.ALL:
         mounts.insert(0, {"name": "dshm", "mountPath": "/dev/shm"})
         volumes.insert(0, {"name": "dshm", "emptyDir": {"medium": "Memory"}})
     if mounts:

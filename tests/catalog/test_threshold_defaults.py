@@ -105,25 +105,55 @@ def test_a_certification_without_thresholds_gets_the_defaults_with_their_source(
     assert _perf(_built(thresholds={})) is None
 
 
+# Every default the shipped catalog carries: (entry, platform, arch) -> (busBW floor, the
+# reference document it is taken from). A default added without a row here fails the test.
+SHIPPED = {
+    ("communication/nccl-all-reduce", "azure", "a100"):
+        (50, "docs/designs/031-platform-aware-nccl-config.md"),
+    ("communication/nccl-all-reduce", "azure", "h100"):
+        (150, "config/samples/cre_v1alpha1_certification_azure_h100_nccl.yaml"),
+    ("communication/nccl-all-gather", "azure", "a100"):
+        (50, "config/samples/cre_v1alpha1_certification_azure_a100_nccl.yaml"),
+    ("communication/nccl-all-gather", "azure", "h100"):
+        (150, "config/samples/cre_v1alpha1_certification_azure_h100_nccl.yaml"),
+    ("communication/nccl-alltoall", "azure", "a100"):
+        (30, "config/samples/cre_v1alpha1_certification_azure_a100_nccl.yaml"),
+    ("communication/nccl-alltoall", "azure", "h100"):
+        (100, "config/samples/cre_v1alpha1_certification_azure_h100_nccl.yaml"),
+}
+
+
 def test_every_shipped_default_threshold_names_a_citable_source() -> None:
-    """Each default thresholds block the shipped catalog carries names where its figure comes
-    from (a reference document, by path), and the shipped Azure A100 all-reduce floor is the
-    reference's 50 GB/s: a Certification on Azure A100 that names no thresholds gets it, with
-    that source on its Workflow."""
+    """Each default thresholds block the shipped catalog carries names the reference document
+    its figure comes from (by path), the figure it says, and nothing else ships: every
+    (entry, platform, arch) the catalog can render has exactly the defaults of SHIPPED."""
+    from cre.catalog import load_catalog
+
+    catalog = load_catalog()
+    for name, block in ((e.name, b) for e in catalog.entries.values()
+                        for b in e.threshold_defaults):
+        assert block.source.strip(), f"{name}: {block.label} has no source"
+    for name, platform, arch in catalog.combinations():
+        thresholds, sources = catalog.entries[name].default_thresholds(platform, arch)
+        want = SHIPPED.get((name, platform, arch))
+        if want is None:
+            assert (thresholds, sources) == ({}, ()), (name, platform, arch)
+            continue
+        floor, document = want
+        assert thresholds == {"busBandwidthGBps": f"value >= {floor}"}, (name, platform, arch)
+        assert len(sources) == 1 and document in sources[0], sources
+        assert f"{floor} GB/s" in sources[0], f"{name}: the source does not state {floor} GB/s"
+
+
+def test_a_certification_on_azure_gets_the_sourced_default_on_its_workflow() -> None:
+    """A Certification on Azure A100 that names no thresholds gets the reference's 50 GB/s
+    all-reduce floor, with its source (ADR-031) on its Workflow; on AWS H100 nothing ships."""
     from cre.catalog import load_catalog
     from tests.core.tierworld import gpu_node
 
     catalog = load_catalog()
-    blocks = [(e.name, b) for e in catalog.entries.values() for b in e.threshold_defaults]
-    assert blocks, "the catalog ships default thresholds"
-    for name, block in blocks:
-        assert block.source.strip(), f"{name}: {block.label} has no source"
-        assert "docs/" in block.source or ".md" in block.source, (
-            f"{name}: {block.label}: the source names no document: {block.source!r}")
     entry = catalog.entries["communication/nccl-all-reduce"]
-    thresholds, sources = entry.default_thresholds("azure", "a100")
-    assert thresholds == {"busBandwidthGBps": "value >= 50"}
-    assert "031-platform-aware-nccl-config.md" in sources[0]
+    thresholds, _ = entry.default_thresholds("azure", "a100")
     assert entry.default_thresholds("aws", "h100") == ({}, ())
     azure = tuple(gpu_node(f"a{i}", product="NVIDIA-A100-SXM4-80GB",
                            provider="azure:///subscriptions/x/vm-a") for i in range(2))

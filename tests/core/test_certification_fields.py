@@ -208,9 +208,10 @@ CASES: dict[str, Case] = {
     "thresholds": Case({"busBandwidthGBps": "value >= 1"}, lambda wf: wf["spec"]["validation"]
                        ["performance"]["thresholds"]["thresholds"]
                        == {"busBandwidthGBps": "value >= 1"}),
-    "relativeThreshold": Case({"percent": 70, "action": "Fail"}, lambda wf: wf["spec"]
-                              ["validation"]["performance"]["relativeThreshold"]
-                              == {"percent": 70, "minPeers": 4, "action": "Fail"}),
+    "relativeThreshold": Case({"percent": 70, "action": "Fail", "scope": "Group"},
+                              lambda wf: wf["spec"]["validation"]["performance"]
+                              ["relativeThreshold"] == {"percent": 70, "minPeers": 4,
+                                                        "action": "Fail", "scope": "Group"}),
     "maxConcurrent": Case(2, lambda wf: wf["spec"]["orchestration"]["execution"]
                           ["maxConcurrent"] == 2),
     "timeoutPerJob": Case("7m", lambda wf: wf["spec"]["orchestration"]["execution"]
@@ -360,8 +361,9 @@ def test_checkpointing_an_entry_that_cannot_is_refused_before_anything_is_create
 
 def test_training_options_reach_the_trainer_and_its_job() -> None:
     """On a training category, resources replace the entry's 64 CPU / 500Gi on the trainer
-    container (GPUs kept), startupStallTimeoutSeconds replaces the entry's 1200, and the
-    entry's stall multiplier and goodput measurement reach the Job."""
+    container (GPUs and the platform's EFA devices kept), startupStallTimeoutSeconds
+    replaces the entry's 1200, and the entry's stall multiplier and goodput measurement
+    reach the Job."""
     plain = certification(TRAINING)
     tuned = certification(TRAINING, startupStallTimeoutSeconds=300, resources={
         "limits": {"cpu": "96", "memory": "700Gi"}, "requests": {"cpu": "48"}})
@@ -371,12 +373,13 @@ def test_training_options_reach_the_trainer_and_its_job() -> None:
         assert not isinstance(found, DiscoveryFailure)
         built.append(build_workflow(cert, 0, found=found, catalog=catalog()))
     base, wf = built
+    efa = {"vpc.amazonaws.com/efa": "32"}  # the aws platform's H100 fabric (fabric: network)
     assert _main(base)["resources"]["limits"] == {"nvidia.com/gpu": "8", "cpu": "64",
-                                                  "memory": "500Gi"}
+                                                  "memory": "500Gi", **efa}
     assert _main(wf)["resources"]["limits"] == {"nvidia.com/gpu": "8", "cpu": "96",
-                                                "memory": "700Gi"}
+                                                "memory": "700Gi", **efa}
     assert _main(wf)["resources"]["requests"] == {"nvidia.com/gpu": "8", "cpu": "48",
-                                                  "memory": "500Gi"}
+                                                  "memory": "500Gi", **efa}
     assert _job(base)["startupStallTimeoutSeconds"] == 1200
     assert _job(wf)["startupStallTimeoutSeconds"] == 300
     assert _job(wf)["stallMultiplier"] == 3

@@ -22,11 +22,17 @@ same measurement instead, pure and deterministic:
   ``h = q (n - 1)``, result ``x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h])``. The
   median is ``q = 0.5`` (the mean of the two middle values for an even count).
 
+**Groups** (``scope: Group``, :func:`find_group_outliers`): the same comparison one level up.
+Each group of a Workflow has one busBW (its Job's peak); its peers are the *other* measured
+groups of the same iteration, at least ``min_peers`` of them, and the reference is their
+**median** (``GroupMedian``); no topology, no fleet fallback (a group is already a domain's
+worth of nodes). A group is an outlier when ``value < percent / 100 * median``.
+
 Consequences the property tests hold (tests/core/test_fleet_properties.py): a node at or above
 every other node is never an outlier; scaling every value by the same power of two changes
 nothing (the rule is relative, and such a scaling is exact in floating point); without a
 topology key, adding a node at least as fast as every other never clears an outlier; a
-fleet of equal values has none.
+fleet of equal values has none; the same four hold for groups.
 """
 
 from __future__ import annotations
@@ -123,3 +129,39 @@ def find_outliers(values: Mapping[str, float], *, domains: Mapping[str, str | No
             out.append(Outlier(node=node, value=value, reference=reference, basis=basis,
                                peers=peers, domain=domain, percent=percent))
     return tuple(out)
+
+
+@attrs.frozen(kw_only=True)
+class GroupOutlier:
+    """A group below ``percent`` % of the median of the other groups."""
+
+    group: str
+    value: float
+    reference: float
+    peers: int
+    percent: int
+
+    @property
+    def message(self) -> str:
+        return (f"Outlier: group {self.group} busBW {self.value:.2f} GB/s is below "
+                f"{self.percent}% of the median of the {self.peers} other groups "
+                f"({self.reference:.2f} GB/s)")
+
+
+def find_group_outliers(values: Mapping[str, float], *, percent: int,
+                        min_peers: int) -> tuple[GroupOutlier, ...]:
+    """The outliers among ``values`` (group -> its busBW), sorted by group: a group below
+    ``percent`` % of the median of the other groups, when there are at least ``min_peers``
+    of them (fewer: nobody is judged). O(n log n): one sort."""
+    peers = len(values) - 1
+    if peers < max(1, min_peers):
+        return ()
+    members = sorted(values, key=lambda g: (values[g], g))
+    ordered = [values[g] for g in members]
+    out = []
+    for i, group in enumerate(members):
+        reference = _quantile_without(ordered, i, 0.5)
+        if values[group] < percent / 100 * reference:
+            out.append(GroupOutlier(group=group, value=values[group], reference=reference,
+                                    peers=peers, percent=percent))
+    return tuple(sorted(out, key=lambda o: o.group))

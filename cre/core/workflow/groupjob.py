@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from cre.api import labels as L
+from cre.api.common import RelativeScope
 from cre.api.converter import unstructure
 from cre.api.job import WorkloadRetention
 from cre.api.workflow import Workflow
@@ -178,7 +179,9 @@ def group_job(
     if perf is not None:
         if perf.thresholds is not None and perf.thresholds.thresholds:
             spec["thresholds"] = dict(perf.thresholds.thresholds)
-        if perf.relative_threshold is not None:
+        if (perf.relative_threshold is not None
+                and perf.relative_threshold.scope == RelativeScope.NODE):
+            # A Group rule is the Workflow's own (cre.core.workflow.groupfleet).
             spec["relativeThreshold"] = unstructure(perf.relative_threshold)
         if perf.measurement_timeout:
             spec["measurementTimeout"] = perf.measurement_timeout

@@ -53,6 +53,7 @@ from cre.core.workflow import diagnose as DG
 from cre.core.workflow import noderesults as NR
 from cre.core.workflow.cleanup import job_remains, with_cleanup
 from cre.core.workflow.deps import suffix
+from cre.core.workflow.groupfleet import judge_groups
 from cre.core.workflow.groupjob import workload_tolerations
 from cre.core.workflow.overrides import OverrideError, apply_overrides
 from cre.core.workflow.reconcile import (
@@ -247,6 +248,8 @@ def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
     else:
         _launch(ctx, p)
     _sweep_dependencies(ctx, p)
+    if not diagnosing and not all(g.phase.terminal for g in status.groups):
+        _judge_groups(ctx, p)
     status = p.status(_with_results(ctx, status, p))
     if all(g.phase.terminal for g in p.groups):
         if diagnosing:
@@ -261,6 +264,19 @@ def _advance(ctx: WorkflowCtx) -> WorkflowPlan:
                         message=f"Iteration {orch.current_iteration}/{ctx.iterations}: "
                                 f"{count(running, 'group')} running",
                         requeue_after=requeue, **p.plan_args())
+
+
+def _judge_groups(ctx: WorkflowCtx, p: _Pass) -> None:
+    """The group-level relative rule, in the pass where the iteration's last group finished
+    (cre.core.workflow.groupfleet): outlier groups' nodes in status.outliers, a Warning event
+    per outlier group, and under Fail the group Failed with its nodes recorded."""
+    perf = ctx.wf.spec.validation.performance if ctx.wf.spec.validation else None
+    judged = judge_groups(p.groups, perf.relative_threshold if perf is not None else None)
+    p.groups = list(judged.groups)
+    p.outliers += judged.outliers
+    p.failed += judged.failed
+    p.events += [EventSpec(type=EventSeverity.WARNING, reason=WorkflowReason.GROUP_OUTLIER,
+                           message=o.message) for o in judged.found]
 
 
 def _tripped_by(groups: tuple[GroupStatus, ...], policy: D.EffectivePolicy) -> str | None:

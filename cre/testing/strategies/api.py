@@ -26,7 +26,12 @@ from cre.api.certification import (
     CertificationSpec,
     ResourceValues,
 )
-from cre.api.common import NodeSelectorOperator, NodeSelectorRequirement, WorkloadMetadata
+from cre.api.common import (
+    NodeSelectorOperator,
+    NodeSelectorRequirement,
+    RelativeScope,
+    WorkloadMetadata,
+)
 from cre.api.conditions import LIFECYCLE_CONDITIONS, ConditionType
 from cre.api.durations import duration_seconds
 from cre.api.fields import Constraints, constraints
@@ -414,6 +419,10 @@ def _fix_job_spec(spec: JobSpec) -> JobSpec:
         spec = attrs.evolve(spec, stall_multiplier=None)
     if _FLOOR not in spec.thresholds:  # a relative rule needs the absolute floor
         spec = attrs.evolve(spec, relative_threshold=None)
+    if spec.relative_threshold is not None and spec.relative_threshold.scope != \
+            RelativeScope.NODE:  # a Job is one group: only the Node rule is a Job's
+        spec = attrs.evolve(spec, relative_threshold=attrs.evolve(
+            spec.relative_threshold, scope=RelativeScope.NODE))
     return spec
 
 
