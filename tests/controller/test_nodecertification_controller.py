@@ -145,8 +145,10 @@ async def test_the_breaker_condition_event_and_gauge_follow_the_held_back_nodes(
         client: KubeClient) -> None:
     """With maxTainted 2 and one node already carrying CRE's taint, an ended Certification
     that failed two nodes taints one and holds the other back: NodeTaintsHeldBack True on the
-    Certification, a Warning event, the gauge at 1. Once the old taint is gone, the next pass
-    taints the held node: the condition turns False and the gauge reads 0."""
+    Certification, a Warning event, the gauge at 1, and on each record one
+    NodeCertificationFailed plus NodeTainted or NodeTaintHeldBack. Once the old taint is gone,
+    the next pass taints the held node (its one NodeTainted): the condition turns False and the
+    gauge reads 0; no record event is ever repeated."""
     ns = "breaker"
     with contextlib.suppress(ApiError):
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
@@ -198,6 +200,23 @@ async def test_the_breaker_condition_event_and_gauge_follow_the_held_back_nodes(
         assert registry.get_sample_value("cre_node_taints_held_back", gauge) == 0
         c = await client.get(NODES, "breaker-c")
         assert [t["key"] for t in c["spec"]["taints"]] == [TAINT_KEY]
+        await _until("breaker-c's NodeTainted", lambda: _record_events(client, "breaker-c"))
+        await anyio.sleep(0.5)  # later passes must not say anything again
+        assert await _record_events(client, "breaker-b") == [
+            ("Warning", "NodeCertificationFailed"), ("Warning", "NodeTainted")]
+        assert await _record_events(client, "breaker-c") == [
+            ("Warning", "NodeCertificationFailed"), ("Warning", "NodeTaintHeldBack"),
+            ("Warning", "NodeTainted")]
+
+
+async def _record_events(client: KubeClient, node: str) -> list[tuple[str, str]] | None:
+    """(type, reason) of the Events about ``node``'s record, sorted, once it has a NodeTainted
+    one (``None`` before)."""
+    page = await client.list(EVENTS, namespace="default")
+    out = sorted((e["type"], e["reason"]) for e in page.get("items") or []
+                 if e["involvedObject"].get("kind") == "NodeCertification"
+                 and e["involvedObject"]["name"] == node)
+    return out if ("Warning", "NodeTainted") in out else None
 
 
 async def test_a_node_that_moved_on_under_its_patch_is_planned_again_not_failed(

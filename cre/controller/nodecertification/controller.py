@@ -44,6 +44,7 @@ from cre.controller.job.events import node_changed
 from cre.controller.workflow.shell import Owned, configmap_view, workflow_from_dict
 from cre.core.certification.nodestate import record_results, under_test_results
 from cre.core.common.observed import NodeView
+from cre.core.common.plan import EventSpec
 from cre.core.common.projections import node_view
 from cre.core.nodecertification.expiry import reconcile_expiry
 from cre.core.nodecertification.reconcile import (
@@ -237,22 +238,15 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
         for write in plan.writes:
             if not await self._apply(write):
                 return False
-            if write.expired:
-                await self._expired(write)
         return True
 
-    async def _expired(self, write: NodeWrite) -> None:
-        """The one Warning event of a record turning Expired (its write just succeeded)."""
-        record = self.records.store.get(write.node)
-        passes = ", ".join(f"{r.domain}/{r.variant}" for r in write.status.categories
-                           if r.valid_until is not None) if write.status else ""
-        await self.recorder.emit(
-            involved={"apiVersion": L.API_VERSION, "kind": "NodeCertification",
-                      "name": write.node,
-                      "uid": record.metadata.uid if record is not None else None},
-            type_="Warning", reason="NodeCertificationExpired",
-            message=f"node {write.node}: the pass of {passes} is past its validUntil; "
-                    "certify the node again")
+    async def _emit(self, node: str, uid: str | None, events: Iterable[EventSpec]) -> None:
+        """The events about the record of ``node`` (each write they describe succeeded)."""
+        for event in events:
+            await self.recorder.emit(
+                involved={"apiVersion": L.API_VERSION, "kind": "NodeCertification",
+                          "name": node, "uid": uid},
+                type_=event.type, reason=event.reason, message=event.message)
 
     async def _breaker(self, cert: Certification, plan: NodeCertificationPlan) -> None:
         """The Certification's ``NodeTaintsHeldBack`` condition (its status replaced over the
@@ -283,9 +277,12 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
 
     async def _apply(self, write: NodeWrite) -> bool:
         rv = write.resource_version
+        record = self.records.store.get(write.node)
+        uid = record.metadata.uid if record is not None else None
         if write.create is not None:
             created = await self.client.create(NODECERTIFICATIONS, dict(write.create))
             rv = str(created["metadata"]["resourceVersion"])
+            uid = str(created["metadata"].get("uid") or "") or None
         if write.status is not None:
             body = to_dict(NodeCertification(spec=NodeCertificationSpec(node_name=write.node),
                                              status=write.status))
@@ -293,6 +290,7 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
             await self.client.replace(NODECERTIFICATIONS, body, subresource="status")
             log.info("node %s: %s (%s)", write.node, write.status.state,
                      write.status.categories_passed)
+            await self._emit(write.node, uid, write.events)
         if write.node_patch:
             try:
                 await self.client.patch(NODES, write.node, list(write.node_patch),
@@ -306,4 +304,5 @@ class NodeCertificationController(CoreReconciler[Certification, NodeCertificatio
                 log.debug("node %s changed since its patch was planned (%s); planning again",
                           write.node, exc)
                 return False
+            await self._emit(write.node, uid, write.patch_events)
         return True
