@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.converter import to_dict
 from cre.api.labels import GPU_PRESENT, WORKFLOW
+from cre.api.meta import ObjectMeta
 from cre.api.nodecertification import (
     CategoryResult,
     CertificationRef,
@@ -26,7 +27,11 @@ from cre.api.nodecertification import (
     NodeCertificationStatus,
     NodeResult,
 )
-from cre.controller.nodecertification.controller import NodeCertificationController
+from cre.api.watch import WatchEventType
+from cre.controller.nodecertification.controller import (
+    EXPIRY_KEY,
+    NodeCertificationController,
+)
 from cre.core.nodecertification.nodestate import STATE_LABEL, TAINT_KEY
 from cre.core.nodecertification.reconcile import NodeWrite
 from cre.core.workflow import noderesults as NR
@@ -40,6 +45,7 @@ from cre.kube.client import (
     ApiError,
     KubeClient,
 )
+from cre.kube.runtime import WatchEvent
 from cre.testing.apiserver import Emulator
 from tests.core.nodecertworld import broken, ended
 
@@ -241,3 +247,51 @@ async def test_a_node_that_moved_on_under_its_patch_is_planned_again_not_failed(
     assert await controller._apply(fresh) is True
     got = (await client.get(NODES, "moved-on-node"))["metadata"]["labels"]
     assert got[STATE_LABEL] == "passed"
+
+
+class _Keys:
+    """The handler's queue: the keys added, in order."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+
+    def add(self, key: str, *, priority: int = 0) -> None:
+        self.added.append(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        self.added.append(key)
+
+
+def _passed_record(node: str, until: datetime) -> NodeCertification:
+    result = CategoryResult(domain="communication", variant="nccl-all-reduce",
+                            result=NodeResult.PASSED, time=until - timedelta(days=7),
+                            certification=CertificationRef(namespace="x", name="c"),
+                            valid_until=until)
+    return NodeCertification(metadata=ObjectMeta(name=node),
+                             spec=NodeCertificationSpec(node_name=node),
+                             status=NodeCertificationStatus(
+                                 state="Passed", categories=(result,), categories_passed="1/1",
+                                 valid_until=until, last_certification=result.certification))
+
+
+async def test_a_record_event_wakes_the_expiry_pass_only_when_due_before_its_next_look(
+        client: KubeClient) -> None:
+    """The hundreds of record writes of one fold do not each enqueue the expiry pass: a record
+    due no earlier than the pass's next look enqueues only its Certification; one due earlier
+    (or with no look planned) enqueues the pass too."""
+    now = datetime.now(UTC)
+    controller = NodeCertificationController(client, registry=CollectorRegistry())
+    keys = _Keys()
+
+    def event(until: datetime) -> WatchEvent[NodeCertification]:
+        return WatchEvent(type=WatchEventType.ADDED, old=None,
+                          new=_passed_record("n", until))
+
+    controller._on_record(event(now + timedelta(days=7)), keys)
+    assert keys.added == ["x/c", EXPIRY_KEY]  # no look planned yet
+    controller._next_expiry = now + timedelta(days=7)
+    keys.added.clear()
+    controller._on_record(event(now + timedelta(days=7, seconds=5)), keys)
+    assert keys.added == ["x/c"]
+    controller._on_record(event(now + timedelta(days=1)), keys)
+    assert keys.added == ["x/c", "x/c", EXPIRY_KEY]

@@ -13,7 +13,7 @@ from cre.api.nodecertification import NodeCertification, NodeState
 from cre.core.common.observed import NodeView
 from cre.core.common.projections import node_view
 from cre.core.nodecertification.events import NodeEventReason
-from cre.core.nodecertification.expiry import reconcile_expiry
+from cre.core.nodecertification.expiry import expiry_due, reconcile_expiry
 from cre.core.nodecertification.nodestate import STATE_LABEL, TESTING
 from cre.core.nodecertification.reconcile import (
     NodeCertificationObservation,
@@ -94,3 +94,15 @@ def test_the_certification_path_flags_a_record_it_finds_expired() -> None:
     assert write.status is not None and write.status.state == NodeState.EXPIRED
     assert [e.reason for e in write.events] == [NodeEventReason.EXPIRED]
     assert reconcile_nodecertification(cert, applied(obs, plan), later(7300)).writes == ()
+
+
+def test_expiry_due_is_the_next_time_alone_changes_a_record() -> None:
+    """A record is due at its earliest pass's validUntil, at once when a pass already expired
+    but the record does not say so, and never when it holds no pass."""
+    records, _ = _folded({})
+    assert expiry_due(records["gpu-00"], later(5)) == later(DAY)
+    assert expiry_due(records["gpu-00"], later(DAY + 1)) == later(DAY + 1)
+    assert expiry_due(records["gpu-02"], later(5)) is None
+    fresh = reconcile_expiry(records, {}, later(DAY))
+    done = applied(NodeCertificationObservation(records=records), fresh).records
+    assert expiry_due(done["gpu-00"], later(DAY + 1)) is None

@@ -25,6 +25,17 @@ from cre.core.nodecertification.nodestate import STATE_LABEL, TESTING, node_patc
 from cre.core.nodecertification.reconcile import NodeCertificationPlan, NodeWrite
 
 
+def expiry_due(record: NodeCertification, now: datetime) -> datetime | None:
+    """When time alone next changes ``record``'s summary: ``now`` when it already has (a pass
+    expired and the record does not say so yet), else its earliest pass still valid;
+    ``None``: never."""
+    if summarize(record.status.categories, now) != record.status:
+        return now
+    return min((r.valid_until for r in record.status.categories
+                if r.result == NodeResult.PASSED and r.valid_until is not None
+                and r.valid_until > now), default=None)
+
+
 def next_expiry(records: Mapping[str, NodeCertification], now: datetime) -> float | None:
     """Seconds from ``now`` until the next pass among ``records`` expires (``None``: none
     left to expire)."""
