@@ -61,12 +61,11 @@ TAINT = {"labels": True, "taint": True}
 def test_failing_then_passing_again_emits_one_event_per_change() -> None:
     """A node that fails gets one Warning NodeCertificationFailed naming the category, the
     Certification and the reason, and one Warning NodeTainted; passing again gives one Normal
-    NodeCertificationPassed (again) and one Normal NodeTaintReleased; a first pass, one Normal
-    NodeCertificationPassed."""
+    NodeCertificationPassed (again) and one Normal NodeTaintReleased; a first pass says
+    nothing."""
     obs = NodeCertificationObservation(nodes=gpu_nodes("gpu-00", "gpu-01"))
     plan, obs = _fold(obs, name="c1", at=0, policy=TAINT, passed=["gpu-01"], failed=["gpu-00"])
-    assert _events(plan) == {"gpu-00": [("Warning", R.FAILED), ("Warning", R.TAINTED)],
-                             "gpu-01": [("Normal", R.PASSED)]}
+    assert _events(plan) == {"gpu-00": [("Warning", R.FAILED), ("Warning", R.TAINTED)]}
     (failed,) = plan.writes[0].events
     assert "communication/nccl-all-reduce in certs/c1" in failed.message
     assert "HardwareFailureDetected" in failed.message
@@ -98,8 +97,7 @@ def test_a_new_uncertified_record_says_why_and_never_replaces_a_judgement() -> N
         nodes=gpu_nodes("gpu-00", "gpu-01"),
         results=results(name="c1", passed=["gpu-01"], uncertified=[aborted("gpu-00")]))
     plan = reconcile_nodecertification(cert, obs, later(5))
-    assert _events(plan) == {"gpu-00": [("Normal", R.UNCERTIFIED)],
-                             "gpu-01": [("Normal", R.PASSED)]}
+    assert _events(plan) == {"gpu-00": [("Normal", R.UNCERTIFIED)]}
     (why,) = next(w for w in plan.writes if w.node == "gpu-00").events
     assert "Platform/PeerBroken" in why.message
     obs = _apply(obs, plan)

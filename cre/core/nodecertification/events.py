@@ -9,8 +9,9 @@ not repeat an event; the shell emits them after the write they describe succeede
 
 * the record's ``state`` changed (a record created counts as coming from nothing):
   to Failed, Warning ``NodeCertificationFailed`` naming the failed categories, the
-  Certification and the reason; to Passed, Normal ``NodeCertificationPassed`` (saying
-  "again" after a failure or an expiry); to Uncertified (a new record: only infrastructure
+  Certification and the reason; back to Passed after a failure or an expiry, Normal
+  ``NodeCertificationPassed`` (a first pass says nothing: the first run over a fleet would
+  otherwise write an event per node); to Uncertified (a new record: only infrastructure
   evidence so far, the fold never turns a judged node Uncertified), Normal
   ``NodeCertificationUncertified`` with the categories' reasons; to Expired, Warning
   ``NodeCertificationExpired``;
@@ -80,10 +81,11 @@ def state_events(node: str, before: NodeCertificationStatus | None,
                               message=f"node {node} failed "
                                       + "; ".join(_why(r) for r in failed[:_NAMED])),)
         case NodeState.PASSED:
-            again = " again" if was in (NodeState.FAILED, NodeState.EXPIRED) else ""
+            if was not in (NodeState.FAILED, NodeState.EXPIRED):
+                return ()  # a first pass is the run's news, not the node's (5,000 at once)
             passed = [r for r in results if r.result == NodeResult.PASSED]
             return (EventSpec(type=EventSeverity.NORMAL, reason=NodeEventReason.PASSED,
-                              message=f"node {node} passed{again}: {_names(passed)} "
+                              message=f"node {node} passed again: {_names(passed)} "
                                       f"(valid until {_until(after)})"),)
         case NodeState.EXPIRED:
             passes = [r for r in results if r.valid_until is not None]
