@@ -36,6 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# No hypothesis test has a wall-clock deadline: these machines are shared and noisy, and a
+# deadline turns a slow example into a failure that says nothing about the code under test.
+settings.register_profile("cre", deadline=None)
+settings.load_profile("cre")
 
 ROOT = Path(__file__).resolve().parent
 

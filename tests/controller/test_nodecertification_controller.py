@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from cre.api.converter import to_dict
 from cre.api.labels import GPU_PRESENT, WORKFLOW
+from cre.api.meta import ObjectMeta
 from cre.api.nodecertification import (
     CategoryResult,
     CertificationRef,
@@ -26,7 +27,11 @@ from cre.api.nodecertification import (
     NodeCertificationStatus,
     NodeResult,
 )
-from cre.controller.nodecertification.controller import NodeCertificationController
+from cre.api.watch import WatchEventType
+from cre.controller.nodecertification.controller import (
+    EXPIRY_KEY,
+    NodeCertificationController,
+)
 from cre.core.nodecertification.nodestate import STATE_LABEL, TAINT_KEY
 from cre.core.nodecertification.reconcile import NodeWrite
 from cre.core.workflow import noderesults as NR
@@ -40,6 +45,7 @@ from cre.kube.client import (
     ApiError,
     KubeClient,
 )
+from cre.kube.runtime import WatchEvent
 from cre.testing.apiserver import Emulator
 from tests.core.nodecertworld import broken, ended
 
@@ -145,8 +151,10 @@ async def test_the_breaker_condition_event_and_gauge_follow_the_held_back_nodes(
         client: KubeClient) -> None:
     """With maxTainted 2 and one node already carrying CRE's taint, an ended Certification
     that failed two nodes taints one and holds the other back: NodeTaintsHeldBack True on the
-    Certification, a Warning event, the gauge at 1. Once the old taint is gone, the next pass
-    taints the held node: the condition turns False and the gauge reads 0."""
+    Certification, a Warning event, the gauge at 1, and on each record one
+    NodeCertificationFailed plus NodeTainted or NodeTaintHeldBack. Once the old taint is gone,
+    the next pass taints the held node (its one NodeTainted): the condition turns False and the
+    gauge reads 0; no record event is ever repeated."""
     ns = "breaker"
     with contextlib.suppress(ApiError):
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
@@ -198,6 +206,23 @@ async def test_the_breaker_condition_event_and_gauge_follow_the_held_back_nodes(
         assert registry.get_sample_value("cre_node_taints_held_back", gauge) == 0
         c = await client.get(NODES, "breaker-c")
         assert [t["key"] for t in c["spec"]["taints"]] == [TAINT_KEY]
+        await _until("breaker-c's NodeTainted", lambda: _record_events(client, "breaker-c"))
+        await anyio.sleep(0.5)  # later passes must not say anything again
+        assert await _record_events(client, "breaker-b") == [
+            ("Warning", "NodeCertificationFailed"), ("Warning", "NodeTainted")]
+        assert await _record_events(client, "breaker-c") == [
+            ("Warning", "NodeCertificationFailed"), ("Warning", "NodeTaintHeldBack"),
+            ("Warning", "NodeTainted")]
+
+
+async def _record_events(client: KubeClient, node: str) -> list[tuple[str, str]] | None:
+    """(type, reason) of the Events about ``node``'s record, sorted, once it has a NodeTainted
+    one (``None`` before)."""
+    page = await client.list(EVENTS, namespace="default")
+    out = sorted((e["type"], e["reason"]) for e in page.get("items") or []
+                 if e["involvedObject"].get("kind") == "NodeCertification"
+                 and e["involvedObject"]["name"] == node)
+    return out if ("Warning", "NodeTainted") in out else None
 
 
 async def test_a_node_that_moved_on_under_its_patch_is_planned_again_not_failed(
@@ -222,3 +247,51 @@ async def test_a_node_that_moved_on_under_its_patch_is_planned_again_not_failed(
     assert await controller._apply(fresh) is True
     got = (await client.get(NODES, "moved-on-node"))["metadata"]["labels"]
     assert got[STATE_LABEL] == "passed"
+
+
+class _Keys:
+    """The handler's queue: the keys added, in order."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+
+    def add(self, key: str, *, priority: int = 0) -> None:
+        self.added.append(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        self.added.append(key)
+
+
+def _passed_record(node: str, until: datetime) -> NodeCertification:
+    result = CategoryResult(domain="communication", variant="nccl-all-reduce",
+                            result=NodeResult.PASSED, time=until - timedelta(days=7),
+                            certification=CertificationRef(namespace="x", name="c"),
+                            valid_until=until)
+    return NodeCertification(metadata=ObjectMeta(name=node),
+                             spec=NodeCertificationSpec(node_name=node),
+                             status=NodeCertificationStatus(
+                                 state="Passed", categories=(result,), categories_passed="1/1",
+                                 valid_until=until, last_certification=result.certification))
+
+
+async def test_a_record_event_wakes_the_expiry_pass_only_when_due_before_its_next_look(
+        client: KubeClient) -> None:
+    """The hundreds of record writes of one fold do not each enqueue the expiry pass: a record
+    due no earlier than the pass's next look enqueues only its Certification; one due earlier
+    (or with no look planned) enqueues the pass too."""
+    now = datetime.now(UTC)
+    controller = NodeCertificationController(client, registry=CollectorRegistry())
+    keys = _Keys()
+
+    def event(until: datetime) -> WatchEvent[NodeCertification]:
+        return WatchEvent(type=WatchEventType.ADDED, old=None,
+                          new=_passed_record("n", until))
+
+    controller._on_record(event(now + timedelta(days=7)), keys)
+    assert keys.added == ["x/c", EXPIRY_KEY]  # no look planned yet
+    controller._next_expiry = now + timedelta(days=7)
+    keys.added.clear()
+    controller._on_record(event(now + timedelta(days=7, seconds=5)), keys)
+    assert keys.added == ["x/c"]
+    controller._on_record(event(now + timedelta(days=1)), keys)
+    assert keys.added == ["x/c", "x/c", EXPIRY_KEY]

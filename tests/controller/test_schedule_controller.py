@@ -1,11 +1,13 @@
 """The schedule controller's metrics: one ``cre_schedule_runs_total`` increment per due time
 handled (by result) and ``cre_schedule_missed_runs_total`` following ``status.missedRuns``,
-counted from the plan it applied."""
+counted from the plan it applied; its GPU pod cache follows the manager's namespaces."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
+import anyio
 import attrs
 import pytest
 from kubernetes_asyncio import client as k8s_client
@@ -13,7 +15,9 @@ from prometheus_client import CollectorRegistry
 
 from cre.controller.schedule.controller import ScheduleController
 from cre.core.schedule.reconcile import reconcile_schedule
-from cre.kube.client import KubeClient
+from cre.kube.client import NAMESPACES, PODS, ApiError, KubeClient
+from cre.kube.pods import busy_nodes_of
+from cre.testing.apiserver import serve
 from tests.core.test_schedule import T0, observe, schedule
 
 
@@ -43,3 +47,43 @@ async def test_applied_plans_count_runs_by_result_and_misses() -> None:
         assert value("cre_schedule_missed_runs_total") == 4
     finally:
         await client.close()
+
+
+async def _gpu_pod(client: KubeClient, namespace: str, node: str) -> None:
+    """A running pod of someone else holding one GPU of ``node``."""
+    with contextlib.suppress(ApiError):
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": namespace}})
+    created = await client.create(PODS, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": namespace},
+        "spec": {"nodeName": node, "containers": [{
+            "name": "c", "image": "trainer",
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}, namespace=namespace)
+    created["status"] = {"phase": "Running"}
+    await client.replace(PODS, created, subresource="status")
+
+
+@pytest.mark.anyio
+async def test_the_gpu_pod_cache_follows_the_managers_namespaces() -> None:
+    """A schedule controller restricted to one namespace (as ``cre-manager --namespaces``)
+    sees only that namespace's GPU pods: a node held by a pod elsewhere does not look busy to
+    it; an unrestricted one sees both nodes busy."""
+    async with serve() as emu:
+        client = await KubeClient.from_kubeconfig(str(emu.kubeconfig_path))
+        try:
+            await _gpu_pod(client, "team-in", "node-a")
+            await _gpu_pod(client, "team-out", "node-b")
+            seen = {}
+            for scope in (("team-in",), None):
+                ctrl = ScheduleController(client, namespaces=scope,
+                                          registry=CollectorRegistry())
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(ctrl.informer_factory.run)
+                    with anyio.fail_after(20):
+                        await ctrl.gpu_pods.wait_synced()
+                    seen[scope] = busy_nodes_of(ctrl.gpu_pods)
+                    tg.cancel_scope.cancel()
+            assert seen == {("team-in",): frozenset({"node-a"}),
+                            None: frozenset({"node-a", "node-b"})}
+        finally:
+            await client.close()

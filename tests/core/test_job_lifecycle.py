@@ -9,7 +9,7 @@ from cre.api.job import FailureLog, Job
 from cre.api.labels import JOB, JOB_FINALIZER, LAUNCHER, MANAGED_BY
 from cre.api.meta import ConditionStatus
 from cre.core.common.lifecycle import true_member
-from cre.core.common.observed import PodCondition
+from cre.core.common.observed import ContainerState, PodCondition
 from cre.core.common.plan import CreateError, EventSeverity, Feedback, Observation, Plan
 from cre.core.job.reconcile import reconcile_job
 from cre.core.job.workload import workload_name
@@ -281,6 +281,26 @@ def test_timeout_reads_launcher_first_and_deletes_workload() -> None:
     assert final.status is not None and final.status.failure_log is not None
     assert (final.status.failure_log.reason, final.status.failure_log.pod_name) == ("Timeout", L1)
     assert [(d.name, d.uid) for d in final.deletes] == [("j1-workload", "tj-uid-1")]
+
+
+def test_a_timeout_with_the_test_done_or_never_started_blames_no_node() -> None:
+    """Regression (bench fleet's Failed nodes): at timeoutPerJob a workload whose every pod had
+    already succeeded (its TrainJob not yet reported complete) ends ControlPlane /
+    CompletionNotReported, and one whose container never left ContainerCreating ends Platform /
+    WorkloadNotStarted; neither lists a failed node."""
+    job = make_job(timeout="10m", status=running_status(started=at(0)))
+    done = pod(W0, state=terminated(exit_code=0, reason="Completed", finished=at(30)))
+    creating = pod(W0, state=ContainerState(kind="waiting", reason="ContainerCreating"))
+    for worker, scope, reason in (
+            (done, FailureScope.CONTROL_PLANE, "CompletionNotReported"),
+            (creating, FailureScope.PLATFORM, "WorkloadNotStarted")):
+        obs = Observation(trainjob=trainjob(), worker_pods=(worker,), log_tails=(tail(worker),))
+        final = reconcile_job(job, obs, at(600))
+        assert _true(final) == ("Failed", "JobTimedOut")
+        assert final.status is not None and final.status.failure_class is not None
+        assert (final.status.failure_class.scope, final.status.failure_class.reason) == (
+            scope, reason)
+        assert final.status.failed_nodes == ()
 
 
 def test_timeout_replaces_early_record() -> None:

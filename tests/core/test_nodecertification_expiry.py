@@ -12,7 +12,8 @@ import attrs
 from cre.api.nodecertification import NodeCertification, NodeState
 from cre.core.common.observed import NodeView
 from cre.core.common.projections import node_view
-from cre.core.nodecertification.expiry import reconcile_expiry
+from cre.core.nodecertification.events import NodeEventReason
+from cre.core.nodecertification.expiry import expiry_due, reconcile_expiry
 from cre.core.nodecertification.nodestate import STATE_LABEL, TESTING
 from cre.core.nodecertification.reconcile import (
     NodeCertificationObservation,
@@ -48,15 +49,16 @@ def _folded(policy: Mapping[str, Any]) -> tuple[dict[str, NodeCertification],
 
 def test_a_pass_turns_expired_at_its_valid_until_and_only_once() -> None:
     """Before validUntil nothing is written and the next look is exactly at it; at validUntil
-    the passed records turn Expired (each write says it expired), the failed and Uncertified
-    ones are left alone, and once written nothing more is planned and no look is asked."""
+    the passed records turn Expired (each write carries one Expired event), the failed and
+    Uncertified ones are left alone, and once written nothing more is planned and no look is
+    asked."""
     records, nodes = _folded({})
     before = reconcile_expiry(records, nodes, later(DAY - 10))
     assert before.writes == () and before.requeue_after == 10
     plan = reconcile_expiry(records, nodes, later(DAY))
     assert {w.node: w.status.state for w in plan.writes if w.status} == {
         "gpu-00": NodeState.EXPIRED, "gpu-01": NodeState.EXPIRED}
-    assert all(w.expired for w in plan.writes)
+    assert all([e.reason for e in w.events] == [NodeEventReason.EXPIRED] for w in plan.writes)
     assert all(w.status is not None and w.status.categories_passed == "0/1"
                for w in plan.writes)
     assert plan.requeue_after is None
@@ -82,13 +84,25 @@ def test_the_expired_label_goes_only_where_cre_put_a_label() -> None:
 
 
 def test_the_certification_path_flags_a_record_it_finds_expired() -> None:
-    """A Certification folded in only after its passes expired writes Expired records, flagged
-    as expired once; folding it again writes nothing."""
+    """A Certification folded in only after its passes expired writes Expired records, with
+    one Expired event; folding it again writes nothing."""
     obs = NodeCertificationObservation(results=results(passed=["gpu-00"]),
                                        nodes=gpu_nodes("gpu-00"))
     cert = ended(node_state={"validFor": "1h"})
     plan = reconcile_nodecertification(cert, obs, later(7200))
     (write,) = plan.writes
     assert write.status is not None and write.status.state == NodeState.EXPIRED
-    assert write.expired
+    assert [e.reason for e in write.events] == [NodeEventReason.EXPIRED]
     assert reconcile_nodecertification(cert, applied(obs, plan), later(7300)).writes == ()
+
+
+def test_expiry_due_is_the_next_time_alone_changes_a_record() -> None:
+    """A record is due at its earliest pass's validUntil, at once when a pass already expired
+    but the record does not say so, and never when it holds no pass."""
+    records, _ = _folded({})
+    assert expiry_due(records["gpu-00"], later(5)) == later(DAY)
+    assert expiry_due(records["gpu-00"], later(DAY + 1)) == later(DAY + 1)
+    assert expiry_due(records["gpu-02"], later(5)) is None
+    fresh = reconcile_expiry(records, {}, later(DAY))
+    done = applied(NodeCertificationObservation(records=records), fresh).records
+    assert expiry_due(done["gpu-00"], later(DAY + 1)) is None

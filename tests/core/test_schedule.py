@@ -382,6 +382,30 @@ def test_the_stalest_nodes_come_first() -> None:
     assert choice.chosen == ("gpu-01", "gpu-02", "gpu-03", "gpu-05")
 
 
+def test_nodes_of_an_ended_run_not_yet_folded_go_last() -> None:
+    """The next run does not pin again the nodes the previous run judged while their records
+    still show no result (the fold of a large run lags): it takes the never-certified others;
+    once the records carry that run's time, plain staleness applies again."""
+    s = schedule(interval="10m", maxNodesPerRun=2, status={
+        "lastScheduleTime": format_time(T0 - timedelta(minutes=10))})
+    first = run("nightly-a", outcome="Succeeded", at=T0 - timedelta(minutes=1),
+                node_names=("gpu-00", "gpu-01"))
+    plan = reconcile_schedule(s, observe(certifications=(first,)), T0)
+    assert created_nodes(plan) == ["gpu-02", "gpu-03"]
+    folded = {n: record(n, (NodeResult.PASSED, T0 - timedelta(minutes=1), T0 + timedelta(days=7)))
+              for n in ("gpu-00", "gpu-01")}
+    spec = s.spec.certification_template.spec
+    fresh = choose_nodes(spec, nodes=nodes(4), records=folded, busy=frozenset(), max_nodes=2,
+                         now=T0, tried={"gpu-00": T0 - timedelta(minutes=1),
+                                        "gpu-01": T0 - timedelta(minutes=1)})
+    assert fresh.chosen == ("gpu-02", "gpu-03")  # never certified still come first
+    all_done = {**folded, **{n: record(n, (NodeResult.PASSED, T0 - timedelta(days=2),
+                                           T0 + timedelta(days=5))) for n in ("gpu-02", "gpu-03")}}
+    again = choose_nodes(spec, nodes=nodes(4), records=all_done, busy=frozenset(),
+                         max_nodes=2, now=T0, tried={"gpu-00": T0 - timedelta(minutes=1)})
+    assert again.chosen == ("gpu-02", "gpu-03")  # the oldest passes, by the records
+
+
 def test_a_failed_category_counts_as_the_oldest_pass() -> None:
     """A node whose last result failed comes before nodes with any pass."""
     records = {"gpu-00": record("gpu-00", (NodeResult.PASSED, T0, T0 + timedelta(days=7))),

@@ -15,7 +15,11 @@ way infra-scoped fail-fast keeps an infrastructure abort from being charged to a
 * ``ControlPlane``: the run was ended from outside (workload deleted by someone else, name taken
   by a foreign object). No node is blamed.
 * ``Workload``: a container of the test failed on its own (non-zero exit, OOMKilled, timeout with
-  no other evidence). Every node of the group is blamed, as the reference does.
+  no other evidence). Every node of the group is blamed, as the reference does. A timeout is
+  evidence only when a test ran and had not finished: one where no container ever started is
+  ``Platform/WorkloadNotStarted``, one where every pod had already succeeded (the workload's
+  controllers never reported it complete) is ``ControlPlane/CompletionNotReported``; neither
+  blames a node (a loaded control plane, not the node, ran out the clock).
 
 Evidence is ranked Node > Platform > Workload: a launcher that exits non-zero because a worker
 node went NotReady is a node failure, not a test failure. See docs/design/006-failure-classes.md.
@@ -83,6 +87,9 @@ class ClassReason(enum.StrEnum):
     INVALID_SPEC = "InvalidSpec"
     WORKLOAD_NOT_STARTED = "WorkloadNotStarted"
     PREEMPTED = "Preempted"
+    # Timed out although every pod of the workload had succeeded: the workload's controllers
+    # (JobSet, Trainer) never reported its completion.
+    COMPLETION_NOT_REPORTED = "CompletionNotReported"
 
 
 IMAGE_PULL_REASONS: Final = frozenset(
@@ -180,6 +187,34 @@ def _platform_evidence(pods: tuple[PodView, ...]) -> ClassReason | None:
     return None
 
 
+def _ran(pod: PodView) -> bool:
+    """Whether a container of ``pod`` ever started (running, ended, or restarted)."""
+    return pod.phase in ("Running", "Succeeded", "Failed") or any(
+        (s.state is not None and s.state.kind != "waiting") or s.restart_count > 0
+        or s.last_state is not None
+        for s in pod.init_container_statuses + pod.container_statuses)
+
+
+def _succeeded(pod: PodView) -> bool:
+    """Whether ``pod`` ended with every container exiting 0."""
+    return pod.phase == "Succeeded" or (bool(pod.container_statuses) and all(
+        s.state is not None and s.state.kind == "terminated" and s.state.exit_code == 0
+        for s in pod.container_statuses))
+
+
+def _timeout_without_test(pods: tuple[PodView, ...]) -> tuple[FailureScope, ClassReason] | None:
+    """A timeout that says nothing about the nodes: no container of the workload ever started
+    (pods never created, never bound, or ``ContainerCreating`` the whole time:
+    ``Platform/WorkloadNotStarted``), or every pod had already succeeded and only the
+    workload's completion was never reported (``ControlPlane/CompletionNotReported``).
+    ``None``: a test ran and did not finish in time."""
+    if not any(_ran(p) for p in pods):
+        return FailureScope.PLATFORM, ClassReason.WORKLOAD_NOT_STARTED
+    if all(_succeeded(p) for p in pods):
+        return FailureScope.CONTROL_PLANE, ClassReason.COMPLETION_NOT_REPORTED
+    return None
+
+
 def preempted_message(pods: Iterable[PodView]) -> str:
     """Which pods were preempted, on which nodes (``""``: none)."""
     hit = sorted((p.name, p.node_name or "?") for p in pods if is_preempted(p))
@@ -243,6 +278,10 @@ def classify(
         return Verdict(failure_class=FailureClass(
             scope=FailureScope.PLATFORM, reason=platform, message=message))
     if cause == Cause.TIMEOUT:
+        unjudged = _timeout_without_test(pods)
+        if unjudged is not None:
+            scope, why = unjudged
+            return Verdict(failure_class=FailureClass(scope=scope, reason=why, message=message))
         reason = ClassReason.TIMED_OUT
     elif cause == Cause.TRAINING_STALLED:
         reason = ClassReason.TRAINING_STALLED

@@ -9,7 +9,7 @@ records expires, so the controller looks again exactly then and never polls.
 The label follows where CRE put one: a node labelled ``passed`` (some Certification opted in to
 labels) is relabelled ``expired``; a node with no CRE label gets none, and a node labelled
 ``testing`` keeps it (its group's end puts the record's label back). Each write that turns a
-record Expired says so (``NodeWrite.expired``), so the shell emits one event per transition.
+record Expired carries its one event (``NodeWrite.events``, after the write succeeded).
 """
 
 from __future__ import annotations
@@ -19,9 +19,21 @@ from datetime import datetime
 
 from cre.api.nodecertification import NodeCertification, NodeResult
 from cre.core.common.observed import NodeView
+from cre.core.nodecertification.events import state_events, taint_events
 from cre.core.nodecertification.fold import summarize
 from cre.core.nodecertification.nodestate import STATE_LABEL, TESTING, node_patch
-from cre.core.nodecertification.reconcile import NodeCertificationPlan, NodeWrite, turned_expired
+from cre.core.nodecertification.reconcile import NodeCertificationPlan, NodeWrite
+
+
+def expiry_due(record: NodeCertification, now: datetime) -> datetime | None:
+    """When time alone next changes ``record``'s summary: ``now`` when it already has (a pass
+    expired and the record does not say so yet), else its earliest pass still valid;
+    ``None``: never."""
+    if summarize(record.status.categories, now) != record.status:
+        return now
+    return min((r.valid_until for r in record.status.categories
+                if r.result == NodeResult.PASSED and r.valid_until is not None
+                and r.valid_until > now), default=None)
 
 
 def next_expiry(records: Mapping[str, NodeCertification], now: datetime) -> float | None:
@@ -49,6 +61,6 @@ def reconcile_expiry(records: Mapping[str, NodeCertification], nodes: Mapping[st
             if node is not None else ()
         writes.append(NodeWrite(
             node=name, resource_version=record.metadata.resource_version or "", status=fresh,
-            node_patch=patch,
-            expired=turned_expired(record.status.state, fresh.state)))
+            node_patch=patch, events=state_events(name, record.status, fresh),
+            patch_events=taint_events(name, patch)))
     return NodeCertificationPlan(writes=tuple(writes), requeue_after=next_expiry(records, now))

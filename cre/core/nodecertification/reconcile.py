@@ -59,6 +59,8 @@ from cre.api.workflow import Workflow
 from cre.core.common.conditions import condition, set_additive
 from cre.core.common.lifecycle import bound_note, true_member
 from cre.core.common.observed import NodeView
+from cre.core.common.plan import EventSpec
+from cre.core.nodecertification.events import held_back_event, state_events, taint_events
 from cre.core.nodecertification.fold import fold
 from cre.core.nodecertification.nodestate import TAINT_KEY, JsonPatch, node_patch, testing_patch
 from cre.core.workflow import noderesults as NR
@@ -93,13 +95,10 @@ class NodeWrite:
     resource_version: str = ""
     status: NodeCertificationStatus | None = None
     node_patch: JsonPatch = ()
-    # The write turns the record Expired (the shell emits one event).
-    expired: bool = False
-
-
-def turned_expired(before: NodeState | None, after: NodeState) -> bool:
-    """Whether a record going from ``before`` (``None``: no record) to ``after`` expired."""
-    return after == NodeState.EXPIRED and before != NodeState.EXPIRED
+    # The events of the status write and of the node patch, emitted once each succeeded
+    # (:mod:`cre.core.nodecertification.events`).
+    events: tuple[EventSpec, ...] = ()
+    patch_events: tuple[EventSpec, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -300,6 +299,7 @@ def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObser
     wanting = [n for n, s in statuses.items() if policy.taint and s.state == NodeState.FAILED
                and n in obs.nodes and n not in tainted]
     held = tuple(wanting[room:]) if room is not None else ()
+    cap = taint_cap(policy, obs.nodes)
     writes: list[NodeWrite] = []
     for name, status in statuses.items():
         record = obs.records.get(name)
@@ -308,14 +308,17 @@ def reconcile_nodecertification(cert: Certification, obs: NodeCertificationObser
         patch = node_patch(node, status, labels=policy.labels and name not in obs.under_test,
                            taint=policy.taint and name not in held) if node is not None else ()
         changed = record is None or status != record.status
+        events: tuple[EventSpec, ...] = ()
+        if changed:
+            events = state_events(name, record.status if record else None, status)
+            if name in held:  # a new failure the breaker keeps untainted
+                events += (held_back_event(name, cap=cap),)
         if changed or patch:
             writes.append(NodeWrite(
                 node=name, create=record_manifest(name) if record is None else None,
                 resource_version=record.metadata.resource_version or "" if record else "",
-                status=status if changed else None, node_patch=patch,
-                expired=changed and turned_expired(
-                    record.status.state if record else None, status.state)))
+                status=status if changed else None, node_patch=patch, events=events,
+                patch_events=taint_events(name, patch)))
     return NodeCertificationPlan(
         writes=tuple(writes), held_back=held,
-        conditions=breaker_conditions(cert, held=held, cap=taint_cap(policy, obs.nodes),
-                                      now=now))
+        conditions=breaker_conditions(cert, held=held, cap=cap, now=now))

@@ -14,6 +14,11 @@ Eligible nodes are ordered by how stale their evidence is, over the template's c
 2. then the oldest latest pass (a category with no pass, a failed one, counts as oldest);
 3. then the name.
 
+A node one of the schedule's own runs pinned *after* its record's latest result goes last
+(``tried``: when that run ended, or was created while it runs): the run's verdict is not folded
+into the record yet (the NodeCertification controller folds a large run over many writes), and
+taking the record's word would certify the same nodes again while the stalest wait.
+
 A run takes the first ``maxNodesPerRun`` (every eligible node when unset), rounded down to
 whole groups of the template's ``nodesPerJob``, so no group is left short.
 """
@@ -123,10 +128,19 @@ def staleness(record: NodeCertification | None, categories: frozenset[tuple[str,
     return (1, min(passes, default=_EPOCH))
 
 
+def _last_result(record: NodeCertification | None,
+                 categories: frozenset[tuple[str, str]]) -> datetime:
+    """When the latest result of the categories was folded into ``record`` (epoch: none)."""
+    return max((r.time for r in record.status.categories if (r.domain, r.variant) in categories)
+               if record is not None else (), default=_EPOCH)
+
+
 def choose_nodes(spec: CertificationSpec, *, nodes: Iterable[NodeView],
                  records: Mapping[str, NodeCertification], busy: frozenset[str],
-                 max_nodes: int | None, now: datetime) -> NodeChoice:
-    """The nodes the next run of a template with ``spec`` certifies (module docstring)."""
+                 max_nodes: int | None, now: datetime,
+                 tried: Mapping[str, datetime] | None = None) -> NodeChoice:
+    """The nodes the next run of a template with ``spec`` certifies (module docstring);
+    ``tried``: per node, when the latest of the schedule's runs that pinned it ended."""
     cordoned_ok = admits_cordoned(spec.target)
     eligible: list[NodeView] = []
     held: list[str] = []
@@ -139,7 +153,16 @@ def choose_nodes(spec: CertificationSpec, *, nodes: Iterable[NodeView],
         else:
             eligible.append(node)
     categories = frozenset((c.domain, c.variant) for c in spec.categories)
-    eligible.sort(key=lambda n: (*staleness(records.get(n.name), categories, now), n.name))
+    tried = tried or {}
+
+    def order(node: NodeView) -> tuple[int, datetime, str]:
+        record = records.get(node.name)
+        at = tried.get(node.name)
+        if at is not None and at > _last_result(record, categories):
+            return (2, at, node.name)  # judged by a run whose verdict is not folded yet
+        return (*staleness(record, categories, now), node.name)
+
+    eligible.sort(key=order)
     size = group_size(spec)
     take = len(eligible) if max_nodes is None else min(max_nodes, len(eligible))
     take -= take % size

@@ -204,6 +204,18 @@ class _Decision:
     event: str = ""
 
 
+def _tried(runs: Iterable[Certification], now: datetime) -> dict[str, datetime]:
+    """Per node, when the latest run that pinned it ended (``now`` for one still running)."""
+    out: dict[str, datetime] = {}
+    for cert in runs:
+        end = ended(cert)
+        at = end[1] if end is not None else now
+        for node in cert.spec.target.node_names:
+            if node not in out or at > out[node]:
+                out[node] = at
+    return out
+
+
 def _decide(schedule: CertificationSchedule, obs: ScheduleObservation, due: Due, *,
             active: list[Certification], runs: list[Certification], now: datetime
             ) -> _Decision:
@@ -241,7 +253,7 @@ def _decide(schedule: CertificationSchedule, obs: ScheduleObservation, due: Due,
                          message=f"skipped the run due at {when}: {why}")
     choice = choose_nodes(spec.certification_template.spec, nodes=obs.nodes,
                           records=obs.records, busy=obs.busy,
-                          max_nodes=spec.max_nodes_per_run, now=now)
+                          max_nodes=spec.max_nodes_per_run, now=now, tried=_tried(runs, now))
     if not choice.chosen:
         busy = f"; busy with GPU pods of others: {_shown(choice.busy)}" if choice.busy else ""
         return _Decision(reason=ScheduleReason.NO_ELIGIBLE_NODES, skipped=True, missed=missed,
