@@ -4,8 +4,10 @@ Watch events arrive far faster than reconciles finish and often for the same obj
 turns them into *work*: a key queued many times before a worker takes it is handed out once
 ("stingy"); a key is never handed to two workers at once; a key re-added while a worker holds it
 is handed out again after ``done`` (so the last change is never lost). ``add_after`` schedules a
-requeue, ``add_rate_limited`` asks the rate limiter (per-key exponential backoff max'ed with a
-global token bucket) how long to wait, and ``forget`` resets the backoff after a success.
+requeue (the key joins the queue, and its queue duration starts, when it falls due, whether or
+not a worker is free to notice then), ``add_rate_limited`` asks the rate limiter (per-key
+exponential backoff max'ed with a global token bucket) how long to wait, and ``forget`` resets
+the backoff after a success.
 
 Keys carry a priority (controller-runtime's priority queue): a higher one is handed out first,
 first-in first-out within a priority, and re-adding a waiting key with a higher priority moves
@@ -87,6 +89,11 @@ class WorkQueue(Generic[K]):
         ``priority`` moves it up; deferred if it is in progress)."""
         if self._shutting_down:
             return
+        self._promote_due()  # keys that fell due before this add stand ahead of it
+        self._add(key, priority, self._clock())
+
+    def _add(self, key: K, priority: int, since: float) -> None:
+        """``add``, the key waiting since ``since`` (now, or when its delay ran out)."""
         if key in self._dirty:
             if key in self._processing:
                 if priority > self._dirty_priority.get(key, PRIORITY_NORMAL):
@@ -100,7 +107,7 @@ class WorkQueue(Generic[K]):
         if key in self._processing:
             self._dirty_priority[key] = priority
             return
-        self._push(key, priority)
+        self._push(key, priority, since)
 
     def add_after(self, key: K, delay: float) -> None:
         """Queue ``key`` once ``delay`` seconds have passed (the earliest request wins)."""
@@ -229,9 +236,9 @@ class WorkQueue(Generic[K]):
 
     # -- internals --------------------------------------------------------------------------
 
-    def _push(self, key: K, priority: int) -> None:
+    def _push(self, key: K, priority: int, since: float | None = None) -> None:
         if key not in self._waiting:
-            self._queued_at[key] = self._clock()
+            self._queued_at[key] = self._clock() if since is None else since
         self._waiting[key] = priority
         self._queues.setdefault(priority, deque()).append(key)
         if self._m is not None:
@@ -254,13 +261,17 @@ class WorkQueue(Generic[K]):
         raise LookupError(f"workqueue {self.name!r}: nothing is waiting")
 
     def _promote_due(self) -> None:
+        """Queue the delayed keys whose time came, in the order they fell due, each waiting
+        since it fell due: the queue-duration metric counts a delayed key's wait behind busy
+        workers from that moment (client-go's delaying queue adds it then), not from the
+        later call that happened to promote it."""
         now = self._clock()
         while self._delayed and self._delayed[0][0] <= now:
             due, _, key = heapq.heappop(self._delayed)
             if self._delayed_due.get(key) != due:
                 continue  # superseded by an earlier request for the same key
             del self._delayed_due[key]
-            self.add(key)
+            self._add(key, PRIORITY_NORMAL, due)
 
     def _notify(self) -> None:
         self._changed.set()

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kube_fakes import FakeClock
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry
 
+from cre.kube.metrics import metrics_for
 from cre.kube.ratelimit import (
     ItemExponentialRateLimiter,
     MaxOfRateLimiter,
@@ -72,6 +73,31 @@ async def test_add_after_waits_for_the_clock(clock: FakeClock) -> None:
         q.tick()
     assert got == ["a"]
     assert q.pending_delayed() == 0
+
+
+async def test_delayed_key_waits_from_when_it_fell_due(clock: FakeClock) -> None:
+    """A delayed key no getter looked at for a while is counted as queued since its due time,
+    not since the get that finally noticed it (busy workers do not hide its wait)."""
+    registry = CollectorRegistry()
+    q: WorkQueue[str] = WorkQueue("t-due", clock=clock, metrics=metrics_for(registry))
+    q.add_after("a", 1.0)
+    clock.advance(5.0)  # due 4 s ago; every worker was busy meanwhile
+    assert await q.get() == "a"
+    labels = {"name": "t-due"}
+    assert registry.get_sample_value("workqueue_queue_duration_seconds_sum", labels) == 4.0
+    assert registry.get_sample_value("workqueue_queue_duration_seconds_count", labels) == 1
+
+
+async def test_delayed_key_stands_ahead_of_later_adds(clock: FakeClock) -> None:
+    """A key that fell due before another key was added is handed out first."""
+    q: WorkQueue[str] = WorkQueue("t-due-order", clock=clock, enable_metrics=False)
+    q.add_after("late", 3.0)
+    q.add_after("due", 1.0)
+    clock.advance(2.0)
+    q.add("b")
+    clock.advance(2.0)
+    q.add("c")
+    assert [await q.get() for _ in range(4)] == ["due", "b", "late", "c"]
 
 
 async def test_rate_limited_adds_back_off_and_forget_resets(clock: FakeClock) -> None:
