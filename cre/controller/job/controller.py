@@ -187,7 +187,8 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             .owns(self.trainjobs, self.measurements, self.goodputs)
             .watches(self.workers, self.on_worker)
             .watches(self.launchers, self.on_launcher)
-            .watches(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed))
+            .watches(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed)
+            .watches(self.nodes, self.on_node_deleted))
 
     def bind(self, tg: TaskGroup | None) -> None:
         """Log prefetches and events run in the background while the controller runs."""

@@ -17,6 +17,7 @@ from cre.api.job import Job
 from cre.api.labels import JOB, LAUNCHER
 from cre.api.watch import WatchEventType
 from cre.controller.job.metrics import JobMetrics
+from cre.controller.job.nodechecks import NodeChecks
 from cre.controller.job.prefetch import LogPrefetcher
 from cre.controller.job.tombstones import Tombstones
 from cre.core.common.observed import NodeView, PodView
@@ -74,6 +75,7 @@ class JobEvents:
     prefetcher: LogPrefetcher
     metrics: JobMetrics
     status_echo: OwnStatusEcho
+    node_checks: NodeChecks
 
     def on_job(self, event: WatchEvent[Job], queue: KeyQueue) -> None:
         """A Job changed (its own status echo is filtered out before): reconcile it; a deleted
@@ -129,6 +131,13 @@ class JobEvents:
         # Every launcher change, and above all its first non-zero exit, goes straight to a
         # worker (no delay, no rate limit).
         queue.add(key, priority=PRIORITY_URGENT if failed else 0)
+
+    def on_node_deleted(self, event: WatchEvent[NodeView], queue: KeyQueue) -> None:
+        """A GPU node was deleted: drop the nodeHealthMonitor results kept for it (no Job is
+        enqueued: a deleted node has no Job left to tell)."""
+        del queue
+        if event.type == WatchEventType.DELETED:
+            self.node_checks.forget(event.obj.name)
 
     def _prefetch(self, key: str, old: PodView | None, new: PodView) -> bool:
         """Start reading the log of every new failure of ``new``; whether there was one."""
