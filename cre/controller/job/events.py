@@ -20,7 +20,7 @@ from cre.controller.job.metrics import JobMetrics
 from cre.controller.job.nodechecks import NodeChecks
 from cre.controller.job.prefetch import LogPrefetcher
 from cre.controller.job.tombstones import Tombstones
-from cre.core.common.observed import NodeView, PodView
+from cre.core.common.observed import NodeView, PodView, TrainJobView
 from cre.core.job import failurelog as fl
 from cre.core.job.reconcile import is_terminal
 from cre.kube.informer import Informer
@@ -76,6 +76,8 @@ class JobEvents:
     metrics: JobMetrics
     status_echo: OwnStatusEcho
     node_checks: NodeChecks
+    # Job key -> uid of its TrainJob that the cache saw deleted (a deletion is final for a uid).
+    deleted_workloads: dict[str, str]
 
     def on_job(self, event: WatchEvent[Job], queue: KeyQueue) -> None:
         """A Job changed (its own status echo is filtered out before): reconcile it; a deleted
@@ -87,8 +89,17 @@ class JobEvents:
             self.controller.queue.forget(key)
             self._forget_failures(key)
             self.status_echo.forget(key)
+            self.deleted_workloads.pop(key, None)
             return
         queue.add(key)
+
+    def on_trainjob_deleted(self, event: WatchEvent[TrainJobView], queue: KeyQueue) -> None:
+        """A Job's TrainJob was deleted: remember its uid, so the Job's next "is the workload
+        gone?" is answered without a live read (the owner is enqueued by ``owns``)."""
+        del queue
+        job = event.obj.label(JOB)
+        if event.type == WatchEventType.DELETED and job:
+            self.deleted_workloads[object_key(event.obj.namespace, job)] = event.obj.uid
 
     def on_worker(self, event: WatchEvent[PodView], queue: KeyQueue) -> None:
         """A worker pod changed: remember it if it was deleted failed, prefetch a new failure's
