@@ -158,6 +158,40 @@ async def test_blocked_getter_wakes_on_add() -> None:
     assert got == [7]
 
 
+async def test_an_add_wakes_one_idle_getter_not_all() -> None:
+    """With ten idle getters, each added key wakes exactly one of them (the others stay
+    asleep instead of waking to find nothing), and a finished key wakes none; every key is
+    still handed out."""
+
+    class Counting(WorkQueue[int]):
+        waits = 0
+
+        async def _idle(self) -> None:
+            Counting.waits += 1
+            await super()._idle()
+
+    q = Counting("t-wake-one", enable_metrics=False)
+    got: list[int] = []
+
+    async def getter() -> None:
+        got.append(await q.get())
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(getter)
+        await anyio.wait_all_tasks_blocked()
+        assert Counting.waits == 10
+        q.add(1)
+        await anyio.wait_all_tasks_blocked()
+        assert got == [1] and Counting.waits == 10
+        q.done(1)
+        await anyio.wait_all_tasks_blocked()
+        assert Counting.waits == 10
+        for key in range(2, 11):
+            q.add(key)
+    assert sorted(got) == list(range(1, 11)) and Counting.waits == 10
+
+
 async def test_metrics_use_controller_runtime_names(clock: FakeClock) -> None:
     """Adds, depth, retries and the in-progress gauges are exported under the workqueue_* names."""
     q: WorkQueue[str] = WorkQueue("t-metrics", clock=clock)
