@@ -192,6 +192,38 @@ async def test_an_add_wakes_one_idle_getter_not_all() -> None:
     assert sorted(got) == list(range(1, 11)) and Counting.waits == 10
 
 
+async def test_one_idle_getter_keeps_the_time_of_delayed_keys() -> None:
+    """With ten idle getters, a delayed key falling due wakes the one getter that keeps the
+    clock (and the one it hands the clock to), not all ten, and is handed out."""
+
+    class Counting(WorkQueue[str]):
+        waits = 0
+
+        async def _idle(self) -> None:
+            Counting.waits += 1
+            await super()._idle()
+
+    q = Counting("t-keeper", enable_metrics=False)
+    got: list[str] = []
+    handed_out = anyio.Event()
+
+    async def getter() -> None:
+        got.append(await q.get())
+        handed_out.set()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(getter)
+        await anyio.wait_all_tasks_blocked()
+        q.add_after("a", 0.01)
+        with anyio.fail_after(10):
+            await handed_out.wait()
+        await anyio.wait_all_tasks_blocked()
+        assert got == ["a"]
+        assert Counting.waits <= 10 + 3, Counting.waits
+        tg.cancel_scope.cancel()
+
+
 async def test_metrics_use_controller_runtime_names(clock: FakeClock) -> None:
     """Adds, depth, retries and the in-progress gauges are exported under the workqueue_* names."""
     q: WorkQueue[str] = WorkQueue("t-metrics", clock=clock)
