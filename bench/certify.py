@@ -13,7 +13,8 @@ reports:
   ``histogram_quantile`` does, with the bucket bound that holds them;
 * ``manager_peak_rss_mib``: the manager's ``VmHWM`` (peak resident set) at the verdict;
 * ``api_requests``: what the emulator served to ``cre-manager`` (its User-Agent) from the apply
-  to the verdict, in total, per verb and per group; the simulator's for comparison;
+  to the verdict, in total, per verb, per verb and resource, and per group; the simulator's for
+  comparison;
 * the simulator's and emulator's CPU share, so a run says which process was the wall.
 
 Sizes: ``--nodes 128 1000`` (16 and 125 groups) by default, each on a fresh stack; ``growth``
@@ -145,13 +146,17 @@ def request_summary(rows: list[dict[str, Any]], groups: int) -> dict[str, Any]:
     for agent in sorted({r["userAgent"] for r in rows}):
         mine = [r for r in rows if r["userAgent"] == agent]
         by_verb: dict[str, int] = {}
+        by_request: dict[str, int] = {}
         for r in mine:
             by_verb[r["verb"]] = by_verb.get(r["verb"], 0) + int(r["count"])
+            what = f"{r['verb']} {r.get('resource', '')}"
+            by_request[what] = by_request.get(what, 0) + int(r["count"])
         total = sum(by_verb.values())
         writes = total - sum(by_verb.get(v, 0) for v in ("get", "list", "watch"))
         out[agent] = {"total": total, "per_group": round(total / groups, 1),
                       "writes_per_group": round(writes / groups, 1),
-                      "by_verb": dict(sorted(by_verb.items()))}
+                      "by_verb": dict(sorted(by_verb.items())),
+                      "by_request": dict(sorted(by_request.items()))}
     return out
 
 

@@ -8,12 +8,18 @@ order:
    the Job that needs it, the measurements before the workload), up to
    :data:`CREATE_CONCURRENCY` of a kind in flight. Before the first create the owner is read
    live: a cache that kept a deleted owner (or an older copy of it) never gets children
-   created for it. AlreadyExists is answered by reading the holder: one the owner controls (a
-   create that worked on a pass whose status write then conflicted) counts as created; any
-   other is a :class:`cre.core.common.plan.CreateConflict`. A create refused for good (schema
-   validation 400/422, an admission webhook's 403 denial) is a
-   :class:`cre.core.common.plan.CreateError`. Either stops the plan after its kind's batch, before
-   anything below, and goes back to the core. A ``replace`` create (the node-result ConfigMaps)
+   created for it. The read is skipped once when the server already vouched for the plan's
+   copy: it is the copy (same uid and resourceVersion) that this executor's own last write of
+   the owner returned, or its own last live read of it (a Job's first create pass follows its
+   finalizer patch; a re-run after a conflict follows the live read). A deleted owner never
+   gets such a copy (its writes answer 404), and each vouch serves one create pass, so the
+   loop the read guards against needs a live read on every turn after the first.
+   AlreadyExists is answered by reading the holder: one the owner controls (a create that
+   worked on a pass whose status write then conflicted) counts as created; any other is a
+   :class:`cre.core.common.plan.CreateConflict`. A create refused for good (schema validation
+   400/422, an admission webhook's 403 denial) is a :class:`cre.core.common.plan.CreateError`.
+   Either stops the plan after its kind's batch, before anything below, and goes back to the
+   core. A ``replace`` create (the node-result ConfigMaps)
    replaces what holds its name. A transient failure raises :class:`CreateFailed`.
    Creates come first because the status about to be written refers to them: a status must
    never claim what a create did not do.
@@ -39,6 +45,7 @@ another uid) is ``GONE``. Other API errors propagate; the controller backs off a
 from __future__ import annotations
 
 import enum
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol, TypeVar, cast
@@ -63,6 +70,9 @@ from cre.kube.runtime import DONE, Again, OwnStatusEcho, Result, TerminalError, 
 #: Creates of one kind in flight at once: a Workflow launching 125 groups writes 250 objects,
 #: which one at a time take the API round-trip 250 times over (docs/design/013, "Scale").
 CREATE_CONCURRENCY: Final = 16
+#: Owners whose last server-vouched copy an executor remembers (the oldest goes first; a
+#: forgotten one only costs the live read before its next creates).
+VOUCHED_OWNERS: Final = 4096
 
 # Kinds whose plural is not the lower-cased kind plus "s".
 _KNOWN: Final = {r.kind: r for r in (CONFIGMAPS, SECRETS, SERVICES, TRAINING_RUNTIMES)}
@@ -161,11 +171,32 @@ class PlanExecutor:
         self.owner = owner
         self.involved = involved
         self._clock = clock
+        # owner key -> (uid, resourceVersion) of the copy the server last answered with.
+        self._vouched: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def _vouch(self, obj: Any, served: Mapping[str, Any]) -> None:
+        """Remember ``served`` (the server's answer about the owner ``obj``) as its current
+        copy, unless it is being deleted."""
+        meta = served.get("metadata") or {}
+        if meta.get("deletionTimestamp") or not meta.get("resourceVersion"):
+            self._vouched.pop(key_of(obj), None)
+            return
+        key = key_of(obj)
+        self._vouched[key] = (str(meta.get("uid") or ""), str(meta["resourceVersion"]))
+        self._vouched.move_to_end(key)
+        if len(self._vouched) > VOUCHED_OWNERS:
+            self._vouched.popitem(last=False)
+
+    def _vouched_for(self, obj: Any) -> bool:
+        """Whether the server last answered with the very copy ``obj`` (used up by asking)."""
+        meta = obj.metadata
+        seen = self._vouched.pop(key_of(obj), None)
+        return seen is not None and seen == (meta.uid or "", meta.resource_version or "")
 
     async def apply(self, obj: Any, plan: Plan[Any]) -> Outcome:
         """Apply ``plan``, computed from the owner ``obj`` (an attrs model with ``metadata``
         and ``status``), in the module's order, and report how it ended."""
-        if plan.creates:
+        if plan.creates and not self._vouched_for(obj):
             stale = await self._check_owner(obj)
             if stale is not None:
                 return stale
@@ -194,6 +225,7 @@ class PlanExecutor:
                 return await self._stopped(obj, exc, created=done)
             written_at = self._clock()
             rv = written_rv = _rv(answer, rv)
+            self._vouch(obj, answer)
         for event in plan.events:
             await self.recorder.emit(involved=self.involved(obj), type_=event.type,
                                      reason=event.reason, message=event.message)
@@ -210,6 +242,7 @@ class PlanExecutor:
                 return attrs.evolve(await self._stopped(obj, exc, created=done),
                                     status_written_at=written_at)
             rv = _rv(answer, rv)
+            self._vouch(obj, answer)
         return Outcome(kind=OutcomeKind.APPLIED, created=done, status_written_at=written_at,
                        status_resource_version=written_rv)
 
@@ -232,9 +265,14 @@ class PlanExecutor:
             raw = await self.client.get(self.owner, meta.name or "", namespace=meta.namespace)
         except ApiError as exc:
             if exc.not_found:
+                self._vouched.pop(key_of(obj), None)
                 return None
             raise
-        return raw if (raw.get("metadata") or {}).get("uid") == meta.uid else None
+        if (raw.get("metadata") or {}).get("uid") != meta.uid:
+            self._vouched.pop(key_of(obj), None)
+            return None
+        self._vouch(obj, raw)
+        return raw
 
     async def _check_owner(self, obj: Any) -> Outcome | None:
         """Before any create: ``None`` when the copy the plan came from is current, else the

@@ -147,3 +147,65 @@ async def test_event_is_emitted_even_when_a_later_delete_fails(
     served = await h.client.get(JOBS, "evt", namespace=NS)
     assert served["status"]["restartCount"] == 1
     assert await _events(h, "evt") == [("Warning", "Flip")]
+
+
+def _owner_reads(emu: Emulator, name: str, since: int) -> int:
+    """Live GETs of the Job ``name`` in the test namespace served after audit record ``since``."""
+    return sum(1 for r in emu.audit.since(since) if r.verb == "get" and r.resource == "jobs"
+               and r.namespace == NS and r.name == name)
+
+
+async def test_own_finalizer_write_vouches_for_the_copy_before_the_creates(
+        job_harness: JobHarness, shared_emulator: Emulator) -> None:
+    """A Job's first create pass, planned on the copy its own finalizer patch returned, creates
+    without reading the Job live; the same copy planned on again is read live first (a vouch
+    serves one create pass)."""
+    h = job_harness
+    await _namespace(h)
+    body = {"apiVersion": API_VERSION, "kind": "Job", "metadata": {"name": "v1", "namespace": NS},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}}}}}
+    first = job_from_dict(await h.client.create(JOBS, body, namespace=NS))
+    idle = JobController(h.client, namespaces=[NS])
+    idle.jobs.store._put(f"{NS}/v1", first, first.metadata.resource_version or "")
+    await idle.reconcile(f"{NS}/v1")  # the finalizer patch
+    patched = job_from_dict(await h.client.get(JOBS, "v1", namespace=NS))
+    assert JOB_FINALIZER in patched.metadata.finalizers
+    since = shared_emulator.audit.seq
+    plan = reconcile_job(patched, Observation(), at(0))
+    assert plan.creates
+    outcome = await idle.executor.apply(patched, plan)
+    assert outcome.kind == OutcomeKind.APPLIED
+    assert _owner_reads(shared_emulator, "v1", since) == 0
+    again = attrs.evolve(plan, status=None)
+    since = shared_emulator.audit.seq
+    assert (await idle.executor.apply(patched, again)).kind == OutcomeKind.CONFLICT
+    assert _owner_reads(shared_emulator, "v1", since) == 1
+
+
+async def test_a_change_after_the_vouching_write_still_converges(
+        job_harness: JobHarness, shared_emulator: Emulator) -> None:
+    """Someone changes the Job between its finalizer patch and the create pass planned on the
+    patched copy: the creates go ahead unread, the status write conflicts, and the re-run on the
+    live copy adopts the one workload created (no second create, one event)."""
+    h = job_harness
+    await _namespace(h)
+    body = {"apiVersion": API_VERSION, "kind": "Job", "metadata": {"name": "v2", "namespace": NS},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}}}}}
+    first = job_from_dict(await h.client.create(JOBS, body, namespace=NS))
+    idle = JobController(h.client, namespaces=[NS])
+    idle.jobs.store._put(f"{NS}/v2", first, first.metadata.resource_version or "")
+    await idle.reconcile(f"{NS}/v2")  # the finalizer patch
+    patched = job_from_dict(await h.client.get(JOBS, "v2", namespace=NS))
+    idle.jobs.store._put(f"{NS}/v2", patched, patched.metadata.resource_version or "")
+    await h.client.patch(JOBS, "v2", {"metadata": {"labels": {"touched": "yes"}}}, namespace=NS)
+    since = shared_emulator.audit.seq
+    await idle.reconcile(f"{NS}/v2")
+    served = await h.client.get(JOBS, "v2", namespace=NS)
+    cond = condition(served, "InProgress")
+    assert cond is not None and cond["reason"] == "WorkloadAdopted"
+    tj = await h.client.get(TRAINJOBS, workload_name("v2"), namespace=NS)
+    assert served["status"]["workloadRef"]["uid"] == tj["metadata"]["uid"]
+    creates = [r for r in shared_emulator.audit.since(since)
+               if r.verb == "create" and r.resource == "trainjobs" and r.namespace == NS]
+    assert len(creates) == 1
+    assert await _events(h, "v2") == [("Normal", "WorkloadAdopted")]

@@ -136,6 +136,28 @@ async def test_workload_deleted_by_someone_else_is_control_plane(job_harness: Jo
     assert "was deleted" in _message(job, "Failed")
 
 
+async def test_a_workload_seen_deleted_is_not_read_live_again(
+        job_harness: JobHarness, shared_emulator: Emulator) -> None:
+    """Once the cache saw the Job's own TrainJob (its uid) deleted, "is the workload gone?" is
+    answered from that: the Job fails as it would on a live read's 404, and the controller
+    reads no TrainJob after the delete."""
+    h = job_harness
+    await h.create_job("j1", group_nodes=("gpu-0",))
+    await h.wait_trainjob("j1")
+    await h.wait_job("j1", lambda j: bool(((j.get("status") or {}).get("workloadRef") or {})
+                                          .get("uid")))
+    since = shared_emulator.audit.seq
+    await h.script.delete_workload("j1")
+    job = await h.wait_job("j1", is_true("Failed"))
+    assert job["status"]["failureClass"]["scope"] == "ControlPlane"
+    assert "was deleted" in _message(job, "Failed")
+    reads = [r for r in shared_emulator.audit.since(since)
+             if r.verb == "get" and r.resource == "trainjobs" and r.namespace == h.namespace]
+    assert reads == []
+    assert h.controller.deleted_workloads == {
+        h.job_key("j1"): job["status"]["workloadRef"]["uid"]}
+
+
 async def test_deleted_job_drops_finalizer_after_pods_drain(job_harness: JobHarness) -> None:
     """Deleting a Job deletes its workload and removes the finalizer once its pods are done."""
     h = job_harness

@@ -55,3 +55,38 @@ def test_the_job_controller_evaluates_only_while_the_core_judges() -> None:
     assert controller.node_checks.evaluations == 0
     checked = controller._checked(job, Observation(trainjob=trainjob(), nodes=nodes))
     assert [c.unhealthy for c in checked.node_checks] == [False, True]
+
+
+def test_a_deleted_node_takes_its_results_with_it() -> None:
+    """forget(node) drops that node's result under every expression and only those."""
+    nodes = [NodeView(name=f"n{i}", resource_version="1") for i in range(3)]
+    checks = NodeChecks()
+    checks.checks(CORDONED, nodes)
+    checks.checks("node.metadata.name == 'n1'", nodes[1:])
+    assert len(checks) == 5
+    checks.forget("n1")
+    checks.forget("never-seen")
+    assert len(checks) == 3
+    checks.checks(CORDONED, nodes)
+    assert checks.evaluations == 6, "only the forgotten node is evaluated again"
+
+
+def test_the_job_controller_forgets_a_deleted_nodes_results() -> None:
+    """A GPU node's DELETED watch event empties the Job controller's results for that node;
+    an update of another node keeps them."""
+    from cre.api.watch import WatchEventType
+    from cre.controller.job.controller import JobController
+    from cre.testing.strategies.job import node
+
+    class NoClient:
+        pass
+
+    controller = JobController(NoClient(), namespaces=["a"])  # type: ignore[arg-type]
+    gone, kept = node("gpu-0"), node("gpu-1")
+    controller.node_checks.checks(CORDONED, (gone, kept))
+    controller.nodes._dispatch(WatchEventType.MODIFIED, kept, attrs.evolve(kept, ready=False))
+    assert len(controller.node_checks) == 2
+    controller.nodes._dispatch(WatchEventType.DELETED, gone, None)
+    assert len(controller.node_checks) == 1
+    controller.node_checks.checks(CORDONED, (kept,))
+    assert controller.node_checks.evaluations == 2

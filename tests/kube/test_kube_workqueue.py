@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kube_fakes import FakeClock
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry
 
+from cre.kube.metrics import metrics_for
 from cre.kube.ratelimit import (
     ItemExponentialRateLimiter,
     MaxOfRateLimiter,
@@ -74,6 +75,31 @@ async def test_add_after_waits_for_the_clock(clock: FakeClock) -> None:
     assert q.pending_delayed() == 0
 
 
+async def test_delayed_key_waits_from_when_it_fell_due(clock: FakeClock) -> None:
+    """A delayed key no getter looked at for a while is counted as queued since its due time,
+    not since the get that finally noticed it (busy workers do not hide its wait)."""
+    registry = CollectorRegistry()
+    q: WorkQueue[str] = WorkQueue("t-due", clock=clock, metrics=metrics_for(registry))
+    q.add_after("a", 1.0)
+    clock.advance(5.0)  # due 4 s ago; every worker was busy meanwhile
+    assert await q.get() == "a"
+    labels = {"name": "t-due"}
+    assert registry.get_sample_value("workqueue_queue_duration_seconds_sum", labels) == 4.0
+    assert registry.get_sample_value("workqueue_queue_duration_seconds_count", labels) == 1
+
+
+async def test_delayed_key_stands_ahead_of_later_adds(clock: FakeClock) -> None:
+    """A key that fell due before another key was added is handed out first."""
+    q: WorkQueue[str] = WorkQueue("t-due-order", clock=clock, enable_metrics=False)
+    q.add_after("late", 3.0)
+    q.add_after("due", 1.0)
+    clock.advance(2.0)
+    q.add("b")
+    clock.advance(2.0)
+    q.add("c")
+    assert [await q.get() for _ in range(4)] == ["due", "b", "late", "c"]
+
+
 async def test_rate_limited_adds_back_off_and_forget_resets(clock: FakeClock) -> None:
     """Each rate-limited add doubles the wait; forget starts the streak over."""
     q: WorkQueue[str] = WorkQueue("t-rl", clock=clock, rate_limiter=ItemExponentialRateLimiter(
@@ -130,6 +156,72 @@ async def test_blocked_getter_wakes_on_add() -> None:
         await anyio.wait_all_tasks_blocked()
         q.add(7)
     assert got == [7]
+
+
+async def test_an_add_wakes_one_idle_getter_not_all() -> None:
+    """With ten idle getters, each added key wakes exactly one of them (the others stay
+    asleep instead of waking to find nothing), and a finished key wakes none; every key is
+    still handed out."""
+
+    class Counting(WorkQueue[int]):
+        waits = 0
+
+        async def _idle(self) -> None:
+            Counting.waits += 1
+            await super()._idle()
+
+    q = Counting("t-wake-one", enable_metrics=False)
+    got: list[int] = []
+
+    async def getter() -> None:
+        got.append(await q.get())
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(getter)
+        await anyio.wait_all_tasks_blocked()
+        assert Counting.waits == 10
+        q.add(1)
+        await anyio.wait_all_tasks_blocked()
+        assert got == [1] and Counting.waits == 10
+        q.done(1)
+        await anyio.wait_all_tasks_blocked()
+        assert Counting.waits == 10
+        for key in range(2, 11):
+            q.add(key)
+    assert sorted(got) == list(range(1, 11)) and Counting.waits == 10
+
+
+async def test_one_idle_getter_keeps_the_time_of_delayed_keys() -> None:
+    """With ten idle getters, a delayed key falling due wakes the one getter that keeps the
+    clock (and the one it hands the clock to), not all ten, and is handed out."""
+
+    class Counting(WorkQueue[str]):
+        waits = 0
+
+        async def _idle(self) -> None:
+            Counting.waits += 1
+            await super()._idle()
+
+    q = Counting("t-keeper", enable_metrics=False)
+    got: list[str] = []
+    handed_out = anyio.Event()
+
+    async def getter() -> None:
+        got.append(await q.get())
+        handed_out.set()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(getter)
+        await anyio.wait_all_tasks_blocked()
+        q.add_after("a", 0.01)
+        with anyio.fail_after(10):
+            await handed_out.wait()
+        await anyio.wait_all_tasks_blocked()
+        assert got == ["a"]
+        assert Counting.waits <= 10 + 3, Counting.waits
+        tg.cancel_scope.cancel()
 
 
 async def test_metrics_use_controller_runtime_names(clock: FakeClock) -> None:

@@ -179,6 +179,7 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
         self.departed_workers = Tombstones(per_job=MAX_DEPARTED_WORKERS)
         # The nodeHealthMonitor's results, evaluated once per node copy (not per pass).
         self.node_checks = NodeChecks()
+        self.deleted_workloads: dict[str, str] = {}
         self.prefetcher = LogPrefetcher(client, timeout=log_timeout)
         self.reads = JobReads(client, self.prefetcher, log_timeout=log_timeout)
         self.executor = job_executor(client, self.recorder, clock=clock)
@@ -187,7 +188,9 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             .owns(self.trainjobs, self.measurements, self.goodputs)
             .watches(self.workers, self.on_worker)
             .watches(self.launchers, self.on_launcher)
-            .watches(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed))
+            .watches(self.nodes, enqueue_mapped(self.jobs_on_node), node_changed)
+            .watches(self.nodes, self.on_node_deleted)
+            .watches(self.trainjobs, self.on_trainjob_deleted))
 
     def bind(self, tg: TaskGroup | None) -> None:
         """Log prefetches and events run in the background while the controller runs."""
@@ -270,8 +273,19 @@ class JobController(JobEvents, CoreReconciler[Job, Observation, JobStatus]):
             obs = attrs.evolve(obs, workload_events=await self.reads.workload_events(
                 obs.trainjob))
         if any(isinstance(a, ConfirmAbsent) for a in asks):
-            obs = self._checked(job, attrs.evolve(obs, trainjob=await self.reads.trainjob(job)))
+            obs = self._checked(job, attrs.evolve(obs, trainjob=await self._workload(job)))
         return attrs.evolve(obs, feedback=obs.feedback.answering(*asks))
+
+    async def _workload(self, job: Job) -> TrainJobView | None:
+        """The Job's TrainJob as served now. Absent without a read when the cache saw the one
+        its status names deleted (a uid never comes back) and holds none of that name since: a
+        releasing Job asks on every pass while its pods drain. Else read live."""
+        ref, key = job.status.workload_ref, key_of(job)
+        name = object_key(job.metadata.namespace, workload_name(job.metadata.name or ""))
+        if (ref is not None and ref.uid and self.deleted_workloads.get(key) == ref.uid
+                and self.trainjobs.store.get(name) is None):
+            return None
+        return await self.reads.trainjob(job)
 
     def _record(self, job: Job, plan: JobPlan, outcome: Outcome) -> None:
         ns, name = job.metadata.namespace or "", job.metadata.name or ""

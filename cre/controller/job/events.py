@@ -17,9 +17,10 @@ from cre.api.job import Job
 from cre.api.labels import JOB, LAUNCHER
 from cre.api.watch import WatchEventType
 from cre.controller.job.metrics import JobMetrics
+from cre.controller.job.nodechecks import NodeChecks
 from cre.controller.job.prefetch import LogPrefetcher
 from cre.controller.job.tombstones import Tombstones
-from cre.core.common.observed import NodeView, PodView
+from cre.core.common.observed import NodeView, PodView, TrainJobView
 from cre.core.job import failurelog as fl
 from cre.core.job.reconcile import is_terminal
 from cre.kube.informer import Informer
@@ -74,6 +75,9 @@ class JobEvents:
     prefetcher: LogPrefetcher
     metrics: JobMetrics
     status_echo: OwnStatusEcho
+    node_checks: NodeChecks
+    # Job key -> uid of its TrainJob that the cache saw deleted (a deletion is final for a uid).
+    deleted_workloads: dict[str, str]
 
     def on_job(self, event: WatchEvent[Job], queue: KeyQueue) -> None:
         """A Job changed (its own status echo is filtered out before): reconcile it; a deleted
@@ -85,8 +89,17 @@ class JobEvents:
             self.controller.queue.forget(key)
             self._forget_failures(key)
             self.status_echo.forget(key)
+            self.deleted_workloads.pop(key, None)
             return
         queue.add(key)
+
+    def on_trainjob_deleted(self, event: WatchEvent[TrainJobView], queue: KeyQueue) -> None:
+        """A Job's TrainJob was deleted: remember its uid, so the Job's next "is the workload
+        gone?" is answered without a live read (the owner is enqueued by ``owns``)."""
+        del queue
+        job = event.obj.label(JOB)
+        if event.type == WatchEventType.DELETED and job:
+            self.deleted_workloads[object_key(event.obj.namespace, job)] = event.obj.uid
 
     def on_worker(self, event: WatchEvent[PodView], queue: KeyQueue) -> None:
         """A worker pod changed: remember it if it was deleted failed, prefetch a new failure's
@@ -129,6 +142,13 @@ class JobEvents:
         # Every launcher change, and above all its first non-zero exit, goes straight to a
         # worker (no delay, no rate limit).
         queue.add(key, priority=PRIORITY_URGENT if failed else 0)
+
+    def on_node_deleted(self, event: WatchEvent[NodeView], queue: KeyQueue) -> None:
+        """A GPU node was deleted: drop the nodeHealthMonitor results kept for it (no Job is
+        enqueued: a deleted node has no Job left to tell)."""
+        del queue
+        if event.type == WatchEventType.DELETED:
+            self.node_checks.forget(event.obj.name)
 
     def _prefetch(self, key: str, old: PodView | None, new: PodView) -> bool:
         """Start reading the log of every new failure of ``new``; whether there was one."""

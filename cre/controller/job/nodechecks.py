@@ -7,7 +7,9 @@ values first), so the Job controller keeps each result until the node changes: b
 and node name, with the node copy it was computed on; a new copy (a new resourceVersion) is
 evaluated again. The pure core receives the results in ``Observation.node_checks``.
 
-The table holds one entry per (expression, node) pair seen; it is emptied when it passes
+The table holds one entry per (expression, node) pair seen. A deleted node's entries go with
+it (:meth:`NodeChecks.forget`, from the Job controller's node watch), so a fleet whose nodes come
+and go keeps only the live nodes' results; the table is also emptied when it passes
 :data:`MAX_ENTRIES` (a stream of distinct expressions cannot grow memory without bound).
 """
 
@@ -27,7 +29,9 @@ class NodeChecks:
     """Results of monitor expressions on node copies, evaluated on first use."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str], tuple[NodeView, NodeCheck]] = {}
+        # node name -> expression -> (the node copy, the result on it)
+        self._seen: dict[str, dict[str, tuple[NodeView, NodeCheck]]] = {}
+        self._size = 0
         self.evaluations = 0
 
     def checks(self, expression: str, nodes: Sequence[NodeView]) -> tuple[NodeCheck, ...]:
@@ -35,16 +39,23 @@ class NodeChecks:
         was computed on, else evaluated now (and kept)."""
         out: list[NodeCheck] = []
         for view in nodes:
-            key = (expression, view.name)
-            hit = self._seen.get(key)
+            kept = self._seen.get(view.name)
+            hit = None if kept is None else kept.get(expression)
             if hit is None or hit[0] != view:
-                if len(self._seen) >= MAX_ENTRIES:
+                if hit is None and self._size >= MAX_ENTRIES:
                     self._seen.clear()
+                    self._size = 0
                 hit = (view, check_node(expression, view))
-                self._seen[key] = hit
+                per_node = self._seen.setdefault(view.name, {})
+                self._size += expression not in per_node
+                per_node[expression] = hit
                 self.evaluations += 1
             out.append(hit[1])
         return tuple(out)
 
+    def forget(self, node: str) -> None:
+        """Drop every result kept for ``node`` (it was deleted)."""
+        self._size -= len(self._seen.pop(node, {}))
+
     def __len__(self) -> int:
-        return len(self._seen)
+        return self._size
