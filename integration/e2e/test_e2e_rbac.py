@@ -12,7 +12,7 @@ ReportExportPolicy exports the Certification's report (to a closed port: one fai
 token read through the per-Secret Role of deploy/report-export, the export pruned once the
 Certification is gone). What is still excused is named with the reason: the DRA objects only
 MNNVL/RoCE fabrics use (``LATER_VERBS``: the simulated cluster is H100 over EFA and the emulator
-serves no DRA kinds) and one read only a race reaches (``RACE_VERBS``). An excused grant this
+serves no DRA kinds) and the reads only a race reaches (``RACE_VERBS``). An excused grant this
 run uses fails the test too (the excuse is stale).
 """
 
@@ -58,9 +58,14 @@ LATER_VERBS = {
 # (its own create from a pass whose status write conflicted, or a foreign object). Since a
 # create is preceded by a live read of the Workflow (no create from a stale copy), the status
 # conflict this run injects is usually seen before the create, and the holder read is not made.
+# Likewise a Job reads its TrainJob live only when it asks whether the TrainJob is gone before the
+# TrainJob watch delivered the deletion; this run's deletions usually arrive first.
 RACE_VERBS = {
     ("trainer.kubeflow.org", "trainingruntimes", "get"):
         "the holder read after AlreadyExists on a TrainingRuntime dependency create",
+    ("trainer.kubeflow.org", "trainjobs", "get"):
+        "a Job asking whether its TrainJob is gone before the TrainJob watch delivered the "
+        "deletion (once the cache saw it deleted, the answer needs no read)",
 }
 
 
