@@ -262,8 +262,7 @@ def _judge(export: ReportExport, attempt: Attempt, now: datetime) -> ReportExpor
             f"attempt {cycle} of {spec.retry.max_attempts} failed ({attempt.describe()}); no "
             "attempt left"))
     wait = max(backoff_seconds(spec.retry, cycle), attempt.retry_after or 0.0)
-    deadline = _deadline(spec.retry, st)
-    if now + timedelta(seconds=wait) >= deadline:
+    if wait >= (_deadline(spec.retry, st) - now).total_seconds():  # no overflow on 1e30 s
         return _finish(export, st, now, reason=ExportReason.RETRY_DEADLINE_EXCEEDED, message=(
             f"attempt {cycle} of this cycle failed ({attempt.describe()}); the next, in "
             f"{wait:g}s, would fall past retry.maxElapsedTime ({spec.retry.max_elapsed_time}) "
