@@ -34,13 +34,15 @@
 5. **A new retryNonce starts a new cycle of a Failed export.** ``cycleAttempts``, the backoff
    and the elapsed window restart at the change (``cycleStartedAt`` is then), ``attempts``
    keeps counting, the snapshot and its key are the same (a receiver that took the report
-   before deduplicates it). On a Delivered or Cancelled export, or a Failed one whose
-   ``cancel`` is set, the nonce is only recorded (``observedRetryNonce``) and the message says
-   so. Each transition (suspended, resumed, cancelled, a new cycle, the end) is one Event.
+   before deduplicates it). On a Delivered or Cancelled export, a Failed one whose ``cancel``
+   is set, or one still under way, the nonce is only recorded (``observedRetryNonce``) and the
+   message says so. Each transition (suspended, resumed, cancelled, a new cycle, the end) is
+   one Event.
 
 Delivery is at least once: an attempt whose answer is lost (the receiver took the report, the
 manager stopped before writing the status) is made again with the same key, which is how the
-receiver recognises it. Delivered, Failed and Cancelled are final.
+receiver recognises it. Delivered, Failed and Cancelled are final (a Failed one until a new
+retryNonce).
 """
 
 from __future__ import annotations
@@ -223,8 +225,8 @@ def _deadline(retry: RetryPolicy, status: ReportExportStatus) -> datetime:
 
 
 def _nonce(export: ReportExport, now: datetime) -> ReportExportPlan:
-    """A finished export whose ``spec.retryNonce`` is new: a Failed one (not cancelled) starts
-    a new delivery cycle; any other only records the nonce."""
+    """An export whose ``spec.retryNonce`` is new: a Failed one (not cancelled) starts a new
+    delivery cycle; any other (finished or still under way) only records the nonce."""
     st, rv, nonce = export.status, export.metadata.resource_version or "", export.spec.retry_nonce
     if st.phase != ExportPhase.FAILED or export.spec.cancel:
         why = "cancel is set" if export.spec.cancel else f"the export is {st.phase}"
