@@ -404,3 +404,20 @@ async def test_a_new_retry_nonce_delivers_a_failed_export_under_the_same_key(
     assert len(receiver.requests) == 3 and len(receiver.reports) == 1
     assert len(retried) == 1 and retried[0].get("count", 1) == 1
     assert retried[0]["type"] == "Normal" and TOKEN not in json.dumps(retried)
+
+
+async def test_a_retry_after_longer_than_backoff_max_is_honoured(client: KubeClient) -> None:
+    """A 503 with Retry-After: 2 under backoffMax 100ms: the export schedules the next attempt
+    2 s after the failed one (status.nextAttemptAt, on the controller's clock, and the
+    message), not at the 100 ms cap, and delivers on attempt 2."""
+    async with webhook_receiver(fail_first=1, retry_after="2") as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "50ms", "backoffMax": "100ms"})
+        async with exporting(client, ns, CollectorRegistry()):
+            first = await wait_export(client, ns, lambda st: st.get("attempts", 0) == 1)
+            done = await wait_export(client, ns, _phase("Delivered"))
+    st = first["status"]
+    last, due = (datetime.fromisoformat(st[k].replace("Z", "+00:00"))
+                 for k in ("lastAttemptAt", "nextAttemptAt"))
+    assert (due - last).total_seconds() == 2.0
+    assert st["message"].endswith("next in 2s") and st["lastHttpStatus"] == 503
+    assert done["status"]["attempts"] == 2 and len(receiver.requests) == 2
