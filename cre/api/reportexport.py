@@ -65,6 +65,9 @@ class ExportReason(enum.StrEnum):
     POLICY_SUSPENDED = "PolicySuspended"
     RESUMED = "Resumed"
     CANCELLED = "Cancelled"
+    RETRY_DEADLINE_EXCEEDED = "RetryDeadlineExceeded"
+    RETRY_REQUESTED = "RetryRequested"
+    RETRY_NONCE_OBSERVED = "RetryNonceObserved"
 
 
 @attrs.frozen(kw_only=True)
@@ -109,7 +112,8 @@ class ExportContent:
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
     """How failed deliveries are retried: exponential backoff from backoffBase, doubling per
-    failed attempt, capped at backoffMax."""
+    failed attempt, capped at backoffMax (a receiver's Retry-After may ask for longer), within
+    maxAttempts and maxElapsedTime per delivery cycle."""
 
     CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
         CelRule("duration(self.backoffMax) >= duration(self.backoffBase)",
@@ -121,7 +125,12 @@ class RetryPolicy:
     backoff_base: str = attrs.field(default="10s", metadata=duration_field(doc=(
         "Go duration to wait after the first failed attempt.")))
     backoff_max: str = attrs.field(default="15m", metadata=duration_field(doc=(
-        "Go duration the wait between attempts never exceeds.")))
+        "Go duration the backoff between attempts never exceeds (a receiver's Retry-After "
+        "asking for longer is honoured, within maxElapsedTime).")))
+    max_elapsed_time: str = attrs.field(default="24h", metadata=duration_field(doc=(
+        "Go duration a delivery cycle may last, from its first attempt (or from the "
+        "retryNonce change that started it); an attempt that would fall later is not made "
+        "and the export is Failed (RetryDeadlineExceeded). Suspended time counts.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -194,7 +203,13 @@ class PolicyRef:
 @attrs.frozen(kw_only=True)
 class ReportExportSpec:
     """One delivery: the source and the policy's settings, frozen when it was created, and the
-    one thing a user may change, ``cancel``."""
+    two things a user may change, ``cancel`` (one way: it cannot be unset) and
+    ``retryNonce``."""
+
+    CEL_RULES: ClassVar[tuple[CelRule, ...]] = (
+        CelRule("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",
+                "cancel cannot be unset once set: a cancelled delivery stays cancelled"),
+    )
 
     source: ExportSourceRef = attrs.field(metadata=c(immutable=True, doc=(
         "The Certification or Workflow reported on. Cannot change after creation.")))
@@ -216,7 +231,13 @@ class ReportExportSpec:
         "Set to true to stop the delivery: no further attempt is made and the export ends "
         "Cancelled (kept as the record that this report is not to be sent; deleting the "
         "export instead would make the policy send the report again). No effect once the "
-        "export is Delivered or Failed.")))
+        "export is Delivered or Failed, except that a Failed export is then not retried on a "
+        "retryNonce change. Cannot be set back to false.")))
+    retry_nonce: str | None = attrs.field(default=None, metadata=c(max_length=128, doc=(
+        "Any new value starts a new delivery cycle of a Failed export: cycleAttempts, the "
+        "backoff and the maxElapsedTime window restart, attempts keeps counting, the same "
+        "snapshot is sent under the same Idempotency-Key. On an export that is not Failed "
+        "(or is cancelled) the value is only recorded in status.observedRetryNonce.")))
 
 
 @attrs.frozen(kw_only=True)
@@ -238,7 +259,15 @@ class ReportExportStatus:
     idempotency_key: str | None = attrs.field(default=None, metadata=c(doc=(
         "The Idempotency-Key header of every attempt: a digest of the source uid and the "
         "payload, the same across retries and manager restarts.")))
-    attempts: int = attrs.field(default=0, metadata=c(minimum=0, doc="Attempts made so far."))
+    attempts: int = attrs.field(default=0, metadata=c(minimum=0, doc=(
+        "Attempts made so far, over every delivery cycle.")))
+    cycle_attempts: int = attrs.field(default=0, metadata=c(minimum=0, doc=(
+        "Attempts made in the current delivery cycle (bounded by retry.maxAttempts).")))
+    cycle_started_at: datetime | None = attrs.field(default=None, metadata=c(doc=(
+        "When the current delivery cycle started (its first attempt, or the retryNonce "
+        "change); retry.maxElapsedTime counts from here.")))
+    observed_retry_nonce: str | None = attrs.field(default=None, metadata=c(doc=(
+        "The spec.retryNonce the controller last acted on.")))
     last_attempt_at: datetime | None = attrs.field(default=None, metadata=c(doc=(
         "When the last attempt ended.")))
     next_attempt_at: datetime | None = attrs.field(default=None, metadata=c(doc=(
@@ -265,6 +294,6 @@ class ReportExport:
     metadata: ObjectMeta = attrs.field(factory=ObjectMeta, metadata=c(doc=(
         "Standard object metadata (owned by the policy).")))
     spec: ReportExportSpec = attrs.field(metadata=c(doc=(
-        "The source and the frozen settings (immutable), and cancel.")))
+        "The source and the frozen settings (immutable), cancel and retryNonce.")))
     status: ReportExportStatus = attrs.field(factory=ReportExportStatus, metadata=c(doc=(
         "Where the delivery stands, written by the ReportExport controller.")))

@@ -17,7 +17,7 @@ def _policy(**spec: Any) -> dict[str, Any]:
 
 def test_a_minimal_policy_gets_the_documented_defaults() -> None:
     """Only a URL: Certifications exported, everything sent, 10 attempts from 10s doubling to
-    15m, 168h/720h kept."""
+    15m within a 24h cycle, 168h/720h kept."""
     policy = from_dict(_policy())
     assert isinstance(policy, ReportExportPolicy)
     assert validate(policy) == []
@@ -25,21 +25,21 @@ def test_a_minimal_policy_gets_the_documented_defaults() -> None:
     assert spec.kind == "Certification" and spec.selector == {} and not spec.suspend
     assert (spec.content.verdict, spec.content.per_node, spec.content.measurements) == (
         True, True, True)
-    assert (spec.retry.max_attempts, spec.retry.backoff_base, spec.retry.backoff_max) == (
-        10, "10s", "15m")
+    assert (spec.retry.max_attempts, spec.retry.backoff_base, spec.retry.backoff_max,
+            spec.retry.max_elapsed_time) == (10, "10s", "15m", "24h")
     assert (spec.retention.delivered, spec.retention.failed) == ("168h", "720h")
     assert spec.webhook.timeout == "10s" and spec.webhook.token_secret_ref is None
 
 
 def test_bad_settings_are_reported_with_their_paths() -> None:
-    """A URL that is not http(s), a cap shorter than the base wait, zero attempts and an
-    overlong timeout each name their field."""
+    """A URL that is not http(s), a cap shorter than the base wait, zero attempts, an
+    overlong timeout and an overlong elapsed window each name their field."""
     errors = validate(_policy(webhook={"url": "ftp://x", "timeout": "721h"},
                               retry={"maxAttempts": 0, "backoffBase": "1m",
-                                     "backoffMax": "10s"}))
+                                     "backoffMax": "10s", "maxElapsedTime": "721h"}))
     paths = {e.path for e in errors}
     assert {"spec.webhook.url", "spec.webhook.timeout", "spec.retry.maxAttempts",
-            "spec.retry.backoffMax"} <= paths
+            "spec.retry.backoffMax", "spec.retry.maxElapsedTime"} <= paths
     cap = next(e for e in errors if e.path == "spec.retry.backoffMax")
     assert cap.message == "backoffMax must not be shorter than backoffBase"
 

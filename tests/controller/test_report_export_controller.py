@@ -284,7 +284,7 @@ async def test_suspending_the_policy_pauses_retries_and_resuming_delivers_under_
     """A delivery in backoff (the receiver refused once) is paused when its policy is
     suspended: the export turns Suspended and nothing is POSTed however long it stays so; once
     the policy is resumed the next attempt is made and the report is delivered under the first
-    attempt's Idempotency-Key."""
+    attempt's Idempotency-Key. Each transition is one Event (PolicySuspended, Resumed)."""
     async with webhook_receiver(fail_first=1) as receiver:
         ns = await setup(client, receiver, retry={"backoffBase": "2s", "backoffMax": "2s"})
         async with exporting(client, ns, CollectorRegistry()):
@@ -297,8 +297,11 @@ async def test_suspending_the_policy_pauses_retries_and_resuming_delivers_under_
             assert still is not None and still["status"]["phase"] == "Suspended"
             await _suspend(client, ns, False)
             done = await wait_export(client, ns, _phase("Delivered"))
+            suspended = await _events(client, ns, "PolicySuspended")
+            resumed = await _events(client, ns, "Resumed")
     assert paused["status"]["reason"] == "PolicySuspended" and paused["status"]["attempts"] == 1
     assert done["status"]["attempts"] == 2
+    assert [e.get("count", 1) for e in suspended + resumed] == [1, 1]  # one per transition
     assert receiver.distinct_keys == {first["status"]["idempotencyKey"]}
     assert len(receiver.reports) == 1
 
@@ -337,9 +340,11 @@ async def test_backoff_waits_run_on_the_controllers_clock(client: KubeClient) ->
     assert x["status"]["attempts"] == 3 and len(receiver.requests) == 3
 
 
-async def test_only_cancel_may_change_in_an_exports_spec(client: KubeClient) -> None:
-    """The API server takes a patch of spec.cancel and refuses one of the receiver's URL
-    (422, naming the field): editing a delivery under way is not possible, cancelling it is."""
+async def test_only_cancel_and_retry_nonce_may_change_and_cancel_cannot_be_unset(
+        client: KubeClient) -> None:
+    """The API server takes patches of spec.retryNonce and spec.cancel and refuses one of the
+    receiver's URL (422, naming the field): editing a delivery under way is not possible,
+    retrying or cancelling it is; once set, cancel cannot be set back to false (422)."""
     async with webhook_receiver() as receiver:
         ns = await setup(client, receiver, retry={})
     await client.create(REPORTEXPORTS, {
@@ -351,5 +356,68 @@ async def test_only_cancel_may_change_in_an_exports_spec(client: KubeClient) -> 
         await client.patch(REPORTEXPORTS, "x", {"spec": {"webhook": {
             "url": "http://elsewhere.example/"}}}, namespace=ns)
     assert refused.value.status == 422 and "webhook" in str(refused.value)
+    patched = await client.patch(REPORTEXPORTS, "x", {"spec": {"retryNonce": "r1"}},
+                                 namespace=ns)
+    assert patched["spec"]["retryNonce"] == "r1"
     patched = await client.patch(REPORTEXPORTS, "x", {"spec": {"cancel": True}}, namespace=ns)
     assert patched["spec"]["cancel"] is True
+    for undo in (False, None):
+        with pytest.raises(ApiError) as unset:
+            await client.patch(REPORTEXPORTS, "x", {"spec": {"cancel": undo}}, namespace=ns)
+        assert unset.value.status == 422 and "cancel cannot be unset" in str(unset.value)
+
+
+async def _events(client: KubeClient, ns: str, reason: str) -> list[dict[str, Any]]:
+    """The Events of ``ns`` with ``reason`` (the recorder writes in the background: waits up
+    to 10 s for the first one)."""
+    with anyio.fail_after(10):
+        while True:
+            items = [e for e in (await client.list(EVENTS, namespace=ns))["items"]
+                     if e.get("reason") == reason]
+            if items:
+                return items
+            await anyio.sleep(0.05)
+
+
+async def test_a_new_retry_nonce_delivers_a_failed_export_under_the_same_key(
+        client: KubeClient) -> None:
+    """A receiver refuses both attempts of the first cycle (maxAttempts 2): Failed,
+    RetriesExhausted. A new spec.retryNonce starts a second cycle: the third POST, under the
+    same Idempotency-Key, is taken; the export is Delivered with attempts 3, cycleAttempts 1,
+    the nonce observed, and one RetryRequested Event (none for the resyncs)."""
+    async with webhook_receiver(fail_first=2) as receiver:
+        ns = await setup(client, receiver, retry={"maxAttempts": 2, "backoffBase": "50ms",
+                                                  "backoffMax": "50ms"})
+        async with exporting(client, ns, CollectorRegistry()):
+            failed = await wait_export(client, ns, _phase("Failed"))
+            assert failed["status"]["reason"] == "RetriesExhausted"
+            await client.patch(REPORTEXPORTS, failed["metadata"]["name"],
+                               {"spec": {"retryNonce": "again-1"}}, namespace=ns)
+            done = await wait_export(client, ns, _phase("Delivered"))
+            retried = await _events(client, ns, "RetryRequested")
+            await anyio.sleep(0.5)  # time for a resync to (not) tell it again
+            retried = await _events(client, ns, "RetryRequested")
+    st = done["status"]
+    assert (st["attempts"], st["cycleAttempts"], st["observedRetryNonce"]) == (3, 1, "again-1")
+    assert st["cycleStartedAt"] and st["finishedAt"]
+    assert receiver.distinct_keys == {failed["status"]["idempotencyKey"]}
+    assert len(receiver.requests) == 3 and len(receiver.reports) == 1
+    assert len(retried) == 1 and retried[0].get("count", 1) == 1
+    assert retried[0]["type"] == "Normal" and TOKEN not in json.dumps(retried)
+
+
+async def test_a_retry_after_longer_than_backoff_max_is_honoured(client: KubeClient) -> None:
+    """A 503 with Retry-After: 2 under backoffMax 100ms: the export schedules the next attempt
+    2 s after the failed one (status.nextAttemptAt, on the controller's clock, and the
+    message), not at the 100 ms cap, and delivers on attempt 2."""
+    async with webhook_receiver(fail_first=1, retry_after="2") as receiver:
+        ns = await setup(client, receiver, retry={"backoffBase": "50ms", "backoffMax": "100ms"})
+        async with exporting(client, ns, CollectorRegistry()):
+            first = await wait_export(client, ns, lambda st: st.get("attempts", 0) == 1)
+            done = await wait_export(client, ns, _phase("Delivered"))
+    st = first["status"]
+    last, due = (datetime.fromisoformat(st[k].replace("Z", "+00:00"))
+                 for k in ("lastAttemptAt", "nextAttemptAt"))
+    assert (due - last).total_seconds() == 2.0
+    assert st["message"].endswith("next in 2s") and st["lastHttpStatus"] == 503
+    assert done["status"]["attempts"] == 2 and len(receiver.requests) == 2

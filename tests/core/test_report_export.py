@@ -409,16 +409,124 @@ def test_a_verdict_never_gets_two_exports(certs: list[tuple[str, int, int, bool]
         certifications=sources, exports=tuple(exports)), T0).creates == ()
 
 
-def test_retry_after_lengthens_the_wait_within_the_cap() -> None:
+def test_retry_after_is_honoured_past_the_cap_within_the_elapsed_window() -> None:
     """A 429 asking for 12s waits 12s (the backoff says 10s); one asking for an hour waits the
-    15s cap; one asking for less than the backoff waits the backoff."""
+    hour, past the 15s backoffMax (as the reference does); one asking for less than the
+    backoff waits the backoff; one asking for longer than the 24h maxElapsedTime leaves fails
+    the export at once (RetryDeadlineExceeded), with no wait that can only end in failure."""
     x, blob = _snapshotted(policy(), cert("a"))
     waits = []
     for asked in (12.0, 3600.0, 1.0):
         plan = reconcile_reportexport(x, ReportExportObservation(
             snapshot=blob, attempt=Attempt(http_status=429, retry_after=asked)), T0)
+        assert plan.status is not None and plan.status.phase == ExportPhase.DELIVERING
         waits.append(plan.requeue_after)
-    assert waits == [12.0, 15.0, 10.0]
+    assert waits == [12.0, 3600.0, 10.0]
+    for asked in (25 * 3600.0, 1e30):
+        past = reconcile_reportexport(x, ReportExportObservation(
+            snapshot=blob, attempt=Attempt(http_status=503, retry_after=asked)), T0)
+        assert past.status is not None and past.requeue_after is None
+        assert (past.status.phase, past.status.reason) == (
+            ExportPhase.FAILED, ExportReason.RETRY_DEADLINE_EXCEEDED)
+        assert past.status.attempts == 1 and past.events[0].type == EventSeverity.WARNING
+
+
+def test_the_elapsed_window_counts_from_the_cycles_first_attempt() -> None:
+    """maxElapsedTime 60s: the first attempt (503) starts the cycle; a pass due after the
+    window ran out (the export was suspended meanwhile) fails it without a POST
+    (RetryDeadlineExceeded) instead of attempting."""
+    x, blob = _snapshotted(policy(retry={"maxAttempts": 5, "backoffBase": "10s",
+                                         "backoffMax": "10s", "maxElapsedTime": "60s"}),
+                           cert("a"))
+    first = reconcile_reportexport(x, ReportExportObservation(
+        snapshot=blob, attempt=Attempt(http_status=503)), T0)
+    assert first.status is not None and first.status.cycle_started_at == T0
+    x = attrs.evolve(x, status=first.status)
+    due = reconcile_reportexport(x, ReportExportObservation(snapshot=blob),
+                                 T0 + timedelta(seconds=10))
+    assert isinstance(due.asks[0], DeliverReport)
+    late = reconcile_reportexport(x, ReportExportObservation(snapshot=blob),
+                                  T0 + timedelta(seconds=61))
+    assert late.asks == () and late.status is not None
+    assert late.status.reason == ExportReason.RETRY_DEADLINE_EXCEEDED
+
+
+def _failed(reason: str) -> tuple[ReportExport, bytes]:
+    """An export that ended Failed for ``reason`` after two attempts (maxAttempts 2)."""
+    x, blob = _snapshotted(policy(retry={"maxAttempts": 2, "backoffBase": "10s",
+                                         "backoffMax": "10s"}), cert("a"))
+    now = T0
+    codes = {"exhausted": (503, 503), "rejected": (503, 401)}[reason]
+    for code in codes:
+        plan = reconcile_reportexport(x, ReportExportObservation(
+            snapshot=blob, attempt=Attempt(http_status=code)), now)
+        assert plan.status is not None
+        x = attrs.evolve(x, status=plan.status)
+        now += timedelta(seconds=10)
+    assert x.status.phase == ExportPhase.FAILED and x.status.attempts == 2
+    return x, blob
+
+
+def _nonce(x: ReportExport, value: str) -> ReportExport:
+    return attrs.evolve(x, spec=attrs.evolve(x.spec, retry_nonce=value))
+
+
+@pytest.mark.parametrize("reason", ["exhausted", "rejected"])
+def test_a_new_retry_nonce_starts_a_new_cycle_of_a_failed_export(reason: str) -> None:
+    """A Failed export (out of attempts, or a 401) given a new retryNonce: Delivering again
+    with cycleAttempts 0, the cycle and its window starting at the change, attempts still 2,
+    finishedAt cleared, one RetryRequested event; the next pass POSTs the same snapshot under
+    the same key, judged as attempt 1 of the cycle (3 in all) with the first backoff."""
+    x, blob = _failed(reason)
+    key = x.status.idempotency_key
+    now = T0 + timedelta(hours=3)
+    plan = reconcile_reportexport(_nonce(x, "r1"), ReportExportObservation(snapshot=blob), now)
+    st = plan.status
+    assert st is not None and plan.requeue_after == 0.0
+    assert (st.phase, st.reason, st.observed_retry_nonce) == (
+        ExportPhase.DELIVERING, ExportReason.RETRY_REQUESTED, "r1")
+    assert (st.attempts, st.cycle_attempts, st.cycle_started_at, st.finished_at) == (
+        2, 0, now, None)
+    assert [(e.type, e.reason) for e in plan.events] == [(EventSeverity.NORMAL,
+                                                         "RetryRequested")]
+    x = attrs.evolve(_nonce(x, "r1"), status=st)
+    (ask,) = reconcile_reportexport(x, ReportExportObservation(snapshot=blob), now).asks
+    assert isinstance(ask, DeliverReport) and ask.key == key
+    judged = reconcile_reportexport(x, ReportExportObservation(
+        snapshot=blob, attempt=Attempt(http_status=503)), now)
+    assert judged.status is not None and judged.status.phase == ExportPhase.DELIVERING
+    assert (judged.status.attempts, judged.status.cycle_attempts) == (3, 1)
+    assert judged.requeue_after == 10.0
+    # the same nonce again is not a new request: the pass plans nothing new
+    again = reconcile_reportexport(attrs.evolve(x, status=attrs.evolve(
+        judged.status, phase=ExportPhase.FAILED)), ReportExportObservation(snapshot=blob), now)
+    assert again.quiet and again.status is None
+
+
+@pytest.mark.parametrize("phase", ["Delivered", "Cancelled", "Failed+cancel", "Delivering"])
+def test_a_retry_nonce_on_an_export_that_is_not_failed_is_only_observed(phase: str) -> None:
+    """On a Delivered or Cancelled export, a Failed one whose cancel is set, or one still
+    delivering, a new retryNonce is recorded (observedRetryNonce, the message says there is
+    nothing to retry) without an attempt, an event or a new cycle; recorded while delivering,
+    it does not restart the export when it fails later."""
+    x, blob = _snapshotted(policy(), cert("a"))
+    name = phase.split("+")[0]
+    x = attrs.evolve(x, status=attrs.evolve(x.status, phase=ExportPhase(name)))
+    if phase.endswith("+cancel"):
+        x = _cancelled(x)
+    plan = reconcile_reportexport(_nonce(x, "r1"), ReportExportObservation(snapshot=blob), T0)
+    assert plan.status is not None and plan.asks == () and plan.events == ()
+    assert plan.status.phase == ExportPhase(name) and plan.status.observed_retry_nonce == "r1"
+    assert plan.status.reason == ExportReason.RETRY_NONCE_OBSERVED
+    assert "nothing to retry" in (plan.status.message or "")
+    assert plan.status.cycle_attempts == x.status.cycle_attempts
+    if name == "Delivering":
+        x = attrs.evolve(_nonce(x, "r1"), status=plan.status)
+        end = reconcile_reportexport(x, ReportExportObservation(
+            snapshot=blob, attempt=Attempt(http_status=400)), T0)
+        assert end.status is not None and end.status.phase == ExportPhase.FAILED
+        done = attrs.evolve(x, status=end.status)
+        assert reconcile_reportexport(done, ReportExportObservation(snapshot=blob), T0).quiet
 
 
 # --- suspend and cancel -----------------------------------------------------------------------
@@ -430,9 +538,10 @@ def _cancelled(x: ReportExport) -> ReportExport:
 
 def test_a_suspended_policy_pauses_a_delivery_in_backoff_until_resumed() -> None:
     """A 503 schedules the next attempt 10s later; the policy is suspended: at and long after
-    that time no attempt is asked for, the phase is Suspended (once: no second write) with the
-    attempt count, key and due time kept. Resumed before the due time it waits out the rest
-    (Resumed); resumed after it, the same key is POSTed at once and judged as attempt 2."""
+    that time no attempt is asked for, the phase is Suspended (once: no second write, one
+    PolicySuspended event) with the attempt count, key and due time kept. Resumed before the
+    due time it waits out the rest (Resumed, one event); resumed after it, Resumed is written
+    (one event) and the next pass POSTs the same key, judged as attempt 2."""
     x, blob = _snapshotted(policy(), cert("a"))
     failed = reconcile_reportexport(x, ReportExportObservation(
         snapshot=blob, attempt=Attempt(http_status=503)), T0)
@@ -456,9 +565,17 @@ def test_a_suspended_policy_pauses_a_delivery_in_backoff_until_resumed() -> None
     assert early.asks == () and early.status is not None and early.requeue_after == 6.0
     assert (early.status.phase, early.status.reason) == (ExportPhase.DELIVERING,
                                                         ExportReason.RESUMED)
+    assert [(e.type, e.reason) for e in paused.events] == [(EventSeverity.NORMAL,
+                                                           "PolicySuspended")]
+    assert still.events == () and [e.reason for e in early.events] == ["Resumed"]
     resumed = reconcile_reportexport(x, ReportExportObservation(snapshot=blob), later)
-    (ask,) = resumed.asks
-    assert isinstance(ask, DeliverReport) and ask.key == key
+    assert resumed.asks == () and resumed.requeue_after == 0.0 and resumed.status is not None
+    assert resumed.status.reason == ExportReason.RESUMED
+    assert [e.reason for e in resumed.events] == ["Resumed"]
+    x = attrs.evolve(x, status=resumed.status)
+    again = reconcile_reportexport(x, ReportExportObservation(snapshot=blob), later)
+    (ask,) = again.asks
+    assert isinstance(ask, DeliverReport) and ask.key == key and again.events == ()
     judged = reconcile_reportexport(x, ReportExportObservation(
         snapshot=blob, attempt=Attempt(http_status=503)), later)
     assert judged.status is not None and judged.status.phase == ExportPhase.DELIVERING

@@ -16,27 +16,39 @@
    the export, ``SnapshotLost``: a different payload would carry a different key.
 3. **Judge the answer.** 2xx: Delivered. 408, 425, 429, 5xx or no answer at all (a refused
    connection, a timeout, an unreadable token Secret): retried after
-   ``min(backoffBase * 2^(attempts-1), backoffMax)`` (longer when the receiver's
-   ``Retry-After`` asks for more, never over ``backoffMax``), until ``maxAttempts`` attempts
-   were made (then Failed, ``RetriesExhausted``). Anything else (a 3xx: redirects are not
-   followed, a 4xx): Failed, ``Rejected``; sending the same body again would get the same
-   answer.
+   ``min(backoffBase * 2^(n-1), backoffMax)`` (``n``: the attempts of this cycle), or after the
+   receiver's ``Retry-After`` when it asks for longer (the reference honours it past
+   ``backoffMax``: a receiver that says when it can take the report knows best), until
+   ``maxAttempts`` attempts of the cycle were made (then Failed, ``RetriesExhausted``) or the
+   next attempt would fall past ``maxElapsedTime`` after the cycle started (then Failed at
+   once, ``RetryDeadlineExceeded``: no wait that can only end in failure). Anything else (a
+   3xx: redirects are not followed, a 4xx): Failed, ``Rejected``; sending the same body again
+   would get the same answer.
 
 4. **Suspend pauses, cancel stops.** While the export's policy is suspended no attempt is made:
    the phase is Suspended (the snapshot is still taken first; the attempts made, the key and
    ``nextAttemptAt`` are kept) until the policy is resumed, when the delivery goes on where it
-   stopped (at once when the wait it was serving is over). ``spec.cancel`` ends the export
-   Cancelled before anything else is done; an attempt already on the wire is not called back.
+   stopped (at once when the wait it was serving is over). The cycle's ``maxElapsedTime`` keeps
+   running while suspended. ``spec.cancel`` ends the export Cancelled before anything else is
+   done; an attempt already on the wire is not called back.
+5. **A new retryNonce starts a new cycle of a Failed export.** ``cycleAttempts``, the backoff
+   and the elapsed window restart at the change (``cycleStartedAt`` is then), ``attempts``
+   keeps counting, the snapshot and its key are the same (a receiver that took the report
+   before deduplicates it). On a Delivered or Cancelled export, a Failed one whose ``cancel``
+   is set, or one still under way, the nonce is only recorded (``observedRetryNonce``) and the
+   message says so. Each transition (suspended, resumed, cancelled, a new cycle, the end) is
+   one Event.
 
 Delivery is at least once: an attempt whose answer is lost (the receiver took the report, the
 manager stopped before writing the status) is made again with the same key, which is how the
-receiver recognises it. Delivered, Failed and Cancelled are final.
+receiver recognises it. Delivered, Failed and Cancelled are final (a Failed one until a new
+retryNonce).
 """
 
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import attrs
@@ -164,7 +176,8 @@ def _finish(export: ReportExport, status: ReportExportStatus, now: datetime, *,
             delivered_at: datetime | None = None) -> ReportExportPlan:
     phase = _ENDS.get(reason, ExportPhase.FAILED)
     new = attrs.evolve(status, phase=phase, reason=reason, message=message[:1024],
-                       finished_at=now, next_attempt_at=None, delivered_at=delivered_at)
+                       finished_at=now, next_attempt_at=None, delivered_at=delivered_at,
+                       observed_retry_nonce=export.spec.retry_nonce)
     severity = EventSeverity.WARNING if phase == ExportPhase.FAILED else EventSeverity.NORMAL
     return Plan(resource_version=export.metadata.resource_version or "", status=new,
                 events=(EventSpec(type=severity, reason=str(reason), message=message),))
@@ -199,10 +212,44 @@ def _snapshot(export: ReportExport, obs: ReportExportObservation,
         name=snapshot_name(export), body=cm),))
 
 
+def _at(when: datetime | None) -> str:
+    return when.isoformat() if when is not None else "its first attempt"
+
+
+def _deadline(retry: RetryPolicy, status: ReportExportStatus) -> datetime:
+    """When the current cycle's ``maxElapsedTime`` runs out (the far future before its first
+    attempt)."""
+    if status.cycle_started_at is None:
+        return datetime.max.replace(tzinfo=UTC)
+    return status.cycle_started_at + timedelta(seconds=_seconds(retry.max_elapsed_time))
+
+
+def _nonce(export: ReportExport, now: datetime) -> ReportExportPlan:
+    """An export whose ``spec.retryNonce`` is new: a Failed one (not cancelled) starts a new
+    delivery cycle; any other (finished or still under way) only records the nonce."""
+    st, rv, nonce = export.status, export.metadata.resource_version or "", export.spec.retry_nonce
+    if st.phase != ExportPhase.FAILED or export.spec.cancel:
+        why = "cancel is set" if export.spec.cancel else f"the export is {st.phase}"
+        return Plan(resource_version=rv, status=attrs.evolve(
+            st, observed_retry_nonce=nonce, reason=ExportReason.RETRY_NONCE_OBSERVED,
+            message=f"retryNonce {nonce!r} observed; nothing to retry: {why}"),
+            requeue_after=None if st.phase in FINAL else 0.0)
+    message = (f"retryNonce {nonce!r}: a new delivery cycle after {st.attempts} attempt(s) "
+               f"({st.reason}); same snapshot and Idempotency-Key")
+    status = attrs.evolve(
+        st, phase=ExportPhase.DELIVERING if st.payload_digest else ExportPhase.PENDING,
+        reason=ExportReason.RETRY_REQUESTED, message=message, observed_retry_nonce=nonce,
+        cycle_attempts=0, cycle_started_at=now, next_attempt_at=now, finished_at=None,
+        delivered_at=None)
+    return Plan(resource_version=rv, status=status, requeue_after=0.0, events=(EventSpec(
+        type=EventSeverity.NORMAL, reason=str(ExportReason.RETRY_REQUESTED), message=message),))
+
+
 def _judge(export: ReportExport, attempt: Attempt, now: datetime) -> ReportExportPlan:
     spec = export.spec
-    n = export.status.attempts + 1
-    st = attrs.evolve(export.status, attempts=n, last_attempt_at=now,
+    n, cycle = export.status.attempts + 1, export.status.cycle_attempts + 1
+    st = attrs.evolve(export.status, attempts=n, cycle_attempts=cycle, last_attempt_at=now,
+                      cycle_started_at=export.status.cycle_started_at or now,
                       last_http_status=attempt.http_status,
                       last_error=None if attempt.accepted else attempt.describe()[:1024])
     if attempt.accepted:
@@ -212,16 +259,19 @@ def _judge(export: ReportExport, attempt: Attempt, now: datetime) -> ReportExpor
         return _finish(export, st, now, reason=ExportReason.REJECTED, message=(
             f"the receiver refused the report on attempt {n} ({attempt.describe()}); not "
             "retried"))
-    if n >= spec.retry.max_attempts:
+    if cycle >= spec.retry.max_attempts:
         return _finish(export, st, now, reason=ExportReason.RETRIES_EXHAUSTED, message=(
-            f"attempt {n} of {spec.retry.max_attempts} failed ({attempt.describe()}); no "
+            f"attempt {cycle} of {spec.retry.max_attempts} failed ({attempt.describe()}); no "
             "attempt left"))
-    wait = backoff_seconds(spec.retry, n)
-    if attempt.retry_after is not None:  # the receiver's wish, within the policy's cap
-        wait = min(max(wait, attempt.retry_after), _seconds(spec.retry.backoff_max))
+    wait = max(backoff_seconds(spec.retry, cycle), attempt.retry_after or 0.0)
+    if wait >= (_deadline(spec.retry, st) - now).total_seconds():  # no overflow on 1e30 s
+        return _finish(export, st, now, reason=ExportReason.RETRY_DEADLINE_EXCEEDED, message=(
+            f"attempt {cycle} of this cycle failed ({attempt.describe()}); the next, in "
+            f"{wait:g}s, would fall past retry.maxElapsedTime ({spec.retry.max_elapsed_time}) "
+            f"after the cycle started at {_at(st.cycle_started_at)}"))
     status = attrs.evolve(st, phase=ExportPhase.DELIVERING,
                           reason=ExportReason.RETRY_SCHEDULED, message=(
-        f"attempt {n} of {spec.retry.max_attempts} failed ({attempt.describe()}); next in "
+        f"attempt {cycle} of {spec.retry.max_attempts} failed ({attempt.describe()}); next in "
         f"{wait:g}s"), next_attempt_at=now + timedelta(seconds=wait))
     return Plan(resource_version=export.metadata.resource_version or "", status=status,
                 requeue_after=wait)
@@ -231,11 +281,14 @@ def reconcile_reportexport(export: ReportExport, obs: ReportExportObservation,
                            now: datetime) -> ReportExportPlan:
     """The next step of the delivery ``export`` at ``now`` (the rules in the module doc)."""
     st, rv = export.status, export.metadata.resource_version or ""
+    new_nonce = (export.spec.retry_nonce or None) != (st.observed_retry_nonce or None)
     if st.phase in FINAL:
-        return Plan(resource_version=rv)
+        return _nonce(export, now) if new_nonce else Plan(resource_version=rv)
     if export.spec.cancel:
         return _finish(export, st, now, reason=ExportReason.CANCELLED, message=(
             f"cancelled (spec.cancel) after {st.attempts} attempt(s); the report is not sent"))
+    if new_nonce:  # recorded, so that it does not restart the export if it fails later
+        return _nonce(export, now)
     key = st.idempotency_key
     if st.payload_digest is None or key is None:
         return _snapshot(export, obs, now)
@@ -249,24 +302,34 @@ def reconcile_reportexport(export: ReportExport, obs: ReportExportObservation,
         return _finish(export, st, now, reason=ExportReason.SNAPSHOT_LOST, message=(
             f"the report snapshot {ask.name} is {'gone' if payload is None else 'altered'}; "
             "a rebuilt report would carry another key"))
-    if st.attempts >= export.spec.retry.max_attempts:
+    retry = export.spec.retry
+    if st.cycle_attempts >= retry.max_attempts:
         return _finish(export, st, now, reason=ExportReason.RETRIES_EXHAUSTED,
-                       message=f"{st.attempts} attempts made; no attempt left")
+                       message=f"{st.cycle_attempts} attempts made; no attempt left")
     if obs.suspended:  # the policy's change wakes the export: no requeue
         if st.phase == ExportPhase.SUSPENDED:
             return Plan(resource_version=rv)
+        message = (f"policy {export.spec.policy_ref.name} is suspended: no attempt until it "
+                   f"is resumed ({st.attempts} made so far)")
         return Plan(resource_version=rv, status=attrs.evolve(
-            st, phase=ExportPhase.SUSPENDED, reason=ExportReason.POLICY_SUSPENDED, message=(
-                f"policy {export.spec.policy_ref.name} is suspended: no attempt until it is "
-                f"resumed ({st.attempts} made so far)")))
+            st, phase=ExportPhase.SUSPENDED, reason=ExportReason.POLICY_SUSPENDED,
+            message=message), events=(EventSpec(
+                type=EventSeverity.NORMAL, reason=str(ExportReason.POLICY_SUSPENDED),
+                message=message),))
     due = st.next_attempt_at or now
-    if st.phase == ExportPhase.SUSPENDED:
+    if now >= _deadline(retry, st):
+        return _finish(export, st, now, reason=ExportReason.RETRY_DEADLINE_EXCEEDED, message=(
+            f"retry.maxElapsedTime ({retry.max_elapsed_time}) ran out after "
+            f"{st.cycle_attempts} attempt(s) of the cycle started at "
+            f"{_at(st.cycle_started_at)}"))
+    if st.phase == ExportPhase.SUSPENDED:  # the resume is written (and told) before the POST
+        message = (f"policy {export.spec.policy_ref.name} resumed; next attempt "
+                   f"{'now' if now >= due else 'at ' + due.isoformat()}")
         st = attrs.evolve(st, phase=ExportPhase.DELIVERING, reason=ExportReason.RESUMED,
-                          message=(f"policy {export.spec.policy_ref.name} resumed; next attempt "
-                                   f"{'now' if now >= due else 'at ' + due.isoformat()}"))
-        if now < due:
-            return Plan(resource_version=rv, status=st,
-                        requeue_after=(due - now).total_seconds())
+                          message=message)
+        return Plan(resource_version=rv, status=st, requeue_after=max(
+            (due - now).total_seconds(), 0.0), events=(EventSpec(
+                type=EventSeverity.NORMAL, reason=str(ExportReason.RESUMED), message=message),))
     if now < due:
         return Plan(resource_version=rv, requeue_after=(due - now).total_seconds())
     hook = export.spec.webhook
