@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
+from cre.api.job import Job
 from cre.api.labels import API_VERSION, JOB_FINALIZER
 from cre.controller.job.controller import JobController, job_from_dict
 from cre.core.common.plan import Delete, EventSeverity, EventSpec, Observation, Plan
@@ -155,20 +156,26 @@ def _owner_reads(emu: Emulator, name: str, since: int) -> int:
                and r.namespace == NS and r.name == name)
 
 
+async def _finalized(h: JobHarness, name: str) -> tuple[JobController, Job]:
+    """A controller that is not running (passes only when called) and a Job ``name`` it gave
+    its finalizer in one pass, as served after that patch."""
+    await _namespace(h)
+    body = {"apiVersion": API_VERSION, "kind": "Job", "metadata": {"name": name, "namespace": NS},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}}}}}
+    first = job_from_dict(await h.client.create(JOBS, body, namespace=NS))
+    idle = JobController(h.client, namespaces=[NS])
+    idle.jobs.store._put(f"{NS}/{name}", first, first.metadata.resource_version or "")
+    await idle.reconcile(f"{NS}/{name}")  # the finalizer patch
+    return idle, job_from_dict(await h.client.get(JOBS, name, namespace=NS))
+
+
 async def test_own_finalizer_write_vouches_for_the_copy_before_the_creates(
         job_harness: JobHarness, shared_emulator: Emulator) -> None:
     """A Job's first create pass, planned on the copy its own finalizer patch returned, creates
     without reading the Job live; the same copy planned on again is read live first (a vouch
     serves one create pass)."""
     h = job_harness
-    await _namespace(h)
-    body = {"apiVersion": API_VERSION, "kind": "Job", "metadata": {"name": "v1", "namespace": NS},
-            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}}}}}
-    first = job_from_dict(await h.client.create(JOBS, body, namespace=NS))
-    idle = JobController(h.client, namespaces=[NS])
-    idle.jobs.store._put(f"{NS}/v1", first, first.metadata.resource_version or "")
-    await idle.reconcile(f"{NS}/v1")  # the finalizer patch
-    patched = job_from_dict(await h.client.get(JOBS, "v1", namespace=NS))
+    idle, patched = await _finalized(h, "v1")
     assert JOB_FINALIZER in patched.metadata.finalizers
     since = shared_emulator.audit.seq
     plan = reconcile_job(patched, Observation(), at(0))
@@ -188,14 +195,7 @@ async def test_a_change_after_the_vouching_write_still_converges(
     patched copy: the creates go ahead unread, the status write conflicts, and the re-run on the
     live copy adopts the one workload created (no second create, one event)."""
     h = job_harness
-    await _namespace(h)
-    body = {"apiVersion": API_VERSION, "kind": "Job", "metadata": {"name": "v2", "namespace": NS},
-            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "mpi-runtime"}}}}}
-    first = job_from_dict(await h.client.create(JOBS, body, namespace=NS))
-    idle = JobController(h.client, namespaces=[NS])
-    idle.jobs.store._put(f"{NS}/v2", first, first.metadata.resource_version or "")
-    await idle.reconcile(f"{NS}/v2")  # the finalizer patch
-    patched = job_from_dict(await h.client.get(JOBS, "v2", namespace=NS))
+    idle, patched = await _finalized(h, "v2")
     idle.jobs.store._put(f"{NS}/v2", patched, patched.metadata.resource_version or "")
     await h.client.patch(JOBS, "v2", {"metadata": {"labels": {"touched": "yes"}}}, namespace=NS)
     since = shared_emulator.audit.seq
